@@ -1,0 +1,9 @@
+//! ski: reference implementations of agent protocols and the codecs they share.
+//!
+//! - [`jsonrpc`]: JSON-RPC 2.0 messages, NDJSON framing and the peer every protocol runs on.
+//! - [`acp`]: Agent Client Protocol wire types and the method table.
+//! - [`exit`]: exit codes and the error type every `ski` subcommand returns.
+
+pub mod acp;
+pub mod exit;
+pub mod jsonrpc;

@@ -1,0 +1,27 @@
+//! `cargo xtask`: the project's automation entry points (see `cargo xtask --help`).
+
+mod ci;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+/// Project automation for ski.
+#[derive(Debug, Parser)]
+#[command(name = "cargo xtask", bin_name = "cargo xtask")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run what CI runs: format check, clippy with warnings denied, and every test.
+    Ci(ci::CiArgs),
+}
+
+fn main() -> Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Ci(args) => ci::run(&args),
+    }
+}
