@@ -1,6 +1,45 @@
 //! JSON-RPC 2.0 as ACP and the other protocols use it: messages, ids, error codes, NDJSON framing
 //! and the peer.
+//!
+//! - [`message`]: the message types, how an incoming JSON text is classified (or rejected with the
+//!   answer a peer owes), and the one-line encoding.
+//! - [`framing`]: NDJSON over any `AsyncRead`/`AsyncWrite` with a bounded line length.
+//! - [`transport`]: what a peer runs over, a byte stream or a message (frame) transport, with a
+//!   WebSocket adapter.
+//! - [`peer`]: the connection: pending table, timeouts, cancellation, concurrent dispatch,
+//!   ordered notifications, send gate.
+//! - [`wire`]: taps that see every raw line in and out.
+//!
+//! ```
+//! use ski::jsonrpc::{Message, VersionField, decode};
+//!
+//! let message = decode(br#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#, VersionField::Required)
+//!     .expect("a valid request");
+//! assert_eq!(message.method(), Some("ping"));
+//! assert_eq!(message.to_line().unwrap(), r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#);
+//! ```
 
+pub mod error;
+pub mod framing;
 pub mod id;
+pub mod message;
+pub mod peer;
+pub mod transport;
+pub mod wire;
 
+mod websocket;
+
+pub use error::{ErrorCode, RpcError, decode_params};
+pub use framing::{DEFAULT_MAX_LINE_BYTES, FrameError, LineReader, LineWriter};
 pub use id::RequestId;
+pub use message::{
+    DecodeError, EncodeError, Message, Notification, Request, Response, VersionField, classify,
+    decode, encode_into,
+};
+pub use peer::{
+    CANCEL_REQUEST_METHOD, CallError, IdStyle, NotificationContext, NotificationHandler, Peer,
+    PeerBuilder, PeerStats, RequestContext, RequestHandler, RequestOptions, ResponseFuture,
+    SendError, Timeout,
+};
+pub use transport::Transport;
+pub use wire::{Direction, WireEvent, WireLog, WireObserver};

@@ -1,0 +1,621 @@
+//! JSON-RPC 2.0 messages: requests, notifications and responses, how an incoming JSON text is
+//! classified into one of them (or into the error a peer must answer), and how a message is
+//! encoded as one compact line.
+
+use serde::de::{self, Deserializer};
+use serde::ser::{SerializeMap, Serializer};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use super::error::RpcError;
+use super::id::RequestId;
+
+/// The only value of the `jsonrpc` member this engine speaks.
+pub const JSONRPC_VERSION: &str = "2.0";
+
+/// A request: a method call that expects a response carrying the same id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The id the response must echo, exactly as it was sent.
+    pub id: RequestId,
+    /// The method name.
+    pub method: String,
+    /// The params as raw JSON: `None` when the member is absent. Protocol layers decode them.
+    pub params: Option<Value>,
+}
+
+/// A notification: a method call without an id, never answered.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The params as raw JSON: `None` when the member is absent.
+    pub params: Option<Value>,
+}
+
+/// A response: either a result or an error object, for the request with the same id.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Response {
+    /// The id of the request this answers (`null` when the request's id could not be read).
+    pub id: RequestId,
+    /// `Ok(result)` for a success response, `Err(error)` for an error response.
+    pub result: Result<Value, RpcError>,
+}
+
+impl Response {
+    /// A success response.
+    pub fn success(id: RequestId, result: Value) -> Self {
+        Self {
+            id,
+            result: Ok(result),
+        }
+    }
+
+    /// An error response.
+    pub fn error(id: RequestId, error: RpcError) -> Self {
+        Self {
+            id,
+            result: Err(error),
+        }
+    }
+}
+
+/// Any JSON-RPC message.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A request (has `method` and `id`).
+    Request(Request),
+    /// A notification (has `method`, no `id`).
+    Notification(Notification),
+    /// A success or error response (has `id` and `result` or `error`).
+    Response(Response),
+}
+
+impl Message {
+    /// A request message.
+    pub fn request(
+        id: impl Into<RequestId>,
+        method: impl Into<String>,
+        params: Option<Value>,
+    ) -> Self {
+        Message::Request(Request {
+            id: id.into(),
+            method: method.into(),
+            params,
+        })
+    }
+
+    /// A notification message.
+    pub fn notification(method: impl Into<String>, params: Option<Value>) -> Self {
+        Message::Notification(Notification {
+            method: method.into(),
+            params,
+        })
+    }
+
+    /// A success response message.
+    pub fn success(id: impl Into<RequestId>, result: Value) -> Self {
+        Message::Response(Response::success(id.into(), result))
+    }
+
+    /// An error response message.
+    pub fn error(id: impl Into<RequestId>, error: RpcError) -> Self {
+        Message::Response(Response::error(id.into(), error))
+    }
+
+    /// The method name of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request(r) => Some(&r.method),
+            Message::Notification(n) => Some(&n.method),
+            Message::Response(_) => None,
+        }
+    }
+
+    /// The id of a request or response.
+    pub fn id(&self) -> Option<&RequestId> {
+        match self {
+            Message::Request(r) => Some(&r.id),
+            Message::Notification(_) => None,
+            Message::Response(r) => Some(&r.id),
+        }
+    }
+
+    /// Encodes the message as one compact JSON line, without a line terminator.
+    ///
+    /// The result never contains a newline byte; an encoder that produced one would fail with
+    /// [`EncodeError::EmbeddedNewline`] rather than corrupt the framing.
+    pub fn to_line(&self) -> Result<String, EncodeError> {
+        let mut out = Vec::with_capacity(128);
+        encode_into(self, VersionField::Required, &mut out)?;
+        // serde_json writes only valid UTF-8.
+        String::from_utf8(out).map_err(|_| EncodeError::NotUtf8)
+    }
+}
+
+impl From<Request> for Message {
+    fn from(value: Request) -> Self {
+        Message::Request(value)
+    }
+}
+
+impl From<Notification> for Message {
+    fn from(value: Notification) -> Self {
+        Message::Notification(value)
+    }
+}
+
+impl From<Response> for Message {
+    fn from(value: Response) -> Self {
+        Message::Response(value)
+    }
+}
+
+/// How the `jsonrpc` member is treated.
+///
+/// JSON-RPC 2.0 and ACP require `"jsonrpc":"2.0"` on every message; the intercom stream dialect
+/// omits it. In both modes a present member with any other value is invalid.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum VersionField {
+    /// Incoming messages must carry `"jsonrpc":"2.0"`; outgoing messages carry it.
+    #[default]
+    Required,
+    /// Incoming messages may omit `jsonrpc`; outgoing messages omit it.
+    Optional,
+}
+
+/// Why a message could not be encoded.
+#[derive(Debug, thiserror::Error)]
+pub enum EncodeError {
+    /// serde_json failed (for example a map with non-string keys inside a value).
+    #[error("cannot encode message as json: {0}")]
+    Json(#[from] serde_json::Error),
+    /// The encoded text contained a newline byte, which would break NDJSON framing.
+    #[error("encoded message contains a newline byte")]
+    EmbeddedNewline,
+    /// The encoded text was not UTF-8.
+    #[error("encoded message is not utf-8")]
+    NotUtf8,
+}
+
+/// Why an incoming JSON text is not a usable message, and what the peer answers.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum DecodeError {
+    /// Not JSON, or not UTF-8: answered `-32700` with id `null`.
+    #[error("parse error: {reason}")]
+    Parse {
+        /// What the parser reported.
+        reason: String,
+    },
+    /// JSON, but not a valid request or notification (including batches and non-objects):
+    /// answered `-32600`, with the message's id when it could be read and `null` otherwise.
+    #[error("invalid request: {reason}")]
+    InvalidRequest {
+        /// The id to answer with.
+        id: RequestId,
+        /// What is wrong.
+        reason: String,
+    },
+    /// Shaped like a response but malformed. Responses are never answered; when the id can be
+    /// read, the pending request with that id fails instead.
+    #[error("invalid response: {reason}")]
+    InvalidResponse {
+        /// The id, when it could be read.
+        id: Option<RequestId>,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+impl DecodeError {
+    /// The error response a peer sends for this error, or `None` for a malformed response.
+    pub fn error_response(&self) -> Option<Response> {
+        match self {
+            DecodeError::Parse { reason } => Some(Response::error(
+                RequestId::Null,
+                RpcError::parse_error(reason.clone()),
+            )),
+            DecodeError::InvalidRequest { id, reason } => Some(Response::error(
+                id.clone(),
+                RpcError::invalid_request(reason.clone()),
+            )),
+            DecodeError::InvalidResponse { .. } => None,
+        }
+    }
+}
+
+/// Decodes one JSON text (a line without its terminator, or a WebSocket text frame).
+pub fn decode(bytes: &[u8], version: VersionField) -> Result<Message, DecodeError> {
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| DecodeError::Parse {
+        reason: e.to_string(),
+    })?;
+    classify(value, version)
+}
+
+/// Classifies a parsed JSON value as a message.
+pub fn classify(value: Value, version: VersionField) -> Result<Message, DecodeError> {
+    let mut map = match value {
+        Value::Object(map) => map,
+        Value::Array(_) => {
+            return Err(invalid_request(
+                RequestId::Null,
+                "batch requests are not supported",
+            ));
+        }
+        _ => {
+            return Err(invalid_request(
+                RequestId::Null,
+                "message is not a json object",
+            ));
+        }
+    };
+    let is_response =
+        !map.contains_key("method") && (map.contains_key("result") || map.contains_key("error"));
+    check_version(&map, version, is_response)?;
+    if is_response {
+        classify_response(map)
+    } else {
+        classify_call(&mut map)
+    }
+}
+
+fn check_version(
+    map: &Map<String, Value>,
+    version: VersionField,
+    is_response: bool,
+) -> Result<(), DecodeError> {
+    let reason = match map.get("jsonrpc") {
+        Some(Value::String(v)) if v == JSONRPC_VERSION => return Ok(()),
+        None if version == VersionField::Optional => return Ok(()),
+        None => "missing \"jsonrpc\":\"2.0\"",
+        Some(_) => "\"jsonrpc\" must be \"2.0\"",
+    };
+    let id = readable_id(map);
+    Err(if is_response {
+        DecodeError::InvalidResponse {
+            id,
+            reason: reason.to_owned(),
+        }
+    } else {
+        invalid_request(id.unwrap_or(RequestId::Null), reason)
+    })
+}
+
+fn readable_id(map: &Map<String, Value>) -> Option<RequestId> {
+    map.get("id").and_then(id_from_value)
+}
+
+fn id_from_value(value: &Value) -> Option<RequestId> {
+    match value {
+        Value::Null => Some(RequestId::Null),
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        Value::String(s) => Some(RequestId::String(s.clone())),
+        _ => None,
+    }
+}
+
+fn invalid_request(id: RequestId, reason: &str) -> DecodeError {
+    DecodeError::InvalidRequest {
+        id,
+        reason: reason.to_owned(),
+    }
+}
+
+fn classify_call(map: &mut Map<String, Value>) -> Result<Message, DecodeError> {
+    let id = match map.get("id") {
+        None => None,
+        Some(raw) => match id_from_value(raw) {
+            Some(id) => Some(id),
+            None => {
+                return Err(invalid_request(
+                    RequestId::Null,
+                    "\"id\" must be an integer, a string or null",
+                ));
+            }
+        },
+    };
+    let method = match map.remove("method") {
+        Some(Value::String(method)) => method,
+        Some(_) => {
+            return Err(invalid_request(
+                id.unwrap_or(RequestId::Null),
+                "\"method\" must be a string",
+            ));
+        }
+        None => {
+            return Err(invalid_request(
+                id.unwrap_or(RequestId::Null),
+                "missing \"method\"",
+            ));
+        }
+    };
+    let params = match map.remove("params") {
+        None => None,
+        Some(p @ (Value::Object(_) | Value::Array(_) | Value::Null)) => Some(p),
+        Some(_) => {
+            return Err(invalid_request(
+                id.unwrap_or(RequestId::Null),
+                "\"params\" must be an object or an array",
+            ));
+        }
+    };
+    Ok(match id {
+        Some(id) => Message::Request(Request { id, method, params }),
+        None => Message::Notification(Notification { method, params }),
+    })
+}
+
+fn classify_response(mut map: Map<String, Value>) -> Result<Message, DecodeError> {
+    let Some(id) = map.get("id").and_then(id_from_value) else {
+        return Err(DecodeError::InvalidResponse {
+            id: None,
+            reason: if map.contains_key("id") {
+                "\"id\" must be an integer, a string or null".to_owned()
+            } else {
+                "missing \"id\"".to_owned()
+            },
+        });
+    };
+    let invalid = |id: RequestId, reason: String| DecodeError::InvalidResponse {
+        id: Some(id),
+        reason,
+    };
+    match (map.remove("result"), map.remove("error")) {
+        (Some(_), Some(_)) => Err(invalid(
+            id,
+            "a response must not carry both \"result\" and \"error\"".to_owned(),
+        )),
+        (Some(result), None) => Ok(Message::Response(Response::success(id, result))),
+        (None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
+            Ok(error) => Ok(Message::Response(Response::error(id, error))),
+            Err(e) => Err(invalid(id, format!("malformed error object: {e}"))),
+        },
+        // `is_response` guarantees one of the two members exists.
+        (None, None) => Err(invalid(id, "missing \"result\" or \"error\"".to_owned())),
+    }
+}
+
+/// Appends the compact JSON encoding of `message` to `out`, without a line terminator.
+///
+/// With [`VersionField::Optional`] the `jsonrpc` member is left out (the intercom dialect).
+/// Fails without touching the framing if the encoding would contain a newline byte.
+pub fn encode_into(
+    message: &Message,
+    version: VersionField,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    let start = out.len();
+    let wire = Wire {
+        message,
+        version: version == VersionField::Required,
+    };
+    if let Err(e) = serde_json::to_writer(&mut *out, &wire) {
+        out.truncate(start);
+        return Err(e.into());
+    }
+    if memchr::memchr(b'\n', &out[start..]).is_some() {
+        out.truncate(start);
+        return Err(EncodeError::EmbeddedNewline);
+    }
+    Ok(())
+}
+
+/// A message with the choice of writing the `jsonrpc` member; members are written in the
+/// conventional order (`jsonrpc`, `id`, `method`, `params` / `result` / `error`).
+struct Wire<'a> {
+    message: &'a Message,
+    version: bool,
+}
+
+impl Serialize for Wire<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        if self.version {
+            map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        }
+        match self.message {
+            Message::Request(r) => {
+                map.serialize_entry("id", &r.id)?;
+                map.serialize_entry("method", &r.method)?;
+                if let Some(params) = &r.params {
+                    map.serialize_entry("params", params)?;
+                }
+            }
+            Message::Notification(n) => {
+                map.serialize_entry("method", &n.method)?;
+                if let Some(params) = &n.params {
+                    map.serialize_entry("params", params)?;
+                }
+            }
+            Message::Response(r) => {
+                map.serialize_entry("id", &r.id)?;
+                match &r.result {
+                    Ok(result) => map.serialize_entry("result", result)?,
+                    Err(error) => map.serialize_entry("error", error)?,
+                }
+            }
+        }
+        map.end()
+    }
+}
+
+impl Serialize for Message {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            message: self,
+            version: true,
+        }
+        .serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Message {
+    /// Deserializes with the strict rules of [`decode`] (`jsonrpc` required).
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = Value::deserialize(deserializer)?;
+        classify(value, VersionField::Required).map_err(de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::jsonrpc::ErrorCode;
+
+    fn strict(text: &str) -> Result<Message, DecodeError> {
+        decode(text.as_bytes(), VersionField::Required)
+    }
+
+    #[test]
+    fn requests_notifications_and_responses_round_trip() {
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
+            r#"{"jsonrpc":"2.0","id":"5f0c","method":"session/new","params":[]}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"x","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":7,"method":"noparams"}"#,
+            r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"ok":true}}"#,
+            r#"{"jsonrpc":"2.0","id":"a","result":null}"#,
+            r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"m","data":{"method":"x"}}}"#,
+        ];
+        for line in lines {
+            let message = strict(line).unwrap();
+            assert_eq!(message.to_line().unwrap(), line, "round trip of {line}");
+        }
+    }
+
+    #[test]
+    fn ids_are_echoed_in_their_form() {
+        let Message::Request(r) = strict(r#"{"jsonrpc":"2.0","id":"1","method":"m"}"#).unwrap()
+        else {
+            panic!("expected a request");
+        };
+        assert_eq!(r.id, RequestId::String("1".into()));
+        let Message::Request(r) = strict(r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#).unwrap()
+        else {
+            panic!("expected a request");
+        };
+        assert_eq!(r.id, RequestId::Null);
+    }
+
+    #[test]
+    fn invalid_inputs_map_to_the_answer_a_peer_sends() {
+        // (input, expected code of the answer or None for "never answered", expected id)
+        let cases: &[(&str, Option<i64>, Option<RequestId>)] = &[
+            ("not json", Some(-32700), Some(RequestId::Null)),
+            ("[]", Some(-32600), Some(RequestId::Null)),
+            (
+                r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+                Some(-32600),
+                Some(RequestId::Null),
+            ),
+            ("42", Some(-32600), Some(RequestId::Null)),
+            (r#""text""#, Some(-32600), Some(RequestId::Null)),
+            (r#"{"id":3,"method":"m"}"#, Some(-32600), Some(3.into())),
+            (
+                r#"{"jsonrpc":"1.0","id":3,"method":"m"}"#,
+                Some(-32600),
+                Some(3.into()),
+            ),
+            (
+                r#"{"jsonrpc":2.0,"id":"x","method":"m"}"#,
+                Some(-32600),
+                Some("x".into()),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+                Some(-32600),
+                Some(RequestId::Null),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":{},"method":"m"}"#,
+                Some(-32600),
+                Some(RequestId::Null),
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":5}"#,
+                Some(-32600),
+                Some(4.into()),
+            ),
+            (r#"{"jsonrpc":"2.0","id":4}"#, Some(-32600), Some(4.into())),
+            (
+                r#"{"jsonrpc":"2.0","id":4,"method":"m","params":3}"#,
+                Some(-32600),
+                Some(4.into()),
+            ),
+            (r#"{}"#, Some(-32600), Some(RequestId::Null)),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"result":1,"error":{"code":1,"message":"m"}}"#,
+                None,
+                None,
+            ),
+            (
+                r#"{"jsonrpc":"2.0","id":1,"error":{"code":"x","message":"m"}}"#,
+                None,
+                None,
+            ),
+            (r#"{"jsonrpc":"2.0","result":1}"#, None, None),
+            (r#"{"id":1,"result":1}"#, None, None),
+        ];
+        for (input, code, id) in cases {
+            let error = strict(input).expect_err(input);
+            match (error.error_response(), code) {
+                (Some(response), Some(code)) => {
+                    let rpc = response.result.unwrap_err();
+                    assert_eq!(rpc.code, ErrorCode(*code), "code for {input}");
+                    assert_eq!(Some(&response.id), id.as_ref(), "id for {input}");
+                }
+                (None, None) => {}
+                (answer, expected) => {
+                    panic!("{input}: expected answer code {expected:?}, got {answer:?}")
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_is_a_parse_error() {
+        let error = decode(
+            b"{\"jsonrpc\":\"2.0\",\"method\":\"\xff\"}",
+            VersionField::Required,
+        )
+        .unwrap_err();
+        assert!(matches!(error, DecodeError::Parse { .. }), "{error:?}");
+    }
+
+    #[test]
+    fn the_optional_version_field_accepts_its_absence_only() {
+        let message = decode(
+            br#"{"method":"status/update","params":{}}"#,
+            VersionField::Optional,
+        )
+        .unwrap();
+        assert_eq!(message.method(), Some("status/update"));
+        assert!(decode(br#"{"jsonrpc":"1.0","method":"m"}"#, VersionField::Optional).is_err());
+        let mut out = Vec::new();
+        encode_into(&message, VersionField::Optional, &mut out).unwrap();
+        assert_eq!(out, br#"{"method":"status/update","params":{}}"#);
+    }
+
+    #[test]
+    fn strings_with_newlines_are_escaped_on_encode() {
+        let message = Message::notification("m", Some(json!({"text": "a\nb\r\n"})));
+        let line = message.to_line().unwrap();
+        assert!(!line.contains('\n'));
+        assert_eq!(strict(&line).unwrap(), message);
+    }
+
+    #[test]
+    fn serde_impls_follow_the_strict_rules() {
+        let message: Message = serde_json::from_str(r#"{"jsonrpc":"2.0","method":"m"}"#).unwrap();
+        assert_eq!(message, Message::notification("m", None));
+        assert!(serde_json::from_str::<Message>(r#"{"method":"m"}"#).is_err());
+        assert_eq!(
+            serde_json::to_value(Message::success(1, json!(2))).unwrap(),
+            json!({"jsonrpc": "2.0", "id": 1, "result": 2})
+        );
+    }
+}
