@@ -1,0 +1,398 @@
+//! Building blocks every ACP wire type shares: the `_meta`/unknown-field bag, tri-state fields,
+//! open string enums and discriminated unions that keep unknown variants.
+//!
+//! The rules they implement:
+//! - Every wire object carries an [`Extra`] bag, flattened into the object. It holds `_meta` and
+//!   every field this version of ski does not know, so decoding and encoding again loses nothing.
+//! - Optional fields are `Option<T>` and are omitted when absent. A `null` in such a field reads
+//!   as absent. Where `null` has its own meaning on the wire (a `session_info_update` title that
+//!   is cleared, a `nextCursor: null` on the last page), the field is a [`Nullable`].
+//! - String enums ([`string_enum!`]) keep values they do not know in an `Unknown(String)` variant.
+//! - Discriminated unions ([`tagged_union!`]) keep an unknown discriminator in an
+//!   `Unknown(Value)` variant, while a known discriminator with a wrong payload is an error.
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::{Map, Value};
+
+/// The key under which ACP carries extension metadata on every object.
+pub const META_KEY: &str = "_meta";
+
+/// `_meta` and every field of a wire object that ski does not model, kept in wire order.
+///
+/// It is flattened into its parent object: decoding collects the leftover keys here, encoding
+/// writes them back beside the known fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Extra(pub Map<String, Value>);
+
+impl Extra {
+    /// An empty bag.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the bag holds nothing.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The `_meta` object, if present and an object.
+    pub fn meta(&self) -> Option<&Map<String, Value>> {
+        self.0.get(META_KEY).and_then(Value::as_object)
+    }
+
+    /// The raw `_meta` value, whatever its JSON type.
+    pub fn meta_value(&self) -> Option<&Value> {
+        self.0.get(META_KEY)
+    }
+
+    /// Replaces `_meta` with `meta`.
+    pub fn set_meta(&mut self, meta: Map<String, Value>) {
+        self.0.insert(META_KEY.to_owned(), Value::Object(meta));
+    }
+
+    /// Returns the bag with `_meta` set to `meta`.
+    #[must_use]
+    pub fn with_meta(mut self, meta: Map<String, Value>) -> Self {
+        self.set_meta(meta);
+        self
+    }
+
+    /// Keys other than `_meta`: fields the peer sent that this version of ski does not know.
+    /// The ACP specification reserves the root of every type, so a conforming peer sends none.
+    pub fn unknown_keys(&self) -> impl Iterator<Item = &str> {
+        self.0
+            .keys()
+            .map(String::as_str)
+            .filter(|key| *key != META_KEY)
+    }
+
+    /// The value of one leftover field.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.0.get(key)
+    }
+
+    /// Sets one leftover field, for example to emit a deliberately non-standard message.
+    pub fn insert(&mut self, key: impl Into<String>, value: Value) -> Option<Value> {
+        self.0.insert(key.into(), value)
+    }
+}
+
+impl From<Map<String, Value>> for Extra {
+    fn from(map: Map<String, Value>) -> Self {
+        Self(map)
+    }
+}
+
+/// An object with no fields of its own: `{}` plus optional `_meta`. Params of `logout`, and
+/// the result of every method that answers `{}`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Empty {
+    /// `_meta` and unknown fields.
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A field that can be absent, explicitly `null`, or set.
+///
+/// Used where ACP gives `null` a meaning of its own (for example "clear the title"). Declare it
+/// with `#[serde(default, skip_serializing_if = "Nullable::is_absent")]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub enum Nullable<T> {
+    /// The key was not present.
+    #[default]
+    Absent,
+    /// The key was present with the value `null`.
+    Null,
+    /// The key was present with a value.
+    Value(T),
+}
+
+impl<T> Nullable<T> {
+    /// Whether the key was absent; used to skip the field when encoding.
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Nullable::Absent)
+    }
+
+    /// Whether the key was present with `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Nullable::Null)
+    }
+
+    /// The value, if one was given.
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Nullable::Value(value) => Some(value),
+            Nullable::Absent | Nullable::Null => None,
+        }
+    }
+
+    /// The value, if one was given, by value.
+    pub fn into_value(self) -> Option<T> {
+        match self {
+            Nullable::Value(value) => Some(value),
+            Nullable::Absent | Nullable::Null => None,
+        }
+    }
+}
+
+impl<T> From<T> for Nullable<T> {
+    fn from(value: T) -> Self {
+        Nullable::Value(value)
+    }
+}
+
+impl<T> From<Option<T>> for Nullable<T> {
+    /// `Some` becomes a value, `None` becomes absent.
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Nullable::Absent, Nullable::Value)
+    }
+}
+
+impl<T: Serialize> Serialize for Nullable<T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Nullable::Value(value) => value.serialize(serializer),
+            Nullable::Absent | Nullable::Null => serializer.serialize_none(),
+        }
+    }
+}
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Nullable<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match Option::<T>::deserialize(deserializer)? {
+            Some(value) => Nullable::Value(value),
+            None => Nullable::Null,
+        })
+    }
+}
+
+/// Deserializes a present field as `Some`, even when its value is `null`.
+///
+/// For `Option<T>` fields whose `T` itself has a `null` form (a JSON-RPC request id), so that
+/// `"requestId": null` is kept instead of read as absent. Use with `#[serde(default)]`.
+pub fn present<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    T::deserialize(deserializer).map(Some)
+}
+
+/// Decodes the payload of one union variant from the object that carried the discriminator.
+///
+/// `keep_tag` leaves the discriminator in the object (for variants that may also appear without
+/// one, so the key lands in [`Extra`] and is written back).
+#[doc(hidden)]
+pub fn decode_variant<T: DeserializeOwned>(
+    union: &'static str,
+    tag: &'static str,
+    kind: &str,
+    mut object: Map<String, Value>,
+    keep_tag: bool,
+) -> Result<T, String> {
+    if !keep_tag {
+        object.remove(tag);
+    }
+    serde_json::from_value(Value::Object(object))
+        .map_err(|error| format!("invalid {union} `{kind}`: {error}"))
+}
+
+/// Serializes a union payload as one object with the discriminator first.
+#[doc(hidden)]
+pub fn encode_variant<S: Serializer, T: Serialize>(
+    serializer: S,
+    tag: &'static str,
+    kind: &'static str,
+    payload: &T,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::{Error, SerializeMap};
+    let Value::Object(fields) = serde_json::to_value(payload).map_err(S::Error::custom)? else {
+        return Err(S::Error::custom("a union payload must encode as an object"));
+    };
+    let mut map = serializer.serialize_map(Some(fields.len() + 1))?;
+    map.serialize_entry(tag, kind)?;
+    for (key, value) in &fields {
+        if key != tag {
+            map.serialize_entry(key, value)?;
+        }
+    }
+    map.end()
+}
+
+/// Reads the discriminator of a union object; `Ok(None)` when the key is absent.
+#[doc(hidden)]
+pub fn read_tag<'a>(
+    union: &'static str,
+    tag: &'static str,
+    object: &'a Map<String, Value>,
+) -> Result<Option<&'a str>, String> {
+    match object.get(tag) {
+        None => Ok(None),
+        Some(Value::String(kind)) => Ok(Some(kind.as_str())),
+        Some(other) => Err(format!("{union} `{tag}` must be a string, found {other}")),
+    }
+}
+
+/// Declares an open string enum: known values as variants, anything else kept in `Unknown`.
+///
+/// The generated type has `as_str`, `is_known`, `KNOWN` (every known wire value, in declaration
+/// order), `From<&str>`, `Display`, and serializes as a plain JSON string.
+macro_rules! string_enum {
+    (
+        $(#[$attr:meta])*
+        pub enum $name:ident {
+            $( $(#[$vattr:meta])* $variant:ident = $wire:literal, )*
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+        pub enum $name {
+            $( $(#[$vattr])* $variant, )*
+            /// A value this version of ski does not know, kept as it came.
+            Unknown(String),
+        }
+
+        impl $name {
+            /// Every known wire value, in declaration order.
+            pub const KNOWN: &'static [&'static str] = &[$($wire),*];
+
+            /// The wire value.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $( Self::$variant => $wire, )*
+                    Self::Unknown(value) => value.as_str(),
+                }
+            }
+
+            /// Whether the value is one the schema names.
+            pub fn is_known(&self) -> bool {
+                !matches!(self, Self::Unknown(_))
+            }
+        }
+
+        impl From<&str> for $name {
+            fn from(value: &str) -> Self {
+                match value {
+                    $( $wire => Self::$variant, )*
+                    other => Self::Unknown(other.to_owned()),
+                }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let value = <::std::borrow::Cow<'de, str> as ::serde::Deserialize>::deserialize(deserializer)?;
+                Ok(Self::from(value.as_ref()))
+            }
+        }
+    };
+}
+pub(crate) use string_enum;
+
+/// Declares a discriminated union over one JSON key.
+///
+/// A known discriminator decodes its payload strictly (a missing required field is an error);
+/// an unknown one is kept whole in `Unknown(Value)` and written back unchanged. With
+/// `untagged = Variant` the given variant is also chosen when the key is absent; its payload then
+/// sees the whole object, so an explicit discriminator is kept in its [`Extra`] bag.
+macro_rules! tagged_union {
+    (
+        $(#[$attr:meta])*
+        pub enum $name:ident : $tag:literal $(, untagged = $default:ident)? {
+            $( $(#[$vattr:meta])* $variant:ident($ty:ty) = $wire:literal, )*
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum $name {
+            $( $(#[$vattr])* $variant($ty), )*
+            /// A discriminator this version of ski does not know, kept whole as it came.
+            Unknown(::serde_json::Value),
+        }
+
+        impl $name {
+            /// The JSON key that holds the discriminator.
+            pub const TAG: &'static str = $tag;
+            /// Every known discriminator value, in declaration order.
+            pub const KNOWN: &'static [&'static str] = &[$($wire),*];
+
+            /// The discriminator value; for an unknown variant, whatever string it carried.
+            pub fn kind(&self) -> &str {
+                match self {
+                    $( Self::$variant(_) => $wire, )*
+                    Self::Unknown(value) => value.get($tag).and_then(::serde_json::Value::as_str).unwrap_or(""),
+                }
+            }
+
+            /// Whether the discriminator is one this version of ski knows.
+            pub fn is_known(&self) -> bool {
+                !matches!(self, Self::Unknown(_))
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                #[allow(unused_variables)]
+                let untagged: Option<&str> = None;
+                $( let untagged: Option<&str> = Some(stringify!($default)); )?
+                match self {
+                    $( Self::$variant(payload) => {
+                        if untagged == Some(stringify!($variant)) {
+                            ::serde::Serialize::serialize(payload, serializer)
+                        } else {
+                            $crate::acp::meta::encode_variant(serializer, $tag, $wire, payload)
+                        }
+                    } )*
+                    Self::Unknown(value) => ::serde::Serialize::serialize(value, serializer),
+                }
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                use ::serde::de::Error as _;
+                let union = stringify!($name);
+                let object = match <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)? {
+                    ::serde_json::Value::Object(object) => object,
+                    other => return Err(D::Error::custom(format!("{union} must be an object, found {other}"))),
+                };
+                #[allow(unused_variables)]
+                let untagged: Option<&str> = None;
+                $( let untagged: Option<&str> = Some(stringify!($default)); )?
+                let kind = $crate::acp::meta::read_tag(union, $tag, &object).map_err(D::Error::custom)?;
+                let Some(kind) = kind else {
+                    $( return $crate::acp::meta::decode_variant(union, $tag, "", object, true)
+                        .map(Self::$default)
+                        .map_err(D::Error::custom); )?
+                    #[allow(unreachable_code)]
+                    return Err(D::Error::missing_field($tag));
+                };
+                match kind {
+                    $( $wire => {
+                        let keep = untagged == Some(stringify!($variant));
+                        let kind = $wire;
+                        $crate::acp::meta::decode_variant(union, $tag, kind, object, keep)
+                            .map(Self::$variant)
+                            .map_err(D::Error::custom)
+                    } )*
+                    _ => Ok(Self::Unknown(::serde_json::Value::Object(object))),
+                }
+            }
+        }
+    };
+}
+pub(crate) use tagged_union;
