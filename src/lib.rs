@@ -2,8 +2,10 @@
 //!
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages, NDJSON framing and the peer every protocol runs on.
 //! - [`acp`]: Agent Client Protocol wire types and the method table.
+//! - [`transport`]: child processes killed as a process group, and the wire log of every channel.
 //! - [`exit`]: exit codes and the error type every `ski` subcommand returns.
 
 pub mod acp;
 pub mod exit;
 pub mod jsonrpc;
+pub mod transport;

@@ -1,0 +1,542 @@
+//! The scenario catalog: one TOML file per suite, loaded and validated into [`Catalog`]s.
+//!
+//! The format is described in `conformance/catalog/README.md`. Catalogs are compiled into the
+//! binary (see [`builtin`]) so that `ski-conformance` runs anywhere; `--catalog-dir` loads them
+//! from files instead.
+
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Errors of loading or validating a catalog.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CatalogError {
+    /// A catalog file could not be read.
+    #[error("cannot read catalog {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A catalog is not valid TOML of the catalog format.
+    #[error("catalog {origin} is not valid: {message}")]
+    Parse {
+        /// The file name or other origin.
+        origin: String,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A catalog parsed but breaks a rule of the format.
+    #[error("catalog {origin}: {problems}", problems = .problems.join("; "))]
+    Invalid {
+        /// The file name or other origin.
+        origin: String,
+        /// Every rule broken, one sentence each.
+        problems: Vec<String>,
+    },
+    /// Two catalogs declare the same suite or the same scenario ID.
+    #[error("duplicate {what} {name} in catalogs {first} and {second}")]
+    Duplicate {
+        /// `suite` or `scenario`.
+        what: &'static str,
+        /// The duplicated name.
+        name: String,
+        /// Where it appeared first.
+        first: String,
+        /// Where it appeared again.
+        second: String,
+    },
+}
+
+/// What a scenario exercises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Category {
+    /// The main path works as specified.
+    HappyPath,
+    /// Unusual but valid input or sequencing.
+    EdgeCase,
+    /// Invalid input or a failing peer produces the specified error.
+    Error,
+    /// Limits: sizes, counts, time thresholds.
+    Boundary,
+    /// Concurrent requests, connections or sessions.
+    Concurrent,
+    /// Isolation, authorisation, injection.
+    Security,
+    /// Requirements on the test infrastructure itself.
+    TestInfra,
+}
+
+impl Category {
+    /// Every category, in report order.
+    pub const ALL: [Category; 7] = [
+        Category::HappyPath,
+        Category::EdgeCase,
+        Category::Error,
+        Category::Boundary,
+        Category::Concurrent,
+        Category::Security,
+        Category::TestInfra,
+    ];
+
+    /// The kebab-case name used in catalogs and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::HappyPath => "happy-path",
+            Category::EdgeCase => "edge-case",
+            Category::Error => "error",
+            Category::Boundary => "boundary",
+            Category::Concurrent => "concurrent",
+            Category::Security => "security",
+            Category::TestInfra => "test-infra",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Category {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Category::ALL
+            .into_iter()
+            .find(|c| c.as_str() == s)
+            .ok_or_else(|| {
+                format!(
+                    "unknown category {s:?} (known: {})",
+                    Category::ALL.map(Category::as_str).join(", ")
+                )
+            })
+    }
+}
+
+/// How binding the checked behaviour is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Level {
+    /// Required by the spec.
+    Must,
+    /// Recommended by the spec.
+    Should,
+    /// Agreement with public implementations rather than with the spec text.
+    Interop,
+}
+
+impl Level {
+    /// The name used in catalogs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Level::Must => "must",
+            Level::Should => "should",
+            Level::Interop => "interop",
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The timeout class of a scenario; the runner scales it by `--timeout-multiplier`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeoutClass {
+    /// A quick exchange: 5 s.
+    Short,
+    /// The default: 20 s.
+    #[default]
+    Normal,
+    /// Several processes, restarts or deliberate waits: 60 s.
+    Long,
+}
+
+impl TimeoutClass {
+    /// The unscaled duration of this class.
+    pub fn base(self) -> Duration {
+        match self {
+            TimeoutClass::Short => Duration::from_secs(5),
+            TimeoutClass::Normal => Duration::from_secs(20),
+            TimeoutClass::Long => Duration::from_secs(60),
+        }
+    }
+
+    /// The name used in catalogs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeoutClass::Short => "short",
+            TimeoutClass::Normal => "normal",
+            TimeoutClass::Long => "long",
+        }
+    }
+}
+
+/// One scenario: a catalog row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// The stable ID from `specs/README.md`.
+    pub id: String,
+    /// A short English title.
+    pub title: String,
+    /// What the scenario exercises.
+    pub category: Category,
+    /// How binding the behaviour is.
+    pub level: Level,
+    /// The spec's precondition, verbatim.
+    pub given: String,
+    /// The spec's action, verbatim.
+    pub when: String,
+    /// The spec's expected outcome, verbatim.
+    pub then: String,
+    /// The document and scenario number or heading.
+    pub source: String,
+    /// Capabilities the target must declare; otherwise the outcome is skip.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// Errata entries that apply.
+    #[serde(default)]
+    pub errata: Vec<String>,
+    /// The timeout class.
+    #[serde(default)]
+    pub timeout: TimeoutClass,
+    /// The suite this row belongs to (set from the file header, never written in a row).
+    #[serde(skip_deserializing, default)]
+    pub suite: String,
+}
+
+/// The raw shape of one catalog file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CatalogFile {
+    suite: String,
+    document: String,
+    #[serde(default)]
+    scenario: Vec<Scenario>,
+}
+
+/// One suite's scenarios, validated.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Catalog {
+    /// The suite name (`--suite`).
+    pub suite: String,
+    /// The spec document the rows come from.
+    pub document: String,
+    /// Where the catalog came from (a file name), for messages.
+    pub origin: String,
+    /// The rows, in file order.
+    pub scenarios: Vec<Scenario>,
+}
+
+impl Catalog {
+    /// Parses and validates one catalog from TOML text; `origin` names it in errors.
+    pub fn parse(origin: &str, text: &str) -> Result<Self, CatalogError> {
+        let file: CatalogFile = toml::from_str(text).map_err(|e| CatalogError::Parse {
+            origin: origin.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        let mut catalog = Catalog {
+            suite: file.suite,
+            document: file.document,
+            origin: origin.to_owned(),
+            scenarios: file.scenario,
+        };
+        for scenario in &mut catalog.scenarios {
+            scenario.suite.clone_from(&catalog.suite);
+        }
+        let problems = catalog.problems();
+        if problems.is_empty() {
+            Ok(catalog)
+        } else {
+            Err(CatalogError::Invalid {
+                origin: origin.to_owned(),
+                problems,
+            })
+        }
+    }
+
+    /// Reads and validates one catalog file.
+    pub fn load(path: &Path) -> Result<Self, CatalogError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let origin = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| path.display().to_string());
+        Self::parse(&origin, &text)
+    }
+
+    /// Every rule of the format this catalog breaks.
+    fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        if !is_name(&self.suite) {
+            problems.push(format!(
+                "suite {:?} must be lower-case letters, digits and dashes",
+                self.suite
+            ));
+        }
+        if let Some(stem) = self.origin.strip_suffix(".toml")
+            && stem != self.suite
+        {
+            problems.push(format!(
+                "suite {:?} must match the file name {:?}",
+                self.suite, self.origin
+            ));
+        }
+        if self.document.trim().is_empty() {
+            problems.push("document must not be empty".to_owned());
+        }
+        let mut seen = BTreeSet::new();
+        for (index, row) in self.scenarios.iter().enumerate() {
+            let at = if row.id.is_empty() {
+                format!("row {}", index + 1)
+            } else {
+                row.id.clone()
+            };
+            if !is_id(&row.id) {
+                problems.push(format!(
+                    "{at}: id {:?} must be letters, digits, '.', '_' or '-'",
+                    row.id
+                ));
+            }
+            if !row.id.is_empty() && !seen.insert(row.id.as_str()) {
+                problems.push(format!("{at}: duplicate id"));
+            }
+            for (field, value) in [
+                ("title", &row.title),
+                ("given", &row.given),
+                ("when", &row.when),
+                ("then", &row.then),
+                ("source", &row.source),
+            ] {
+                if value.trim().is_empty() {
+                    problems.push(format!("{at}: {field} must not be empty"));
+                }
+            }
+            for capability in &row.requires {
+                if !is_name(capability) {
+                    problems.push(format!(
+                        "{at}: capability {capability:?} must be lower-case letters, digits and dashes"
+                    ));
+                }
+            }
+            for erratum in &row.errata {
+                if !erratum.starts_with("E-") || !is_id(erratum) {
+                    problems.push(format!(
+                        "{at}: errata entry {erratum:?} must look like E-ACP-01"
+                    ));
+                }
+            }
+        }
+        problems
+    }
+
+    /// The row with this ID.
+    pub fn get(&self, id: &str) -> Option<&Scenario> {
+        self.scenarios.iter().find(|s| s.id == id)
+    }
+}
+
+/// Every catalog, checked together: suites and scenario IDs are unique across files.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CatalogSet {
+    /// The catalogs in suite-name order.
+    pub catalogs: Vec<Catalog>,
+}
+
+impl CatalogSet {
+    /// Builds a set from catalogs, rejecting duplicate suites and duplicate IDs across suites.
+    pub fn new(mut catalogs: Vec<Catalog>) -> Result<Self, CatalogError> {
+        catalogs.sort_by(|a, b| a.suite.cmp(&b.suite));
+        for pair in catalogs.windows(2) {
+            if pair[0].suite == pair[1].suite {
+                return Err(CatalogError::Duplicate {
+                    what: "suite",
+                    name: pair[0].suite.clone(),
+                    first: pair[0].origin.clone(),
+                    second: pair[1].origin.clone(),
+                });
+            }
+        }
+        let mut owners: std::collections::BTreeMap<&str, &str> = Default::default();
+        for catalog in &catalogs {
+            for row in &catalog.scenarios {
+                if let Some(first) = owners.insert(&row.id, &catalog.origin) {
+                    return Err(CatalogError::Duplicate {
+                        what: "scenario",
+                        name: row.id.clone(),
+                        first: first.to_owned(),
+                        second: catalog.origin.clone(),
+                    });
+                }
+            }
+        }
+        Ok(Self { catalogs })
+    }
+
+    /// Parses catalogs from `(file name, text)` pairs.
+    pub fn parse_all<'a>(
+        files: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, CatalogError> {
+        let catalogs = files
+            .into_iter()
+            .map(|(origin, text)| Catalog::parse(origin, text))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::new(catalogs)
+    }
+
+    /// Loads every `*.toml` file of a directory.
+    pub fn load_dir(dir: &Path) -> Result<Self, CatalogError> {
+        let read_err = |source| CatalogError::Read {
+            path: dir.to_owned(),
+            source,
+        };
+        let mut paths = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(read_err)? {
+            let path = entry.map_err(read_err)?.path();
+            if path.extension().is_some_and(|e| e == "toml") {
+                paths.push(path);
+            }
+        }
+        paths.sort();
+        let catalogs = paths
+            .iter()
+            .map(|p| Catalog::load(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        Self::new(catalogs)
+    }
+
+    /// The catalog of one suite.
+    pub fn suite(&self, name: &str) -> Option<&Catalog> {
+        self.catalogs.iter().find(|c| c.suite == name)
+    }
+
+    /// Every scenario of every suite, in suite order then file order.
+    pub fn scenarios(&self) -> impl Iterator<Item = &Scenario> {
+        self.catalogs.iter().flat_map(|c| c.scenarios.iter())
+    }
+
+    /// The scenario with this ID, in any suite.
+    pub fn find(&self, id: &str) -> Option<&Scenario> {
+        self.scenarios().find(|s| s.id == id)
+    }
+}
+
+/// The catalogs compiled into this build from `conformance/catalog/*.toml`.
+pub fn builtin() -> Result<CatalogSet, CatalogError> {
+    CatalogSet::parse_all(BUILTIN.iter().copied())
+}
+
+/// `(file name, text)` of every catalog file present when this crate was built.
+pub const BUILTIN: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/catalogs.rs"));
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.starts_with('-')
+}
+
+fn is_id(s: &str) -> bool {
+    !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+suite = "demo"
+document = "demo.md"
+
+[[scenario]]
+id = "D-01"
+title = "works"
+category = "happy-path"
+level = "must"
+given = "g"
+when = "w"
+then = "t"
+source = "demo.md, 1"
+requires = ["stdio"]
+timeout = "short"
+"#;
+
+    #[test]
+    fn a_valid_catalog_parses_with_defaults() {
+        let catalog = Catalog::parse("demo.toml", GOOD).unwrap();
+        assert_eq!(catalog.scenarios.len(), 1);
+        let row = &catalog.scenarios[0];
+        assert_eq!(row.suite, "demo");
+        assert_eq!(row.timeout, TimeoutClass::Short);
+        assert!(row.errata.is_empty());
+    }
+
+    #[test]
+    fn every_broken_rule_is_reported() {
+        let text = GOOD.replace("suite = \"demo\"", "suite = \"other\"")
+            + r#"
+[[scenario]]
+id = "D-01"
+title = ""
+category = "happy-path"
+level = "must"
+given = "g"
+when = "w"
+then = " "
+source = "s"
+errata = ["ACP-1"]
+"#;
+        let err = Catalog::parse("demo.toml", &text).unwrap_err().to_string();
+        assert!(err.contains("must match the file name"), "{err}");
+        assert!(err.contains("D-01: duplicate id"), "{err}");
+        assert!(err.contains("D-01: title must not be empty"), "{err}");
+        assert!(err.contains("D-01: then must not be empty"), "{err}");
+        assert!(err.contains("errata entry \"ACP-1\""), "{err}");
+    }
+
+    #[test]
+    fn unknown_categories_levels_timeouts_and_fields_are_rejected() {
+        for (from, to) in [
+            ("\"happy-path\"", "\"happy\""),
+            ("level = \"must\"", "level = \"may\""),
+            ("\"short\"", "\"brief\""),
+            ("source =", "sauce = \"x\"\nsource ="),
+        ] {
+            let text = GOOD.replace(from, to);
+            let err = Catalog::parse("demo.toml", &text).unwrap_err();
+            assert!(matches!(err, CatalogError::Parse { .. }), "{from}: {err}");
+        }
+    }
+
+    #[test]
+    fn ids_are_unique_across_suites() {
+        let other = GOOD.replace("\"demo\"", "\"other\"");
+        let err = CatalogSet::parse_all([("demo.toml", GOOD), ("other.toml", other.as_str())])
+            .unwrap_err();
+        assert!(err.to_string().contains("duplicate scenario D-01"), "{err}");
+    }
+
+    #[test]
+    fn builtin_catalogs_are_valid() {
+        builtin().unwrap();
+    }
+}

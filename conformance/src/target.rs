@@ -1,0 +1,619 @@
+//! Target profiles: how to start and observe one build under test (`conformance/targets/*.toml`).
+//!
+//! The format is documented in `conformance/targets/README.md`. A profile has one section per
+//! suite with command templates, URLs, environment, declared capabilities, free-form settings and
+//! per-scenario text overrides. Templates use `{placeholder}`s filled in per scenario.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+/// Errors of loading a profile or rendering one of its templates.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetError {
+    /// The profile file could not be read.
+    #[error("cannot read target profile {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The profile is not valid TOML of the profile format.
+    #[error("target profile {origin} is not valid: {message}")]
+    Parse {
+        /// The file.
+        origin: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The profile parsed but breaks a rule.
+    #[error("target profile {origin}: {problems}", problems = .problems.join("; "))]
+    Invalid {
+        /// The file.
+        origin: String,
+        /// Every rule broken.
+        problems: Vec<String>,
+    },
+    /// No profile of that name exists.
+    #[error("no target profile named {name:?} (known: {known})")]
+    Unknown {
+        /// The name asked for.
+        name: String,
+        /// The names that exist.
+        known: String,
+    },
+    /// A template names a placeholder that has no value here.
+    #[error("template {template:?} uses {{{name}}}, which has no value here")]
+    Placeholder {
+        /// The template.
+        template: String,
+        /// The placeholder.
+        name: String,
+    },
+    /// A template is malformed (an unclosed brace or quote).
+    #[error("template {template:?} is malformed: {message}")]
+    Template {
+        /// The template.
+        template: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// The section has no command of this name.
+    #[error("target {target} declares no command {name:?} for suite {suite}")]
+    NoCommand {
+        /// The profile name.
+        target: String,
+        /// The suite.
+        suite: String,
+        /// The command name.
+        name: String,
+    },
+}
+
+/// Placeholders every template may use, filled in by the harness for each scenario.
+pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
+    // The directory of the binaries under test (`--bin-dir`).
+    "bin_dir",
+    // The scenario's own temporary directory.
+    "temp_dir",
+    // `{temp_dir}/data`, for targets that keep state in a directory.
+    "data_dir",
+    // The scenario ID and its suite.
+    "scenario",
+    "suite",
+    // A free loopback address (`127.0.0.1:PORT`), its host and port; only in listening commands.
+    "listen",
+    "host",
+    "port",
+    // A URL built by the check, for example the fake server a client under test must reach.
+    "url",
+    // The rendered `agent` command of the same section as one shell-quoted string.
+    "agent_cmd",
+];
+
+/// A command template: a list of words, or one string split like a shell would.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum CommandTemplate {
+    /// `"ski acp serve --listen {listen}"`.
+    Line(String),
+    /// `["ski", "acp", "serve"]`.
+    Argv(Vec<String>),
+    /// A table with the argv and extras.
+    Full(CommandTable),
+}
+
+/// The table form of a command.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CommandTable {
+    /// The words (or one line to split).
+    pub argv: ArgvTemplate,
+    /// Environment for this command only.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Working directory (a template; default `{temp_dir}`).
+    #[serde(default)]
+    pub cwd: Option<String>,
+    /// How to know a listening command is ready.
+    #[serde(default)]
+    pub ready: Option<Readiness>,
+}
+
+/// The argv of a command table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum ArgvTemplate {
+    /// One line to split.
+    Line(String),
+    /// Words.
+    Words(Vec<String>),
+}
+
+/// How the harness knows that a started server is ready.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Readiness {
+    /// A TCP connection to the allocated address succeeds (while the process still runs).
+    Connect,
+    /// A line of stdout or stderr contains this text.
+    Line(String),
+}
+
+/// One suite's part of a profile.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SuiteTarget {
+    /// Capabilities this build declares for the suite.
+    #[serde(default)]
+    pub capabilities: BTreeSet<String>,
+    /// Environment for every command of the suite.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Named command templates (`agent`, `server`, `client`, ...).
+    #[serde(default)]
+    pub commands: BTreeMap<String, CommandTemplate>,
+    /// Named URLs of already-running servers (`ws`, ...).
+    #[serde(default)]
+    pub urls: BTreeMap<String, String>,
+    /// Free-form settings the suite's checks read (templates allowed).
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+    /// Per-scenario text overrides: scenario ID, then key, then text.
+    #[serde(default)]
+    pub overrides: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// A target profile.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// The profile's name (defaults to the file stem).
+    #[serde(default)]
+    pub name: String,
+    /// One line on what build this is.
+    #[serde(default)]
+    pub description: String,
+    /// Custom placeholders, usable in every template.
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+    /// Environment for every command of every suite.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// One section per suite.
+    #[serde(default)]
+    pub suites: BTreeMap<String, SuiteTarget>,
+}
+
+/// The profiles compiled into this build from `conformance/targets/*.toml`.
+pub const BUILTIN: &[(&str, &str)] = include!(concat!(env!("OUT_DIR"), "/targets.rs"));
+
+impl Target {
+    /// Parses and validates a profile; `origin` is its file name.
+    pub fn parse(origin: &str, text: &str) -> Result<Self, TargetError> {
+        let mut target: Target = toml::from_str(text).map_err(|e| TargetError::Parse {
+            origin: origin.to_owned(),
+            message: e.to_string().trim_end().to_owned(),
+        })?;
+        if target.name.is_empty() {
+            target.name = origin.trim_end_matches(".toml").to_owned();
+        }
+        let problems = target.problems();
+        if problems.is_empty() {
+            Ok(target)
+        } else {
+            Err(TargetError::Invalid {
+                origin: origin.to_owned(),
+                problems,
+            })
+        }
+    }
+
+    /// Loads a profile from a path, or by name from the built-in profiles.
+    ///
+    /// A value that names an existing file (or ends in `.toml`) is a path.
+    pub fn load(name_or_path: &str) -> Result<Self, TargetError> {
+        let path = Path::new(name_or_path);
+        if path.exists() || name_or_path.ends_with(".toml") {
+            let text = std::fs::read_to_string(path).map_err(|source| TargetError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+            let origin = path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_else(|| name_or_path.to_owned());
+            return Self::parse(&origin, &text);
+        }
+        let file = format!("{name_or_path}.toml");
+        match BUILTIN.iter().find(|(origin, _)| *origin == file) {
+            Some((origin, text)) => Self::parse(origin, text),
+            None => Err(TargetError::Unknown {
+                name: name_or_path.to_owned(),
+                known: BUILTIN
+                    .iter()
+                    .map(|(origin, _)| origin.trim_end_matches(".toml"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }),
+        }
+    }
+
+    /// An ad-hoc profile for an ACP agent given on the command line.
+    ///
+    /// `agent_cmd` becomes the `agent` command (capability `stdio`), `agent_url` the `ws` URL
+    /// (capability `ws`); `capabilities` are added as declared.
+    pub fn ad_hoc(
+        agent_cmd: Option<&str>,
+        agent_url: Option<&str>,
+        capabilities: &[String],
+    ) -> Result<Self, TargetError> {
+        let mut section = SuiteTarget::default();
+        if let Some(cmd) = agent_cmd {
+            split_words(cmd).map_err(|message| TargetError::Template {
+                template: cmd.to_owned(),
+                message,
+            })?;
+            section
+                .commands
+                .insert("agent".to_owned(), CommandTemplate::Line(cmd.to_owned()));
+            section.capabilities.insert("stdio".to_owned());
+        }
+        if let Some(url) = agent_url {
+            section.urls.insert("ws".to_owned(), url.to_owned());
+            section.capabilities.insert("ws".to_owned());
+        }
+        section.capabilities.extend(capabilities.iter().cloned());
+        let target = Target {
+            name: "command-line".to_owned(),
+            description: "built from --agent-cmd / --agent-url".to_owned(),
+            suites: BTreeMap::from([("acp".to_owned(), section)]),
+            ..Target::default()
+        };
+        let problems = target.problems();
+        if problems.is_empty() {
+            Ok(target)
+        } else {
+            Err(TargetError::Invalid {
+                origin: "the command line".to_owned(),
+                problems,
+            })
+        }
+    }
+
+    /// The section of one suite.
+    pub fn suite(&self, name: &str) -> Option<&SuiteTarget> {
+        self.suites.get(name)
+    }
+
+    /// Every placeholder a template of this profile may use.
+    pub fn known_placeholders(&self) -> BTreeSet<String> {
+        BUILTIN_PLACEHOLDERS
+            .iter()
+            .map(|s| (*s).to_owned())
+            .chain(self.vars.keys().cloned())
+            .collect()
+    }
+
+    fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        // Every template of the profile, with where it is.
+        let mut templates: Vec<(String, String)> = Vec::new();
+        for (key, value) in &self.env {
+            templates.push((format!("env.{key}"), value.clone()));
+        }
+        for (suite, section) in &self.suites {
+            if !section.capabilities.iter().all(|c| {
+                !c.is_empty()
+                    && c.chars()
+                        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            }) {
+                problems.push(format!(
+                    "suites.{suite}.capabilities: names must be lower-case letters, digits and dashes"
+                ));
+            }
+            let maps = [
+                ("env", &section.env),
+                ("urls", &section.urls),
+                ("settings", &section.settings),
+            ];
+            for (kind, map) in maps {
+                for (key, value) in map {
+                    templates.push((format!("suites.{suite}.{kind}.{key}"), value.clone()));
+                }
+            }
+            for (name, command) in &section.commands {
+                let at = format!("suites.{suite}.commands.{name}");
+                match command.words() {
+                    Ok(words) if words.is_empty() => problems.push(format!("{at}: empty command")),
+                    Ok(words) => {
+                        templates.extend(words.into_iter().map(|w| (at.clone(), w)));
+                    }
+                    Err(message) => problems.push(format!("{at}: {message}")),
+                }
+                for (key, value) in command.env() {
+                    templates.push((format!("{at}.env.{key}"), value));
+                }
+                if let Some(cwd) = command.cwd() {
+                    templates.push((format!("{at}.cwd"), cwd.to_owned()));
+                }
+            }
+        }
+        let known = self.known_placeholders();
+        for (at, template) in templates {
+            match placeholders(&template) {
+                Ok(names) => {
+                    for name in names.into_iter().filter(|n| !known.contains(n)) {
+                        problems.push(format!("{at}: unknown placeholder {{{name}}}"));
+                    }
+                }
+                Err(message) => problems.push(format!("{at}: {message}")),
+            }
+        }
+        problems
+    }
+}
+
+impl CommandTemplate {
+    /// The template's words, before placeholders are filled in.
+    pub fn words(&self) -> Result<Vec<String>, String> {
+        match self {
+            CommandTemplate::Line(line) => split_words(line),
+            CommandTemplate::Argv(words) => Ok(words.clone()),
+            CommandTemplate::Full(table) => match &table.argv {
+                ArgvTemplate::Line(line) => split_words(line),
+                ArgvTemplate::Words(words) => Ok(words.clone()),
+            },
+        }
+    }
+
+    /// The command's own environment.
+    pub fn env(&self) -> BTreeMap<String, String> {
+        match self {
+            CommandTemplate::Full(table) => table.env.clone(),
+            _ => BTreeMap::new(),
+        }
+    }
+
+    /// The command's working directory template, if set.
+    pub fn cwd(&self) -> Option<&str> {
+        match self {
+            CommandTemplate::Full(table) => table.cwd.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// How to know the command is ready, if set.
+    pub fn ready(&self) -> Option<&Readiness> {
+        match self {
+            CommandTemplate::Full(table) => table.ready.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// The names of the `{placeholders}` in a template; `{{` and `}}` are literal braces.
+pub fn placeholders(template: &str) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    render_with(template, &mut |name| {
+        names.push(name.to_owned());
+        Some(String::new())
+    })
+    .map_err(|e| match e {
+        RenderError::Malformed(message) => message,
+        RenderError::Missing(name) => format!("unknown placeholder {{{name}}}"),
+    })?;
+    Ok(names)
+}
+
+/// Fills in a template's placeholders from `vars`.
+pub fn render(template: &str, vars: &BTreeMap<String, String>) -> Result<String, TargetError> {
+    render_with(template, &mut |name| vars.get(name).cloned()).map_err(|e| match e {
+        RenderError::Missing(name) => TargetError::Placeholder {
+            template: template.to_owned(),
+            name,
+        },
+        RenderError::Malformed(message) => TargetError::Template {
+            template: template.to_owned(),
+            message,
+        },
+    })
+}
+
+enum RenderError {
+    Missing(String),
+    Malformed(String),
+}
+
+fn render_with(
+    template: &str,
+    lookup: &mut dyn FnMut(&str) -> Option<String>,
+) -> Result<String, RenderError> {
+    let mut out = String::with_capacity(template.len());
+    let mut chars = template.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' if chars.peek() == Some(&'{') => {
+                chars.next();
+                out.push('{');
+            }
+            '}' if chars.peek() == Some(&'}') => {
+                chars.next();
+                out.push('}');
+            }
+            '{' => {
+                let mut name = String::new();
+                loop {
+                    match chars.next() {
+                        Some('}') => break,
+                        Some(c) if c.is_ascii_alphanumeric() || c == '_' => name.push(c),
+                        Some(c) => {
+                            return Err(RenderError::Malformed(format!(
+                                "character {c:?} inside a placeholder"
+                            )));
+                        }
+                        None => {
+                            return Err(RenderError::Malformed("unclosed '{'".to_owned()));
+                        }
+                    }
+                }
+                if name.is_empty() {
+                    return Err(RenderError::Malformed("empty placeholder {}".to_owned()));
+                }
+                let value = lookup(&name).ok_or(RenderError::Missing(name))?;
+                out.push_str(&value);
+            }
+            '}' => return Err(RenderError::Malformed("unmatched '}'".to_owned())),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+/// Splits a command line into words like a POSIX shell, without expansions: whitespace separates,
+/// single quotes keep everything, double quotes keep everything but `\"` and `\\`, a backslash
+/// outside quotes escapes the next character.
+pub fn split_words(line: &str) -> Result<Vec<String>, String> {
+    let mut words = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            '\'' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('\'') => break,
+                        Some(c) => word.push(c),
+                        None => return Err("unclosed single quote".to_owned()),
+                    }
+                }
+            }
+            '"' => {
+                in_word = true;
+                loop {
+                    match chars.next() {
+                        Some('"') => break,
+                        Some('\\') => match chars.next() {
+                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
+                            Some(c) => {
+                                word.push('\\');
+                                word.push(c);
+                            }
+                            None => return Err("unclosed double quote".to_owned()),
+                        },
+                        Some(c) => word.push(c),
+                        None => return Err("unclosed double quote".to_owned()),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                match chars.next() {
+                    Some(c) => word.push(c),
+                    None => return Err("trailing backslash".to_owned()),
+                }
+            }
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+/// Joins words into one line that [`split_words`] (and a POSIX shell) splits back into them.
+pub fn join_words<S: AsRef<str>>(words: &[S]) -> String {
+    words
+        .iter()
+        .map(|w| quote_word(w.as_ref()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn quote_word(word: &str) -> String {
+    let plain = !word.is_empty()
+        && word
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
+    if plain {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_and_join_round_trip() {
+        let words = split_words(r#"ski acp 'a b' "c \"d\"" e\ f"#).unwrap();
+        assert_eq!(words, ["ski", "acp", "a b", "c \"d\"", "e f"]);
+        assert_eq!(split_words(&join_words(&words)).unwrap(), words);
+        assert_eq!(
+            split_words(&join_words(&["it's", ""])).unwrap(),
+            ["it's", ""]
+        );
+        assert!(split_words("'open").is_err());
+    }
+
+    #[test]
+    fn render_fills_placeholders_and_rejects_unknown_ones() {
+        let vars = BTreeMap::from([("listen".to_owned(), "127.0.0.1:9".to_owned())]);
+        assert_eq!(
+            render("--listen={listen} {{x}}", &vars).unwrap(),
+            "--listen=127.0.0.1:9 {x}"
+        );
+        let err = render("{nope}", &vars).unwrap_err();
+        assert!(err.to_string().contains("{nope}"), "{err}");
+        assert!(render("{open", &vars).is_err());
+    }
+
+    #[test]
+    fn profiles_with_unknown_placeholders_are_rejected() {
+        let text = r#"
+[suites.acp]
+capabilities = ["stdio"]
+commands.agent = "{bin_dir}/ski acp serve --x {mystery}"
+"#;
+        let err = Target::parse("t.toml", text).unwrap_err().to_string();
+        assert!(err.contains("unknown placeholder {mystery}"), "{err}");
+        let ok = text.replace("{mystery}", "{custom}") + "[vars]\ncustom = \"1\"\n";
+        let target = Target::parse("t.toml", &ok).unwrap();
+        assert_eq!(target.name, "t");
+    }
+
+    #[test]
+    fn ad_hoc_profiles_declare_transport_capabilities() {
+        let target =
+            Target::ad_hoc(Some("my-agent --stdio"), Some("ws://127.0.0.1:1/"), &[]).unwrap();
+        let acp = target.suite("acp").unwrap();
+        assert!(acp.capabilities.contains("stdio"));
+        assert!(acp.capabilities.contains("ws"));
+        assert!(Target::ad_hoc(Some("'open"), None, &[]).is_err());
+    }
+
+    #[test]
+    fn builtin_profiles_are_valid() {
+        for (origin, text) in BUILTIN {
+            Target::parse(origin, text).unwrap();
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! Transports that carry protocol messages between processes, and the wire log they record into.
+//!
+//! - [`child`]: child processes in their own process group, killed as a group, with piped stdio.
+//! - [`WireLog`]: an ordered record of every line that crossed a channel, with its direction and a
+//!   monotonic time stamp, so that a failed exchange can be shown exactly as it happened.
+//!
+//! The wire log is a shared handle: every channel of one exchange (a child's stdin, stdout and
+//! stderr, a WebSocket, harness notes) records into the same log, which keeps their relative order.
+
+pub mod child;
+
+use std::io;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::Instant;
+
+/// The longest text one wire-log entry keeps; longer lines are cut and say how much was cut.
+pub const MAX_ENTRY_BYTES: usize = 64 * 1024;
+
+/// Which way a wire-log entry travelled, seen from the side that records the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// Written by this side to the peer.
+    Out,
+    /// Read by this side from the peer.
+    In,
+    /// An event of this side (a process started, a signal sent, a stream closed), not wire data.
+    Note,
+}
+
+impl Direction {
+    /// The short lower-case name used in reports: `out`, `in` or `note`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Direction::Out => "out",
+            Direction::In => "in",
+            Direction::Note => "note",
+        }
+    }
+}
+
+/// One line of a wire log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WireEntry {
+    /// The channel the line crossed, for example `agent` or `agent/stderr`.
+    pub channel: String,
+    /// Which way it travelled.
+    pub direction: Direction,
+    /// Monotonic time since the log was created.
+    pub at: Duration,
+    /// The raw text without its line terminator (lossy UTF-8, cut at [`MAX_ENTRY_BYTES`]).
+    pub text: String,
+}
+
+#[derive(Debug)]
+struct WireLogInner {
+    origin: Instant,
+    entries: Mutex<Vec<WireEntry>>,
+}
+
+/// A shared, ordered record of the traffic on every channel of one exchange.
+///
+/// Cloning gives another handle to the same log. Time stamps come from the tokio clock, so a test
+/// that pauses time sees deterministic stamps.
+#[derive(Debug, Clone)]
+pub struct WireLog {
+    inner: Arc<WireLogInner>,
+}
+
+impl Default for WireLog {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl WireLog {
+    /// Creates an empty log whose clock starts now.
+    pub fn new() -> Self {
+        Self {
+            inner: Arc::new(WireLogInner {
+                origin: Instant::now(),
+                entries: Mutex::new(Vec::new()),
+            }),
+        }
+    }
+
+    /// Appends one entry stamped with the current time.
+    pub fn record(&self, channel: &str, direction: Direction, text: &str) {
+        let entry = WireEntry {
+            channel: channel.to_owned(),
+            direction,
+            at: Instant::now().saturating_duration_since(self.inner.origin),
+            text: clip(text),
+        };
+        self.lock().push(entry);
+    }
+
+    /// Records a harness event on a channel.
+    pub fn note(&self, channel: &str, text: &str) {
+        self.record(channel, Direction::Note, text);
+    }
+
+    /// A copy of every entry so far, in the order they were recorded.
+    pub fn entries(&self) -> Vec<WireEntry> {
+        self.lock().clone()
+    }
+
+    /// The number of entries so far.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether nothing has been recorded yet.
+    pub fn is_empty(&self) -> bool {
+        self.lock().is_empty()
+    }
+
+    /// The log as text, one entry per line: `+0.001234s agent in {...}`.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for entry in self.lock().iter() {
+            out.push_str(&format!(
+                "+{:.6}s {} {} {}\n",
+                entry.at.as_secs_f64(),
+                entry.channel,
+                entry.direction.as_str(),
+                entry.text
+            ));
+        }
+        out
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<WireEntry>> {
+        // A panic while holding this lock cannot leave the vector half-written, so a poisoned
+        // lock still holds a usable log.
+        self.inner
+            .entries
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+fn clip(text: &str) -> String {
+    if text.len() <= MAX_ENTRY_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_ENTRY_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… ({} more bytes)",
+        &text[..end],
+        text.len().saturating_sub(end)
+    )
+}
+
+/// Splits a byte stream into lines and records each complete line into a wire log.
+#[derive(Debug)]
+struct LineRecorder {
+    log: WireLog,
+    channel: String,
+    direction: Direction,
+    pending: Vec<u8>,
+}
+
+impl LineRecorder {
+    fn new(log: WireLog, channel: &str, direction: Direction) -> Self {
+        Self {
+            log,
+            channel: channel.to_owned(),
+            direction,
+            pending: Vec::new(),
+        }
+    }
+
+    fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if byte == b'\n' {
+                self.emit();
+            } else if self.pending.len() <= MAX_ENTRY_BYTES {
+                self.pending.push(byte);
+            }
+        }
+    }
+
+    fn emit(&mut self) {
+        if self.pending.last() == Some(&b'\r') {
+            self.pending.pop();
+        }
+        let text = String::from_utf8_lossy(&self.pending).into_owned();
+        self.log.record(&self.channel, self.direction, &text);
+        self.pending.clear();
+    }
+
+    fn finish(&mut self) {
+        if !self.pending.is_empty() {
+            self.emit();
+            self.log
+                .note(&self.channel, "the last line above had no line terminator");
+        }
+    }
+}
+
+impl Drop for LineRecorder {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// An [`AsyncRead`] that records every line it reads into a wire log as [`Direction::In`].
+///
+/// Use it to put any framing (for example an NDJSON codec) on a child's stdout or a socket while
+/// the exchange is still logged.
+#[derive(Debug)]
+pub struct LoggedRead<R> {
+    inner: R,
+    recorder: LineRecorder,
+}
+
+impl<R> LoggedRead<R> {
+    /// Wraps `inner`, recording into `log` under `channel`.
+    pub fn new(inner: R, log: WireLog, channel: &str) -> Self {
+        Self {
+            inner,
+            recorder: LineRecorder::new(log, channel, Direction::In),
+        }
+    }
+
+    /// The wrapped reader.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+}
+
+impl<R: AsyncRead + Unpin> AsyncRead for LoggedRead<R> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut this.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &poll {
+            let filled = &buf.filled()[before..];
+            if filled.is_empty() {
+                this.recorder.finish();
+            } else {
+                this.recorder.feed(filled);
+            }
+        }
+        poll
+    }
+}
+
+/// An [`AsyncWrite`] that records every line it writes into a wire log as [`Direction::Out`].
+#[derive(Debug)]
+pub struct LoggedWrite<W> {
+    inner: W,
+    recorder: LineRecorder,
+}
+
+impl<W> LoggedWrite<W> {
+    /// Wraps `inner`, recording into `log` under `channel`.
+    pub fn new(inner: W, log: WireLog, channel: &str) -> Self {
+        Self {
+            inner,
+            recorder: LineRecorder::new(log, channel, Direction::Out),
+        }
+    }
+
+    /// The wrapped writer.
+    pub fn get_ref(&self) -> &W {
+        &self.inner
+    }
+}
+
+impl<W: AsyncWrite + Unpin> AsyncWrite for LoggedWrite<W> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(written)) = &poll {
+            this.recorder.feed(&buf[..*written]);
+        }
+        poll
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let poll = Pin::new(&mut this.inner).poll_shutdown(cx);
+        if let Poll::Ready(Ok(())) = &poll {
+            this.recorder.finish();
+        }
+        poll
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn logged_read_and_write_record_whole_lines_in_order() {
+        let log = WireLog::new();
+        let (client, server) = tokio::io::duplex(64);
+        let mut writer = LoggedWrite::new(client, log.clone(), "peer");
+        let mut reader = LoggedRead::new(server, log.clone(), "peer");
+        writer.write_all(b"{\"a\":1}\n{\"b\"").await.unwrap();
+        writer.write_all(b":2}\r\npartial").await.unwrap();
+        writer.shutdown().await.unwrap();
+        drop(writer);
+        let mut text = String::new();
+        reader.read_to_string(&mut text).await.unwrap();
+        assert_eq!(text, "{\"a\":1}\n{\"b\":2}\r\npartial");
+        let seen: Vec<(Direction, String)> = log
+            .entries()
+            .into_iter()
+            .map(|e| (e.direction, e.text))
+            .collect();
+        let out: Vec<&str> = seen
+            .iter()
+            .filter(|(d, _)| *d == Direction::Out)
+            .map(|(_, t)| t.as_str())
+            .collect();
+        let incoming: Vec<&str> = seen
+            .iter()
+            .filter(|(d, _)| *d == Direction::In)
+            .map(|(_, t)| t.as_str())
+            .collect();
+        assert_eq!(out, ["{\"a\":1}", "{\"b\":2}", "partial"]);
+        assert_eq!(incoming, ["{\"a\":1}", "{\"b\":2}", "partial"]);
+        assert!(log.render().contains("peer in {\"b\":2}"));
+    }
+
+    #[test]
+    fn long_entries_are_clipped_on_a_char_boundary() {
+        let text = "é".repeat(MAX_ENTRY_BYTES);
+        let clipped = clip(&text);
+        assert!(clipped.len() < text.len());
+        assert!(clipped.ends_with("more bytes)"));
+    }
+}
