@@ -11,6 +11,8 @@
 //! - Discriminated unions ([`tagged_union!`]) keep an unknown discriminator in an
 //!   `Unknown(Value)` variant, while a known discriminator with a wrong payload is an error.
 
+use std::cell::RefCell;
+
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
@@ -22,9 +24,46 @@ pub const META_KEY: &str = "_meta";
 ///
 /// It is flattened into its parent object: decoding collects the leftover keys here, encoding
 /// writes them back beside the known fields.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(transparent)]
 pub struct Extra(pub Map<String, Value>);
+
+impl<'de> Deserialize<'de> for Extra {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = Map::<String, Value>::deserialize(deserializer)?;
+        UNKNOWN_FIELDS.with(|recorder| {
+            if let Some(found) = recorder.borrow_mut().as_mut() {
+                found.extend(map.keys().filter(|key| *key != META_KEY).cloned());
+            }
+        });
+        Ok(Self(map))
+    }
+}
+
+thread_local! {
+    static UNKNOWN_FIELDS: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// Runs `decode` and returns its result with the names of every unknown field (other than
+/// `_meta`) that any [`Extra`] bag collected meanwhile, at any depth.
+///
+/// This tells a check which fields a peer sent that ACP does not define (the specification
+/// reserves the root of every type), and tells a test that a type knows every field of a
+/// fixture. Decoding happens on the calling thread; nested calls record into the outermost one.
+pub fn record_unknown_fields<T>(decode: impl FnOnce() -> T) -> (T, Vec<String>) {
+    let outer = UNKNOWN_FIELDS.with(|recorder| recorder.borrow_mut().replace(Vec::new()));
+    let result = decode();
+    let found = UNKNOWN_FIELDS.with(|recorder| {
+        let mut recorder = recorder.borrow_mut();
+        let found = recorder.take().unwrap_or_default();
+        if let Some(mut outer) = outer {
+            outer.extend(found.iter().cloned());
+            *recorder = Some(outer);
+        }
+        found
+    });
+    (result, found)
+}
 
 impl Extra {
     /// An empty bag.
@@ -317,6 +356,9 @@ macro_rules! tagged_union {
         }
     ) => {
         $(#[$attr])*
+        // Wire messages are built once and moved a few times; boxing variants would only make
+        // them harder to construct and match.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone, PartialEq)]
         pub enum $name {
             $( $(#[$vattr])* $variant($ty), )*
