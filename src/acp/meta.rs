@@ -438,3 +438,90 @@ macro_rules! tagged_union {
     };
 }
 pub(crate) use tagged_union;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::acp::{AuthMethod, CreateElicitationRequest, McpServer, SessionInfoUpdate, ToolKind};
+
+    fn round_trip<T: Serialize + DeserializeOwned>(input: Value) -> T {
+        let decoded: T = serde_json::from_value(input.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&decoded).unwrap(), input);
+        decoded
+    }
+
+    #[test]
+    fn nullable_keeps_absent_null_and_value_apart() {
+        let absent: SessionInfoUpdate = round_trip(json!({}));
+        assert!(absent.title.is_absent());
+        let null: SessionInfoUpdate = round_trip(json!({"title": null}));
+        assert!(null.title.is_null());
+        let set: SessionInfoUpdate = round_trip(json!({"title": "t"}));
+        assert_eq!(set.title.value().map(String::as_str), Some("t"));
+        assert_eq!(Nullable::from(Some(3)).into_value(), Some(3));
+        assert!(Nullable::<u8>::from(None).is_absent());
+    }
+
+    #[test]
+    fn extra_holds_meta_of_any_type_and_unknown_keys() {
+        let empty: Empty = round_trip(json!({"_meta": null, "vendor": [1]}));
+        assert_eq!(empty.extra.meta_value(), Some(&Value::Null));
+        assert!(empty.extra.meta().is_none());
+        assert_eq!(empty.extra.unknown_keys().collect::<Vec<_>>(), ["vendor"]);
+        let mut extra = Extra::new().with_meta(Map::from_iter([("k".to_owned(), json!(1))]));
+        extra.insert("x", json!(true));
+        assert_eq!(serde_json::to_value(Empty { extra }).unwrap(), json!({"_meta": {"k": 1}, "x": true}));
+    }
+
+    #[test]
+    fn unknown_fields_are_recorded_at_every_depth_and_nest() {
+        let input = json!({"sessionUpdate": "agent_message_chunk", "a": 1,
+                           "content": {"type": "text", "text": "t", "b": 2, "_meta": {}}});
+        let ((), outer) = record_unknown_fields(|| {
+            let (decoded, inner) =
+                record_unknown_fields(|| serde_json::from_value::<crate::acp::SessionUpdate>(input.clone()));
+            assert!(decoded.is_ok());
+            let mut inner = inner;
+            inner.sort();
+            assert_eq!(inner, ["a", "b"]);
+        });
+        assert_eq!(outer.len(), 2, "the outer recorder sees the nested fields too");
+        let ((), none) = record_unknown_fields(|| ());
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn untagged_default_variants_accept_an_explicit_tag() {
+        let agent: AuthMethod = round_trip(json!({"id": "key", "name": "Key"}));
+        assert!(matches!(agent, AuthMethod::Agent(_)));
+        let explicit: AuthMethod = round_trip(json!({"type": "agent", "id": "key", "name": "Key"}));
+        assert!(matches!(explicit, AuthMethod::Agent(_)));
+        let other: AuthMethod = round_trip(json!({"type": "oauth", "id": "o", "name": "OAuth"}));
+        assert_eq!((other.kind(), other.id()), ("oauth", Some("o")));
+        let stdio: McpServer = round_trip(json!({"name": "fs", "command": "/bin/fs", "args": [], "env": []}));
+        assert_eq!(stdio.kind(), "stdio");
+        let broken = serde_json::from_value::<AuthMethod>(json!({"type": "terminal", "name": "no id"}));
+        assert!(broken.is_err(), "a known type with a bad payload must not fall back");
+    }
+
+    #[test]
+    fn string_enums_keep_unknown_values() {
+        let kind: ToolKind = serde_json::from_value(json!("shell")).unwrap();
+        assert_eq!(kind, ToolKind::Unknown("shell".into()));
+        assert!(!kind.is_known());
+        assert_eq!(serde_json::to_value(&kind).unwrap(), json!("shell"));
+        assert_eq!(ToolKind::from("switch_mode"), ToolKind::SwitchMode);
+        assert_eq!(ToolKind::KNOWN.len(), 10);
+    }
+
+    #[test]
+    fn request_scoped_elicitation_keeps_a_null_request_id() {
+        let request: CreateElicitationRequest = round_trip(json!({
+            "mode": "url", "message": "m", "elicitationId": "e", "url": "https://example.com", "requestId": null
+        }));
+        let CreateElicitationRequest::Url(url) = request else { panic!("expected url mode") };
+        assert_eq!(url.scope.request_id, Some(crate::jsonrpc::RequestId::Null));
+    }
+}

@@ -522,6 +522,18 @@ mod tests {
     }
 
     #[test]
+    fn nested_tool_call_and_plan_shapes_are_rejected() {
+        // The upstream ski agent nests these; ACP puts the fields on the update (E-WIRE-11).
+        for nested in [
+            json!({"sessionUpdate": "tool_call", "toolCall": {"toolCallId": "c", "title": "t"}}),
+            json!({"sessionUpdate": "tool_call_update", "toolCall": {"toolCallId": "c", "status": "completed"}}),
+            json!({"sessionUpdate": "plan", "plan": {"entries": []}}),
+        ] {
+            assert!(serde_json::from_value::<SessionUpdate>(nested.clone()).is_err(), "{nested}");
+        }
+    }
+
+    #[test]
     fn unknown_enum_values_and_block_types_are_kept() {
         let update = round_trip(json!({
             "sessionUpdate": "tool_call",
