@@ -2,7 +2,8 @@
 //!
 //! Every params and result type of the stable v1 methods, the unstable methods the specs use,
 //! the legacy model selection, and the ski extensions. The types keep what they do not know:
-//! `_meta` and unknown fields survive a decode and encode (see [`meta`]), unknown
+//! `_meta` and unknown fields survive a decode and encode (see [`meta`];
+//! [`meta::record_unknown_fields`] names the unknown ones), unknown
 //! `sessionUpdate` kinds and content block types decode to an `Unknown` variant, and open
 //! string enums keep unknown values. [`methods`] is the method table; [`message`] picks the
 //! params or result type for a method name.

@@ -7,13 +7,14 @@
 //! - Optional fields are `Option<T>` and are omitted when absent. A `null` in such a field reads
 //!   as absent. Where `null` has its own meaning on the wire (a `session_info_update` title that
 //!   is cleared, a `nextCursor: null` on the last page), the field is a [`Nullable`].
-//! - String enums ([`string_enum!`]) keep values they do not know in an `Unknown(String)` variant.
-//! - Discriminated unions ([`tagged_union!`]) keep an unknown discriminator in an
+//! - String enums (`string_enum!`) keep values they do not know in an `Unknown(String)` variant.
+//! - Discriminated unions (`tagged_union!`) keep an unknown discriminator in an
 //!   `Unknown(Value)` variant, while a known discriminator with a wrong payload is an error.
 
 use std::cell::RefCell;
 
 use serde::de::DeserializeOwned;
+use serde::ser::{Error as _, Impossible, SerializeMap, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -238,7 +239,9 @@ pub fn decode_variant<T: DeserializeOwned>(
         .map_err(|error| format!("invalid {union} `{kind}`: {error}"))
 }
 
-/// Serializes a union payload as one object with the discriminator first.
+/// Serializes a union payload as one object with the discriminator first, streaming into
+/// `serializer` (no intermediate JSON tree). The payload must serialize as a map or struct, and
+/// its [`Extra`] bag must not hold the discriminator key.
 #[doc(hidden)]
 pub fn encode_variant<S: Serializer, T: Serialize>(
     serializer: S,
@@ -246,18 +249,147 @@ pub fn encode_variant<S: Serializer, T: Serialize>(
     kind: &'static str,
     payload: &T,
 ) -> Result<S::Ok, S::Error> {
-    use serde::ser::{Error, SerializeMap};
-    let Value::Object(fields) = serde_json::to_value(payload).map_err(S::Error::custom)? else {
-        return Err(S::Error::custom("a union payload must encode as an object"));
-    };
-    let mut map = serializer.serialize_map(Some(fields.len() + 1))?;
-    map.serialize_entry(tag, kind)?;
-    for (key, value) in &fields {
-        if key != tag {
-            map.serialize_entry(key, value)?;
-        }
+    payload.serialize(TagFirst {
+        inner: serializer,
+        tag,
+        kind,
+    })
+}
+
+/// A serializer that writes `tag: kind` before the fields of the map or struct it is given.
+struct TagFirst<S> {
+    inner: S,
+    tag: &'static str,
+    kind: &'static str,
+}
+
+impl<S: Serializer> TagFirst<S> {
+    fn not_an_object(&self) -> S::Error {
+        S::Error::custom(format!(
+            "the payload of `{}` must encode as an object",
+            self.kind
+        ))
     }
-    map.end()
+}
+
+/// The struct form of [`TagFirst`]: struct fields become map entries.
+struct TagFirstStruct<M>(M);
+
+impl<M: SerializeMap> SerializeStruct for TagFirstStruct<M> {
+    type Ok = M::Ok;
+    type Error = M::Error;
+
+    fn serialize_field<V: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &V,
+    ) -> Result<(), M::Error> {
+        self.0.serialize_entry(key, value)
+    }
+
+    fn end(self) -> Result<M::Ok, M::Error> {
+        self.0.end()
+    }
+}
+
+macro_rules! reject_scalars {
+    ($($method:ident($($arg:ty),*)),* $(,)?) => {
+        $(fn $method(self, $(_: $arg),*) -> Result<S::Ok, S::Error> {
+            Err(self.not_an_object())
+        })*
+    };
+}
+
+impl<S: Serializer> Serializer for TagFirst<S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+    type SerializeSeq = Impossible<S::Ok, S::Error>;
+    type SerializeTuple = Impossible<S::Ok, S::Error>;
+    type SerializeTupleStruct = Impossible<S::Ok, S::Error>;
+    type SerializeTupleVariant = Impossible<S::Ok, S::Error>;
+    type SerializeMap = S::SerializeMap;
+    type SerializeStruct = TagFirstStruct<S::SerializeMap>;
+    type SerializeStructVariant = Impossible<S::Ok, S::Error>;
+
+    reject_scalars! {
+        serialize_bool(bool), serialize_i8(i8), serialize_i16(i16), serialize_i32(i32),
+        serialize_i64(i64), serialize_u8(u8), serialize_u16(u16), serialize_u32(u32),
+        serialize_u64(u64), serialize_f32(f32), serialize_f64(f64), serialize_char(char),
+        serialize_str(&str), serialize_bytes(&[u8]), serialize_none(), serialize_unit(),
+        serialize_unit_struct(&'static str), serialize_unit_variant(&'static str, u32, &'static str),
+    }
+
+    fn serialize_some<V: ?Sized + Serialize>(self, value: &V) -> Result<S::Ok, S::Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_struct<V: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        value: &V,
+    ) -> Result<S::Ok, S::Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<V: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _value: &V,
+    ) -> Result<S::Ok, S::Error> {
+        Err(self.not_an_object())
+    }
+
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
+        Err(self.not_an_object())
+    }
+
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, S::Error> {
+        Err(self.not_an_object())
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleStruct, S::Error> {
+        Err(self.not_an_object())
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, S::Error> {
+        Err(self.not_an_object())
+    }
+
+    fn serialize_map(self, len: Option<usize>) -> Result<S::SerializeMap, S::Error> {
+        let mut map = self.inner.serialize_map(len.map(|len| len + 1))?;
+        map.serialize_entry(self.tag, self.kind)?;
+        Ok(map)
+    }
+
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStruct, S::Error> {
+        self.serialize_map(Some(len)).map(TagFirstStruct)
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, S::Error> {
+        Err(self.not_an_object())
+    }
 }
 
 /// Reads the discriminator of a union object; `Ok(None)` when the key is absent.
@@ -444,7 +576,9 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::acp::{AuthMethod, CreateElicitationRequest, McpServer, SessionInfoUpdate, ToolKind};
+    use crate::acp::{
+        AuthMethod, CreateElicitationRequest, McpServer, SessionInfoUpdate, ToolKind,
+    };
 
     fn round_trip<T: Serialize + DeserializeOwned>(input: Value) -> T {
         let decoded: T = serde_json::from_value(input.clone()).unwrap();
@@ -472,7 +606,10 @@ mod tests {
         assert_eq!(empty.extra.unknown_keys().collect::<Vec<_>>(), ["vendor"]);
         let mut extra = Extra::new().with_meta(Map::from_iter([("k".to_owned(), json!(1))]));
         extra.insert("x", json!(true));
-        assert_eq!(serde_json::to_value(Empty { extra }).unwrap(), json!({"_meta": {"k": 1}, "x": true}));
+        assert_eq!(
+            serde_json::to_value(Empty { extra }).unwrap(),
+            json!({"_meta": {"k": 1}, "x": true})
+        );
     }
 
     #[test]
@@ -480,14 +617,19 @@ mod tests {
         let input = json!({"sessionUpdate": "agent_message_chunk", "a": 1,
                            "content": {"type": "text", "text": "t", "b": 2, "_meta": {}}});
         let ((), outer) = record_unknown_fields(|| {
-            let (decoded, inner) =
-                record_unknown_fields(|| serde_json::from_value::<crate::acp::SessionUpdate>(input.clone()));
+            let (decoded, inner) = record_unknown_fields(|| {
+                serde_json::from_value::<crate::acp::SessionUpdate>(input.clone())
+            });
             assert!(decoded.is_ok());
             let mut inner = inner;
             inner.sort();
             assert_eq!(inner, ["a", "b"]);
         });
-        assert_eq!(outer.len(), 2, "the outer recorder sees the nested fields too");
+        assert_eq!(
+            outer.len(),
+            2,
+            "the outer recorder sees the nested fields too"
+        );
         let ((), none) = record_unknown_fields(|| ());
         assert!(none.is_empty());
     }
@@ -500,10 +642,15 @@ mod tests {
         assert!(matches!(explicit, AuthMethod::Agent(_)));
         let other: AuthMethod = round_trip(json!({"type": "oauth", "id": "o", "name": "OAuth"}));
         assert_eq!((other.kind(), other.id()), ("oauth", Some("o")));
-        let stdio: McpServer = round_trip(json!({"name": "fs", "command": "/bin/fs", "args": [], "env": []}));
+        let stdio: McpServer =
+            round_trip(json!({"name": "fs", "command": "/bin/fs", "args": [], "env": []}));
         assert_eq!(stdio.kind(), "stdio");
-        let broken = serde_json::from_value::<AuthMethod>(json!({"type": "terminal", "name": "no id"}));
-        assert!(broken.is_err(), "a known type with a bad payload must not fall back");
+        let broken =
+            serde_json::from_value::<AuthMethod>(json!({"type": "terminal", "name": "no id"}));
+        assert!(
+            broken.is_err(),
+            "a known type with a bad payload must not fall back"
+        );
     }
 
     #[test]
@@ -521,7 +668,9 @@ mod tests {
         let request: CreateElicitationRequest = round_trip(json!({
             "mode": "url", "message": "m", "elicitationId": "e", "url": "https://example.com", "requestId": null
         }));
-        let CreateElicitationRequest::Url(url) = request else { panic!("expected url mode") };
+        let CreateElicitationRequest::Url(url) = request else {
+            panic!("expected url mode")
+        };
         assert_eq!(url.scope.request_id, Some(crate::jsonrpc::RequestId::Null));
     }
 }
