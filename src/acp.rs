@@ -2,9 +2,11 @@
 //!
 //! Every params and result type of the stable v1 methods, the unstable methods the specs use,
 //! the legacy model selection, and the ski extensions. The types keep what they do not know:
-//! `_meta` and unknown fields survive a decode and encode (see [`meta`]), unknown
+//! `_meta` and unknown fields survive a decode and encode (see [`meta`];
+//! [`meta::record_unknown_fields`] names the unknown ones), unknown
 //! `sessionUpdate` kinds and content block types decode to an `Unknown` variant, and open
-//! string enums keep unknown values. [`methods`] is the method table.
+//! string enums keep unknown values. [`methods`] is the method table; [`message`] picks the
+//! params or result type for a method name.
 
 pub mod auth;
 pub mod config;
@@ -15,6 +17,7 @@ pub mod extensions;
 pub mod fs;
 pub mod initialize;
 pub mod mcp;
+pub mod message;
 pub mod meta;
 pub mod methods;
 pub mod permission;
@@ -33,6 +36,7 @@ pub use extensions::*;
 pub use fs::*;
 pub use initialize::*;
 pub use mcp::*;
+pub use message::{MethodParams, MethodResult, PayloadError};
 pub use meta::{Empty, Extra, Nullable};
 pub use permission::*;
 pub use plan::*;

@@ -7,11 +7,14 @@
 //! - Optional fields are `Option<T>` and are omitted when absent. A `null` in such a field reads
 //!   as absent. Where `null` has its own meaning on the wire (a `session_info_update` title that
 //!   is cleared, a `nextCursor: null` on the last page), the field is a [`Nullable`].
-//! - String enums ([`string_enum!`]) keep values they do not know in an `Unknown(String)` variant.
-//! - Discriminated unions ([`tagged_union!`]) keep an unknown discriminator in an
+//! - String enums (`string_enum!`) keep values they do not know in an `Unknown(String)` variant.
+//! - Discriminated unions (`tagged_union!`) keep an unknown discriminator in an
 //!   `Unknown(Value)` variant, while a known discriminator with a wrong payload is an error.
 
+use std::cell::RefCell;
+
 use serde::de::DeserializeOwned;
+use serde::ser::{Error as _, Impossible, SerializeMap, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
@@ -22,9 +25,46 @@ pub const META_KEY: &str = "_meta";
 ///
 /// It is flattened into its parent object: decoding collects the leftover keys here, encoding
 /// writes them back beside the known fields.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(transparent)]
 pub struct Extra(pub Map<String, Value>);
+
+impl<'de> Deserialize<'de> for Extra {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let map = Map::<String, Value>::deserialize(deserializer)?;
+        UNKNOWN_FIELDS.with(|recorder| {
+            if let Some(found) = recorder.borrow_mut().as_mut() {
+                found.extend(map.keys().filter(|key| *key != META_KEY).cloned());
+            }
+        });
+        Ok(Self(map))
+    }
+}
+
+thread_local! {
+    static UNKNOWN_FIELDS: RefCell<Option<Vec<String>>> = const { RefCell::new(None) };
+}
+
+/// Runs `decode` and returns its result with the names of every unknown field (other than
+/// `_meta`) that any [`Extra`] bag collected meanwhile, at any depth.
+///
+/// This tells a check which fields a peer sent that ACP does not define (the specification
+/// reserves the root of every type), and tells a test that a type knows every field of a
+/// fixture. Decoding happens on the calling thread; nested calls record into the outermost one.
+pub fn record_unknown_fields<T>(decode: impl FnOnce() -> T) -> (T, Vec<String>) {
+    let outer = UNKNOWN_FIELDS.with(|recorder| recorder.borrow_mut().replace(Vec::new()));
+    let result = decode();
+    let found = UNKNOWN_FIELDS.with(|recorder| {
+        let mut recorder = recorder.borrow_mut();
+        let found = recorder.take().unwrap_or_default();
+        if let Some(mut outer) = outer {
+            outer.extend(found.iter().cloned());
+            *recorder = Some(outer);
+        }
+        found
+    });
+    (result, found)
+}
 
 impl Extra {
     /// An empty bag.
@@ -199,7 +239,9 @@ pub fn decode_variant<T: DeserializeOwned>(
         .map_err(|error| format!("invalid {union} `{kind}`: {error}"))
 }
 
-/// Serializes a union payload as one object with the discriminator first.
+/// Serializes a union payload as one object with the discriminator first, streaming into
+/// `serializer` (no intermediate JSON tree). The payload must serialize as a map or struct, and
+/// its [`Extra`] bag must not hold the discriminator key.
 #[doc(hidden)]
 pub fn encode_variant<S: Serializer, T: Serialize>(
     serializer: S,
@@ -207,18 +249,147 @@ pub fn encode_variant<S: Serializer, T: Serialize>(
     kind: &'static str,
     payload: &T,
 ) -> Result<S::Ok, S::Error> {
-    use serde::ser::{Error, SerializeMap};
-    let Value::Object(fields) = serde_json::to_value(payload).map_err(S::Error::custom)? else {
-        return Err(S::Error::custom("a union payload must encode as an object"));
-    };
-    let mut map = serializer.serialize_map(Some(fields.len() + 1))?;
-    map.serialize_entry(tag, kind)?;
-    for (key, value) in &fields {
-        if key != tag {
-            map.serialize_entry(key, value)?;
-        }
+    payload.serialize(TagFirst {
+        inner: serializer,
+        tag,
+        kind,
+    })
+}
+
+/// A serializer that writes `tag: kind` before the fields of the map or struct it is given.
+struct TagFirst<S> {
+    inner: S,
+    tag: &'static str,
+    kind: &'static str,
+}
+
+impl<S: Serializer> TagFirst<S> {
+    fn not_an_object(&self) -> S::Error {
+        S::Error::custom(format!(
+            "the payload of `{}` must encode as an object",
+            self.kind
+        ))
     }
-    map.end()
+}
+
+/// The struct form of [`TagFirst`]: struct fields become map entries.
+struct TagFirstStruct<M>(M);
+
+impl<M: SerializeMap> SerializeStruct for TagFirstStruct<M> {
+    type Ok = M::Ok;
+    type Error = M::Error;
+
+    fn serialize_field<V: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &V,
+    ) -> Result<(), M::Error> {
+        self.0.serialize_entry(key, value)
+    }
+
+    fn end(self) -> Result<M::Ok, M::Error> {
+        self.0.end()
+    }
+}
+
+macro_rules! reject_scalars {
+    ($($method:ident($($arg:ty),*)),* $(,)?) => {
+        $(fn $method(self, $(_: $arg),*) -> Result<S::Ok, S::Error> {
+            Err(self.not_an_object())
+        })*
+    };
+}
+
+impl<S: Serializer> Serializer for TagFirst<S> {
+    type Ok = S::Ok;
+    type Error = S::Error;
+    type SerializeSeq = Impossible<S::Ok, S::Error>;
+    type SerializeTuple = Impossible<S::Ok, S::Error>;
+    type SerializeTupleStruct = Impossible<S::Ok, S::Error>;
+    type SerializeTupleVariant = Impossible<S::Ok, S::Error>;
+    type SerializeMap = S::SerializeMap;
+    type SerializeStruct = TagFirstStruct<S::SerializeMap>;
+    type SerializeStructVariant = Impossible<S::Ok, S::Error>;
+
+    reject_scalars! {
+        serialize_bool(bool), serialize_i8(i8), serialize_i16(i16), serialize_i32(i32),
+        serialize_i64(i64), serialize_u8(u8), serialize_u16(u16), serialize_u32(u32),
+        serialize_u64(u64), serialize_f32(f32), serialize_f64(f64), serialize_char(char),
+        serialize_str(&str), serialize_bytes(&[u8]), serialize_none(), serialize_unit(),
+        serialize_unit_struct(&'static str), serialize_unit_variant(&'static str, u32, &'static str),
+    }
+
+    fn serialize_some<V: ?Sized + Serialize>(self, value: &V) -> Result<S::Ok, S::Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_struct<V: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        value: &V,
+    ) -> Result<S::Ok, S::Error> {
+        value.serialize(self)
+    }
+
+    fn serialize_newtype_variant<V: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _value: &V,
+    ) -> Result<S::Ok, S::Error> {
+        Err(self.not_an_object())
+    }
+
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, S::Error> {
+        Err(self.not_an_object())
+    }
+
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, S::Error> {
+        Err(self.not_an_object())
+    }
+
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleStruct, S::Error> {
+        Err(self.not_an_object())
+    }
+
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, S::Error> {
+        Err(self.not_an_object())
+    }
+
+    fn serialize_map(self, len: Option<usize>) -> Result<S::SerializeMap, S::Error> {
+        let mut map = self.inner.serialize_map(len.map(|len| len + 1))?;
+        map.serialize_entry(self.tag, self.kind)?;
+        Ok(map)
+    }
+
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Self::SerializeStruct, S::Error> {
+        self.serialize_map(Some(len)).map(TagFirstStruct)
+    }
+
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, S::Error> {
+        Err(self.not_an_object())
+    }
 }
 
 /// Reads the discriminator of a union object; `Ok(None)` when the key is absent.
@@ -317,6 +488,9 @@ macro_rules! tagged_union {
         }
     ) => {
         $(#[$attr])*
+        // Wire messages are built once and moved a few times; boxing variants would only make
+        // them harder to construct and match.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Debug, Clone, PartialEq)]
         pub enum $name {
             $( $(#[$vattr])* $variant($ty), )*
@@ -396,3 +570,107 @@ macro_rules! tagged_union {
     };
 }
 pub(crate) use tagged_union;
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::acp::{
+        AuthMethod, CreateElicitationRequest, McpServer, SessionInfoUpdate, ToolKind,
+    };
+
+    fn round_trip<T: Serialize + DeserializeOwned>(input: Value) -> T {
+        let decoded: T = serde_json::from_value(input.clone()).unwrap();
+        assert_eq!(serde_json::to_value(&decoded).unwrap(), input);
+        decoded
+    }
+
+    #[test]
+    fn nullable_keeps_absent_null_and_value_apart() {
+        let absent: SessionInfoUpdate = round_trip(json!({}));
+        assert!(absent.title.is_absent());
+        let null: SessionInfoUpdate = round_trip(json!({"title": null}));
+        assert!(null.title.is_null());
+        let set: SessionInfoUpdate = round_trip(json!({"title": "t"}));
+        assert_eq!(set.title.value().map(String::as_str), Some("t"));
+        assert_eq!(Nullable::from(Some(3)).into_value(), Some(3));
+        assert!(Nullable::<u8>::from(None).is_absent());
+    }
+
+    #[test]
+    fn extra_holds_meta_of_any_type_and_unknown_keys() {
+        let empty: Empty = round_trip(json!({"_meta": null, "vendor": [1]}));
+        assert_eq!(empty.extra.meta_value(), Some(&Value::Null));
+        assert!(empty.extra.meta().is_none());
+        assert_eq!(empty.extra.unknown_keys().collect::<Vec<_>>(), ["vendor"]);
+        let mut extra = Extra::new().with_meta(Map::from_iter([("k".to_owned(), json!(1))]));
+        extra.insert("x", json!(true));
+        assert_eq!(
+            serde_json::to_value(Empty { extra }).unwrap(),
+            json!({"_meta": {"k": 1}, "x": true})
+        );
+    }
+
+    #[test]
+    fn unknown_fields_are_recorded_at_every_depth_and_nest() {
+        let input = json!({"sessionUpdate": "agent_message_chunk", "a": 1,
+                           "content": {"type": "text", "text": "t", "b": 2, "_meta": {}}});
+        let ((), outer) = record_unknown_fields(|| {
+            let (decoded, inner) = record_unknown_fields(|| {
+                serde_json::from_value::<crate::acp::SessionUpdate>(input.clone())
+            });
+            assert!(decoded.is_ok());
+            let mut inner = inner;
+            inner.sort();
+            assert_eq!(inner, ["a", "b"]);
+        });
+        assert_eq!(
+            outer.len(),
+            2,
+            "the outer recorder sees the nested fields too"
+        );
+        let ((), none) = record_unknown_fields(|| ());
+        assert!(none.is_empty());
+    }
+
+    #[test]
+    fn untagged_default_variants_accept_an_explicit_tag() {
+        let agent: AuthMethod = round_trip(json!({"id": "key", "name": "Key"}));
+        assert!(matches!(agent, AuthMethod::Agent(_)));
+        let explicit: AuthMethod = round_trip(json!({"type": "agent", "id": "key", "name": "Key"}));
+        assert!(matches!(explicit, AuthMethod::Agent(_)));
+        let other: AuthMethod = round_trip(json!({"type": "oauth", "id": "o", "name": "OAuth"}));
+        assert_eq!((other.kind(), other.id()), ("oauth", Some("o")));
+        let stdio: McpServer =
+            round_trip(json!({"name": "fs", "command": "/bin/fs", "args": [], "env": []}));
+        assert_eq!(stdio.kind(), "stdio");
+        let broken =
+            serde_json::from_value::<AuthMethod>(json!({"type": "terminal", "name": "no id"}));
+        assert!(
+            broken.is_err(),
+            "a known type with a bad payload must not fall back"
+        );
+    }
+
+    #[test]
+    fn string_enums_keep_unknown_values() {
+        let kind: ToolKind = serde_json::from_value(json!("shell")).unwrap();
+        assert_eq!(kind, ToolKind::Unknown("shell".into()));
+        assert!(!kind.is_known());
+        assert_eq!(serde_json::to_value(&kind).unwrap(), json!("shell"));
+        assert_eq!(ToolKind::from("switch_mode"), ToolKind::SwitchMode);
+        assert_eq!(ToolKind::KNOWN.len(), 10);
+    }
+
+    #[test]
+    fn request_scoped_elicitation_keeps_a_null_request_id() {
+        let request: CreateElicitationRequest = round_trip(json!({
+            "mode": "url", "message": "m", "elicitationId": "e", "url": "https://example.com", "requestId": null
+        }));
+        let CreateElicitationRequest::Url(url) = request else {
+            panic!("expected url mode")
+        };
+        assert_eq!(url.scope.request_id, Some(crate::jsonrpc::RequestId::Null));
+    }
+}

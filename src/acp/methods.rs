@@ -242,6 +242,66 @@ mod tests {
         assert_eq!(stable.iter().filter(|m| m.side == Side::Both).count(), 1);
     }
 
+    /// The stable and unstable rows are exactly the methods of the official schema crate (built
+    /// with every `unstable_*` feature), each on the side the crate puts it.
+    #[test]
+    fn table_matches_the_official_crate() {
+        use agent_client_protocol_schema::v1 as official;
+
+        fn names<T: serde::Serialize>(table: &T) -> HashSet<String> {
+            let value = serde_json::to_value(table).unwrap();
+            value
+                .as_object()
+                .unwrap()
+                .values()
+                .map(|name| name.as_str().unwrap().to_owned())
+                .collect()
+        }
+        let agent = names(&official::AGENT_METHOD_NAMES);
+        let client = names(&official::CLIENT_METHOD_NAMES);
+        let protocol = names(&official::PROTOCOL_LEVEL_METHOD_NAMES);
+        let proxy = names(&official::PROXY_METHOD_NAMES);
+
+        let official_all: HashSet<&str> = agent
+            .iter()
+            .chain(&client)
+            .chain(&protocol)
+            .chain(&proxy)
+            .map(String::as_str)
+            .collect();
+        let ours: HashSet<&str> = METHODS
+            .iter()
+            .filter(|m| matches!(m.stability, Stability::Stable | Stability::Unstable))
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(ours, official_all);
+
+        for method in METHODS.iter().filter(|m| official_all.contains(m.name)) {
+            let name = method.name;
+            let expected =
+                if protocol.contains(name) || (agent.contains(name) && client.contains(name)) {
+                    Side::Both
+                } else if agent.contains(name) {
+                    Side::Agent
+                } else if client.contains(name) {
+                    Side::Client
+                } else {
+                    Side::Proxy
+                };
+            assert_eq!(method.side, expected, "{}", method.name);
+        }
+        for method in METHODS.iter().filter(|m| !official_all.contains(m.name)) {
+            assert!(
+                matches!(
+                    method.stability,
+                    Stability::Legacy | Stability::ExtensionSki
+                ),
+                "{}",
+                method.name
+            );
+        }
+    }
+
     #[test]
     fn lookup_and_extension_names() {
         assert_eq!(

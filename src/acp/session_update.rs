@@ -99,6 +99,21 @@ pub enum UpdateStability {
 }
 
 impl SessionUpdate {
+    /// An `agent_message_chunk` holding `content`.
+    pub fn agent_message(content: ContentBlock) -> Self {
+        SessionUpdate::AgentMessageChunk(ContentChunk::new(content))
+    }
+
+    /// An `agent_thought_chunk` holding `content`.
+    pub fn agent_thought(content: ContentBlock) -> Self {
+        SessionUpdate::AgentThoughtChunk(ContentChunk::new(content))
+    }
+
+    /// A `user_message_chunk` holding `content` (history replay in `session/load`).
+    pub fn user_message(content: ContentBlock) -> Self {
+        SessionUpdate::UserMessageChunk(ContentChunk::new(content))
+    }
+
     /// How the `sessionUpdate` kind `kind` is specified; `None` if ski does not know it.
     pub fn stability_of(kind: &str) -> Option<UpdateStability> {
         match kind {
@@ -462,6 +477,16 @@ mod tests {
     }
 
     #[test]
+    fn constructors_encode_the_acp_shape() {
+        let notification =
+            SessionNotification::new("s", SessionUpdate::agent_message(ContentBlock::text("hi")));
+        assert_eq!(
+            serde_json::to_value(&notification).unwrap(),
+            json!({"sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hi"}}})
+        );
+    }
+
+    #[test]
     fn unknown_kind_is_kept_whole() {
         let update = round_trip(json!({"sessionUpdate": "turn_end", "stopReason": "end_turn"}));
         assert!(!update.is_known());
@@ -519,6 +544,21 @@ mod tests {
         round_trip(
             json!({"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": null, "rawOutput": {"ok": true}}),
         );
+    }
+
+    #[test]
+    fn nested_tool_call_and_plan_shapes_are_rejected() {
+        // The upstream ski agent nests these; ACP puts the fields on the update (E-WIRE-11).
+        for nested in [
+            json!({"sessionUpdate": "tool_call", "toolCall": {"toolCallId": "c", "title": "t"}}),
+            json!({"sessionUpdate": "tool_call_update", "toolCall": {"toolCallId": "c", "status": "completed"}}),
+            json!({"sessionUpdate": "plan", "plan": {"entries": []}}),
+        ] {
+            assert!(
+                serde_json::from_value::<SessionUpdate>(nested.clone()).is_err(),
+                "{nested}"
+            );
+        }
     }
 
     #[test]
