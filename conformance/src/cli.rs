@@ -44,6 +44,19 @@ enum Command {
     List(ListArgs),
     /// Print one scenario and how it is checked.
     Explain(ExplainArgs),
+    /// Processes the engine's own tests start as stand-ins for a target.
+    #[command(hide = true, subcommand)]
+    Fixture(Fixture),
+}
+
+#[derive(Debug, Subcommand)]
+enum Fixture {
+    /// Listen on ADDR, print `listening on ADDR`, accept and close connections until stdin
+    /// closes; exit 98 with "address already in use" when ADDR is taken.
+    TcpListen {
+        /// The address to bind.
+        addr: std::net::SocketAddr,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -161,6 +174,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Run(args) => run(args),
         Command::List(args) => list(args),
         Command::Explain(args) => explain(args),
+        Command::Fixture(fixture) => Ok(run_fixture(fixture)),
     }
 }
 
@@ -380,4 +394,34 @@ fn explain(args: ExplainArgs) -> Result<u8> {
         None => println!("\nNo check is registered for this scenario yet."),
     }
     Ok(EXIT_OK)
+}
+
+fn run_fixture(fixture: Fixture) -> u8 {
+    match fixture {
+        Fixture::TcpListen { addr } => {
+            let listener = match std::net::TcpListener::bind(addr) {
+                Ok(listener) => listener,
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                    eprintln!("error: address already in use: {addr}");
+                    return 98;
+                }
+                Err(e) => {
+                    eprintln!("error: cannot bind {addr}: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            println!("listening on {addr}");
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    drop(stream);
+                }
+            });
+            // Serve until stdin reaches its end (or a signal ends the process).
+            let mut sink = String::new();
+            while std::io::stdin().read_line(&mut sink).is_ok_and(|n| n > 0) {
+                sink.clear();
+            }
+            EXIT_OK
+        }
+    }
 }

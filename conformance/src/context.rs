@@ -476,6 +476,40 @@ impl Ctx {
     pub async fn teardown(&self) -> Vec<Termination> {
         self.inner.tracker.shutdown_all().await
     }
+
+    /// Tears everything down (as [`Ctx::teardown`]) and fails unless every process group is gone
+    /// and every address in `listeners` is free to bind again (scenario WS-064b: transports and
+    /// server loops are closed after each test).
+    pub async fn ensure_torn_down(
+        &self,
+        listeners: &[SocketAddr],
+    ) -> Result<Vec<Termination>, CheckError> {
+        let terminations = self.teardown().await;
+        let survivors: Vec<String> = terminations
+            .iter()
+            .filter(|t| !t.group_gone || child::group_exists(t.pid))
+            .map(ToString::to_string)
+            .collect();
+        if !survivors.is_empty() {
+            return Err(Failure::new(
+                "every process is gone after teardown",
+                "no process group of the scenario exists after teardown",
+            )
+            .actual(survivors.join("; "))
+            .into());
+        }
+        for addr in listeners {
+            if !crate::port::is_free(*addr).await {
+                return Err(Failure::new(
+                    "every listener is closed after teardown",
+                    format!("{addr} can be bound again after teardown"),
+                )
+                .actual(format!("{addr} is still in use"))
+                .into());
+            }
+        }
+        Ok(terminations)
+    }
 }
 
 fn render_words(
