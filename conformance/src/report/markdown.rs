@@ -229,6 +229,10 @@ fn failure_section(md: &mut String, r: &ScenarioResult) {
             .collect();
         let _ = writeln!(md, "- **Processes**: {}", list.join("; "));
     }
+    if wire.is_empty() {
+        md.push_str("\nNo wire traffic was recorded.\n\n");
+        return;
+    }
     let skipped = wire.len().saturating_sub(WIRE_LINES);
     let _ = writeln!(
         md,
