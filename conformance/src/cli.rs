@@ -39,7 +39,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run scenarios against a target and write report.md, junit.xml and results.json.
-    Run(RunArgs),
+    Run(Box<RunArgs>),
     /// Print the catalog.
     List(ListArgs),
     /// Print one scenario and how it is checked.
@@ -171,7 +171,7 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 
 
 fn dispatch(cli: Cli) -> Result<u8> {
     match cli.command {
-        Command::Run(args) => run(args),
+        Command::Run(args) => run(*args),
         Command::List(args) => list(args),
         Command::Explain(args) => explain(args),
         Command::Fixture(fixture) => Ok(run_fixture(fixture)),

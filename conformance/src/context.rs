@@ -269,7 +269,7 @@ impl Ctx {
 
     /// The placeholder values of this scenario, plus `extra`.
     pub fn vars(&self, extra: &[(&str, &str)]) -> Result<BTreeMap<String, String>, CheckError> {
-        let mut vars = self.inner.target.vars.clone();
+        let mut vars = BTreeMap::new();
         let temp = self.inner.temp_dir.display().to_string();
         vars.insert("bin_dir".into(), self.inner.bin_dir.display().to_string());
         vars.insert("data_dir".into(), format!("{temp}/data"));
@@ -279,6 +279,15 @@ impl Ctx {
         for (key, value) in extra {
             vars.insert((*key).to_owned(), (*value).to_owned());
         }
+        // Custom placeholders may use the built-in ones.
+        let mut custom = BTreeMap::new();
+        for (key, value) in &self.inner.target.vars {
+            custom.insert(
+                key.clone(),
+                render(value, &vars).map_err(CheckError::harness)?,
+            );
+        }
+        vars.extend(custom);
         if !vars.contains_key("agent_cmd")
             && let Some(agent) = self.inner.section.commands.get("agent")
         {

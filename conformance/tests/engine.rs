@@ -130,9 +130,12 @@ const PROFILE: &str = r#"
 name = "synthetic"
 description = "processes started by the engine's own tests"
 
+[vars]
+greeting = "hello from {scenario}"
+
 [suites.synth]
 capabilities = ["stdio"]
-env = { SYNTH_GREETING = "hello from {scenario}" }
+env = { SYNTH_GREETING = "{greeting}" }
 
 [suites.synth.commands]
 echo = "/bin/sh -c 'while read line; do echo \"$line\"; done'"
@@ -768,9 +771,9 @@ async fn teardown_closes_servers_after_success_and_failure() {
         pass.message
     );
     assert_eq!(result(&report, "SYN-FAIL").outcome, Outcome::Fail);
-    let addrs = addrs.lock().unwrap();
+    let addrs = addrs.lock().unwrap().clone();
     assert_eq!(addrs.len(), 2);
-    for (addr, pid) in addrs.iter() {
+    for (addr, pid) in &addrs {
         assert!(
             ski_conformance::port::is_free(*addr).await,
             "{addr} still in use"

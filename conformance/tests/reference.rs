@@ -229,10 +229,10 @@ fn newest_mtime(root: &Path) -> Option<SystemTime> {
             }
             if path.is_dir() {
                 stack.push(path);
-            } else if name.ends_with(".rs") || name == "Cargo.toml" || name == "Cargo.lock" {
-                if let Ok(modified) = entry.metadata().and_then(|m| m.modified()) {
-                    newest = Some(newest.map_or(modified, |n| n.max(modified)));
-                }
+            } else if (name.ends_with(".rs") || name == "Cargo.toml" || name == "Cargo.lock")
+                && let Ok(modified) = entry.metadata().and_then(|m| m.modified())
+            {
+                newest = Some(newest.map_or(modified, |n| n.max(modified)));
             }
         }
     }
