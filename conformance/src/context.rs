@@ -245,26 +245,17 @@ impl Ctx {
         what: &str,
         fut: impl Future<Output = T>,
     ) -> Result<T, CheckError> {
-        self.within_for(self.timeout(), what, fut).await
+        limit_to(self.timeout(), what, fut).await
     }
 
-    /// Runs `fut` for at most `limit` (scaled by the multiplier); on expiry the check fails.
+    /// Runs `fut` for at most `limit` times the timeout multiplier; on expiry the check fails.
     pub async fn within_for<T>(
         &self,
         limit: Duration,
         what: &str,
         fut: impl Future<Output = T>,
     ) -> Result<T, CheckError> {
-        let limit = if limit == self.timeout() {
-            limit
-        } else {
-            self.inner.timeouts.scale(limit)
-        };
-        tokio::time::timeout(limit, fut).await.map_err(|_| {
-            Failure::new(what, format!("{what} within {limit:?}"))
-                .actual(format!("nothing after {limit:?}"))
-                .into()
-        })
+        limit_to(self.inner.timeouts.scale(limit), what, fut).await
     }
 
     /// The placeholder values of this scenario, plus `extra`.
@@ -519,6 +510,18 @@ impl Ctx {
         }
         Ok(terminations)
     }
+}
+
+async fn limit_to<T>(
+    limit: Duration,
+    what: &str,
+    fut: impl Future<Output = T>,
+) -> Result<T, CheckError> {
+    tokio::time::timeout(limit, fut).await.map_err(|_| {
+        Failure::new(what, format!("{what} within {limit:?}"))
+            .actual(format!("nothing after {limit:?}"))
+            .into()
+    })
 }
 
 fn render_words(

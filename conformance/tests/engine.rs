@@ -30,7 +30,6 @@ when = "a line is sent"
 then = "the same line comes back"
 source = "synthetic.md, 1"
 requires = ["stdio"]
-timeout = "short"
 
 [[scenario]]
 id = "SYN-FAIL"
@@ -164,8 +163,9 @@ fn bin_dir() -> PathBuf {
 fn options(jobs: usize) -> RunOptions {
     RunOptions {
         jobs,
-        // Short is 5 s; scaled to 1 s so the timeout scenario is quick but not racy.
-        timeouts: Timeouts::new(0.2),
+        // Short (5 s) becomes 1.5 s, so the timeout scenario is quick; normal (20 s) becomes 6 s,
+        // ample for the scenarios that must pass on a loaded machine.
+        timeouts: Timeouts::new(0.3),
         bin_dir: bin_dir(),
         rerun: true,
         keep_temp: false,
@@ -833,4 +833,33 @@ fn a_duplicate_check_is_a_plan_error() {
     ];
     let err = Plan::new(&catalogs, checks, &Selection::default()).unwrap_err();
     assert!(err.to_string().contains("SYN-PASS"));
+}
+
+#[tokio::test]
+async fn within_fails_with_what_was_awaited_scaled_by_the_multiplier() {
+    let catalogs = catalogs();
+    let check = Check::new("SYN-FAIL", "waits for nothing", |ctx: Ctx| async move {
+        ctx.within_for(
+            std::time::Duration::from_millis(50),
+            "an answer",
+            std::future::pending::<()>(),
+        )
+        .await?;
+        Ok(())
+    });
+    let selection = Selection {
+        ids: vec![Glob::new("SYN-FAIL")],
+        ..Selection::default()
+    };
+    let plan = Plan::new(&catalogs, vec![check], &selection).unwrap();
+    let mut options = options(1);
+    options.rerun = false;
+    let report = runner::run(plan, target(), &options, None, &Silent).await;
+    let only = &report.results[0];
+    assert_eq!(only.outcome, Outcome::Fail);
+    assert!(!only.timed_out, "the check's own limit came first");
+    let failure = only.failure.as_ref().unwrap();
+    assert_eq!(failure.check, "an answer");
+    // 50 ms times the multiplier 0.3.
+    assert_eq!(failure.expected, "an answer within 15ms");
 }
