@@ -2,7 +2,7 @@
 //!
 //! Policy: a failure (or error) that no entry excuses fails the run; an entry whose scenario now
 //! passes fails the run as stale, so the baseline only ever shrinks. An entry may name one
-//! assertion (`check`, the name a [`Failure`](crate::Failure) carries): then only a failure of that
+//! assertion (`check`, the name a [`Failure`] carries): then only a failure of that
 //! assertion is excused, and any other failure of the scenario is unexpected. A skipped scenario
 //! neither uses nor invalidates its entry.
 //!
