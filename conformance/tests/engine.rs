@@ -139,6 +139,7 @@ env = { SYNTH_GREETING = "{greeting}" }
 [suites.synth.commands]
 echo = "/bin/sh -c 'while read line; do echo \"$line\"; done'"
 server = { argv = ["{bin_dir}/ski-conformance", "fixture", "tcp-listen", "{listen}"], ready = { line = "listening on" } }
+quiet-server = "{bin_dir}/ski-conformance fixture tcp-listen {listen}"
 racy-server = { argv = ["/bin/sh", "-c", "if [ ! -e \"$0\" ]; then : > \"$0\"; echo 'Address already in use' >&2; exit 98; fi; exec \"$1\" fixture tcp-listen \"$2\"", "{temp_dir}/first", "{bin_dir}/ski-conformance", "{listen}"], ready = { line = "listening on" } }
 
 [suites.synth.overrides.SYN-PASS]
@@ -727,6 +728,9 @@ async fn teardown_closes_servers_after_success_and_failure() {
         move |ctx: Ctx| {
             let addrs = Arc::clone(&in_check);
             async move {
+                // The default readiness: a TCP connection succeeds.
+                let quiet = ctx.spawn_listening("quiet-server", &[], None).await?;
+                addrs.lock().unwrap().push((quiet.addr, quiet.child.pid()));
                 let listening = ctx.spawn_listening("server", &[], None).await?;
                 let pid = listening.child.pid();
                 addrs.lock().unwrap().push((listening.addr, pid));
@@ -734,8 +738,8 @@ async fn teardown_closes_servers_after_success_and_failure() {
                     !ski_conformance::port::is_free(listening.addr).await,
                     "the server holds its port"
                 );
-                let terminations = ctx.ensure_torn_down(&[listening.addr]).await?;
-                ensure_eq!(1, terminations.len(), "processes torn down");
+                let terminations = ctx.ensure_torn_down(&[listening.addr, quiet.addr]).await?;
+                ensure_eq!(2, terminations.len(), "processes torn down");
                 Ok(())
             }
         },
@@ -772,7 +776,7 @@ async fn teardown_closes_servers_after_success_and_failure() {
     );
     assert_eq!(result(&report, "SYN-FAIL").outcome, Outcome::Fail);
     let addrs = addrs.lock().unwrap().clone();
-    assert_eq!(addrs.len(), 2);
+    assert_eq!(addrs.len(), 3);
     for (addr, pid) in &addrs {
         assert!(
             ski_conformance::port::is_free(*addr).await,
