@@ -1,7 +1,7 @@
 //! What a check is and what it returns: [`Check`], [`CheckResult`], [`CheckError`], [`Failure`],
 //! and the assertion helpers that produce Expected/Actual pairs.
 //!
-//! A check is an async function from a [`Ctx`](crate::Ctx) to a [`CheckResult`]. `Ok(())` is a
+//! A check is an async function from a [`Ctx`] to a [`CheckResult`]. `Ok(())` is a
 //! pass. An `Err` says why not:
 //!
 //! - [`CheckError::Fail`]: the target misbehaved; carries a [`Failure`] with Expected and Actual.
@@ -263,7 +263,7 @@ impl<T> OrFail<T> for Option<T> {
 /// else with `Debug` (so strings show their quotes and whitespace).
 ///
 /// The macros call `(&Shown(&value)).show()` with both traits in scope; method resolution picks
-/// [`ViaJson`] for `serde_json::Value` and [`ViaDebug`] for the rest.
+/// [`show::ViaJson`] for `serde_json::Value` and [`show::ViaDebug`] for the rest.
 pub mod show {
     use std::fmt;
 
@@ -295,7 +295,7 @@ pub mod show {
     }
 }
 
-/// Formats a value the way [`ensure_eq!`] does.
+/// Formats a value the way [`ensure_eq!`](crate::ensure_eq) does.
 #[macro_export]
 macro_rules! show {
     ($value:expr) => {{
@@ -331,7 +331,7 @@ macro_rules! ensure {
     };
 }
 
-/// Fails the check unless `expected == actual`; both are shown with [`show!`].
+/// Fails the check unless `expected == actual`; both are shown with [`show!`](crate::show).
 ///
 /// `ensure_eq!(expected, actual, "what is compared")`; `what` may take format arguments and is
 /// the assertion's name.

@@ -245,31 +245,22 @@ impl Ctx {
         what: &str,
         fut: impl Future<Output = T>,
     ) -> Result<T, CheckError> {
-        self.within_for(self.timeout(), what, fut).await
+        limit_to(self.timeout(), what, fut).await
     }
 
-    /// Runs `fut` for at most `limit` (scaled by the multiplier); on expiry the check fails.
+    /// Runs `fut` for at most `limit` times the timeout multiplier; on expiry the check fails.
     pub async fn within_for<T>(
         &self,
         limit: Duration,
         what: &str,
         fut: impl Future<Output = T>,
     ) -> Result<T, CheckError> {
-        let limit = if limit == self.timeout() {
-            limit
-        } else {
-            self.inner.timeouts.scale(limit)
-        };
-        tokio::time::timeout(limit, fut).await.map_err(|_| {
-            Failure::new(what, format!("{what} within {limit:?}"))
-                .actual(format!("nothing after {limit:?}"))
-                .into()
-        })
+        limit_to(self.inner.timeouts.scale(limit), what, fut).await
     }
 
     /// The placeholder values of this scenario, plus `extra`.
     pub fn vars(&self, extra: &[(&str, &str)]) -> Result<BTreeMap<String, String>, CheckError> {
-        let mut vars = self.inner.target.vars.clone();
+        let mut vars = BTreeMap::new();
         let temp = self.inner.temp_dir.display().to_string();
         vars.insert("bin_dir".into(), self.inner.bin_dir.display().to_string());
         vars.insert("data_dir".into(), format!("{temp}/data"));
@@ -279,6 +270,15 @@ impl Ctx {
         for (key, value) in extra {
             vars.insert((*key).to_owned(), (*value).to_owned());
         }
+        // Custom placeholders may use the built-in ones.
+        let mut custom = BTreeMap::new();
+        for (key, value) in &self.inner.target.vars {
+            custom.insert(
+                key.clone(),
+                render(value, &vars).map_err(CheckError::harness)?,
+            );
+        }
+        vars.extend(custom);
         if !vars.contains_key("agent_cmd")
             && let Some(agent) = self.inner.section.commands.get("agent")
         {
@@ -476,6 +476,52 @@ impl Ctx {
     pub async fn teardown(&self) -> Vec<Termination> {
         self.inner.tracker.shutdown_all().await
     }
+
+    /// Tears everything down (as [`Ctx::teardown`]) and fails unless every process group is gone
+    /// and every address in `listeners` is free to bind again (scenario WS-064b: transports and
+    /// server loops are closed after each test).
+    pub async fn ensure_torn_down(
+        &self,
+        listeners: &[SocketAddr],
+    ) -> Result<Vec<Termination>, CheckError> {
+        let terminations = self.teardown().await;
+        let survivors: Vec<String> = terminations
+            .iter()
+            .filter(|t| !t.group_gone || child::group_exists(t.pid))
+            .map(ToString::to_string)
+            .collect();
+        if !survivors.is_empty() {
+            return Err(Failure::new(
+                "every process is gone after teardown",
+                "no process group of the scenario exists after teardown",
+            )
+            .actual(survivors.join("; "))
+            .into());
+        }
+        for addr in listeners {
+            if !crate::port::is_free(*addr).await {
+                return Err(Failure::new(
+                    "every listener is closed after teardown",
+                    format!("{addr} can be bound again after teardown"),
+                )
+                .actual(format!("{addr} is still in use"))
+                .into());
+            }
+        }
+        Ok(terminations)
+    }
+}
+
+async fn limit_to<T>(
+    limit: Duration,
+    what: &str,
+    fut: impl Future<Output = T>,
+) -> Result<T, CheckError> {
+    tokio::time::timeout(limit, fut).await.map_err(|_| {
+        Failure::new(what, format!("{what} within {limit:?}"))
+            .actual(format!("nothing after {limit:?}"))
+            .into()
+    })
 }
 
 fn render_words(

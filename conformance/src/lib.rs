@@ -5,12 +5,24 @@
 //! - [`context`]: the [`Ctx`] each check runs in (temp dir, processes, ports, wire log, target).
 //! - [`target`]: target profiles (`conformance/targets/*.toml`).
 //! - [`port`]: loopback ports with retry when a port is taken.
+//! - [`select`]: `--suite`, `--id`, `--category` and `--shard` selection.
+//! - [`runner`]: bounded parallel runs, cleanup, solo re-runs of unexpected failures.
+//! - [`baseline`]: strict baselines of known failures.
+//! - [`report`]: console, JUnit XML, `results.json` and `report.md`.
+//! - [`coverage`]: every catalog row has a check and every check a row.
+//! - [`cli`]: the `ski-conformance` command line and its exit codes.
 //! - [`suites`]: the registry of suites and how to add one (start there to write checks).
 
+pub mod baseline;
 pub mod catalog;
 pub mod check;
+pub mod cli;
 pub mod context;
+pub mod coverage;
 pub mod port;
+pub mod report;
+pub mod runner;
+pub mod select;
 pub mod suites;
 pub mod target;
 

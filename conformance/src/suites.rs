@@ -5,7 +5,7 @@
 //! 1. Write the catalog `conformance/catalog/<suite>.toml` (format: `catalog/README.md`).
 //! 2. Create `conformance/src/suites/<suite>.rs` (and `suites/<suite>/` for more modules) with
 //!    `pub fn checks() -> Vec<Check>`.
-//! 3. Add the suite's name to the [`suites!`] list at the bottom of this file. That one line
+//! 3. Add the suite's name to the `suites!` list at the bottom of this file. That one line
 //!    declares the module and registers it.
 //!
 //! The coverage test (`conformance/tests/catalog.rs`) then fails until every catalog row has a
@@ -42,9 +42,10 @@
 //! }
 //! ```
 //!
-//! Rules for checks: talk to the target only through the profile ([`Ctx::command`],
-//! [`Ctx::spawn_target`], [`Ctx::url`], [`Ctx::spawn_listening`]) and start every process with
-//! [`Ctx::spawn`]; compare wording through [`Ctx::text`] so a profile can override it; return a
+//! Rules for checks: talk to the target only through the profile ([`Ctx::command`](crate::Ctx::command),
+//! [`Ctx::spawn_target`](crate::Ctx::spawn_target), [`Ctx::url`](crate::Ctx::url),
+//! [`Ctx::spawn_listening`](crate::Ctx::spawn_listening)) and start every process with
+//! [`Ctx::spawn`](crate::Ctx::spawn); compare wording through [`Ctx::text`](crate::Ctx::text) so a profile can override it; return a
 //! [`Failure`](crate::Failure) (through `ensure!`, `ensure_eq!`, `fail!`, [`OrFail`](crate::OrFail))
 //! when the target is at fault and let `?` turn harness errors into the `error` outcome; never
 //! sleep for readiness.

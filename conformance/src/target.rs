@@ -343,6 +343,27 @@ impl Target {
                 }
             }
         }
+        let builtin: BTreeSet<String> = BUILTIN_PLACEHOLDERS
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        for (key, value) in &self.vars {
+            if BUILTIN_PLACEHOLDERS.contains(&key.as_str()) {
+                problems.push(format!(
+                    "vars.{key}: a built-in placeholder cannot be redefined"
+                ));
+            }
+            match placeholders(value) {
+                Ok(names) => {
+                    for name in names.into_iter().filter(|n| !builtin.contains(n)) {
+                        problems.push(format!(
+                            "vars.{key}: {{{name}}} is not a built-in placeholder"
+                        ));
+                    }
+                }
+                Err(message) => problems.push(format!("vars.{key}: {message}")),
+            }
+        }
         let known = self.known_placeholders();
         for (at, template) in templates {
             match placeholders(&template) {
@@ -595,9 +616,13 @@ commands.agent = "{bin_dir}/ski acp serve --x {mystery}"
 "#;
         let err = Target::parse("t.toml", text).unwrap_err().to_string();
         assert!(err.contains("unknown placeholder {mystery}"), "{err}");
-        let ok = text.replace("{mystery}", "{custom}") + "[vars]\ncustom = \"1\"\n";
+        let ok = text.replace("{mystery}", "{custom}") + "[vars]\ncustom = \"{temp_dir}/x\"\n";
         let target = Target::parse("t.toml", &ok).unwrap();
         assert_eq!(target.name, "t");
+        let nested = text.replace("{mystery}", "{custom}") + "[vars]\ncustom = \"{other}\"\n";
+        assert!(Target::parse("t.toml", &nested).is_err());
+        let shadow = text.replace("{mystery}", "{port}") + "[vars]\nport = \"1\"\n";
+        assert!(Target::parse("t.toml", &shadow).is_err());
     }
 
     #[test]

@@ -989,6 +989,20 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn dropping_a_child_ends_its_group_in_the_background() {
+        adopt_orphans();
+        let mut child = spawn(sh("sleep 600 & echo ready; wait")).unwrap();
+        assert_eq!(child.next_line().await.unwrap().as_deref(), Some("ready"));
+        let pid = child.pid();
+        drop(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while group_exists(pid) && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(!group_exists(pid), "the group of a dropped child survived");
+    }
+
+    #[tokio::test]
     async fn a_missing_program_is_a_spawn_error() {
         let err = spawn(ChildSpec::new("x", "/nonexistent/ski-no-such-program")).unwrap_err();
         assert!(matches!(err, ChildError::Spawn { .. }), "{err}");

@@ -1,6 +1,7 @@
 //! `cargo xtask`: the project's automation entry points (see `cargo xtask --help`).
 
 mod ci;
+mod conformance;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -17,11 +18,14 @@ struct Cli {
 enum Command {
     /// Run what CI runs: format check, clippy with warnings denied, and every test.
     Ci(ci::CiArgs),
+    /// Build the binaries and run the conformance catalog against a target (default: reference).
+    Conformance(conformance::ConformanceArgs),
 }
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Ci(args) => ci::run(&args),
+        Command::Conformance(args) => conformance::run(&args),
     }
 }

@@ -1,0 +1,427 @@
+//! The `ski-conformance` command line: `run`, `list` and `explain`.
+//!
+//! Exit codes: 0 everything as expected (failures listed in the baseline are expected);
+//! 1 an unexpected failure or error, or a stale baseline entry; 2 a usage or configuration error
+//! (bad arguments, an invalid catalog, profile or baseline, nothing selected).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Parser, Subcommand};
+
+use crate::baseline::Baseline;
+use crate::catalog::{self, CatalogSet, Category};
+use crate::check::Check;
+use crate::context::Timeouts;
+use crate::coverage::{self, SuiteChecks};
+use crate::report::{self, console::Console};
+use crate::runner::{self, Plan, RunOptions};
+use crate::select::{Glob, Selection, Shard};
+use crate::suites;
+use crate::target::Target;
+
+/// Exit code: everything as expected.
+pub const EXIT_OK: u8 = 0;
+/// Exit code: an unexpected failure or error, or a stale baseline entry.
+pub const EXIT_UNEXPECTED: u8 = 1;
+/// Exit code: a usage or configuration error.
+pub const EXIT_USAGE: u8 = 2;
+
+/// Runs the conformance catalog against a build and reports per scenario.
+#[derive(Debug, Parser)]
+#[command(name = "ski-conformance", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run scenarios against a target and write report.md, junit.xml and results.json.
+    Run(Box<RunArgs>),
+    /// Print the catalog.
+    List(ListArgs),
+    /// Print one scenario and how it is checked.
+    Explain(ExplainArgs),
+    /// Processes the engine's own tests start as stand-ins for a target.
+    #[command(hide = true, subcommand)]
+    Fixture(Fixture),
+}
+
+#[derive(Debug, Subcommand)]
+enum Fixture {
+    /// Listen on ADDR, print `listening on ADDR`, accept and close connections until stdin
+    /// closes; exit 98 with "address already in use" when ADDR is taken.
+    TcpListen {
+        /// The address to bind.
+        addr: std::net::SocketAddr,
+    },
+}
+
+#[derive(Debug, Args)]
+struct CatalogArgs {
+    /// Load catalogs from this directory instead of the ones built in.
+    #[arg(long, value_name = "DIR")]
+    catalog_dir: Option<PathBuf>,
+}
+
+impl CatalogArgs {
+    fn load(&self) -> Result<CatalogSet> {
+        match &self.catalog_dir {
+            Some(dir) => Ok(CatalogSet::load_dir(dir)?),
+            None => Ok(catalog::builtin()?),
+        }
+    }
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    #[command(flatten)]
+    catalog: CatalogArgs,
+    /// Only these suites (repeatable); default: every suite the target has a section for.
+    #[arg(long = "suite", value_name = "SUITE")]
+    suites: Vec<String>,
+    /// Only scenario IDs matching these globs (repeatable; `*` and `?`).
+    #[arg(long = "id", value_name = "GLOB")]
+    ids: Vec<String>,
+    /// Only these categories (repeatable).
+    #[arg(long = "category", value_name = "CATEGORY")]
+    categories: Vec<Category>,
+    /// Only shard i of n (1-based), split by a stable hash of the scenario ID.
+    #[arg(long, value_name = "I/N")]
+    shard: Option<Shard>,
+    /// The target profile: a name from conformance/targets or a path to a .toml file.
+    #[arg(long, value_name = "PROFILE", conflicts_with_all = ["agent_cmd", "agent_url"])]
+    target: Option<String>,
+    /// Test this ACP agent command over stdio (builds an ad-hoc profile).
+    #[arg(long, value_name = "CMD")]
+    agent_cmd: Option<String>,
+    /// Test the ACP agent at this WebSocket URL (builds an ad-hoc profile).
+    #[arg(long, value_name = "URL")]
+    agent_url: Option<String>,
+    /// A capability the ad-hoc target declares (repeatable).
+    #[arg(long = "capability", value_name = "NAME")]
+    capabilities: Vec<String>,
+    /// The directory of the binaries under test; default: this binary's directory.
+    #[arg(long, value_name = "DIR")]
+    bin_dir: Option<PathBuf>,
+    /// Scenarios run at once; default: the number of CPUs.
+    #[arg(long, short = 'j', value_name = "N")]
+    jobs: Option<usize>,
+    /// Multiply every timeout class (short 5 s, normal 20 s, long 60 s) by this.
+    #[arg(
+        long,
+        value_name = "FACTOR",
+        default_value_t = 1.0,
+        env = "SKI_TIMEOUT_MULTIPLIER"
+    )]
+    timeout_multiplier: f64,
+    /// A strict baseline of known failures (conformance/baselines/*.toml).
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
+    /// Where the reports go.
+    #[arg(long, value_name = "DIR", default_value = "target/conformance")]
+    out: PathBuf,
+    /// Do not re-run unexpected failures alone.
+    #[arg(long)]
+    no_rerun: bool,
+    /// Keep each scenario's temp dir (paths go into results.json).
+    #[arg(long)]
+    keep_temp: bool,
+}
+
+#[derive(Debug, Args)]
+struct ListArgs {
+    #[command(flatten)]
+    catalog: CatalogArgs,
+    /// Only these suites (repeatable).
+    #[arg(long = "suite", value_name = "SUITE")]
+    suites: Vec<String>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Debug, Args)]
+struct ExplainArgs {
+    #[command(flatten)]
+    catalog: CatalogArgs,
+    /// The scenario ID.
+    id: String,
+}
+
+/// Parses the arguments (including the program name) and runs; returns the exit code.
+pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 {
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() { EXIT_USAGE } else { EXIT_OK };
+        }
+    };
+    match dispatch(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            EXIT_USAGE
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<u8> {
+    match cli.command {
+        Command::Run(args) => run(*args),
+        Command::List(args) => list(args),
+        Command::Explain(args) => explain(args),
+        Command::Fixture(fixture) => Ok(run_fixture(fixture)),
+    }
+}
+
+/// Every registered check, with its suite.
+fn registry() -> Vec<SuiteChecks> {
+    coverage::registered(&suites::all())
+}
+
+fn all_checks(registry: &[SuiteChecks]) -> Vec<Check> {
+    registry
+        .iter()
+        .flat_map(|s| s.checks.iter().cloned())
+        .collect()
+}
+
+fn run(args: RunArgs) -> Result<u8> {
+    let catalogs = args.catalog.load()?;
+    let registry = registry();
+    if !args.capabilities.is_empty() && args.agent_cmd.is_none() && args.agent_url.is_none() {
+        bail!("--capability only applies to an ad-hoc target (--agent-cmd or --agent-url)");
+    }
+    let target = match (&args.target, &args.agent_cmd, &args.agent_url) {
+        (Some(name), _, _) => Target::load(name)?,
+        (None, None, None) => Target::load("reference")?,
+        (None, cmd, url) => Target::ad_hoc(cmd.as_deref(), url.as_deref(), &args.capabilities)?,
+    };
+    let registered: Vec<&str> = registry.iter().map(|s| s.name.as_str()).collect();
+    let mut selection = Selection {
+        suites: args.suites.clone(),
+        ids: args.ids.iter().map(Glob::new).collect(),
+        categories: args.categories.clone(),
+        shard: args.shard,
+    };
+    let unknown = selection.unknown_suites(&catalogs, &registered);
+    if !unknown.is_empty() {
+        bail!(
+            "unknown suite(s) {} (known: {})",
+            unknown.join(", "),
+            catalogs
+                .catalogs
+                .iter()
+                .map(|c| c.suite.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if selection.suites.is_empty() {
+        selection.suites = catalogs
+            .catalogs
+            .iter()
+            .map(|c| c.suite.clone())
+            .filter(|s| target.suite(s).is_some())
+            .collect();
+        if selection.suites.is_empty() {
+            bail!(
+                "target {} has no section for any suite in the catalog; nothing to run",
+                target.name
+            );
+        }
+    }
+    let baseline = match &args.baseline {
+        Some(path) => {
+            let baseline = Baseline::load(path)?;
+            let unknown = baseline.unknown_ids(&catalogs);
+            if !unknown.is_empty() {
+                bail!(
+                    "baseline {} lists scenarios that are in no catalog: {}",
+                    path.display(),
+                    unknown.join(", ")
+                );
+            }
+            Some(baseline)
+        }
+        None => None,
+    };
+    let plan = Plan::new(&catalogs, all_checks(&registry), &selection)?;
+    if plan.is_empty() {
+        bail!(
+            "the selection ({}) matches no scenario",
+            selection.describe()
+        );
+    }
+    let bin_dir = match args.bin_dir {
+        Some(dir) => dir,
+        None => std::env::current_exe()
+            .context("cannot locate this binary to default --bin-dir")?
+            .parent()
+            .map(PathBuf::from)
+            .context("this binary has no parent directory; pass --bin-dir")?,
+    };
+    if !bin_dir.is_dir() {
+        bail!("--bin-dir {} is not a directory", bin_dir.display());
+    }
+    if !(args.timeout_multiplier.is_finite() && args.timeout_multiplier > 0.0) {
+        bail!("--timeout-multiplier must be a positive number");
+    }
+    let mut options = RunOptions {
+        timeouts: Timeouts::new(args.timeout_multiplier),
+        bin_dir,
+        rerun: !args.no_rerun,
+        keep_temp: args.keep_temp,
+        ..RunOptions::default()
+    };
+    if let Some(jobs) = args.jobs {
+        if jobs == 0 {
+            bail!("--jobs must be at least 1");
+        }
+        options.jobs = jobs;
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let console = Console::new();
+    let mut report = runtime.block_on(runner::run(
+        plan,
+        Arc::new(target),
+        &options,
+        baseline.as_ref(),
+        &console,
+    ));
+    report.selection = selection.describe();
+    let written = report::write_all(&report, &args.out)?;
+    print!("{}", report::console::summary(&report));
+    println!(
+        "reports: {}, {}, {}",
+        written.markdown.display(),
+        written.junit.display(),
+        written.json.display()
+    );
+    Ok(report.exit_code())
+}
+
+fn list(args: ListArgs) -> Result<u8> {
+    let catalogs = args.catalog.load()?;
+    let wanted = |suite: &str| args.suites.is_empty() || args.suites.iter().any(|s| s == suite);
+    let unknown: Vec<&String> = args
+        .suites
+        .iter()
+        .filter(|s| catalogs.suite(s).is_none())
+        .collect();
+    if !unknown.is_empty() {
+        bail!("no catalog for suite(s) {unknown:?}");
+    }
+    let registry = registry();
+    let checks = all_checks(&registry);
+    let has_check = |id: &str| checks.iter().any(|c| c.id() == id);
+    if args.json {
+        let selected: Vec<_> = catalogs
+            .catalogs
+            .iter()
+            .filter(|c| wanted(&c.suite))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&selected)?);
+        return Ok(EXIT_OK);
+    }
+    for catalog in catalogs.catalogs.iter().filter(|c| wanted(&c.suite)) {
+        println!(
+            "suite {} ({}, {} scenarios)",
+            catalog.suite,
+            catalog.document,
+            catalog.scenarios.len()
+        );
+        for s in &catalog.scenarios {
+            println!(
+                "  {:<12} {:<11} {:<7} {:<6} {}{}{}",
+                s.id,
+                s.category.as_str(),
+                s.level.as_str(),
+                s.timeout.as_str(),
+                s.title,
+                if s.requires.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [requires {}]", s.requires.join(", "))
+                },
+                if has_check(&s.id) {
+                    ""
+                } else {
+                    " (no check yet)"
+                }
+            );
+        }
+    }
+    Ok(EXIT_OK)
+}
+
+fn explain(args: ExplainArgs) -> Result<u8> {
+    let catalogs = args.catalog.load()?;
+    let Some(s) = catalogs.find(&args.id) else {
+        bail!("no scenario {} in any catalog", args.id);
+    };
+    let registry = registry();
+    let check = all_checks(&registry).into_iter().find(|c| c.id() == s.id);
+    println!("{} — {}", s.id, s.title);
+    println!("suite:    {}", s.suite);
+    println!("category: {}", s.category);
+    println!("level:    {}", s.level);
+    println!(
+        "timeout:  {} ({:?} unscaled)",
+        s.timeout.as_str(),
+        s.timeout.base()
+    );
+    println!("source:   {}", s.source);
+    if !s.requires.is_empty() {
+        println!("requires: {}", s.requires.join(", "));
+    }
+    if !s.errata.is_empty() {
+        println!(
+            "errata:   {} (see conformance/ERRATA.md)",
+            s.errata.join(", ")
+        );
+    }
+    println!("\nGiven {}\nWhen {}\nThen {}", s.given, s.when, s.then);
+    match check {
+        Some(check) => println!("\nHow it is checked: {}", check.how()),
+        None => println!("\nNo check is registered for this scenario yet."),
+    }
+    Ok(EXIT_OK)
+}
+
+fn run_fixture(fixture: Fixture) -> u8 {
+    match fixture {
+        Fixture::TcpListen { addr } => {
+            let listener = match std::net::TcpListener::bind(addr) {
+                Ok(listener) => listener,
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
+                    eprintln!("error: address already in use: {addr}");
+                    return 98;
+                }
+                Err(e) => {
+                    eprintln!("error: cannot bind {addr}: {e}");
+                    return EXIT_USAGE;
+                }
+            };
+            println!("listening on {addr}");
+            std::thread::spawn(move || {
+                for stream in listener.incoming() {
+                    drop(stream);
+                }
+            });
+            // Serve until stdin reaches its end (or a signal ends the process).
+            let mut sink = String::new();
+            while std::io::stdin().read_line(&mut sink).is_ok_and(|n| n > 0) {
+                sink.clear();
+            }
+            EXIT_OK
+        }
+    }
+}

@@ -1,0 +1,191 @@
+//! The console: one line per finished scenario, a progress bar only on an interactive terminal
+//! (never in CI or when stderr is redirected), and the summary at the end.
+
+use std::io::IsTerminal;
+use std::sync::Mutex;
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::baseline::Expectation;
+use crate::check::Outcome;
+use crate::runner::{Observer, Phase, RunReport, ScenarioResult};
+
+/// Prints progress to stdout (lines) and stderr (the bar).
+#[derive(Debug)]
+pub struct Console {
+    bar: Mutex<Option<ProgressBar>>,
+    use_bar: bool,
+}
+
+impl Console {
+    /// A console reporter; the bar is on only when stderr is a terminal and `CI` is not set.
+    pub fn new() -> Self {
+        let use_bar = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
+        Self {
+            bar: Mutex::new(None),
+            use_bar,
+        }
+    }
+
+    fn print(&self, line: &str) {
+        let bar = self
+            .bar
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match bar.as_ref() {
+            Some(bar) => bar.println(line),
+            None => println!("{line}"),
+        }
+    }
+}
+
+impl Default for Console {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Observer for Console {
+    fn started(&self, total: usize) {
+        println!("running {total} scenario(s)");
+        if self.use_bar {
+            let bar =
+                ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} {elapsed} {msg}")
+            {
+                bar.set_style(style);
+            }
+            *self
+                .bar
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(bar);
+        }
+    }
+
+    fn finished(&self, result: &ScenarioResult, phase: Phase) {
+        self.print(&line(result, phase));
+        if phase == Phase::Main
+            && let Some(bar) = self
+                .bar
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .as_ref()
+        {
+            bar.inc(1);
+        }
+    }
+
+    fn rerunning(&self, count: usize) {
+        self.print(&format!(
+            "re-running {count} unexpected failure(s) alone to tell flaky from failing"
+        ));
+    }
+
+    fn done(&self) {
+        if let Some(bar) = self
+            .bar
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The console line of one result.
+pub fn line(result: &ScenarioResult, phase: Phase) -> String {
+    let label = match result.outcome {
+        Outcome::Pass if result.flaky => "FLAKY",
+        Outcome::Pass => "PASS",
+        Outcome::Fail => "FAIL",
+        Outcome::Skip => "SKIP",
+        Outcome::Error => "ERROR",
+    };
+    let mut line = format!(
+        "{label:<5} {:<8} {:<12} {} ({:.2}s)",
+        result.suite, result.id, result.title, result.duration
+    );
+    if phase == Phase::Rerun {
+        line.push_str(" [re-run alone]");
+    }
+    if result.timed_out {
+        line.push_str(" [timeout]");
+    }
+    match result.expectation {
+        Expectation::AsExpected if matches!(result.outcome, Outcome::Fail | Outcome::Error) => {
+            line.push_str(" [in baseline]");
+        }
+        Expectation::Stale => line.push_str(" [STALE baseline entry]"),
+        _ => {}
+    }
+    if result.outcome == Outcome::Skip
+        && let Some(message) = &result.message
+    {
+        line.push_str(&format!(": {message}"));
+    }
+    line
+}
+
+/// The summary printed at the end of a run.
+pub fn summary(report: &RunReport) -> String {
+    let counts = report.counts();
+    let mut out = String::new();
+    for result in report.unexpected() {
+        out.push_str(&format!(
+            "\n{} {} — {}\n",
+            result.outcome.as_str().to_uppercase(),
+            result.id,
+            result.title
+        ));
+        out.push_str(&indent(&crate::report::junit::details(result)));
+        if !result.wire.is_empty() {
+            let tail: Vec<_> = result.wire.iter().rev().take(20).rev().cloned().collect();
+            out.push_str(&format!(
+                "  Wire log (last {} of {} entries):\n",
+                tail.len(),
+                result.wire.len()
+            ));
+            out.push_str(&indent(&crate::runner::render_wire(&tail)));
+        }
+    }
+    if !report.stale.is_empty() {
+        out.push_str("\nstale baseline entries (these scenarios pass now; remove the entries):\n");
+        for entry in &report.stale {
+            out.push_str(&format!("  {}: {}\n", entry.key(), entry.reason));
+        }
+    }
+    let flaky: Vec<&str> = report
+        .results
+        .iter()
+        .filter(|r| r.flaky)
+        .map(|r| r.id.as_str())
+        .collect();
+    if !flaky.is_empty() {
+        out.push_str(&format!(
+            "\nflaky (passed only when re-run alone): {}\n",
+            flaky.join(", ")
+        ));
+    }
+    out.push_str(&format!(
+        "\n{} passed, {} failed, {} skipped, {} errors ({} flaky, {} excused by the baseline) in {:.1}s against {}\n",
+        counts.pass,
+        counts.fail,
+        counts.skip,
+        counts.error,
+        counts.flaky,
+        counts.expected_failures,
+        report.duration,
+        report.target
+    ));
+    out.push_str(if report.exit_code() == 0 {
+        "result: as expected\n"
+    } else {
+        "result: NOT as expected\n"
+    });
+    out
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|l| format!("  {l}\n")).collect()
+}

@@ -1,0 +1,128 @@
+//! `junit.xml`: one test suite per conformance suite, one test case per scenario; failures carry
+//! Expected/Actual and the spec's `then`, system-out carries the wire log, and a flaky pass keeps
+//! its failed first attempt as `flakyFailure`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use quick_junit::{NonSuccessKind, Report, TestCase, TestCaseStatus, TestRerun, TestSuite};
+
+use super::ReportError;
+use crate::check::Outcome;
+use crate::runner::{Attempt, RunReport, ScenarioResult, render_wire};
+
+/// The JUnit XML of a run.
+pub fn render(report: &RunReport) -> Result<String, ReportError> {
+    let mut junit = Report::new(format!("ski-conformance: {}", report.target));
+    junit.set_time(seconds(report.duration));
+    let mut suites: BTreeMap<&str, TestSuite> = BTreeMap::new();
+    for result in &report.results {
+        let suite = suites
+            .entry(result.suite.as_str())
+            .or_insert_with(|| TestSuite::new(result.suite.as_str()));
+        suite.add_test_case(case(result));
+    }
+    junit.add_test_suites(suites.into_values());
+    junit.to_string().map_err(|e| ReportError::Encode {
+        what: "junit",
+        message: e.to_string(),
+    })
+}
+
+fn case(result: &ScenarioResult) -> TestCase {
+    let status = match result.outcome {
+        Outcome::Pass => {
+            let mut status = TestCaseStatus::success();
+            if let Some(first) = &result.first_attempt {
+                status.add_rerun(rerun(first, result));
+            }
+            status
+        }
+        Outcome::Skip => {
+            let mut status = TestCaseStatus::skipped();
+            if let Some(message) = &result.message {
+                status.set_message(message.as_str());
+            }
+            status
+        }
+        Outcome::Fail | Outcome::Error => {
+            let kind = if result.outcome == Outcome::Fail {
+                NonSuccessKind::Failure
+            } else {
+                NonSuccessKind::Error
+            };
+            let mut status = TestCaseStatus::non_success(kind);
+            status.set_message(headline(
+                result.failure.as_ref().map(|f| f.check.as_str()),
+                result.message.as_deref(),
+            ));
+            status.set_type(if result.timed_out {
+                "timeout"
+            } else {
+                result.outcome.as_str()
+            });
+            status.set_description(details(result));
+            if let Some(first) = &result.first_attempt {
+                status.add_rerun(rerun(first, result));
+            }
+            status
+        }
+    };
+    let mut case = TestCase::new(format!("{} {}", result.id, result.title), status);
+    case.set_classname(format!("{}.{}", result.suite, result.category));
+    case.set_time(seconds(result.duration));
+    case.set_system_out(result.wire_text());
+    case
+}
+
+fn rerun(first: &Attempt, result: &ScenarioResult) -> TestRerun {
+    let kind = if first.outcome == Outcome::Error {
+        NonSuccessKind::Error
+    } else {
+        NonSuccessKind::Failure
+    };
+    let mut rerun = TestRerun::new(kind);
+    rerun.set_time(seconds(first.duration));
+    rerun.set_message(headline(
+        first.failure.as_ref().map(|f| f.check.as_str()),
+        first.message.as_deref(),
+    ));
+    let mut text = String::new();
+    if let Some(failure) = &first.failure {
+        text.push_str(&format!(
+            "Expected: {}\nActual: {}\n",
+            failure.expected, failure.actual
+        ));
+    }
+    text.push_str(&format!("Then: {}\n", result.then));
+    rerun.set_description(text);
+    rerun.set_system_out(render_wire(&first.wire));
+    rerun
+}
+
+fn headline(check: Option<&str>, message: Option<&str>) -> String {
+    check.or(message).unwrap_or("no detail").to_owned()
+}
+
+/// Expected, Actual, the scenario's `then` and its source, as plain text.
+pub fn details(result: &ScenarioResult) -> String {
+    let mut text = String::new();
+    if let Some(failure) = &result.failure {
+        text.push_str(&format!("Check: {}\n", failure.check));
+        text.push_str(&format!("Expected: {}\n", failure.expected));
+        text.push_str(&format!("Actual: {}\n", failure.actual));
+        if let Some(location) = &failure.location {
+            text.push_str(&format!("At: {location}\n"));
+        }
+    }
+    if let Some(message) = &result.message {
+        text.push_str(&format!("Message: {message}\n"));
+    }
+    text.push_str(&format!("Then: {}\n", result.then));
+    text.push_str(&format!("Source: {}\n", result.source));
+    text
+}
+
+fn seconds(value: f64) -> Duration {
+    Duration::try_from_secs_f64(value).unwrap_or_default()
+}

@@ -1,0 +1,272 @@
+//! `report.md`: the run as living documentation. A summary table of counts per suite and
+//! category, then every scenario in a matrix grouped by suite and category (ID, title, level,
+//! outcome, time), then the details of every failure (Expected, Actual, the spec's `then`, and the
+//! wire log).
+
+use std::fmt::Write as _;
+
+use crate::baseline::Expectation;
+use crate::catalog::Category;
+use crate::check::Outcome;
+use crate::runner::{Counts, RunReport, ScenarioResult};
+
+/// How many wire-log lines a failure shows here; `results.json` has them all.
+const WIRE_LINES: usize = 200;
+
+/// The Markdown report of a run.
+pub fn render(report: &RunReport) -> String {
+    let mut md = String::new();
+    let _ = writeln!(md, "# Conformance report: {}\n", cell(&report.target));
+    if !report.target_description.is_empty() {
+        let _ = writeln!(md, "{}\n", report.target_description);
+    }
+    let counts = report.counts();
+    let _ = writeln!(
+        md,
+        "Started {}; took {:.1} s; selection: {}; {} job(s); timeout multiplier {}; baseline: {}.\n",
+        report.started,
+        report.duration,
+        if report.selection.is_empty() {
+            "everything"
+        } else {
+            &report.selection
+        },
+        report.jobs,
+        report.timeout_multiplier,
+        report.baseline.as_deref().unwrap_or("none"),
+    );
+    let unexpected = report.unexpected().count();
+    let verdict = if report.exit_code() == 0 {
+        "**as expected**".to_owned()
+    } else {
+        format!(
+            "**not as expected**: {unexpected} unexpected failure(s), {} stale baseline entr(y/ies)",
+            report.stale.len()
+        )
+    };
+    let _ = writeln!(
+        md,
+        "Verdict: {verdict}. {} scenario(s): {} pass ({} flaky), {} fail, {} skip, {} error; {} excused by the baseline.\n",
+        counts.total(),
+        counts.pass,
+        counts.flaky,
+        counts.fail,
+        counts.skip,
+        counts.error,
+        counts.expected_failures
+    );
+
+    let _ = writeln!(md, "## Summary\n");
+    let _ = writeln!(
+        md,
+        "| Suite | Category | Pass | Fail | Skip | Error | Flaky | Total |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|");
+    for ((suite, category), c) in report.counts_by_category() {
+        summary_row(&mut md, &suite, category.as_str(), &c);
+    }
+    summary_row(&mut md, "**all**", "", &counts);
+    md.push('\n');
+
+    if !report.stale.is_empty() {
+        let _ = writeln!(md, "## Stale baseline entries\n");
+        let _ = writeln!(
+            md,
+            "These scenarios pass now; remove their entries from the baseline.\n"
+        );
+        for entry in &report.stale {
+            let _ = writeln!(md, "- `{}`: {}", entry.key(), entry.reason);
+        }
+        md.push('\n');
+    }
+
+    let mut suites: Vec<&str> = report.results.iter().map(|r| r.suite.as_str()).collect();
+    suites.dedup();
+    for suite in suites {
+        let _ = writeln!(md, "## Suite `{suite}`\n");
+        for category in Category::ALL {
+            let rows: Vec<&ScenarioResult> = report
+                .results
+                .iter()
+                .filter(|r| r.suite == suite && r.category == category)
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let _ = writeln!(md, "### {category}\n");
+            let _ = writeln!(md, "| ID | Title | Level | Outcome | Time |");
+            let _ = writeln!(md, "|---|---|---|---|---:|");
+            for r in rows {
+                let _ = writeln!(
+                    md,
+                    "| {} | {} | {} | {} | {:.2} s |",
+                    anchor_link(r),
+                    cell(&r.title),
+                    r.level,
+                    outcome_text(r),
+                    r.duration
+                );
+            }
+            md.push('\n');
+        }
+    }
+
+    let failed: Vec<&ScenarioResult> = report
+        .results
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Fail | Outcome::Error) || r.flaky)
+        .collect();
+    if !failed.is_empty() {
+        let _ = writeln!(md, "## Failures\n");
+        for r in failed {
+            failure_section(&mut md, r);
+        }
+    }
+    md
+}
+
+fn summary_row(md: &mut String, suite: &str, category: &str, c: &Counts) {
+    let _ = writeln!(
+        md,
+        "| {suite} | {category} | {} | {} | {} | {} | {} | {} |",
+        c.pass,
+        c.fail,
+        c.skip,
+        c.error,
+        c.flaky,
+        c.total()
+    );
+}
+
+fn anchor(id: &str) -> String {
+    format!(
+        "failure-{}",
+        id.to_ascii_lowercase()
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect::<String>()
+    )
+}
+
+fn anchor_link(r: &ScenarioResult) -> String {
+    if matches!(r.outcome, Outcome::Fail | Outcome::Error) || r.flaky {
+        format!("[{}](#{})", cell(&r.id), anchor(&r.id))
+    } else {
+        cell(&r.id)
+    }
+}
+
+/// The outcome as shown in the matrix.
+pub fn outcome_text(r: &ScenarioResult) -> String {
+    let mut text = match r.outcome {
+        Outcome::Pass if r.flaky => "pass (flaky)".to_owned(),
+        Outcome::Pass => "pass".to_owned(),
+        Outcome::Fail if r.timed_out => "**FAIL** (timeout)".to_owned(),
+        Outcome::Fail => "**FAIL**".to_owned(),
+        Outcome::Skip => "skip".to_owned(),
+        Outcome::Error => "**ERROR**".to_owned(),
+    };
+    match r.expectation {
+        Expectation::AsExpected if matches!(r.outcome, Outcome::Fail | Outcome::Error) => {
+            text.push_str(" (baseline)");
+        }
+        Expectation::Stale => text.push_str(" (stale baseline entry)"),
+        _ => {}
+    }
+    text
+}
+
+fn failure_section(md: &mut String, r: &ScenarioResult) {
+    let _ = writeln!(
+        md,
+        "<a id=\"{}\"></a>\n### {} — {} ({})\n",
+        anchor(&r.id),
+        r.id,
+        r.title,
+        outcome_text(r).replace("**", "")
+    );
+    let (failure, message, wire) = match (&r.first_attempt, r.flaky) {
+        // A flaky pass shows why its first attempt failed.
+        (Some(first), true) => (
+            first.failure.as_ref(),
+            first.message.as_deref(),
+            &first.wire,
+        ),
+        _ => (r.failure.as_ref(), r.message.as_deref(), &r.wire),
+    };
+    if r.flaky {
+        let _ = writeln!(
+            md,
+            "Failed on the first attempt, passed when re-run alone.\n"
+        );
+    }
+    if let Some(f) = failure {
+        let _ = writeln!(md, "- **Check**: {}", inline(&f.check));
+        let _ = writeln!(md, "- **Expected**: {}", inline(&f.expected));
+        let _ = writeln!(md, "- **Actual**: {}", inline(&f.actual));
+        if let Some(location) = &f.location {
+            let _ = writeln!(md, "- **At**: `{location}`");
+        }
+    }
+    if let Some(message) = message {
+        let _ = writeln!(md, "- **Message**: {}", inline(message));
+    }
+    let _ = writeln!(md, "- **Then** (spec): {}", inline(&r.then));
+    let _ = writeln!(md, "- **Source**: {}", inline(&r.source));
+    if !r.processes.is_empty() {
+        let list: Vec<String> = r
+            .processes
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} (pid {}, {}{})",
+                    p.name,
+                    p.pid,
+                    p.status.as_deref().unwrap_or("no status"),
+                    if p.gone { "" } else { ", SURVIVED" }
+                )
+            })
+            .collect();
+        let _ = writeln!(md, "- **Processes**: {}", list.join("; "));
+    }
+    if wire.is_empty() {
+        md.push_str("\nNo wire traffic was recorded.\n\n");
+        return;
+    }
+    let skipped = wire.len().saturating_sub(WIRE_LINES);
+    let _ = writeln!(
+        md,
+        "\n<details><summary>Wire log ({} entries{})</summary>\n\n```text",
+        wire.len(),
+        if skipped > 0 {
+            format!(", the first {skipped} left out; see results.json")
+        } else {
+            String::new()
+        }
+    );
+    for w in &wire[skipped..] {
+        let _ = writeln!(
+            md,
+            "+{:.6}s {} {} {}",
+            w.t,
+            w.channel,
+            w.direction,
+            w.text.replace("```", "`‌``")
+        );
+    }
+    let _ = writeln!(md, "```\n\n</details>\n");
+}
+
+/// Text safe inside a table cell.
+fn cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+/// Text on one line; multi-line values go into a code span block.
+fn inline(text: &str) -> String {
+    if text.contains('\n') {
+        format!("\n\n  ```text\n  {}\n  ```\n", text.replace('\n', "\n  "))
+    } else {
+        text.to_owned()
+    }
+}

@@ -1,0 +1,686 @@
+//! The runner: plans the selected scenarios, runs their checks with bounded parallelism, cleans
+//! up after each, re-runs unexpected failures alone, and judges the results against a baseline.
+//!
+//! Each check runs in its own tokio task, so a panic becomes the outcome `error` instead of ending
+//! the run, and a check that overruns its timeout is cancelled (outcome `fail`, marked timed out).
+//! Whatever happened, the runner then tears down every process the scenario started (and reports
+//! any process group that survives as an `error`, scenario WS-064b) and removes its temp dir.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Serialize;
+use ski::transport::WireEntry;
+use ski::transport::child::{self, Termination};
+use tokio::task::JoinSet;
+use tokio::time::Instant;
+
+use crate::baseline::{Baseline, BaselineEntry, Expectation, judge_without_baseline};
+use crate::catalog::{CatalogSet, Category, Level, Scenario};
+use crate::check::{Check, CheckError, Failure, Outcome};
+use crate::context::{Ctx, CtxParts, Timeouts};
+use crate::select::Selection;
+use crate::target::Target;
+
+/// How much longer than its timeout class a check may run before the runner cancels it, so that
+/// the check's own, more precise timeout failure comes first.
+const CANCEL_MARGIN: Duration = Duration::from_secs(2);
+
+/// Errors of building a plan.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// Two checks are registered under one ID.
+    #[error("two checks are registered for {0}")]
+    DuplicateCheck(String),
+}
+
+/// One scenario to run and the check that judges it (none if it has no check yet).
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The catalog row.
+    pub scenario: Scenario,
+    /// Its check.
+    pub check: Option<Check>,
+}
+
+/// The scenarios of a run, in catalog order.
+#[derive(Debug, Clone, Default)]
+pub struct Plan {
+    /// The entries.
+    pub entries: Vec<Planned>,
+}
+
+impl Plan {
+    /// Pairs the selected scenarios with their checks.
+    pub fn new(
+        catalogs: &CatalogSet,
+        checks: Vec<Check>,
+        selection: &Selection,
+    ) -> Result<Self, PlanError> {
+        let mut by_id: BTreeMap<String, Check> = BTreeMap::new();
+        for check in checks {
+            let id = check.id().to_owned();
+            if by_id.insert(id.clone(), check).is_some() {
+                return Err(PlanError::DuplicateCheck(id));
+            }
+        }
+        let entries = selection
+            .apply(catalogs)
+            .into_iter()
+            .map(|scenario| Planned {
+                scenario: scenario.clone(),
+                check: by_id.get(&scenario.id).cloned(),
+            })
+            .collect();
+        Ok(Self { entries })
+    }
+
+    /// The number of scenarios.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the plan is empty.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Scenarios run at once (at least 1).
+    pub jobs: usize,
+    /// Timeout scaling.
+    pub timeouts: Timeouts,
+    /// Where the binaries under test are.
+    pub bin_dir: PathBuf,
+    /// Re-run unexpected failures alone after the parallel phase.
+    pub rerun: bool,
+    /// Keep each scenario's temp dir (its path goes into the result).
+    pub keep_temp: bool,
+    /// Where temp dirs are created (default: the system's).
+    pub temp_root: Option<PathBuf>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            jobs: std::thread::available_parallelism().map_or(1, usize::from),
+            timeouts: Timeouts::default(),
+            bin_dir: PathBuf::from("."),
+            rerun: true,
+            keep_temp: false,
+            temp_root: None,
+        }
+    }
+}
+
+/// One wire-log line in a result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WireRecord {
+    /// The channel.
+    pub channel: String,
+    /// `out`, `in` or `note`.
+    pub direction: &'static str,
+    /// Seconds since the scenario started.
+    pub t: f64,
+    /// The raw text.
+    pub text: String,
+}
+
+impl From<WireEntry> for WireRecord {
+    fn from(entry: WireEntry) -> Self {
+        Self {
+            channel: entry.channel,
+            direction: entry.direction.as_str(),
+            t: (entry.at.as_secs_f64() * 1e6).round() / 1e6,
+            text: entry.text,
+        }
+    }
+}
+
+/// How one process of a scenario ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ProcessRecord {
+    /// The name it was started under.
+    pub name: String,
+    /// Its pid (and process-group id).
+    pub pid: u32,
+    /// Its exit status, as text.
+    pub status: Option<String>,
+    /// Whether it needed SIGKILL.
+    pub killed: bool,
+    /// Whether its process group is gone.
+    pub gone: bool,
+}
+
+impl From<&Termination> for ProcessRecord {
+    fn from(t: &Termination) -> Self {
+        Self {
+            name: t.name.clone(),
+            pid: t.pid,
+            status: t.status.map(|s| s.to_string()),
+            killed: t.sent_kill,
+            gone: t.group_gone,
+        }
+    }
+}
+
+/// An earlier attempt of a scenario that was re-run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Attempt {
+    /// Its outcome.
+    pub outcome: Outcome,
+    /// Whether it was cancelled at its timeout.
+    pub timed_out: bool,
+    /// Its failure.
+    pub failure: Option<Failure>,
+    /// Its message.
+    pub message: Option<String>,
+    /// How long it took, in seconds.
+    pub duration: f64,
+    /// Its wire log.
+    pub wire: Vec<WireRecord>,
+}
+
+/// The result of one scenario.
+#[derive(Debug, Clone, Serialize)]
+pub struct ScenarioResult {
+    /// The suite.
+    pub suite: String,
+    /// The scenario ID.
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// Its category.
+    pub category: Category,
+    /// Its level.
+    pub level: Level,
+    /// Where the spec says it.
+    pub source: String,
+    /// The spec's expected outcome.
+    pub then: String,
+    /// The outcome.
+    pub outcome: Outcome,
+    /// Failed first, passed when re-run alone (counts as a pass).
+    pub flaky: bool,
+    /// Cancelled at its timeout.
+    pub timed_out: bool,
+    /// How it stands against the baseline.
+    pub expectation: Expectation,
+    /// How long it took, in seconds.
+    pub duration: f64,
+    /// Expected/Actual, for a failure.
+    pub failure: Option<Failure>,
+    /// The skip reason or harness error.
+    pub message: Option<String>,
+    /// Every process started and how it ended.
+    pub processes: Vec<ProcessRecord>,
+    /// The wire log of every channel.
+    pub wire: Vec<WireRecord>,
+    /// The kept temp dir, with `--keep-temp`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temp_dir: Option<String>,
+    /// The first attempt, when the scenario was re-run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_attempt: Option<Box<Attempt>>,
+}
+
+impl ScenarioResult {
+    fn new(scenario: &Scenario, outcome: Outcome) -> Self {
+        Self {
+            suite: scenario.suite.clone(),
+            id: scenario.id.clone(),
+            title: scenario.title.clone(),
+            category: scenario.category,
+            level: scenario.level,
+            source: scenario.source.clone(),
+            then: scenario.then.clone(),
+            outcome,
+            flaky: false,
+            timed_out: false,
+            expectation: Expectation::AsExpected,
+            duration: 0.0,
+            failure: None,
+            message: None,
+            processes: Vec::new(),
+            wire: Vec::new(),
+            temp_dir: None,
+            first_attempt: None,
+        }
+    }
+
+    fn as_attempt(&self) -> Attempt {
+        Attempt {
+            outcome: self.outcome,
+            timed_out: self.timed_out,
+            failure: self.failure.clone(),
+            message: self.message.clone(),
+            duration: self.duration,
+            wire: self.wire.clone(),
+        }
+    }
+
+    /// The wire log as text, one entry per line.
+    pub fn wire_text(&self) -> String {
+        render_wire(&self.wire)
+    }
+}
+
+/// Wire records as text: `+0.001234s agent in {...}`.
+pub fn render_wire(wire: &[WireRecord]) -> String {
+    wire.iter()
+        .map(|w| format!("+{:.6}s {} {} {}\n", w.t, w.channel, w.direction, w.text))
+        .collect()
+}
+
+/// Which phase a finished scenario belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The parallel run.
+    Main,
+    /// The solo re-run of unexpected failures.
+    Rerun,
+}
+
+/// Receives progress while a run goes on (the console reporter implements it).
+pub trait Observer: Send + Sync {
+    /// The run starts with `total` scenarios.
+    fn started(&self, _total: usize) {}
+    /// A scenario finished.
+    fn finished(&self, _result: &ScenarioResult, _phase: Phase) {}
+    /// `count` unexpected failures are re-run alone.
+    fn rerunning(&self, _count: usize) {}
+    /// The run is over.
+    fn done(&self) {}
+}
+
+/// An observer that does nothing.
+#[derive(Debug, Default)]
+pub struct Silent;
+
+impl Observer for Silent {}
+
+/// Everything a run produced.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunReport {
+    /// The target profile's name.
+    pub target: String,
+    /// Its description.
+    pub target_description: String,
+    /// When the run started (RFC 3339, UTC).
+    pub started: String,
+    /// How long it took, in seconds.
+    pub duration: f64,
+    /// The selection, described.
+    pub selection: String,
+    /// The timeout multiplier.
+    pub timeout_multiplier: f64,
+    /// Scenarios run at once.
+    pub jobs: usize,
+    /// The baseline used, if any.
+    pub baseline: Option<String>,
+    /// Every result, in catalog order.
+    pub results: Vec<ScenarioResult>,
+    /// Baseline entries whose scenario passed.
+    pub stale: Vec<BaselineEntry>,
+}
+
+/// Counts of outcomes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Counts {
+    /// Passed (flaky included).
+    pub pass: usize,
+    /// Failed.
+    pub fail: usize,
+    /// Skipped.
+    pub skip: usize,
+    /// Harness errors.
+    pub error: usize,
+    /// Passed only when re-run.
+    pub flaky: usize,
+    /// Failures and errors the baseline excuses.
+    pub expected_failures: usize,
+}
+
+impl Counts {
+    /// Adds one result.
+    pub fn add(&mut self, result: &ScenarioResult) {
+        match result.outcome {
+            Outcome::Pass => self.pass += 1,
+            Outcome::Fail => self.fail += 1,
+            Outcome::Skip => self.skip += 1,
+            Outcome::Error => self.error += 1,
+        }
+        if result.flaky {
+            self.flaky += 1;
+        }
+        if matches!(result.outcome, Outcome::Fail | Outcome::Error)
+            && result.expectation == Expectation::AsExpected
+        {
+            self.expected_failures += 1;
+        }
+    }
+
+    /// All results counted.
+    pub fn total(&self) -> usize {
+        self.pass + self.fail + self.skip + self.error
+    }
+}
+
+impl RunReport {
+    /// Counts over every result.
+    pub fn counts(&self) -> Counts {
+        let mut counts = Counts::default();
+        self.results.iter().for_each(|r| counts.add(r));
+        counts
+    }
+
+    /// Counts per suite and category, in report order.
+    pub fn counts_by_category(&self) -> BTreeMap<(String, Category), Counts> {
+        let mut map: BTreeMap<(String, Category), Counts> = BTreeMap::new();
+        for result in &self.results {
+            map.entry((result.suite.clone(), result.category))
+                .or_default()
+                .add(result);
+        }
+        map
+    }
+
+    /// Failures and errors the baseline does not excuse.
+    pub fn unexpected(&self) -> impl Iterator<Item = &ScenarioResult> {
+        self.results
+            .iter()
+            .filter(|r| r.expectation == Expectation::Unexpected)
+    }
+
+    /// 0 when everything is as expected; 1 on an unexpected failure or a stale baseline entry.
+    pub fn exit_code(&self) -> u8 {
+        if self.unexpected().next().is_some() || !self.stale.is_empty() {
+            1
+        } else {
+            0
+        }
+    }
+}
+
+/// Runs a plan against a target.
+pub async fn run(
+    plan: Plan,
+    target: Arc<Target>,
+    options: &RunOptions,
+    baseline: Option<&Baseline>,
+    observer: &dyn Observer,
+) -> RunReport {
+    // Grandchildren of killed targets are reparented here and reaped by the teardown.
+    child::adopt_orphans();
+    let started_wall = time::OffsetDateTime::now_utc();
+    let started = Instant::now();
+    observer.started(plan.len());
+    let entries: Arc<Vec<Planned>> = Arc::new(plan.entries);
+    let mut slots: Vec<Option<ScenarioResult>> = vec![None; entries.len()];
+
+    let jobs = options.jobs.max(1);
+    let mut set = JoinSet::new();
+    let mut next = 0;
+    let mut in_flight = 0;
+    while next < entries.len() || in_flight > 0 {
+        while in_flight < jobs && next < entries.len() {
+            let entries = Arc::clone(&entries);
+            let target = Arc::clone(&target);
+            let options = options.clone();
+            let index = next;
+            set.spawn(async move { (index, run_one(&entries[index], target, &options).await) });
+            next += 1;
+            in_flight += 1;
+        }
+        if let Some(joined) = set.join_next().await {
+            in_flight -= 1;
+            // `run_one` catches the check's panics itself; a panic here is a runner bug, and the
+            // slot stays empty and is reported as an error below.
+            if let Ok((index, mut result)) = joined {
+                result.expectation = judge(baseline, &result);
+                observer.finished(&result, Phase::Main);
+                slots[index] = Some(result);
+            }
+        }
+    }
+    let mut results: Vec<ScenarioResult> = slots
+        .into_iter()
+        .enumerate()
+        .map(|(index, slot)| {
+            slot.unwrap_or_else(|| {
+                let mut result = ScenarioResult::new(&entries[index].scenario, Outcome::Error);
+                result.message = Some("the runner lost this scenario's task".to_owned());
+                result.expectation = judge(baseline, &result);
+                result
+            })
+        })
+        .collect();
+
+    if options.rerun {
+        let again: Vec<usize> = results
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.expectation == Expectation::Unexpected)
+            .map(|(i, _)| i)
+            .collect();
+        if !again.is_empty() {
+            observer.rerunning(again.len());
+        }
+        for index in again {
+            let first = results[index].as_attempt();
+            let mut second = run_one(&entries[index], Arc::clone(&target), options).await;
+            if second.outcome == Outcome::Pass {
+                second.flaky = true;
+            }
+            second.first_attempt = Some(Box::new(first));
+            second.expectation = judge(baseline, &second);
+            observer.finished(&second, Phase::Rerun);
+            results[index] = second;
+        }
+    }
+
+    let stale = match baseline {
+        Some(baseline) => baseline
+            .entries
+            .iter()
+            .filter(|entry| {
+                results
+                    .iter()
+                    .any(|r| r.id == entry.id && r.expectation == Expectation::Stale)
+            })
+            .cloned()
+            .collect(),
+        None => Vec::new(),
+    };
+    observer.done();
+    RunReport {
+        target: target.name.clone(),
+        target_description: target.description.clone(),
+        started: started_wall
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default(),
+        duration: started.elapsed().as_secs_f64(),
+        selection: String::new(),
+        timeout_multiplier: options.timeouts.multiplier(),
+        jobs,
+        baseline: baseline.map(|b| b.origin.clone()),
+        results,
+        stale,
+    }
+}
+
+fn judge(baseline: Option<&Baseline>, result: &ScenarioResult) -> Expectation {
+    match baseline {
+        Some(baseline) => baseline.judge(&result.id, result.outcome, result.failure.as_ref()),
+        None => judge_without_baseline(result.outcome),
+    }
+}
+
+/// Runs one scenario: checks what the target declares, runs the check in its own task with its
+/// timeout, then tears everything down.
+pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions) -> ScenarioResult {
+    let scenario = &entry.scenario;
+    let Some(section) = target.suite(&scenario.suite) else {
+        let mut result = ScenarioResult::new(scenario, Outcome::Skip);
+        result.message = Some(format!(
+            "target {} has no [suites.{}] section",
+            target.name, scenario.suite
+        ));
+        return result;
+    };
+    let missing: Vec<&str> = scenario
+        .requires
+        .iter()
+        .filter(|c| !section.capabilities.contains(*c))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        let mut result = ScenarioResult::new(scenario, Outcome::Skip);
+        result.message = Some(format!(
+            "target {} does not declare {}",
+            target.name,
+            missing.join(", ")
+        ));
+        return result;
+    }
+    let Some(check) = &entry.check else {
+        let mut result = ScenarioResult::new(scenario, Outcome::Error);
+        result.message = Some("no check is registered for this scenario".to_owned());
+        return result;
+    };
+
+    let started = Instant::now();
+    let temp = {
+        let mut builder = tempfile::Builder::new();
+        let prefix = format!("ski-conformance-{}-", sanitize(&scenario.id));
+        builder.prefix(&prefix);
+        match &options.temp_root {
+            Some(root) => builder.tempdir_in(root),
+            None => builder.tempdir(),
+        }
+    };
+    let temp = match temp {
+        Ok(temp) => temp,
+        Err(e) => {
+            let mut result = ScenarioResult::new(scenario, Outcome::Error);
+            result.message = Some(format!("cannot create a temp dir: {e}"));
+            return result;
+        }
+    };
+    let ctx = Ctx::new(CtxParts {
+        scenario: scenario.clone(),
+        target,
+        temp_dir: temp.path().to_owned(),
+        bin_dir: options.bin_dir.clone(),
+        timeouts: options.timeouts,
+    });
+    let limit = ctx.timeout() + options.timeouts.scale(CANCEL_MARGIN);
+    let mut handle = tokio::spawn(check.start(ctx.clone()));
+    let (outcome, failure, message, timed_out) = match tokio::time::timeout(limit, &mut handle)
+        .await
+    {
+        Ok(Ok(Ok(()))) => (Outcome::Pass, None, None, false),
+        Ok(Ok(Err(error))) => {
+            let outcome = error.outcome();
+            match error {
+                CheckError::Fail(failure) => (outcome, Some(*failure), None, false),
+                CheckError::Skip(reason) | CheckError::Harness(reason) => {
+                    (outcome, None, Some(reason), false)
+                }
+            }
+        }
+        Ok(Err(join_error)) => {
+            let text = if join_error.is_panic() {
+                format!(
+                    "the check panicked: {}",
+                    panic_text(join_error.into_panic())
+                )
+            } else {
+                "the check's task was cancelled".to_owned()
+            };
+            (Outcome::Error, None, Some(text), false)
+        }
+        Err(_) => {
+            handle.abort();
+            // Wait for the cancelled task to be dropped, which drops its processes too.
+            let _ = handle.await;
+            let class = scenario.timeout.as_str();
+            let failure = Failure::new(
+                    "completes in time",
+                    format!(
+                        "the scenario completes within {limit:?} (timeout class {class} × {})",
+                        options.timeouts.multiplier()
+                    ),
+                )
+                .actual(format!(
+                    "still running after {limit:?}; it was cancelled (the wire log shows how far it got)"
+                ));
+            (Outcome::Fail, Some(failure), None, true)
+        }
+    };
+
+    let terminations = ctx.teardown().await;
+    let survivors: Vec<String> = terminations
+        .iter()
+        .filter(|t| !t.group_gone)
+        .map(ToString::to_string)
+        .collect();
+    let mut result = ScenarioResult::new(scenario, outcome);
+    result.failure = failure;
+    result.message = message;
+    result.timed_out = timed_out;
+    if !survivors.is_empty() {
+        let text = format!("teardown left processes behind: {}", survivors.join("; "));
+        if result.outcome == Outcome::Pass || result.outcome == Outcome::Skip {
+            result.outcome = Outcome::Error;
+        }
+        result.message = Some(match result.message.take() {
+            Some(previous) => format!("{previous}; {text}"),
+            None => text,
+        });
+    }
+    result.processes = terminations.iter().map(ProcessRecord::from).collect();
+    result.wire = ctx
+        .wire()
+        .entries()
+        .into_iter()
+        .map(WireRecord::from)
+        .collect();
+    drop(ctx);
+    if options.keep_temp {
+        result.temp_dir = Some(temp.keep().display().to_string());
+    } else if let Err(e) = temp.close() {
+        let text = format!("cannot remove the temp dir: {e}");
+        if result.outcome == Outcome::Pass {
+            result.outcome = Outcome::Error;
+        }
+        result.message = Some(match result.message.take() {
+            Some(previous) => format!("{previous}; {text}"),
+            None => text,
+        });
+    }
+    result.duration = started.elapsed().as_secs_f64();
+    result
+}
+
+fn panic_text(payload: Box<dyn std::any::Any + Send>) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "a non-text panic payload".to_owned()
+    }
+}
+
+fn sanitize(id: &str) -> String {
+    id.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}

@@ -1,0 +1,269 @@
+//! The `ski-conformance` command line: exit codes (0 as expected, 1 unexpected or stale, 2 usage
+//! or configuration), the files it writes, `list` and `explain`.
+
+use std::path::Path;
+
+use ski::transport::child::{ChildSpec, spawn};
+
+const CATALOG: &str = r#"
+suite = "cli"
+document = "cli.md"
+
+[[scenario]]
+id = "CLI-01"
+title = "has no check yet"
+category = "happy-path"
+level = "must"
+given = "g"
+when = "w"
+then = "the first then"
+source = "cli.md, 1"
+
+[[scenario]]
+id = "CLI-02"
+title = "needs a capability"
+category = "edge-case"
+level = "should"
+given = "g"
+when = "w"
+then = "t"
+source = "cli.md, 2"
+requires = ["teleport"]
+"#;
+
+struct Output {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+async fn ski_conformance(args: &[&str], cwd: &Path) -> Output {
+    let mut child = spawn(
+        ChildSpec::new("ski-conformance", env!("CARGO_BIN_EXE_ski-conformance"))
+            .args(args)
+            .env_remove("CI")
+            .cwd(cwd),
+    )
+    .unwrap();
+    child.close_stdin();
+    let mut stdout = String::new();
+    let mut stderr = String::new();
+    while let Some((stream, line)) = child.next_output_line().await {
+        let out = match stream {
+            ski::transport::child::OutputStream::Stdout => &mut stdout,
+            ski::transport::child::OutputStream::Stderr => &mut stderr,
+        };
+        out.push_str(&line);
+        out.push('\n');
+    }
+    let status = child.wait().await.unwrap();
+    Output {
+        code: status.code(),
+        stdout,
+        stderr,
+    }
+}
+
+fn setup() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("catalog")).unwrap();
+    std::fs::write(dir.path().join("catalog/cli.toml"), CATALOG).unwrap();
+    std::fs::write(
+        dir.path().join("target.toml"),
+        "name = \"t\"\n[suites.cli]\n",
+    )
+    .unwrap();
+    dir
+}
+
+#[tokio::test]
+async fn exit_codes_follow_the_baseline() {
+    let dir = setup();
+    let base = [
+        "run",
+        "--catalog-dir",
+        "catalog",
+        "--target",
+        "target.toml",
+        "--out",
+        "out",
+    ];
+
+    // CLI-01 has no registered check: an unexpected error.
+    let run = ski_conformance(&base, dir.path()).await;
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("ERROR cli      CLI-01"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("SKIP  cli      CLI-02"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("Then: the first then"),
+        "{}",
+        run.stdout
+    );
+    for file in ["report.md", "junit.xml", "results.json"] {
+        assert!(
+            dir.path().join("out").join(file).is_file(),
+            "{file} missing"
+        );
+    }
+
+    std::fs::write(
+        dir.path().join("baseline.toml"),
+        "# strict\n[[failure]]\nid = \"CLI-01\"\nreason = \"no check yet\"\n",
+    )
+    .unwrap();
+    let mut args = base.to_vec();
+    args.extend(["--baseline", "baseline.toml"]);
+    let run = ski_conformance(&args, dir.path()).await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("result: as expected"), "{}", run.stdout);
+
+    // Only the skipped scenario: nothing unexpected.
+    let mut args = base.to_vec();
+    args.extend(["--id", "CLI-0?", "--category", "edge-case"]);
+    assert_eq!(ski_conformance(&args, dir.path()).await.code, Some(0));
+
+    std::fs::write(
+        dir.path().join("unknown.toml"),
+        "[[failure]]\nid = \"NOPE-1\"\nreason = \"x\"\n",
+    )
+    .unwrap();
+    let mut args = base.to_vec();
+    args.extend(["--baseline", "unknown.toml"]);
+    let run = ski_conformance(&args, dir.path()).await;
+    assert_eq!(run.code, Some(2));
+    assert!(run.stderr.contains("NOPE-1"), "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn usage_and_configuration_errors_exit_with_2() {
+    let dir = setup();
+    std::fs::write(
+        dir.path().join("bad-target.toml"),
+        "[suites.cli]\ncommands.agent = \"x {nope}\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("bad-catalog")).unwrap();
+    std::fs::write(
+        dir.path().join("bad-catalog/cli.toml"),
+        CATALOG.replace("happy-path", "sunny"),
+    )
+    .unwrap();
+    let cases: [&[&str]; 7] = [
+        &[
+            "run",
+            "--catalog-dir",
+            "catalog",
+            "--target",
+            "target.toml",
+            "--shard",
+            "3/2",
+        ],
+        &[
+            "run",
+            "--catalog-dir",
+            "catalog",
+            "--target",
+            "target.toml",
+            "--suite",
+            "nope",
+        ],
+        &[
+            "run",
+            "--catalog-dir",
+            "catalog",
+            "--target",
+            "target.toml",
+            "--id",
+            "ZZZ*",
+        ],
+        &[
+            "run",
+            "--catalog-dir",
+            "catalog",
+            "--target",
+            "bad-target.toml",
+        ],
+        &[
+            "run",
+            "--catalog-dir",
+            "bad-catalog",
+            "--target",
+            "target.toml",
+        ],
+        &[
+            "run",
+            "--catalog-dir",
+            "catalog",
+            "--target",
+            "no-such-profile",
+        ],
+        &[
+            "run",
+            "--catalog-dir",
+            "catalog",
+            "--jobs",
+            "0",
+            "--target",
+            "target.toml",
+        ],
+    ];
+    for args in cases {
+        let run = ski_conformance(args, dir.path()).await;
+        assert_eq!(run.code, Some(2), "{args:?}: {}{}", run.stdout, run.stderr);
+        assert!(run.stderr.contains("error"), "{args:?}: {}", run.stderr);
+    }
+}
+
+#[tokio::test]
+async fn list_and_explain_print_the_catalog() {
+    let dir = setup();
+    let list = ski_conformance(&["list", "--catalog-dir", "catalog"], dir.path()).await;
+    assert_eq!(list.code, Some(0));
+    assert!(
+        list.stdout.contains("suite cli (cli.md, 2 scenarios)"),
+        "{}",
+        list.stdout
+    );
+    assert!(list.stdout.contains("CLI-02"), "{}", list.stdout);
+    assert!(
+        list.stdout.contains("[requires teleport]"),
+        "{}",
+        list.stdout
+    );
+    assert!(list.stdout.contains("(no check yet)"), "{}", list.stdout);
+
+    let json = ski_conformance(&["list", "--catalog-dir", "catalog", "--json"], dir.path()).await;
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    assert_eq!(value[0]["scenarios"][1]["id"], "CLI-02");
+
+    let explain = ski_conformance(
+        &["explain", "--catalog-dir", "catalog", "CLI-01"],
+        dir.path(),
+    )
+    .await;
+    assert_eq!(explain.code, Some(0));
+    assert!(
+        explain.stdout.contains("Then the first then"),
+        "{}",
+        explain.stdout
+    );
+    assert!(
+        explain.stdout.contains("No check is registered"),
+        "{}",
+        explain.stdout
+    );
+    let missing = ski_conformance(
+        &["explain", "--catalog-dir", "catalog", "CLI-99"],
+        dir.path(),
+    )
+    .await;
+    assert_eq!(missing.code, Some(2));
+}

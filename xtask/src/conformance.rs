@@ -1,0 +1,73 @@
+//! `cargo xtask conformance`: builds every binary and runs `ski-conformance run` against a target,
+//! writing `report.md`, `junit.xml` and `results.json` into `<target dir>/conformance`.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use xshell::{Shell, cmd};
+
+use crate::ci::workspace_root;
+
+/// Options of `cargo xtask conformance`; anything else is passed to `ski-conformance run`.
+#[derive(Debug, Args)]
+pub struct ConformanceArgs {
+    /// Only this suite (repeatable).
+    #[arg(long = "suite", value_name = "SUITE")]
+    pub suites: Vec<String>,
+    /// The target profile (a name from conformance/targets or a path); default: reference.
+    #[arg(long, value_name = "PROFILE")]
+    pub target: Option<String>,
+    /// Only shard i of n.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<String>,
+    /// More options for `ski-conformance run` (see `ski-conformance run --help`).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "ARGS"
+    )]
+    pub rest: Vec<String>,
+}
+
+/// Builds the workspace's binaries, then runs the conformance catalog; exits with its code.
+pub fn run(args: &ConformanceArgs) -> Result<()> {
+    let sh = Shell::new()?;
+    let root = workspace_root();
+    sh.change_dir(&root);
+    cmd!(sh, "cargo build --workspace --bins")
+        .run()
+        .context("building the binaries failed")?;
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|dir| {
+            if dir.is_absolute() {
+                dir
+            } else {
+                root.join(dir)
+            }
+        })
+        .unwrap_or_else(|| root.join("target"));
+    let runner = target_dir.join("debug").join("ski-conformance");
+    let out = target_dir.join("conformance");
+    let mut forwarded: Vec<String> = Vec::new();
+    for suite in &args.suites {
+        forwarded.extend(["--suite".to_owned(), suite.clone()]);
+    }
+    if let Some(target) = &args.target {
+        forwarded.extend(["--target".to_owned(), target.clone()]);
+    }
+    if let Some(shard) = &args.shard {
+        forwarded.extend(["--shard".to_owned(), shard.clone()]);
+    }
+    forwarded.extend(args.rest.iter().cloned());
+    let command = cmd!(sh, "{runner} run --out {out} {forwarded...}");
+    let status = std::process::Command::from(command)
+        .status()
+        .with_context(|| format!("cannot start {}", runner.display()))?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(code) => std::process::exit(code),
+        None => anyhow::bail!("ski-conformance was ended by a signal"),
+    }
+}
