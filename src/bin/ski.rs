@@ -13,9 +13,18 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// AOF/1 agent task protocol: validate, route, poll, session-end, tasks, runs, events.
+    Aof(ski::aof::cli::AofArgs),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    let result = match cli.command {
+        Command::Aof(args) => ski::aof::cli::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => error.report(),
+    }
 }
