@@ -74,7 +74,7 @@ impl Event {
     pub fn from_value(value: &Value) -> Option<Self> {
         let object = value.as_object()?;
         Some(Self {
-            event_id: object.get("eventId")?.as_u64()?,
+            event_id: object.get("eventId")?.as_u64().filter(|id| *id > 0)?,
             kind: object.get("type")?.as_str()?.to_owned(),
             timestamp: Timestamp::parse(object.get("timestamp")?.as_str()?).ok()?,
             actor: object.get("actor")?.as_str()?.to_owned(),
