@@ -21,6 +21,7 @@ fn snapshot_settings() -> insta::Settings {
     let mut settings = insta::Settings::clone_current();
     settings.set_snapshot_path(golden_root().join("snapshots"));
     settings.set_prepend_module_to_snapshot(false);
+    settings.set_sort_maps(true);
     settings
 }
 
@@ -89,7 +90,10 @@ fn every_fixture_validates_as_its_directory_says_and_is_pinned() {
             checked += 1;
         }
     }
-    assert!(checked >= 60, "only {checked} fixtures found under golden/aof");
+    assert!(
+        checked >= 60,
+        "only {checked} fixtures found under golden/aof"
+    );
 }
 
 /// Encoding the decoded value and decoding it again gives the same value.
@@ -99,7 +103,12 @@ fn assert_fixed_point(kind: &str, report: &Value, path: &Path) {
         let task = Task::parse(&text).expect("valid task");
         let rendered = task.render().expect("renders");
         let again = Task::parse(&rendered).expect("rendered task parses");
-        assert_eq!(task, again, "{}: task file does not round-trip", path.display());
+        assert_eq!(
+            task,
+            again,
+            "{}: task file does not round-trip",
+            path.display()
+        );
         return;
     }
     let encoded = report["value"].to_string();

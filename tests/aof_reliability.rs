@@ -129,7 +129,12 @@ fn sigkill_at_random_points_never_leaves_a_torn_file() {
         .unwrap_or(0x5EED_A0F1_u64);
     let dir = tempfile::tempdir().expect("temp dir");
     let data = dir.path().join("data");
-    create_task(&data, PARENT, TaskStatus::InProgress, json!({ "delegationDepth": 0 }));
+    create_task(
+        &data,
+        PARENT,
+        TaskStatus::InProgress,
+        json!({ "delegationDepth": 0 }),
+    );
     create_task(&data, WORKER, TaskStatus::InProgress, json!({}));
     create_task(&data, CHILD, TaskStatus::InProgress, json!({}));
     let args = route_args(&data);
@@ -142,9 +147,16 @@ fn sigkill_at_random_points_never_leaves_a_torn_file() {
         let started = Instant::now();
         let output = run_ski(&args, message);
         longest = longest.max(started.elapsed());
-        assert!(output.status.success(), "calibration run failed: {output:?}");
+        assert!(
+            output.status.success(),
+            "calibration run failed: {output:?}"
+        );
     }
-    let window_us = u64::try_from(longest.as_micros()).unwrap_or(u64::MAX).max(1000) * 5 / 4;
+    let window_us = u64::try_from(longest.as_micros())
+        .unwrap_or(u64::MAX)
+        .max(1000)
+        * 5
+        / 4;
 
     let started = Instant::now();
     let mut rng = SplitMix(seed);
@@ -196,7 +208,10 @@ fn sigkill_at_random_points_never_leaves_a_torn_file() {
         let id = TaskId::parse(id).expect("valid id");
         let task = store.read(&id).expect("read").expect("task exists");
         let file = store.file_path(task.status(), &id);
-        assert!(file.is_file(), "{id} is not in its status directory {file:?}");
+        assert!(
+            file.is_file(),
+            "{id} is not in its status directory {file:?}"
+        );
     }
     let all = events(&data);
     let ids: Vec<u64> = all.iter().filter_map(|e| e["eventId"].as_u64()).collect();
@@ -259,7 +274,11 @@ fn two_processes_routing_100_updates_each_lose_none() {
         .iter()
         .filter_map(|line| line.split_once("Z ").map(|(_, rest)| rest.to_owned()))
         .collect();
-    assert_eq!(log.len(), 2 * PER_WRITER, "every update must leave one Work Log line");
+    assert_eq!(
+        log.len(),
+        2 * PER_WRITER,
+        "every update must leave one Work Log line"
+    );
     assert_eq!(found, expected, "no update may be lost or duplicated");
     assert_eq!(task.status(), TaskStatus::InProgress);
 
@@ -269,5 +288,8 @@ fn two_processes_routing_100_updates_each_lose_none() {
     assert_eq!(count("task.updated"), 2 * PER_WRITER);
     let ids: Vec<u64> = all.iter().filter_map(|e| e["eventId"].as_u64()).collect();
     let expected_ids: Vec<u64> = (1..=ids.len() as u64).collect();
-    assert_eq!(ids, expected_ids, "event ids must be unique and gapless across processes");
+    assert_eq!(
+        ids, expected_ids,
+        "event ids must be unique and gapless across processes"
+    );
 }

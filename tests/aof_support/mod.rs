@@ -185,7 +185,10 @@ pub fn check_disk(data: &Path) -> Result<DiskSummary, String> {
 
 /// Every event of a data dir, through the CLI.
 pub fn events(data: &Path) -> Vec<Value> {
-    let output = run_ski(&["aof", "events", "--data-dir", &data.to_string_lossy()], "");
+    let output = run_ski(
+        &["aof", "events", "--data-dir", &data.to_string_lossy()],
+        "",
+    );
     assert!(output.status.success(), "ski aof events failed: {output:?}");
     serde_json::from_slice::<Vec<Value>>(&output.stdout).expect("events are a JSON array")
 }
