@@ -470,65 +470,57 @@ fn validate_text(kind: ValidateKind, text: &str) -> Validation {
         value: None,
         errors: Vec::new(),
     };
-    if let ValidateKind::Task = kind {
-        match Task::parse(text) {
-            Ok(task) => {
-                report.valid = true;
-                report.value = Some(json!({
-                    "frontmatter": task.frontmatter,
-                    "body": task.body,
-                }));
-            }
-            Err(error) => {
-                report
-                    .errors
-                    .push(Issue::new("", IssueKind::InvalidJson, error.to_string()));
-            }
-        }
-        return report;
-    }
-    let trimmed = text.trim();
-    let json_text = match kind {
-        ValidateKind::Envelope => trimmed.strip_prefix(PREFIX).unwrap_or(trimmed),
-        _ => trimmed,
-    };
-    let value: Value = match serde_json::from_str(json_text) {
-        Ok(value) => value,
-        Err(error) => {
-            report.errors.push(Issue::new(
+    let parse = |text: &str| -> Result<Value, Vec<Issue>> {
+        serde_json::from_str(text.trim()).map_err(|error| {
+            vec![Issue::new(
                 "",
                 IssueKind::InvalidJson,
                 format!("invalid JSON: {error}"),
-            ));
-            return report;
-        }
+            )]
+        })
     };
+    let payload = |kind: PayloadKind| parse(text).and_then(|v| validate_payload(kind, &v));
     let result: Result<Value, Vec<Issue>> = match kind {
-        ValidateKind::Envelope => Envelope::from_value(&value).map(|envelope| {
-            report.message_type = Some(envelope.kind().to_owned());
-            report.known = Some(envelope.is_known());
-            envelope.to_value()
+        ValidateKind::Envelope => {
+            let trimmed = text.trim();
+            parse(trimmed.strip_prefix(PREFIX).unwrap_or(trimmed)).and_then(|value| {
+                Envelope::from_value(&value).map(|envelope| {
+                    report.message_type = Some(envelope.kind().to_owned());
+                    report.known = Some(envelope.is_known());
+                    envelope.to_value()
+                })
+            })
+        }
+        ValidateKind::CompletionReport => payload(PayloadKind::CompletionReport),
+        ValidateKind::StatusUpdate => payload(PayloadKind::StatusUpdate),
+        ValidateKind::HandoffRequest => payload(PayloadKind::HandoffRequest),
+        ValidateKind::HandoffAccepted => payload(PayloadKind::HandoffAccepted),
+        ValidateKind::HandoffRejected => payload(PayloadKind::HandoffRejected),
+        ValidateKind::TestReport => payload(PayloadKind::TestReport),
+        ValidateKind::RunResult => {
+            parse(text).and_then(|v| RunResult::from_value(&v).map(|r| to_json(&r)))
+        }
+        ValidateKind::Run => {
+            parse(text).and_then(|v| RunArtifact::from_value(&v).map(|r| to_json(&r)))
+        }
+        ValidateKind::Heartbeat => {
+            parse(text).and_then(|v| RunHeartbeat::from_value(&v).map(|r| to_json(&r)))
+        }
+        ValidateKind::Event => parse(text).and_then(|value| {
+            Event::from_value(&value)
+                .map(|event| event.to_value())
+                .ok_or_else(|| {
+                    vec![Issue::new(
+                        "",
+                        IssueKind::InvalidType,
+                        "an event needs eventId (positive integer), type, timestamp (ISO 8601 \
+                         UTC), actor, an optional valid taskId and an object payload",
+                    )]
+                })
         }),
-        ValidateKind::CompletionReport => validate_payload(PayloadKind::CompletionReport, &value),
-        ValidateKind::StatusUpdate => validate_payload(PayloadKind::StatusUpdate, &value),
-        ValidateKind::HandoffRequest => validate_payload(PayloadKind::HandoffRequest, &value),
-        ValidateKind::HandoffAccepted => validate_payload(PayloadKind::HandoffAccepted, &value),
-        ValidateKind::HandoffRejected => validate_payload(PayloadKind::HandoffRejected, &value),
-        ValidateKind::TestReport => validate_payload(PayloadKind::TestReport, &value),
-        ValidateKind::RunResult => RunResult::from_value(&value).map(|r| to_json(&r)),
-        ValidateKind::Run => RunArtifact::from_value(&value).map(|r| to_json(&r)),
-        ValidateKind::Heartbeat => RunHeartbeat::from_value(&value).map(|r| to_json(&r)),
-        ValidateKind::Event => Event::from_value(&value)
-            .map(|event| event.to_value())
-            .ok_or_else(|| {
-                vec![Issue::new(
-                    "",
-                    IssueKind::InvalidType,
-                    "an event needs eventId (positive integer), type, timestamp (ISO 8601 UTC), \
-                     actor, an optional valid taskId and an object payload",
-                )]
-            }),
-        ValidateKind::Task => unreachable_task(),
+        ValidateKind::Task => Task::parse(text)
+            .map(|task| json!({ "frontmatter": task.frontmatter, "body": task.body }))
+            .map_err(|error| vec![Issue::new("", IssueKind::InvalidJson, error.to_string())]),
     };
     match result {
         Ok(value) => {
@@ -538,15 +530,6 @@ fn validate_text(kind: ValidateKind, text: &str) -> Validation {
         Err(issues) => report.errors = issues,
     }
     report
-}
-
-/// Task files are handled before JSON parsing; this arm only satisfies the match.
-fn unreachable_task() -> Result<Value, Vec<Issue>> {
-    Err(vec![Issue::new(
-        "",
-        IssueKind::InvalidType,
-        "task files are not JSON",
-    )])
 }
 
 fn to_json(value: &impl Serialize) -> Value {
