@@ -121,6 +121,31 @@ fn assert_each_task_once(data: &Path, context: &str) {
     }
 }
 
+/// Temp files under the task directories, companion `inputs/` directories and run directories.
+fn temp_files(data: &Path) -> Vec<std::path::PathBuf> {
+    let mut dirs = Vec::new();
+    for status in TaskStatus::ALL {
+        let dir = data.join("tasks").join(status.as_str());
+        dirs.push(dir.clone());
+        for id in [PARENT, WORKER, CHILD] {
+            dirs.push(dir.join(id).join("inputs"));
+        }
+    }
+    for id in [PARENT, WORKER, CHILD] {
+        dirs.push(data.join("runs").join(id));
+    }
+    dirs.iter()
+        .filter_map(|dir| std::fs::read_dir(dir).ok())
+        .flat_map(|entries| entries.flatten())
+        .map(|entry| entry.path())
+        .filter(|path| {
+            path.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(".tmp-"))
+        })
+        .collect()
+}
+
 #[test]
 fn sigkill_at_random_points_never_leaves_a_torn_file() {
     let seed = std::env::var("SKI_AOF_KILL_SEED")
@@ -203,6 +228,11 @@ fn sigkill_at_random_points_never_leaves_a_torn_file() {
         );
     }
     assert_each_task_once(&data, "after the final runs");
+    let leftovers = temp_files(&data);
+    assert!(
+        leftovers.is_empty(),
+        "temp files of killed processes must be swept by later writes: {leftovers:?}"
+    );
     let store = TaskStore::open(&data).expect("open store");
     for id in [PARENT, WORKER, CHILD] {
         let id = TaskId::parse(id).expect("valid id");

@@ -80,3 +80,36 @@ fn parent_of(path: &Path) -> io::Result<&Path> {
 pub fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
 }
+
+/// The id of the process that wrote a temp file, from its name `.tmp-<name>.<pid>.<n>`.
+fn temp_owner(name: &str) -> Option<i32> {
+    let rest = name.strip_prefix(TEMP_PREFIX)?;
+    let mut parts = rest.rsplitn(3, '.');
+    let _counter = parts.next()?;
+    parts.next()?.parse().ok()
+}
+
+/// Removes temp files in `dir` left by processes that no longer exist (killed mid-write).
+/// Files of live processes, and files whose owner cannot be told, are left alone.
+pub fn sweep_stale_temps(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .filter(|n| is_temp_name(n))
+            .and_then(temp_owner)
+        else {
+            continue;
+        };
+        let gone = matches!(
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+            Err(nix::errno::Errno::ESRCH)
+        );
+        if gone && pid != 0 {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::atomic_file::{create_dir_durable, write_atomic};
+use super::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
 use super::envelope::HandoffRequestPayload;
 use super::error::AofError;
 
@@ -46,6 +46,7 @@ pub fn write_artifacts(
         move |source| AofError::Handoff { path, source }
     };
     create_dir_durable(&inputs).map_err(wrap(&inputs))?;
+    sweep_stale_temps(&inputs);
     let json_path = inputs.join("handoff.json");
     let mut json = serde_json::to_string_pretty(payload).map_err(|error| AofError::Handoff {
         path: json_path.clone(),

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::atomic_file::{create_dir_durable, write_atomic};
+use super::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
 use super::envelope::{
     MAX_BLOCKERS, MAX_DELIVERABLES, MAX_ITEM, MAX_NAME, OUTCOME_VALUES, Outcome, TestReport,
 };
@@ -322,6 +322,7 @@ impl RunStore {
             source,
         };
         create_dir_durable(&self.dir_of(task_id)).map_err(io_error)?;
+        sweep_stale_temps(&self.dir_of(task_id));
         let mut text = serde_json::to_string_pretty(value)
             .map_err(|error| io_error(io::Error::other(error)))?;
         text.push('\n');

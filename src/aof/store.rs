@@ -14,7 +14,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::atomic_file::{create_dir_durable, is_temp_name, rename_durable, write_atomic};
+use super::atomic_file::{
+    create_dir_durable, is_temp_name, rename_durable, sweep_stale_temps, write_atomic,
+};
 use super::file_lock::FileLock;
 use super::task::{
     Frontmatter, Lease, Priority, Routing, Task, TaskFileError, TaskStatus, content_hash,
@@ -142,6 +144,7 @@ impl TaskStore {
         for status in TaskStatus::ALL {
             let dir = tasks_dir.join(status.as_str());
             create_dir_durable(&dir).map_err(io_at(&dir))?;
+            sweep_stale_temps(&dir);
         }
         create_dir_durable(&locks_dir).map_err(io_at(&locks_dir))?;
         Ok(Self {
