@@ -40,15 +40,10 @@ A data dir holds tasks/<status>/<TASK-id>.md (YAML frontmatter + Markdown body) 
 directory tasks/<status>/<TASK-id>/{inputs,work,outputs,subtasks}/, runs/<TASK-id>/ (run.json,
 run_heartbeat.json, run_result.json) and events/YYYY-MM-DD.jsonl (one event per line).
 
-Commands:
-  validate      check an envelope, payload, run artifact, task file or event; print the result
-  route         route one message (stdin) into a data dir: handlers, transitions, events
-  poll          scheduler poll: find stale heartbeats and recover those tasks
-  session-end   apply the run_result.json of every in-progress task
-  task          create, show, list and transition tasks
-  run           write and read run artifacts (run.json, heartbeat, run_result.json)
-  events        print the event log
-  resolve       print the transitions a completion outcome maps to
+Example:
+  ski aof task create --data-dir D --title Parser --status in-progress
+  ski aof route --data-dir D --now 2026-02-09T21:05:00.000Z < message.json
+  ski aof events --data-dir D --type task.transitioned
 
 Every command prints JSON on stdout. Exit codes: 0 ok; 2 invalid input or a rejected message;
 3 unusable data dir; 5 a handler failed (the failure is also logged as protocol.message.error).

@@ -14,7 +14,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// AOF/1 agent task protocol: validate, route, poll, session-end, tasks, runs, events.
+    // The help text of `ski aof` comes from `AofArgs`.
     Aof(ski::aof::cli::AofArgs),
 }
 
