@@ -17,7 +17,7 @@ use super::clock::{Clock, FixedClock, SystemClock};
 use super::completion::resolve_completion_transitions;
 use super::data_dir::{DEFAULT_RUNS_DIR, DataDir, Journal};
 use super::envelope::{Envelope, OUTCOME_VALUES, Outcome, PayloadKind, validate_payload};
-use super::error::AofError;
+use super::error::{AofError, describe};
 use super::event::{Event, kind};
 use super::message::PREFIX;
 use super::router::{RouteOutcome, Router, RouterConfig};
@@ -515,7 +515,7 @@ fn validate_text(kind: ValidateKind, text: &str) -> Validation {
         }),
         ValidateKind::Task => Task::parse(text)
             .map(|task| json!({ "frontmatter": task.frontmatter, "body": task.body }))
-            .map_err(|error| vec![Issue::new("", IssueKind::InvalidJson, error.to_string())]),
+            .map_err(|error| vec![Issue::new("", IssueKind::InvalidTaskFile, describe(&error))]),
     };
     match result {
         Ok(value) => {
@@ -577,7 +577,7 @@ fn route(args: &RouteArgs) -> CommandResult {
             }
             let report = match router.route_input(&line) {
                 Ok(report) => to_json(&report),
-                Err(error) => json!({ "outcome": "failed", "reason": error.to_string() }),
+                Err(error) => json!({ "outcome": "failed", "reason": describe(&error) }),
             };
             writeln!(stdout, "{report}")
                 .and_then(|()| stdout.flush())
@@ -683,7 +683,7 @@ fn task(command: TaskCommand) -> CommandResult {
                 .filter(|task| status.is_none_or(|s| task.status() == s))
                 .map(|task| task_json(&data, task))
                 .collect();
-            let broken: Vec<String> = broken.iter().map(ToString::to_string).collect();
+            let broken: Vec<String> = broken.iter().map(|e| describe(e)).collect();
             print_json(&json!({ "tasks": tasks, "invalidFiles": broken }))
         }
         TaskCommand::Transition(args) => {

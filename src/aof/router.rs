@@ -22,7 +22,7 @@ use super::envelope::{
     Body, CompletionReportPayload, Envelope, HandoffAckPayload, HandoffRequestPayload,
     StatusUpdatePayload,
 };
-use super::error::AofError;
+use super::error::{AofError, describe};
 use super::event::{Event, kind};
 use super::handoff::{MAX_DELEGATION_DEPTH, write_artifacts};
 use super::message::{Parsed, Rejection, parse_input};
@@ -193,7 +193,7 @@ impl<'c> Router<'c> {
                 report.reason = Some(reason);
             }
             Err(error) => {
-                let text = error.to_string();
+                let text = describe(&error);
                 journal.emit(
                     kind::MESSAGE_ERROR,
                     SYSTEM_ACTOR,

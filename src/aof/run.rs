@@ -29,7 +29,7 @@ pub const HANDOFF_REF: &str = "outputs/handoff.md";
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
     /// Reading or writing failed.
-    #[error("run artifact i/o failed for {path}: {source}")]
+    #[error("run artifact i/o failed for {path}")]
     Io {
         /// The file.
         path: PathBuf,

@@ -17,7 +17,7 @@ use super::completion::{
     AppliedTransition, apply_steps, outcome_reason, resolve_completion_transitions,
 };
 use super::data_dir::{DataDir, Journal};
-use super::error::AofError;
+use super::error::{AofError, describe};
 use super::event::{Event, kind};
 use super::task::TaskStatus;
 use super::task_id::TaskId;
@@ -225,7 +225,7 @@ pub fn poll(data: &DataDir, clock: &dyn Clock, config: PollConfig) -> Result<Pol
                         outcome: None,
                         transitions: Vec::new(),
                         run_expired: false,
-                        error: Some(error.to_string()),
+                        error: Some(describe(&error)),
                     }
                 }
             };

@@ -32,7 +32,7 @@ pub const COMPANION_DIRS: [&str; 4] = ["inputs", "work", "outputs", "subtasks"];
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// A file operation failed.
-    #[error("task store i/o failed at {path}: {source}")]
+    #[error("task store i/o failed at {path}")]
     Io {
         /// The path.
         path: PathBuf,
@@ -40,7 +40,7 @@ pub enum StoreError {
         source: io::Error,
     },
     /// A task file does not parse.
-    #[error("task file {path} is invalid: {source}")]
+    #[error("task file {path} is invalid")]
     Parse {
         /// The file.
         path: PathBuf,
@@ -48,7 +48,7 @@ pub enum StoreError {
         source: TaskFileError,
     },
     /// The frontmatter could not be rendered.
-    #[error("task {id} could not be rendered: {source}")]
+    #[error("task {id} could not be rendered")]
     Render {
         /// The task.
         id: TaskId,

@@ -222,7 +222,7 @@ pub enum TaskFileError {
     #[error("unterminated YAML frontmatter (missing closing ---)")]
     Unterminated,
     /// The YAML does not match the schema.
-    #[error("invalid frontmatter: {0}")]
+    #[error("invalid frontmatter")]
     Yaml(#[from] serde_norway::Error),
 }
 

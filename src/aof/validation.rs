@@ -42,8 +42,10 @@ pub enum IssueKind {
     NoUpdateField,
     /// A string that must not be empty is empty.
     Empty,
-    /// The input is not JSON (or not a task file).
+    /// The input is not JSON.
     InvalidJson,
+    /// A task file lacks its frontmatter or the frontmatter does not match the schema.
+    InvalidTaskFile,
 }
 
 /// One validation problem.
