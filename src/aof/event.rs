@@ -260,3 +260,38 @@ fn last_event_id(path: &Path) -> io::Result<Option<u64>> {
         window = window.saturating_mul(4);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_continue_across_logs_and_torn_lines_are_closed() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let day1 = Timestamp::parse("2026-02-09T21:00:00.000Z").expect("valid");
+        let day2 = Timestamp::parse("2026-02-10T01:00:00.000Z").expect("valid");
+        let log = EventLog::new(dir.path().join("events"));
+        log.append("a", "x", None, Map::new(), day2)
+            .expect("append");
+        log.append("b", "x", None, Map::new(), day1)
+            .expect("append");
+        let path = dir.path().join("events/2026-02-09.jsonl");
+        let mut file = OpenOptions::new().append(true).open(&path).expect("open");
+        file.write_all(b"{\"eventId\": 9, \"ty")
+            .expect("torn write");
+        let again = EventLog::new(dir.path().join("events"));
+        let event = again
+            .append("c", "x", None, Map::new(), day1)
+            .expect("append");
+        assert_eq!(event.event_id, 3);
+        let ids: Vec<u64> = again
+            .read_all()
+            .expect("read")
+            .iter()
+            .map(|e| e.event_id)
+            .collect();
+        assert_eq!(ids, [1, 2, 3]);
+        let link = fs::read_link(dir.path().join("events").join(CURRENT_LINK)).expect("link");
+        assert_eq!(link, Path::new("2026-02-09.jsonl"));
+    }
+}

@@ -401,3 +401,54 @@ impl TaskStore {
         Ok(ids)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> Timestamp {
+        Timestamp::parse("2026-02-09T21:00:00.000Z").expect("valid")
+    }
+
+    #[test]
+    fn allocates_ids_per_day_and_moves_companions_with_transitions() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = TaskStore::open(dir.path()).expect("open");
+        let first = store.create(NewTask::new("a"), now()).expect("create");
+        let second = store.create(NewTask::new("b"), now()).expect("create");
+        assert_eq!(first.id().as_str(), "TASK-2026-02-09-001");
+        assert_eq!(second.id().as_str(), "TASK-2026-02-09-002");
+        let mut task = first;
+        let _lock = store.lock(task.id()).expect("lock");
+        store
+            .transition(&mut task, TaskStatus::Ready, now())
+            .expect("backlog -> ready");
+        assert!(store.file_path(TaskStatus::Ready, task.id()).is_file());
+        assert!(store.companion_dir(&task).join("inputs").is_dir());
+        assert!(
+            !dir.path()
+                .join("tasks/backlog/TASK-2026-02-09-001")
+                .exists()
+        );
+        let refused = store.transition(&mut task, TaskStatus::Done, now());
+        assert!(matches!(refused, Err(StoreError::InvalidTransition { .. })));
+    }
+
+    #[test]
+    fn load_finishes_a_transition_a_crash_interrupted() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = TaskStore::open(dir.path()).expect("open");
+        let mut task = store.create(NewTask::new("a"), now()).expect("create");
+        // The state after the in-place rewrite, before the rename: the file in backlog/ already
+        // says ready, and the companion directory is still in backlog/.
+        task.frontmatter.status = TaskStatus::Ready;
+        let old = store.file_path(TaskStatus::Backlog, task.id());
+        std::fs::write(&old, task.render().expect("render")).expect("write");
+        assert_eq!(store.read(task.id()).expect("read"), Some(task.clone()));
+        let loaded = store.load(task.id()).expect("load").expect("exists");
+        assert_eq!(loaded.status(), TaskStatus::Ready);
+        assert!(!old.exists());
+        assert!(store.file_path(TaskStatus::Ready, task.id()).is_file());
+        assert!(store.companion_dir(&loaded).join("outputs").is_dir());
+    }
+}
