@@ -58,7 +58,7 @@ pub use handler::{
 };
 
 use self::handler::{Router, TypedRequest};
-use self::pending::PendingTable;
+use self::pending::{Deadline, PendingTable};
 use super::error::RpcError;
 use super::framing::DEFAULT_MAX_LINE_BYTES;
 use super::id::RequestId;
@@ -495,7 +495,12 @@ impl Peer {
             Timeout::Never => None,
             Timeout::After(timeout) => Some(timeout),
         };
-        let deadline = timeout.map(|timeout| Instant::now() + timeout);
+        let deadline = timeout.map(|timeout| Deadline {
+            at: Instant::now() + timeout,
+            timeout,
+            method,
+        });
+        let expires_at = deadline.as_ref().map(|deadline| deadline.at);
         let rx = shared.pending.insert(id.clone(), deadline)?;
         let guard = PendingGuard {
             shared: shared.clone(),
@@ -506,22 +511,23 @@ impl Peer {
         let fut_id = id.clone();
         let fut = async move {
             let guard = guard;
-            let delivery = match (deadline, timeout) {
-                (Some(deadline), Some(timeout)) => {
-                    let mut rx = rx;
+            let mut rx = rx;
+            let delivery = match expires_at {
+                Some(expires_at) => {
                     tokio::select! {
                         biased;
                         delivery = &mut rx => delivery,
-                        () = tokio::time::sleep_until(deadline) => {
-                            if shared.pending.remove(&fut_id) {
-                                return Err(CallError::Timeout { method, timeout });
+                        () = tokio::time::sleep_until(expires_at) => {
+                            if let Some(timeout) = shared.pending.expire(&fut_id) {
+                                return Err(timeout);
                             }
-                            // The response or the close won the race; its outcome is on the way.
+                            // The response or the close got to the table first; its outcome
+                            // is on the way.
                             rx.await
                         }
                     }
                 }
-                _ => rx.await,
+                None => rx.await,
             };
             drop(guard);
             let Ok(delivery) = delivery else {

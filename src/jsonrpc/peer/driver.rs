@@ -2,7 +2,10 @@
 //! ever waiting on a handler), the notification task (handles notifications in arrival order)
 //! and the writer (drains the send queue, batching writes, and releases send permits).
 
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+
+use futures::FutureExt;
 use std::sync::atomic::Ordering;
 
 use serde_json::Value;
@@ -251,7 +254,10 @@ async fn run_handler(
     flags: &CallFlags,
     closing: &CancellationToken,
 ) -> Option<Result<Value, RpcError>> {
-    let mut fut = fut;
+    // A panicking handler is answered `-32603` instead of leaving the request unanswered.
+    let mut fut = AssertUnwindSafe(fut)
+        .catch_unwind()
+        .map(|result| result.unwrap_or_else(|_| Err(RpcError::internal_error("handler panicked"))));
     tokio::select! {
         biased;
         result = &mut fut => return Some(result),
