@@ -387,6 +387,35 @@ proptest! {
         prop_assert_eq!(decoded, messages);
     }
 
+    /// The streaming decoder classifies every JSON text exactly as `classify` does on its value,
+    /// for objects made of any subset of the JSON-RPC members with arbitrary values.
+    #[test]
+    fn decode_agrees_with_classify(
+        members in prop::collection::btree_map(
+            prop::sample::select(vec!["jsonrpc", "id", "method", "params", "result", "error", "x"]),
+            prop_oneof![
+                arb_json(),
+                Just(json!("2.0")),
+                Just(json!({"code": -32601, "message": "m"})),
+                Just(json!("session/update")),
+            ],
+            0..7,
+        ),
+        top_level_array in any::<bool>(),
+    ) {
+        let object = serde_json::Value::Object(
+            members.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+        );
+        let value = if top_level_array { json!([object]) } else { object };
+        let text = serde_json::to_vec(&value).unwrap();
+        for version in [VersionField::Required, VersionField::Optional] {
+            prop_assert_eq!(
+                decode(&text, version),
+                ski::jsonrpc::classify(value.clone(), version)
+            );
+        }
+    }
+
     /// Arbitrary bytes, cut arbitrarily, never panic the reader or the decoder, and every
     /// oversize report is for a line that really was over the limit.
     #[test]

@@ -1,5 +1,6 @@
 //! `cargo xtask`: the project's automation entry points (see `cargo xtask --help`).
 
+mod bench;
 mod ci;
 
 use anyhow::Result;
@@ -17,11 +18,14 @@ struct Cli {
 enum Command {
     /// Run what CI runs: format check, clippy with warnings denied, and every test.
     Ci(ci::CiArgs),
+    /// Run the benchmarks, write target/bench/report.json and print a table.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Ci(args) => ci::run(&args),
+        Command::Bench(args) => bench::run(&args),
     }
 }
