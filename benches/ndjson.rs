@@ -64,7 +64,7 @@ const SUITES: &[Suite] = &[Suite {
 }];
 
 /// Interleaved rounds for the paired ratio of a benchmark and its baseline.
-const PAIRED_ROUNDS: usize = 21;
+const PAIRED_ROUNDS: usize = 31;
 
 /// What the benchmarks work on: the corpus, a runtime for the async reader, an output buffer.
 struct Workload {
@@ -413,10 +413,10 @@ fn main() {
     // Rows are written only when run by `cargo xtask bench`, which names both directories.
     let bench_dir = std::env::var_os("SKI_BENCH_DIR").map(PathBuf::from);
     let criterion_home = std::env::var_os("CRITERION_HOME").map(PathBuf::from);
-    if let (Some(bench_dir), Some(criterion_home)) = (bench_dir, criterion_home) {
-        if let Err(error) = write_rows(&bench_dir, &criterion_home, &mut workload) {
-            eprintln!("cannot write bench rows: {error}");
-            std::process::exit(1);
-        }
+    if let (Some(bench_dir), Some(criterion_home)) = (bench_dir, criterion_home)
+        && let Err(error) = write_rows(&bench_dir, &criterion_home, &mut workload)
+    {
+        eprintln!("cannot write bench rows: {error}");
+        std::process::exit(1);
     }
 }

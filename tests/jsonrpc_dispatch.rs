@@ -90,7 +90,7 @@ async fn an_oversize_line_is_answered_and_the_next_request_still_works() {
     remote
         .send(r#"{"jsonrpc":"2.0","id":2,"method":"echo","params":["small"]}"#)
         .await;
-    let mut responses = vec![
+    let mut responses = [
         response_of(remote.recv().await),
         response_of(remote.recv().await),
     ];

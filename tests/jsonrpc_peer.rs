@@ -57,7 +57,7 @@ async fn ids_start_at_the_configured_value_and_can_be_strings() {
     assert_eq!(call.await.unwrap().unwrap(), json!(1));
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_ids_are_unique_and_contiguous_with_out_of_order_answers() {
     const N: usize = 200;
     let (peer, mut remote) = peer_with_remote(
@@ -254,7 +254,7 @@ async fn close_versus_timeout_resolves_to_exactly_one_outcome() {
     }
 }
 
-#[tokio::test]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_requests_with_a_random_close_end_in_allowed_outcomes_only() {
     for seed in 1..=5u64 {
         let mut rng = Lcg(seed);
@@ -408,5 +408,44 @@ async fn remote_end_of_stream_fails_pending_requests_and_refuses_new_ones() {
     peer.notify("bye", None).await.unwrap();
     assert_eq!(remote.recv().await, Message::notification("bye", None));
     peer.close().await;
+    assert_eq!(remote.recv_line().await, None);
+}
+
+#[tokio::test]
+async fn a_caller_that_gives_up_leaves_nothing_pending() {
+    let (peer, mut remote) =
+        peer_with_remote(Peer::builder().request_timeout(Some(Duration::from_secs(60))));
+    let call = peer
+        .start_request("a", None, RequestOptions::default())
+        .await
+        .unwrap();
+    let request = request_of(remote.recv().await);
+    assert_eq!(peer.stats().pending_requests, 1);
+    drop(call);
+    let stats = peer.stats();
+    assert_eq!((stats.pending_requests, stats.pending_timeouts), (0, 0));
+    // Its answer, arriving later, is noise.
+    remote
+        .send_message(&Message::success(request.id, json!(1)))
+        .await;
+    remote.writer.shutdown().await.unwrap();
+    peer.input_closed().await;
+    assert_eq!(peer.stats().ignored_responses, 1);
+}
+
+#[tokio::test]
+async fn a_finished_connection_without_handles_shuts_its_output() {
+    let (peer, mut remote) = peer_with_remote(Peer::builder());
+    drop(peer);
+    // The peer lives on while its input is open: it still answers.
+    remote
+        .send(r#"{"jsonrpc":"2.0","id":1,"method":"unknown"}"#)
+        .await;
+    let Message::Response(response) = remote.recv().await else {
+        panic!("expected a response");
+    };
+    assert_eq!(response.id, RequestId::Number(1));
+    // Once the input ends and no handle is left, the output is shut down.
+    remote.writer.shutdown().await.unwrap();
     assert_eq!(remote.recv_line().await, None);
 }

@@ -25,10 +25,10 @@ impl Remote {
     }
 
     pub async fn recv_line(&mut self) -> Option<String> {
-        match self.reader.next_line().await {
-            None => None,
-            Some(line) => Some(String::from_utf8(line.unwrap().to_vec()).unwrap()),
-        }
+        self.reader
+            .next_line()
+            .await
+            .map(|line| String::from_utf8(line.unwrap().to_vec()).unwrap())
     }
 
     pub async fn send(&mut self, text: &str) {

@@ -44,6 +44,10 @@ pub fn classify(value: Value, version: VersionField) -> Result<Message, DecodeEr
 }
 
 /// The top-level shape of a JSON text.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a short-lived value on the decode path; boxing would add an allocation per message"
+)]
 pub(super) enum Shape {
     Object(Members),
     Array,
