@@ -7,6 +7,7 @@
 //! string enums keep unknown values. [`methods`] is the method table.
 
 pub mod auth;
+pub mod cli;
 pub mod client;
 pub mod config;
 pub mod content;

@@ -206,7 +206,10 @@ mod tests {
         std::fs::write(&file, "1\n2\n3\n4\n5\n").unwrap();
         let whole = service.read(read_request(&file, None, None)).await.unwrap();
         assert_eq!(whole.content, "1\n2\n3\n4\n5\n");
-        let part = service.read(read_request(&file, Some(2), Some(2))).await.unwrap();
+        let part = service
+            .read(read_request(&file, Some(2), Some(2)))
+            .await
+            .unwrap();
         assert_eq!(part.content, "2\n3\n");
 
         let new_file = dir.path().join("new.txt");
@@ -225,28 +228,55 @@ mod tests {
         let code = |result: Result<ReadTextFileResponse, RpcError>| result.unwrap_err().code;
 
         let relative = read_request(Path::new("five.txt"), None, None);
-        assert_eq!(code(service.read(relative).await), ErrorCode::INVALID_PARAMS);
+        assert_eq!(
+            code(service.read(relative).await),
+            ErrorCode::INVALID_PARAMS
+        );
         let zero = read_request(&dir.path().join("x"), Some(0), None);
         assert_eq!(code(service.read(zero).await), ErrorCode::INVALID_PARAMS);
         let missing = read_request(&dir.path().join("missing"), None, None);
-        assert_eq!(code(service.read(missing).await), ErrorCode::RESOURCE_NOT_FOUND);
+        assert_eq!(
+            code(service.read(missing).await),
+            ErrorCode::RESOURCE_NOT_FOUND
+        );
         let directory = read_request(dir.path(), None, None);
-        assert_eq!(code(service.read(directory).await), ErrorCode::INTERNAL_ERROR);
+        assert_eq!(
+            code(service.read(directory).await),
+            ErrorCode::INTERNAL_ERROR
+        );
         std::fs::write(outside.path().join("secret"), "s").unwrap();
-        let escape = read_request(&dir.path().join("../").join(outside.path().file_name().unwrap()).join("secret"), None, None);
+        let escape = read_request(
+            &dir.path()
+                .join("../")
+                .join(outside.path().file_name().unwrap())
+                .join("secret"),
+            None,
+            None,
+        );
         assert_eq!(code(service.read(escape).await), ErrorCode::INVALID_PARAMS);
         std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
         let through_link = read_request(&dir.path().join("link/secret"), None, None);
-        assert_eq!(code(service.read(through_link).await), ErrorCode::INVALID_PARAMS);
+        assert_eq!(
+            code(service.read(through_link).await),
+            ErrorCode::INVALID_PARAMS
+        );
 
         let write_code = |result: Result<(), RpcError>| result.unwrap_err().code;
         let no_dir = dir.path().join("no/such/dir/file.txt");
         assert_eq!(
-            write_code(service.write(write_request(no_dir.to_str().unwrap(), "x")).await),
+            write_code(
+                service
+                    .write(write_request(no_dir.to_str().unwrap(), "x"))
+                    .await
+            ),
             ErrorCode::INTERNAL_ERROR
         );
         assert_eq!(
-            write_code(service.write(write_request(dir.path().to_str().unwrap(), "x")).await),
+            write_code(
+                service
+                    .write(write_request(dir.path().to_str().unwrap(), "x"))
+                    .await
+            ),
             ErrorCode::INTERNAL_ERROR
         );
         assert_eq!(
@@ -255,7 +285,11 @@ mod tests {
         );
         let outside_file = outside.path().join("new.txt");
         assert_eq!(
-            write_code(service.write(write_request(outside_file.to_str().unwrap(), "x")).await),
+            write_code(
+                service
+                    .write(write_request(outside_file.to_str().unwrap(), "x"))
+                    .await
+            ),
             ErrorCode::INVALID_PARAMS
         );
         assert!(!outside_file.exists());

@@ -75,7 +75,9 @@ impl Link {
     }
 
     fn lock_initialize(&self) -> MutexGuard<'_, Option<Value>> {
-        self.initialize.lock().unwrap_or_else(PoisonError::into_inner)
+        self.initialize
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The current peer and its generation.
@@ -143,7 +145,11 @@ impl Link {
     }
 
     /// Sends a notification on the current connection.
-    pub(crate) async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), ClientError> {
+    pub(crate) async fn notify(
+        &self,
+        method: &str,
+        params: Option<Value>,
+    ) -> Result<(), ClientError> {
         self.peer()
             .notify(method, params)
             .await

@@ -71,7 +71,10 @@ impl fmt::Debug for PermissionPolicy {
 /// Selects the option that expresses `allow` (or deny), or `cancelled` when none is offered.
 pub fn choose(options: &[PermissionOption], allow: bool) -> RequestPermissionResponse {
     let preferred = if allow {
-        [PermissionOptionKind::AllowOnce, PermissionOptionKind::AllowAlways]
+        [
+            PermissionOptionKind::AllowOnce,
+            PermissionOptionKind::AllowAlways,
+        ]
     } else {
         [
             PermissionOptionKind::RejectOnce,
@@ -150,7 +153,10 @@ impl PermissionBroker {
         response
     }
 
-    async fn decide(self: &Arc<Self>, request: RequestPermissionRequest) -> RequestPermissionResponse {
+    async fn decide(
+        self: &Arc<Self>,
+        request: RequestPermissionRequest,
+    ) -> RequestPermissionResponse {
         let (key, rx) = {
             let mut state = self.lock();
             if state.cancelled.contains(&request.session_id) {
@@ -287,7 +293,10 @@ mod tests {
 
     #[test]
     fn allow_and_deny_pick_the_matching_kind_or_cancel() {
-        let all = request("s", &["reject_always", "allow_always", "allow_once", "reject_once"]);
+        let all = request(
+            "s",
+            &["reject_always", "allow_always", "allow_once", "reject_once"],
+        );
         assert_eq!(
             encoded(&choose(&all.options, true)),
             json!({"outcome": {"outcome": "selected", "optionId": "opt-allow_once"}})
@@ -322,8 +331,15 @@ mod tests {
         broker.wait_pending(2).await;
         assert_eq!(broker.cancel_session("s1"), 1);
         let answer = first.await.unwrap();
-        assert_eq!(encoded(&answer), json!({"outcome": {"outcome": "cancelled"}}));
-        assert_eq!(broker.pending(), 1, "the other session's request still waits");
+        assert_eq!(
+            encoded(&answer),
+            json!({"outcome": {"outcome": "cancelled"}})
+        );
+        assert_eq!(
+            broker.pending(),
+            1,
+            "the other session's request still waits"
+        );
         // A request that arrives after the cancel, before the next turn, is cancelled at once.
         let late = broker.answer(request("s1", &["allow_once"])).await;
         assert_eq!(encoded(&late), json!({"outcome": {"outcome": "cancelled"}}));
@@ -346,7 +362,9 @@ mod tests {
         let broker = Arc::new(PermissionBroker::new(PermissionPolicy::Handler(Arc::new(
             handler,
         ))));
-        let fast = broker.answer(request("fast", &["allow_once", "reject_once"])).await;
+        let fast = broker
+            .answer(request("fast", &["allow_once", "reject_once"]))
+            .await;
         assert_eq!(
             encoded(&fast),
             json!({"outcome": {"outcome": "selected", "optionId": "opt-reject_once"}})

@@ -121,17 +121,17 @@ impl Exit {
     fn to_wire(&self) -> TerminalExitStatus {
         TerminalExitStatus {
             exit_code: self.code.map_or(Nullable::Null, Nullable::Value),
-            signal: self
-                .signal
-                .clone()
-                .map_or(Nullable::Null, Nullable::Value),
+            signal: self.signal.clone().map_or(Nullable::Null, Nullable::Value),
             extra: Default::default(),
         }
     }
 }
 
 fn signal_name(number: i32) -> String {
-    Signal::try_from(number).map_or_else(|_| format!("SIG{number}"), |signal| signal.as_str().to_owned())
+    Signal::try_from(number).map_or_else(
+        |_| format!("SIG{number}"),
+        |signal| signal.as_str().to_owned(),
+    )
 }
 
 enum Command {
@@ -232,7 +232,10 @@ impl Terminals {
     }
 
     /// `terminal/output`.
-    pub(crate) fn output(&self, request: &TerminalRequest) -> Result<TerminalOutputResponse, RpcError> {
+    pub(crate) fn output(
+        &self,
+        request: &TerminalRequest,
+    ) -> Result<TerminalOutputResponse, RpcError> {
         let terminal = self.get(&request.terminal_id)?;
         let exit = terminal.exit.borrow().clone();
         let output = lock(&terminal.output);
@@ -433,7 +436,11 @@ mod tests {
     async fn lifecycle_create_output_wait_release() {
         let terminals = Terminals::new(TerminalConfig::default());
         let created = terminals
-            .create(create("/bin/sh", &["-c", "echo out; echo err >&2; exit 3"], None))
+            .create(create(
+                "/bin/sh",
+                &["-c", "echo out; echo err >&2; exit 3"],
+                None,
+            ))
             .unwrap();
         let request = id(&created.terminal_id);
         let exit = terminals.wait_for_exit(&request).await.unwrap();
@@ -450,7 +457,10 @@ mod tests {
             json!({"exitCode": 3, "signal": null})
         );
         terminals.release(&request).await.unwrap();
-        assert_eq!(terminals.output(&request).unwrap_err().code, ErrorCode::RESOURCE_NOT_FOUND);
+        assert_eq!(
+            terminals.output(&request).unwrap_err().code,
+            ErrorCode::RESOURCE_NOT_FOUND
+        );
         assert_eq!(terminals.len(), 0);
     }
 
@@ -458,7 +468,11 @@ mod tests {
     async fn kill_keeps_output_and_status_until_release() {
         let terminals = Terminals::new(TerminalConfig::default());
         let created = terminals
-            .create(create("/bin/sh", &["-c", "echo started; exec sleep 600"], None))
+            .create(create(
+                "/bin/sh",
+                &["-c", "echo started; exec sleep 600"],
+                None,
+            ))
             .unwrap();
         let request = id(&created.terminal_id);
         // The command runs: no exit status yet.
@@ -483,7 +497,10 @@ mod tests {
         terminals.release(&request).await.unwrap();
         let gone = terminals.wait_for_exit(&request).await.unwrap_err();
         assert_eq!(gone.code, ErrorCode::RESOURCE_NOT_FOUND);
-        assert_eq!(terminals.kill(&request).unwrap_err().code, ErrorCode::RESOURCE_NOT_FOUND);
+        assert_eq!(
+            terminals.kill(&request).unwrap_err().code,
+            ErrorCode::RESOURCE_NOT_FOUND
+        );
     }
 
     #[tokio::test]
@@ -509,7 +526,10 @@ mod tests {
         let exit = terminals.exit_receiver(&request);
         terminals.release_all().await;
         assert_eq!(terminals.len(), 0);
-        let exit = exit.borrow().clone().expect("the command ended before release returned");
+        let exit = exit
+            .borrow()
+            .clone()
+            .expect("the command ended before release returned");
         assert_eq!(exit.signal.as_deref(), Some("SIGKILL"));
     }
 
@@ -518,9 +538,15 @@ mod tests {
         let terminals = Terminals::new(TerminalConfig::default());
         let mut relative = create("/bin/true", &[], None);
         relative.cwd = Some("relative/dir".into());
-        assert_eq!(terminals.create(relative).unwrap_err().code, ErrorCode::INVALID_PARAMS);
+        assert_eq!(
+            terminals.create(relative).unwrap_err().code,
+            ErrorCode::INVALID_PARAMS
+        );
         let missing = create("/nonexistent/ski-no-such-program", &[], None);
-        assert_eq!(terminals.create(missing).unwrap_err().code, ErrorCode::INTERNAL_ERROR);
+        assert_eq!(
+            terminals.create(missing).unwrap_err().code,
+            ErrorCode::INTERNAL_ERROR
+        );
         assert_eq!(
             terminals.output(&id("term-404")).unwrap_err().code,
             ErrorCode::RESOURCE_NOT_FOUND

@@ -106,9 +106,7 @@ impl SessionRouter {
         if is_new {
             self.make_room(&mut queues);
         }
-        let queue = queues
-            .entry(notification.session_id.clone())
-            .or_default();
+        let queue = queues.entry(notification.session_id.clone()).or_default();
         queue.last_touched = tick;
         let notification = match &queue.follower {
             Some(follower) => match follower.send(notification) {
@@ -225,16 +223,26 @@ mod tests {
             seen.push(text_of(&notification));
         }
         assert_eq!(seen, ["a", "b", "c"]);
-        assert_eq!(router.buffered("s2"), 1, "another session's update stays apart");
+        assert_eq!(
+            router.buffered("s2"),
+            1,
+            "another session's update stays apart"
+        );
     }
 
     #[test]
     fn invalid_updates_are_dropped_and_counted() {
         let router = SessionRouter::default();
-        router.receive(Some(json!({"sessionId": "s", "update": {"sessionUpdate": "tool_call"}})));
-        router.receive(Some(json!({"update": {"sessionUpdate": "plan", "entries": []}})));
+        router.receive(Some(
+            json!({"sessionId": "s", "update": {"sessionUpdate": "tool_call"}}),
+        ));
+        router.receive(Some(
+            json!({"update": {"sessionUpdate": "plan", "entries": []}}),
+        ));
         router.receive(None);
-        router.receive(Some(json!({"sessionId": "s", "update": {"sessionUpdate": "turn_end"}})));
+        router.receive(Some(
+            json!({"sessionId": "s", "update": {"sessionUpdate": "turn_end"}}),
+        ));
         let counters = router.counters();
         assert_eq!(counters.invalid, 3);
         assert_eq!(counters.accepted, 1, "an unknown kind is accepted and kept");
@@ -251,7 +259,11 @@ mod tests {
         for n in 0..BUFFERED_SESSION_LIMIT + 1 {
             router.receive(Some(update(&format!("other-{n}"), "x")));
         }
-        assert_eq!(router.buffered("s"), 0, "the oldest unfollowed session was forgotten");
+        assert_eq!(
+            router.buffered("s"),
+            0,
+            "the oldest unfollowed session was forgotten"
+        );
         assert!(router.counters().overflowed >= 3 + UPDATE_BUFFER_LIMIT as u64);
     }
 }
