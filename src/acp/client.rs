@@ -29,7 +29,7 @@
 //! attempt waits `base·2^(n−1)`, capped at 3 s. Sessions live in the agent, so the session ids
 //! stay valid.
 
-// pub mod driver;
+pub mod driver;
 mod fs;
 mod link;
 mod permission;
@@ -60,11 +60,10 @@ use crate::acp::{
     ExportSessionRequest, ExportSessionResponse, FileSystemCapabilities, ForkSessionRequest,
     Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
     ListSessionsResponse, LoadSessionRequest, NewSessionRequest, NewSessionResponse,
-    PROTOCOL_VERSION, PromptRequest, PromptResponse, ReadTextFileRequest,
-    RequestPermissionRequest, RequestPermissionResponse, ResumeSessionRequest,
-    SessionIdRequest, SessionStateResponse, SetSessionConfigOptionRequest,
-    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModelRequest,
-    TerminalRequest, WriteTextFileRequest, methods,
+    PROTOCOL_VERSION, PromptRequest, PromptResponse, ReadTextFileRequest, RequestPermissionRequest,
+    RequestPermissionResponse, ResumeSessionRequest, SessionIdRequest, SessionStateResponse,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModelRequest, TerminalRequest, WriteTextFileRequest, methods,
 };
 use crate::jsonrpc::{
     CallError, ErrorCode, Peer, PeerStats, RequestOptions, RpcError, Transport, WireEvent,
@@ -344,7 +343,11 @@ impl Client {
             source,
         };
         let params = serde_json::to_value(params).map_err(|e| failed(CallError::Params(e)))?;
-        let result = self.inner.link.request(method, Some(params), options).await?;
+        let result = self
+            .inner
+            .link
+            .request(method, Some(params), options)
+            .await?;
         serde_json::from_value(result).map_err(|e| failed(CallError::Decode(e)))
     }
 
@@ -465,10 +468,7 @@ impl Client {
     /// `session/prompt`: one turn. Its updates arrive through [`Client::follow`], all of them
     /// before this returns.
     pub async fn prompt(&self, request: &PromptRequest) -> Result<PromptResponse, ClientError> {
-        self.inner
-            .services
-            .permissions
-            .resume_session(&request.session_id);
+        self.resume_permissions(&request.session_id);
         self.request(methods::SESSION_PROMPT, request).await
     }
 
@@ -497,6 +497,11 @@ impl Client {
         request: &ExportSessionRequest,
     ) -> Result<ExportSessionResponse, ClientError> {
         self.request(methods::SESSION_EXPORT, request).await
+    }
+
+    /// A new turn starts on the session: permission requests are decided again.
+    pub(crate) fn resume_permissions(&self, session_id: &str) {
+        self.inner.services.permissions.resume_session(session_id);
     }
 
     /// Follows a session's updates; updates that arrived earlier come first.
@@ -558,13 +563,16 @@ fn build_peer(config: &ClientConfig, services: &Arc<Services>, transport: Transp
         std::future::ready(())
     });
     let permissions = services.permissions.clone();
-    builder = builder.on_typed_request(
-        methods::SESSION_REQUEST_PERMISSION,
-        move |_cx, request: RequestPermissionRequest| {
-            let permissions = permissions.clone();
-            async move { Ok::<RequestPermissionResponse, RpcError>(permissions.answer(request).await) }
-        },
-    );
+    builder =
+        builder.on_typed_request(
+            methods::SESSION_REQUEST_PERMISSION,
+            move |_cx, request: RequestPermissionRequest| {
+                let permissions = permissions.clone();
+                async move {
+                    Ok::<RequestPermissionResponse, RpcError>(permissions.answer(request).await)
+                }
+            },
+        );
     if let Some((fs, service)) = &services.fs {
         if fs.read {
             let service = service.clone();
@@ -605,9 +613,7 @@ fn add_terminal_handlers(
     builder
         .on_typed_request(
             methods::TERMINAL_CREATE,
-            move |_cx, request: CreateTerminalRequest| {
-                std::future::ready(create.create(request))
-            },
+            move |_cx, request: CreateTerminalRequest| std::future::ready(create.create(request)),
         )
         .on_typed_request(
             methods::TERMINAL_OUTPUT,
