@@ -132,7 +132,10 @@ impl Link {
                 {
                     retries += 1;
                     tracing::info!(%method, %error, "connection lost; reconnecting");
-                    self.reconnect(generation).await?;
+                    // A failed `initialize` is itself what is retried; anything else needs the
+                    // new connection initialized first.
+                    self.reconnect(generation, method != methods::INITIALIZE)
+                        .await?;
                 }
                 result => {
                     return result.map_err(|source| ClientError::Call {
@@ -160,7 +163,7 @@ impl Link {
     }
 
     /// Replaces the connection of generation `lost`, unless another caller already did.
-    async fn reconnect(&self, lost: u64) -> Result<(), ClientError> {
+    async fn reconnect(&self, lost: u64, initialize: bool) -> Result<(), ClientError> {
         let _turn = self.reconnecting.lock().await;
         if self.current().0 != lost {
             return Ok(());
@@ -186,8 +189,12 @@ impl Link {
                 }
             };
             let peer = (self.make_peer)(transport);
-            let initialize = self.lock_initialize().clone();
-            if let Some(params) = initialize
+            let replay = if initialize {
+                self.lock_initialize().clone()
+            } else {
+                None
+            };
+            if let Some(params) = replay
                 && let Err(error) = peer.request(methods::INITIALIZE, Some(params)).await
             {
                 tracing::info!(attempt, %error, "initialize after reconnect failed");
