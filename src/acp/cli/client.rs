@@ -81,6 +81,7 @@ Steps:
   {\"op\":\"stop\"}     session/stop
   {\"op\":\"wait_permission\",\"count\":N,\"timeoutMs\":T}     with --permission-decision hold
   {\"op\":\"cancel_waiting\",\"count\":N}      give up senders still waiting for a send permit
+  {\"op\":\"await_sent\"}   wait until every request issued so far was written
   {\"op\":\"sleep\",\"ms\":N}  {\"op\":\"await\"}  {\"op\":\"close\"}  {\"op\":\"stats\"}
 
 Example (40 concurrent session/new, then the counters):

@@ -31,6 +31,7 @@
 //!   permission requests wait for a decision (with the `hold` permission policy).
 //! - `{"op": "cancel_waiting", "count"?: 1}`: gives up the most recently issued requests that
 //!   still wait for a send permit (the send gate is full).
+//! - `{"op": "await_sent"}`: waits until every request issued so far was written (or ended).
 //! - `{"op": "sleep", "ms"}`, `{"op": "await"}` (every background request has ended),
 //!   `{"op": "close"}`, `{"op": "stats"}`.
 //!
@@ -48,6 +49,7 @@ use futures::future::{AbortHandle, Abortable};
 use futures::stream::FuturesUnordered;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use tokio::sync::Notify;
 use tokio::task::JoinSet;
 
 use super::Client;
@@ -161,6 +163,8 @@ pub enum Step {
     },
     /// Waits until every background request has ended.
     Await,
+    /// Waits until every request issued so far was written (or has ended).
+    AwaitSent,
     /// Closes the client.
     Close,
     /// Reports the counters.
@@ -273,10 +277,27 @@ impl Outcome {
     }
 }
 
-/// A request issued by the driver, as far as `cancel_waiting` needs to know it.
+/// How far one request has come.
+#[derive(Default)]
+struct Progress {
+    /// Its future ran once: it waits for a send permit or holds one.
+    polled: AtomicBool,
+    /// It was written.
+    sent: AtomicBool,
+    /// Its outcome is known.
+    finished: AtomicBool,
+}
+
+impl Progress {
+    fn mark(&self, flag: &AtomicBool, changed: &Notify) {
+        flag.store(true, Ordering::SeqCst);
+        changed.notify_waiters();
+    }
+}
+
+/// A request issued by the driver, as far as `cancel_waiting` and `await_sent` need to know it.
 struct Issued {
-    sent: Arc<AtomicBool>,
-    finished: Arc<AtomicBool>,
+    progress: Arc<Progress>,
     abort: AbortHandle,
 }
 
@@ -287,6 +308,7 @@ struct State {
     session: Option<String>,
     background: JoinSet<()>,
     issued: Vec<Issued>,
+    changed: Arc<Notify>,
     counts: Arc<Mutex<BTreeMap<&'static str, u64>>>,
 }
 
@@ -332,17 +354,18 @@ impl State {
     async fn issue(&mut self, step: usize, batch: Batch, wait: bool) {
         let peer = self.client.peer();
         let mut requests = Vec::with_capacity(batch.count);
+        let mut batch_progress = Vec::with_capacity(batch.count);
         for index in 0..batch.count {
-            let sent = Arc::new(AtomicBool::new(false));
-            let finished = Arc::new(AtomicBool::new(false));
+            let progress = Arc::new(Progress::default());
             let (abort, registration) = AbortHandle::new_pair();
             self.issued.push(Issued {
-                sent: sent.clone(),
-                finished: finished.clone(),
+                progress: progress.clone(),
                 abort,
             });
-            requests.push((index, sent, finished, registration));
+            batch_progress.push(progress.clone());
+            requests.push((index, progress, registration));
         }
+        let changed = self.changed.clone();
         let emit = self.emit.clone();
         let counts = self.counts.clone();
         let run = async move {
@@ -366,21 +389,18 @@ impl State {
                 }
                 emit(line);
             };
-            let call = |(index, sent, finished, registration): (
-                usize,
-                Arc<AtomicBool>,
-                Arc<AtomicBool>,
-                _,
-            )| {
+            let call = |(index, progress, registration): (usize, Arc<Progress>, _)| {
                 let peer = peer.clone();
                 let method = batch.method.clone();
                 let params = batch.params.clone();
+                let changed = changed.clone();
                 async move {
-                    let call = send(peer, method, params, batch.options, sent);
+                    progress.mark(&progress.polled, &changed);
+                    let call = send(peer, method, params, batch.options, &progress, &changed);
                     let outcome = Abortable::new(call, registration)
                         .await
                         .unwrap_or_else(|_| Outcome::cancelled());
-                    finished.store(true, Ordering::SeqCst);
+                    progress.mark(&progress.finished, &changed);
                     (index, outcome)
                 }
             };
@@ -403,8 +423,25 @@ impl State {
             run.await;
         } else {
             self.background.spawn(run);
-            // Let the batch reach the send gate before the script goes on.
+            // Every request of the batch waits at the send gate before the script goes on.
+            self.wait_until(&batch_progress, |p| {
+                p.polled.load(Ordering::SeqCst) || p.finished.load(Ordering::SeqCst)
+            })
+            .await;
             tokio::task::yield_now().await;
+        }
+    }
+
+    /// Waits until `done` holds for every request in `among`.
+    async fn wait_until(&self, among: &[Arc<Progress>], done: impl Fn(&Progress) -> bool) {
+        loop {
+            let notified = self.changed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if among.iter().all(|progress| done(progress)) {
+                return;
+            }
+            notified.await;
         }
     }
 
@@ -428,12 +465,13 @@ async fn send(
     method: String,
     params: Option<Value>,
     options: RequestOptions,
-    sent: Arc<AtomicBool>,
+    progress: &Progress,
+    changed: &Notify,
 ) -> Outcome {
     match peer.start_request(method, params, options).await {
         Err(error) => Outcome::of(None, Err(error)),
         Ok(response) => {
-            sent.store(true, Ordering::SeqCst);
+            progress.mark(&progress.sent, changed);
             let id = response.id().clone();
             Outcome::of(Some(id), response.await)
         }
@@ -478,6 +516,7 @@ fn op_name(step: &Step) -> &'static str {
         Step::CancelWaiting { .. } => "cancel_waiting",
         Step::Sleep { .. } => "sleep",
         Step::Await => "await",
+        Step::AwaitSent => "await_sent",
         Step::Close => "close",
         Step::Stats => "stats",
     }
@@ -498,6 +537,7 @@ pub async fn run(
         session: None,
         background: JoinSet::new(),
         issued: Vec::new(),
+        changed: Arc::new(Notify::new()),
         counts: Arc::new(Mutex::new(BTreeMap::new())),
     };
     let result = run_steps(&mut state, steps).await;
@@ -673,8 +713,9 @@ async fn run_steps(state: &mut State, steps: &[Step]) -> Result<(), DriverError>
                     if cancelled == *count {
                         break;
                     }
-                    if !issued.sent.load(Ordering::SeqCst)
-                        && !issued.finished.load(Ordering::SeqCst)
+                    let progress = &issued.progress;
+                    if !progress.sent.load(Ordering::SeqCst)
+                        && !progress.finished.load(Ordering::SeqCst)
                     {
                         issued.abort.abort();
                         cancelled += 1;
@@ -685,6 +726,18 @@ async fn run_steps(state: &mut State, steps: &[Step]) -> Result<(), DriverError>
             }
             Step::Sleep { ms } => tokio::time::sleep(Duration::from_millis(*ms)).await,
             Step::Await => state.await_background().await,
+            Step::AwaitSent => {
+                let all: Vec<Arc<Progress>> = state
+                    .issued
+                    .iter()
+                    .map(|issued| issued.progress.clone())
+                    .collect();
+                state
+                    .wait_until(&all, |p| {
+                        p.sent.load(Ordering::SeqCst) || p.finished.load(Ordering::SeqCst)
+                    })
+                    .await;
+            }
             Step::Close => {
                 state.client.close().await;
                 state.emit(json!({"type": "closed", "step": index}));
