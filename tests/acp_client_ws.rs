@@ -137,7 +137,10 @@ async fn a_turn_over_a_loopback_websocket() {
         .unwrap();
     assert_eq!(session.session_id, "ws-session");
     let big = "é".repeat(300_000);
-    assert_eq!(turn(&client, "hi").await, (StopReason::EndTurn, "hi".to_owned()));
+    assert_eq!(
+        turn(&client, "hi").await,
+        (StopReason::EndTurn, "hi".to_owned())
+    );
     assert_eq!(turn(&client, &big).await, (StopReason::EndTurn, big));
     client.close().await;
     assert_eq!(server.connections.load(Ordering::SeqCst), 1);
@@ -155,9 +158,16 @@ async fn a_connection_closed_mid_prompt_is_replaced_and_the_prompt_retried() {
         .new_session(&NewSessionRequest::new("/tmp"))
         .await
         .unwrap();
-    assert_eq!(turn(&client, "again").await, (StopReason::EndTurn, "again".to_owned()));
+    assert_eq!(
+        turn(&client, "again").await,
+        (StopReason::EndTurn, "again".to_owned())
+    );
     assert_eq!(server.connections.load(Ordering::SeqCst), 2);
-    assert_eq!(server.initializes.load(Ordering::SeqCst), 2, "initialize was sent again");
+    assert_eq!(
+        server.initializes.load(Ordering::SeqCst),
+        2,
+        "initialize was sent again"
+    );
     assert_eq!(client.stats().reconnects, 1);
     client.close().await;
 }
@@ -168,10 +178,13 @@ async fn the_heartbeat_ends_a_connection_whose_server_went_silent() {
     let connector = WsConnector::new(&server.url)
         .unwrap()
         .heartbeat(Some(Duration::from_millis(50)));
-    let client = Client::connect(Arc::new(connector), ClientConfig {
-        request_timeout: None,
-        ..config(0)
-    })
+    let client = Client::connect(
+        Arc::new(connector),
+        ClientConfig {
+            request_timeout: None,
+            ..config(0)
+        },
+    )
     .await
     .unwrap();
     let started = tokio::time::Instant::now();
@@ -180,7 +193,11 @@ async fn the_heartbeat_ends_a_connection_whose_server_went_silent() {
         matches!(error.call_error(), Some(CallError::Eof)),
         "{error}"
     );
-    assert!(started.elapsed() >= Duration::from_millis(100), "{:?}", started.elapsed());
+    assert!(
+        started.elapsed() >= Duration::from_millis(100),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]

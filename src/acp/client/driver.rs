@@ -88,7 +88,7 @@ fn yes() -> bool {
 )]
 pub enum Step {
     /// `initialize`.
-    Initialize,
+    Initialize {},
     /// `session/new`; the new session becomes current.
     NewSession {
         /// The session's working directory (default: the driver's).
@@ -138,9 +138,9 @@ pub enum Step {
         timeout_ms: Option<u64>,
     },
     /// `session/cancel` on the current session, answering pending permissions `cancelled`.
-    Cancel,
+    Cancel {},
     /// The ski `session/stop` on the current session.
-    Stop,
+    Stop {},
     /// Waits until `count` permission requests wait for a decision.
     WaitPermission {
         /// How many.
@@ -162,13 +162,13 @@ pub enum Step {
         ms: u64,
     },
     /// Waits until every background request has ended.
-    Await,
+    Await {},
     /// Waits until every request issued so far was written (or has ended).
-    AwaitSent,
+    AwaitSent {},
     /// Closes the client.
-    Close,
+    Close {},
     /// Reports the counters.
-    Stats,
+    Stats {},
 }
 
 /// Why a script could not run.
@@ -505,20 +505,20 @@ fn substitute(value: &Value, session: Option<&str>) -> Value {
 
 fn op_name(step: &Step) -> &'static str {
     match step {
-        Step::Initialize => "initialize",
+        Step::Initialize {} => "initialize",
         Step::NewSession { .. } => "new_session",
         Step::Request { .. } => "request",
         Step::Notify { .. } => "notify",
         Step::Prompt { .. } => "prompt",
-        Step::Cancel => "cancel",
-        Step::Stop => "stop",
+        Step::Cancel {} => "cancel",
+        Step::Stop {} => "stop",
         Step::WaitPermission { .. } => "wait_permission",
         Step::CancelWaiting { .. } => "cancel_waiting",
         Step::Sleep { .. } => "sleep",
-        Step::Await => "await",
-        Step::AwaitSent => "await_sent",
-        Step::Close => "close",
-        Step::Stats => "stats",
+        Step::Await {} => "await",
+        Step::AwaitSent {} => "await_sent",
+        Step::Close {} => "close",
+        Step::Stats {} => "stats",
     }
 }
 
@@ -564,7 +564,7 @@ async fn run_steps(state: &mut State, steps: &[Step]) -> Result<(), DriverError>
     for (index, step) in steps.iter().enumerate() {
         let op = op_name(step);
         match step {
-            Step::Initialize => {
+            Step::Initialize {} => {
                 let capabilities = state.client.config().capabilities();
                 let params = json!({
                     "protocolVersion": crate::acp::PROTOCOL_VERSION,
@@ -670,7 +670,7 @@ async fn run_steps(state: &mut State, steps: &[Step]) -> Result<(), DriverError>
                 };
                 state.issue(index, batch, *wait).await;
             }
-            Step::Cancel => {
+            Step::Cancel {} => {
                 let session = state.session(index, op)?;
                 let answered = state.client.cancel(&session).await;
                 state.emit(json!({
@@ -681,7 +681,7 @@ async fn run_steps(state: &mut State, steps: &[Step]) -> Result<(), DriverError>
                     "error": answered.as_ref().err().map(ToString::to_string),
                 }));
             }
-            Step::Stop => {
+            Step::Stop {} => {
                 let session = state.session(index, op)?;
                 let params = json!({ "sessionId": session });
                 let batch = Batch {
@@ -725,8 +725,8 @@ async fn run_steps(state: &mut State, steps: &[Step]) -> Result<(), DriverError>
                     .emit(json!({"type": "cancel_waiting", "step": index, "cancelled": cancelled}));
             }
             Step::Sleep { ms } => tokio::time::sleep(Duration::from_millis(*ms)).await,
-            Step::Await => state.await_background().await,
-            Step::AwaitSent => {
+            Step::Await {} => state.await_background().await,
+            Step::AwaitSent {} => {
                 let all: Vec<Arc<Progress>> = state
                     .issued
                     .iter()
@@ -738,11 +738,11 @@ async fn run_steps(state: &mut State, steps: &[Step]) -> Result<(), DriverError>
                     })
                     .await;
             }
-            Step::Close => {
+            Step::Close {} => {
                 state.client.close().await;
                 state.emit(json!({"type": "closed", "step": index}));
             }
-            Step::Stats => {
+            Step::Stats {} => {
                 let mut line = state.stats_line();
                 line["step"] = json!(index);
                 state.emit(line);

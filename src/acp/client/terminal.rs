@@ -414,7 +414,10 @@ mod tests {
         assert!(buffer.truncated);
         let mut buffer = OutputBuffer::new(4);
         buffer.push("xx€".as_bytes());
-        assert_eq!(buffer.text(), "€");
+        assert_eq!(buffer.text(), "x€");
+        let mut buffer = OutputBuffer::new(2);
+        buffer.push("xx€".as_bytes());
+        assert_eq!((buffer.text().as_str(), buffer.truncated), ("", true));
         let mut zero = OutputBuffer::new(0);
         zero.push(b"a");
         assert_eq!((zero.text().as_str(), zero.truncated), ("", true));
