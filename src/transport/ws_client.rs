@@ -365,10 +365,7 @@ where
                     }
                     next = frames.next() => next,
                 };
-                let Some(frame) = next else {
-                    return None;
-                };
-                match frame {
+                match next? {
                     Ok(WsMessage::Text(text)) => {
                         liveness.touch();
                         let text = text.as_str().to_owned();

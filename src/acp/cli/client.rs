@@ -27,7 +27,8 @@ use crate::acp::client::{
     Client, ClientConfig, ClientError, FsConfig, PermissionPolicy, TerminalConfig,
 };
 use crate::acp::{
-    NewSessionRequest, PromptRequest, SessionNotification, SessionUpdate, StopReason,
+    NewSessionRequest, PROTOCOL_VERSION, PromptRequest, SessionNotification, SessionUpdate,
+    StopReason,
 };
 use crate::exit::{CommandError, CommandResult};
 use crate::jsonrpc::{CallError, ErrorCode, Transport};
@@ -789,8 +790,20 @@ async fn connect(args: ConnectArgs) -> CommandResult {
     result
 }
 
+/// Initializes and checks that the agent speaks protocol version 1.
+async fn initialize(client: &Client) -> CommandResult {
+    let response = client.initialize().await.map_err(call_failure)?;
+    if response.protocol_version != PROTOCOL_VERSION {
+        return Err(CommandError::upstream(anyhow!(
+            "the agent answered initialize with protocol version {}; this client speaks {PROTOCOL_VERSION}",
+            response.protocol_version
+        )));
+    }
+    Ok(())
+}
+
 async fn turns(client: &Client, args: &ConnectArgs, cwd: &Path) -> CommandResult {
-    client.initialize().await.map_err(call_failure)?;
+    initialize(client).await?;
     let session_id = match &args.session_id {
         Some(id) => id.clone(),
         None => {
@@ -805,6 +818,7 @@ async fn turns(client: &Client, args: &ConnectArgs, cwd: &Path) -> CommandResult
     let mut updates = client.follow(&session_id);
     let mut printer = Printer::new(args.json);
     let mut interrupted = false;
+    let mut signals = true;
     for text in &args.prompt {
         let request = PromptRequest::text(&session_id, text);
         let prompt = client.prompt(&request);
@@ -814,11 +828,19 @@ async fn turns(client: &Client, args: &ConnectArgs, cwd: &Path) -> CommandResult
                 biased;
                 result = &mut prompt => break result,
                 Some(update) = updates.next() => printer.update(&update),
-                _ = tokio::signal::ctrl_c(), if !interrupted => {
-                    interrupted = true;
-                    tracing::info!("interrupted; cancelling the turn (press Ctrl-C again to quit)");
-                    if let Err(error) = client.cancel(&session_id).await {
-                        tracing::warn!(%error, "cannot send session/cancel");
+                signal = tokio::signal::ctrl_c(), if signals => {
+                    if signal.is_err() {
+                        signals = false;
+                    } else if interrupted {
+                        return Err(CommandError::upstream(anyhow!(
+                            "interrupted twice; the turn was left unfinished"
+                        )));
+                    } else {
+                        interrupted = true;
+                        tracing::info!("interrupted; cancelling the turn (press Ctrl-C again to quit)");
+                        if let Err(error) = client.cancel(&session_id).await {
+                            tracing::warn!(%error, "cannot send session/cancel");
+                        }
                     }
                 }
             }
@@ -851,7 +873,7 @@ async fn stop(args: StopArgs) -> CommandResult {
     let config = client_config(&args.transport, None, &cwd)?;
     let session = Session::open(endpoint, config).await?;
     let result = async {
-        session.client.initialize().await.map_err(call_failure)?;
+        initialize(&session.client).await?;
         session
             .client
             .stop(&args.session_id)
