@@ -704,7 +704,11 @@ impl Printer {
     fn update(&mut self, notification: &SessionNotification) {
         let update = &notification.update;
         if let SessionUpdate::Unknown(raw) = update {
-            tracing::debug!(kind = ?raw.get("sessionUpdate"), "skipped an update of an unknown kind");
+            let kind = raw.get(SessionUpdate::TAG).and_then(Value::as_str);
+            tracing::debug!(
+                kind = kind.unwrap_or("?"),
+                "skipped an update of an unknown kind"
+            );
             return;
         }
         let text = match update {
