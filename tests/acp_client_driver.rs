@@ -307,7 +307,7 @@ async fn cancelling_a_turn_answers_the_held_permission_request_cancelled() {
     let agent_task = tokio::spawn(async move {
         agent.answer_initialize().await;
         let new = agent.recv().await;
-        assert_eq!(new["params"]["cwd"], "/work-dir");
+        assert_eq!(new["params"]["cwd"], "/srv/project");
         agent.respond(&new["id"], json!({"sessionId": "s-1"})).await;
         let prompt = agent.recv().await;
         assert_eq!(prompt["params"]["sessionId"], "s-1");
@@ -326,7 +326,7 @@ async fn cancelling_a_turn_answers_the_held_permission_request_cancelled() {
         (cancel, answer)
     });
     let (emit, lines, _rx) = collector();
-    driver::run(&client, &script, "/work-dir", emit)
+    driver::run(&client, &script, "/srv/project", emit)
         .await
         .unwrap();
     let (cancel, answer) = agent_task.await.unwrap();

@@ -913,9 +913,12 @@ async fn drive(args: DriveArgs) -> CommandResult {
     let emit: driver::Emit = Arc::new(|line: Value| Printer::line(&line));
     let result = driver::run(&session.client, &steps, &cwd.to_string_lossy(), emit).await;
     session.finish().await;
-    result
-        .map(|_| ())
-        .map_err(|error| CommandError::upstream(anyhow!(error)))
+    result.map(|_| ()).map_err(|error| match error {
+        driver::DriverError::NoSession { .. } | driver::DriverError::Script(_) => {
+            CommandError::invalid_input(error)
+        }
+        _ => CommandError::upstream(error),
+    })
 }
 
 #[cfg(test)]
