@@ -9,6 +9,8 @@
 //! params or result type for a method name.
 
 pub mod auth;
+pub mod cli;
+pub mod client;
 pub mod config;
 pub mod content;
 pub mod elicitation;

@@ -1,6 +1,8 @@
 //! Transports that carry protocol messages between processes, and the wire log they record into.
 //!
 //! - [`child`]: child processes in their own process group, killed as a group, with piped stdio.
+//! - [`ws_client`]: the WebSocket client side: connecting, heartbeat, reconnect policy and the
+//!   connection-factory seam.
 //! - [`WireLog`]: an ordered record of every line that crossed a channel, with its direction and a
 //!   monotonic time stamp, so that a failed exchange can be shown exactly as it happened.
 //!
@@ -8,6 +10,7 @@
 //! stderr, a WebSocket, harness notes) records into the same log, which keeps their relative order.
 
 pub mod child;
+pub mod ws_client;
 
 use std::io;
 use std::pin::Pin;

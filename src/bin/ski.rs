@@ -14,17 +14,20 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Agent Client Protocol: reference agent and client
+    #[command(subcommand)]
+    Acp(ski::acp::cli::AcpCommand),
     // The help text of `ski aof` comes from `AofArgs`.
     Aof(ski::aof::cli::AofArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Aof(args) => ski::aof::cli::run(args),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => error.report(),
+    match cli.command {
+        Command::Acp(command) => command.run(),
+        Command::Aof(args) => match ski::aof::cli::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => error.report(),
+        },
     }
 }
