@@ -305,6 +305,45 @@ async fn the_writer_emits_one_line_per_message_and_raw_bytes_verbatim() {
     );
 }
 
+#[tokio::test]
+async fn a_message_over_512_kib_round_trips_through_the_framing() {
+    // Spec scenario 6: a single line of at least 512 KB encodes and decodes unchanged.
+    let text: String = (0..600_000u32)
+        .map(|i| match i % 97 {
+            0 => '\n',
+            1 => '"',
+            2 => 'é',
+            _ => char::from(b'a' + (i % 26) as u8),
+        })
+        .collect();
+    let message = Message::request(
+        "big-1",
+        "session/prompt",
+        Some(json!({"sessionId": "s", "prompt": [{"type": "text", "text": text}]})),
+    );
+    let mut stream = Vec::new();
+    {
+        let mut writer = LineWriter::new(&mut stream);
+        writer.write_message(&message).await.unwrap();
+        writer
+            .write_message(&Message::notification("after", None))
+            .await
+            .unwrap();
+    }
+    assert!(stream.len() > 512 * 1024);
+    let chunks = stream.chunks(4096).map(<[u8]>::to_vec).collect();
+    let mut reader = LineReader::new(Chunked::new(chunks));
+    let first = reader.next_line().await.unwrap().unwrap();
+    assert!(first.len() > 512 * 1024);
+    assert_eq!(decode(first, VersionField::Required).unwrap(), message);
+    let second = reader.next_line().await.unwrap().unwrap();
+    assert_eq!(
+        decode(second, VersionField::Required).unwrap(),
+        Message::notification("after", None)
+    );
+    assert!(reader.next_line().await.is_none());
+}
+
 fn arb_json() -> impl Strategy<Value = serde_json::Value> {
     let leaf = prop_oneof![
         Just(serde_json::Value::Null),
