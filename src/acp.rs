@@ -6,7 +6,9 @@
 //! `sessionUpdate` kinds and content block types decode to an `Unknown` variant, and open
 //! string enums keep unknown values. [`methods`] is the method table.
 
+pub mod agent;
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod content;
 pub mod elicitation;

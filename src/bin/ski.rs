@@ -13,9 +13,15 @@ struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Agent Client Protocol: the reference agent.
+    #[command(subcommand)]
+    Acp(ski::acp::cli::AcpCommand),
+}
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match cli.command {}
+    match cli.command {
+        Command::Acp(command) => command.run(),
+    }
 }
