@@ -233,6 +233,19 @@ impl Agent {
         }
     }
 
+    /// Resolves once every turn running at the time of the call has ended.
+    pub async fn turns_finished(&self) {
+        let turns = self.inner.store().running_turns();
+        for turn in turns {
+            turn.finished().await;
+        }
+    }
+
+    /// How many turns are running.
+    pub fn running_turns(&self) -> usize {
+        self.inner.store().running_turns().len()
+    }
+
     /// How many sessions exist.
     pub fn session_count(&self) -> usize {
         self.inner.store().len()
