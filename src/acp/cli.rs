@@ -13,6 +13,11 @@ use crate::exit::CommandError;
 #[derive(Debug, Subcommand)]
 pub enum AcpCommand {
     /// Run the reference ACP agent (a deterministic echo back end) over stdio or WebSocket.
+    ///
+    /// The agent answers every prompt with its text and implements the ACP v1 agent methods,
+    /// session list, resume, fork, delete and close, the legacy session/set_model, and the ski
+    /// extensions session/export and session/stop. Flags inject delays, holds, failures,
+    /// retries, timeouts and tool calls so that every path can be driven from outside.
     Serve(serve::ServeArgs),
 }
 

@@ -220,10 +220,16 @@ async fn steps(
         Decision::Fail(message) => return Err(TurnOutcome::Failed(message)),
         Decision::Stopped => return Err(stopped(control)),
     }
+    if control.is_stopped() {
+        return Err(stopped(control));
+    }
     agent.record(session, HistoryEntry::User(prompt.to_vec()));
     let max_attempts = agent.config.max_retries.saturating_add(1);
     let mut attempt = 1;
     loop {
+        if control.is_stopped() {
+            return Err(stopped(control));
+        }
         agent
             .execution_state(session, ExecutionStateKind::Running, Some(attempt), None)
             .await;

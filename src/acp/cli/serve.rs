@@ -95,15 +95,7 @@ fn positive(text: &str) -> Result<usize, String> {
 
 /// Arguments of `ski acp serve`.
 #[derive(Debug, Clone, Args)]
-#[command(
-    long_about = "Run the reference ACP agent.\n\nThe agent answers every prompt with its text \
-                  (a deterministic echo back end) and implements the ACP v1 agent methods, \
-                  session list/resume/fork/delete/close, the legacy session/set_model, and the \
-                  ski extensions session/export and session/stop. Flags inject delays, holds, \
-                  failures, retries, timeouts and tool calls so that every path can be driven \
-                  from outside.",
-    after_long_help = EXAMPLES
-)]
+#[command(after_long_help = EXAMPLES)]
 pub struct ServeArgs {
     /// Transport to serve on.
     #[arg(long, value_enum, default_value = "stdio")]
