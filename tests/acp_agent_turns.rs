@@ -822,3 +822,67 @@ async fn end_of_input_stops_running_turns_and_closes_the_connection() {
     within("serve_stream to return", serving).await.unwrap();
     assert_eq!(agent.connection_count(), 0);
 }
+
+#[tokio::test]
+async fn racing_cancels_leave_exactly_one_answer_per_prompt_and_a_free_session() {
+    let (agent, client) = client(AgentConfig {
+        echo: EchoConfig {
+            delay: Duration::from_millis(1),
+            ..EchoConfig::default()
+        },
+        ..config()
+    })
+    .await;
+    let session = client.new_session().await;
+    for round in 0..40 {
+        let (id, prompt) = client.start_prompt(&session, "race").await;
+        // Cancel at once, before or after the turn got going, in one of four ways.
+        match round % 4 {
+            0 => {}
+            1 => client
+                .peer
+                .notify("session/cancel", Some(json!({"sessionId": session})))
+                .await
+                .unwrap(),
+            2 => client.peer.cancel_request(&id).await.unwrap(),
+            _ => client
+                .peer
+                .notify("session/stop", Some(json!({"sessionId": session})))
+                .await
+                .unwrap(),
+        }
+        let outcome = within("a racing prompt", prompt).await.unwrap();
+        match (round % 4, outcome) {
+            (_, Ok(result)) => {
+                let reason = result["stopReason"].as_str().unwrap().to_owned();
+                assert!(
+                    reason == "end_turn" || (round % 4 != 0 && reason == "cancelled"),
+                    "round {round}: {reason}"
+                );
+            }
+            (2, Err(CallError::Rpc(error))) => assert_eq!(error.code.0, -32800),
+            (_, other) => panic!("round {round}: unexpected outcome {other:?}"),
+        }
+        assert_eq!(
+            agent.running_turns(),
+            0,
+            "round {round}: the session is free"
+        );
+    }
+    assert_eq!(
+        client.peer.stats().ignored_responses,
+        0,
+        "no duplicate answers"
+    );
+    let states = client.states(&session);
+    let ends = states
+        .iter()
+        .filter(|s| {
+            matches!(
+                s.as_str(),
+                "completed" | "cancelled" | "failed" | "timed_out"
+            )
+        })
+        .count();
+    assert_eq!(ends, 40, "one terminal state per prompt: {states:?}");
+}

@@ -397,3 +397,41 @@ async fn shutdown_stops_the_server_and_closes_every_connection() {
     within("the client to see the end", client.peer.input_closed()).await;
     within("the server task", &mut served.task).await.unwrap();
 }
+
+#[tokio::test]
+async fn connections_closing_mid_prompt_leave_the_agent_consistent() {
+    let served = serve(AgentConfig {
+        echo: EchoConfig {
+            delay: Duration::from_millis(20),
+            ..EchoConfig::default()
+        },
+        ..config()
+    })
+    .await;
+    let mut sessions = Vec::new();
+    for round in 0..6 {
+        let client = connected(&served.url).await;
+        let session = client.new_session().await;
+        let (_, _abandoned) = client.start_prompt(&session, "going away").await;
+        // Close once the turn is registered, before or after the model started.
+        let state = if round % 2 == 1 { "running" } else { "queued" };
+        client.wait_for_state(&session, state).await;
+        client.peer.close().await;
+        sessions.push(session);
+    }
+    within("every abandoned turn", served.agent.turns_finished()).await;
+    assert_eq!(served.agent.running_turns(), 0);
+    // Every session is still there and takes a prompt from a new connection.
+    let client = connected(&served.url).await;
+    for session in &sessions {
+        client
+            .call(
+                "session/resume",
+                json!({"sessionId": session, "cwd": "/work"}),
+            )
+            .await
+            .unwrap();
+        let result = client.prompt(session, "back").await.unwrap();
+        assert_eq!(result["stopReason"], "end_turn");
+    }
+}

@@ -60,10 +60,24 @@ fn bad_arguments_exit_2_and_say_what_to_fix() {
     for (args, needle) in [
         (&["--bogus"][..], "unexpected argument"),
         (&["--transport", "tcp"][..], "possible values"),
-        (&["--transport", "ws", "--listen", "127.0.0.1"][..], "HOST:PORT"),
-        (&["--transport", "ws", "--listen", "127.0.0.1:99999"][..], "0 to 65535"),
+        (
+            &["--transport", "ws", "--listen", "127.0.0.1"][..],
+            "HOST:PORT",
+        ),
+        (
+            &["--transport", "ws", "--listen", "127.0.0.1:99999"][..],
+            "0 to 65535",
+        ),
         (&["--listen", "127.0.0.1:0"][..], "--transport ws"),
-        (&["--permission-mode", "disabled", "--permission-timeout-ms", "5"][..], "remove one"),
+        (
+            &[
+                "--permission-mode",
+                "disabled",
+                "--permission-timeout-ms",
+                "5",
+            ][..],
+            "remove one",
+        ),
         (&["--disable", "everything"][..], "expected one of"),
         (&["--tool-call", "read:"][..], "read:PATH"),
         (&["--auth-required"][..], "--auth-method"),
@@ -116,9 +130,12 @@ fn message(line: &str) -> Value {
 
 #[tokio::test]
 async fn a_stdio_prompt_round_trip_through_the_binary_echoes_and_ends_the_turn() {
-    let mut agent = child::spawn(
-        ChildSpec::new("agent", SKI).args(["acp", "serve", "--permission-mode", "disabled"]),
-    )
+    let mut agent = child::spawn(ChildSpec::new("agent", SKI).args([
+        "acp",
+        "serve",
+        "--permission-mode",
+        "disabled",
+    ]))
     .expect("spawn ski");
     let requests = [
         json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -129,7 +146,10 @@ async fn a_stdio_prompt_round_trip_through_the_binary_echoes_and_ends_the_turn()
     let mut session = None;
     for request in &requests {
         agent.send_line(&request.to_string()).await.unwrap();
-        let line = within("a response", agent.next_line()).await.unwrap().unwrap();
+        let line = within("a response", agent.next_line())
+            .await
+            .unwrap()
+            .unwrap();
         let response = message(&line);
         assert_eq!(response["id"], request["id"], "{line}");
         if response["id"] == 2 {
@@ -142,7 +162,10 @@ async fn a_stdio_prompt_round_trip_through_the_binary_echoes_and_ends_the_turn()
     agent.send_line(&prompt.to_string()).await.unwrap();
     let mut kinds = Vec::new();
     let result = loop {
-        let line = within("the prompt turn", agent.next_line()).await.unwrap().unwrap();
+        let line = within("the prompt turn", agent.next_line())
+            .await
+            .unwrap()
+            .unwrap();
         let value = message(&line);
         if value["id"] == 3 {
             break value;
@@ -156,13 +179,21 @@ async fn a_stdio_prompt_round_trip_through_the_binary_echoes_and_ends_the_turn()
         kinds.push(update["sessionUpdate"].as_str().unwrap().to_owned());
     };
     assert_eq!(result["result"], json!({"stopReason": "end_turn"}));
-    assert!(kinds.contains(&"agent_message_chunk".to_owned()), "{kinds:?}");
+    assert!(
+        kinds.contains(&"agent_message_chunk".to_owned()),
+        "{kinds:?}"
+    );
     agent.close_stdin();
     let status = within("the agent to exit at end of input", agent.wait())
         .await
         .unwrap();
     assert_eq!(status.code(), Some(0));
-    assert!(within("stdout to end", agent.next_line()).await.unwrap().is_none());
+    assert!(
+        within("stdout to end", agent.next_line())
+            .await
+            .unwrap()
+            .is_none()
+    );
     let termination = agent.shutdown().await.unwrap();
     assert!(termination.group_gone);
 }
@@ -189,7 +220,10 @@ async fn ws_serve_prints_its_address_and_serves_a_prompt() {
         }
     })
     .await;
-    assert!(url.starts_with("ws://127.0.0.1:") && url.ends_with("/acp"), "{url}");
+    assert!(
+        url.starts_with("ws://127.0.0.1:") && url.ends_with("/acp"),
+        "{url}"
+    );
     let (socket, _) = within("connect", tokio_tungstenite::connect_async(&url))
         .await
         .unwrap();
@@ -200,7 +234,10 @@ async fn ws_serve_prints_its_address_and_serves_a_prompt() {
         .unwrap();
     assert_eq!(init["protocolVersion"], 1);
     let session = client
-        .request("session/new", Some(json!({"cwd": "/tmp", "mcpServers": []})))
+        .request(
+            "session/new",
+            Some(json!({"cwd": "/tmp", "mcpServers": []})),
+        )
         .await
         .unwrap()["sessionId"]
         .clone();
