@@ -366,7 +366,7 @@ impl Store {
             .values()
             .filter(|session| cwd.is_none_or(|cwd| session.cwd == cwd))
             .collect();
-        sessions.sort_by(|a, b| b.touched.cmp(&a.touched));
+        sessions.sort_by_key(|session| std::cmp::Reverse(session.touched));
         sessions.into_iter().map(|s| s.id.clone()).collect()
     }
 

@@ -3,7 +3,7 @@
 //! A turn runs on its own task, owned by the agent rather than by the request that started it,
 //! so it ends the same way whatever happens to the connection. Its order:
 //!
-//! 1. (`queued` is sent by the request handler once the session and concurrency checks passed.)
+//! 1. `queued`, once the request handler's session and concurrency checks passed.
 //! 2. The permission step ([`super::permission`]); a refusal ends the turn `cancelled` with no
 //!    content update and no model call.
 //! 3. `running`, then the echo back end's attempts; a failed attempt is retried with
@@ -159,6 +159,9 @@ pub(crate) async fn run(
         session: session.clone(),
         control: control.clone(),
     };
+    agent
+        .execution_state(&session, ExecutionStateKind::Queued, None, None)
+        .await;
     let steps = steps(&agent, &session, &prompt, &control, &plan);
     let outcome = match agent.config.prompt_timeout {
         Some(timeout) => {
