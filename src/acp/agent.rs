@@ -431,7 +431,12 @@ impl Inner {
             same
         });
         if finished {
-            store.touch(session, now);
+            if control.reported_update() {
+                // Keep the `updatedAt` the turn reported, so `session/list` shows the same.
+                store.reorder(session);
+            } else {
+                store.touch(session, now);
+            }
         }
     }
 

@@ -18,6 +18,7 @@
 //! Once a turn is stopped (`session/cancel`, `session/stop`, `$/cancel_request`, its timeout,
 //! or the session going away) it sends no further content update.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::json;
@@ -54,6 +55,8 @@ pub struct TurnControl {
     stop: CancellationToken,
     cause: Mutex<Option<StopCause>>,
     done: CancellationToken,
+    /// Set once the turn reported the session's `updatedAt` in a `session_info_update`.
+    reported_update: AtomicBool,
 }
 
 impl Default for TurnControl {
@@ -69,6 +72,7 @@ impl TurnControl {
             stop: CancellationToken::new(),
             cause: Mutex::new(None),
             done: CancellationToken::new(),
+            reported_update: AtomicBool::new(false),
         }
     }
 
@@ -101,6 +105,11 @@ impl TurnControl {
     /// Resolves once the turn has ended (its outcome is decided and its last update sent).
     pub async fn finished(&self) {
         self.done.cancelled().await;
+    }
+
+    /// Whether the turn reported the session's `updatedAt`, which must then stay as reported.
+    pub(super) fn reported_update(&self) -> bool {
+        self.reported_update.load(Ordering::SeqCst)
     }
 
     pub(super) fn mark_finished(&self) {
@@ -301,6 +310,7 @@ async fn steps(
     .await?;
     agent.record(session, HistoryEntry::Agent(reply));
     if full && let Some(info) = agent.title_session(session, prompt) {
+        control.reported_update.store(true, Ordering::SeqCst);
         agent
             .update(session, SessionUpdate::SessionInfoUpdate(info))
             .await;
