@@ -11,6 +11,7 @@
 
 pub mod child;
 pub mod ws_client;
+pub mod ws_server;
 
 use std::io;
 use std::pin::Pin;

@@ -110,28 +110,6 @@ pub enum PermissionDecision {
     Hold,
 }
 
-/// Log verbosity on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogLevel {
-    /// Errors only
-    Error,
-    /// Errors and warnings
-    Warn,
-    /// Progress notes too
-    Info,
-    /// Everything, including every message's handling
-    Debug,
-}
-
-/// Log line format on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum LogFormat {
-    /// Human-readable lines
-    Text,
-    /// One JSON object per line
-    Json,
-}
-
 /// Where the agent is and how the connection behaves.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Connection")]
@@ -166,12 +144,8 @@ pub struct TransportArgs {
     #[arg(long, value_name = "N", default_value_t = 64,
           value_parser = clap::value_parser!(u64).range(1..))]
     max_in_flight_sends: u64,
-    /// Log level on stderr (RUST_LOG, when set, takes precedence)
-    #[arg(long, value_enum, default_value_t = LogLevel::Info)]
-    log_level: LogLevel,
-    /// Log format on stderr
-    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
-    log_format: LogFormat,
+    #[command(flatten)]
+    log: super::LogArgs,
 }
 
 /// What the client offers the agent.
@@ -250,7 +224,9 @@ impl ClientCommand {
             ClientCommand::Stop(args) => &args.transport,
             ClientCommand::Drive(args) => &args.transport,
         };
-        init_logging(transport.log_level, transport.log_format);
+        if let Err(error) = transport.log.init() {
+            return error.report();
+        }
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()
@@ -275,26 +251,6 @@ impl ClientCommand {
             Err(error) => error.report(),
         }
     }
-}
-
-fn init_logging(level: LogLevel, format: LogFormat) {
-    let level = match level {
-        LogLevel::Error => "error",
-        LogLevel::Warn => "warn",
-        LogLevel::Info => "info",
-        LogLevel::Debug => "debug",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_writer(std::io::stderr);
-    // A subscriber set before (by an embedding program) stays; that is not an error.
-    let _ = match format {
-        LogFormat::Text => builder.with_target(false).try_init(),
-        LogFormat::Json => builder.json().try_init(),
-    };
 }
 
 /// Where the agent is, validated.
