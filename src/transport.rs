@@ -334,10 +334,10 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for LoggedWrite<W> {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.inner).poll_shutdown(cx);
-        if let Poll::Ready(Ok(())) = &poll {
-            if let Some(recorder) = &mut this.recorder {
-                recorder.finish();
-            }
+        if let Poll::Ready(Ok(())) = &poll
+            && let Some(recorder) = &mut this.recorder
+        {
+            recorder.finish();
         }
         poll
     }
