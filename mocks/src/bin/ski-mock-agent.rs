@@ -1,0 +1,49 @@
+//! `ski-mock-agent`: a scriptable fake agent process (see `ski-mock-agent --help`).
+
+use std::io::Write;
+
+use clap::Parser;
+use ski_mocks::agent::cli::{Action, Cli};
+
+fn main() {
+    let argv: Vec<String> = std::env::args_os()
+        .map(|arg| arg.to_string_lossy().into_owned())
+        .collect();
+    let cli = Cli::parse();
+    let launch = match cli.into_action(argv) {
+        Ok(Action::Run(launch)) => launch,
+        Ok(Action::Print(text)) => {
+            let mut stdout = std::io::stdout();
+            let _ = stdout.write_all(text.as_bytes());
+            let _ = stdout.flush();
+            return;
+        }
+        Err(message) => {
+            eprintln!("ski-mock-agent: {message}");
+            std::process::exit(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("ski-mock-agent: cannot start the runtime: {error}");
+            std::process::exit(1);
+        }
+    };
+    let outcome = runtime.block_on(ski_mocks::agent::run(
+        *launch,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        tokio::io::stderr(),
+    ));
+    match outcome {
+        Ok(outcome) => std::process::exit(outcome.code),
+        Err(error) => {
+            eprintln!("ski-mock-agent: {error}");
+            std::process::exit(1);
+        }
+    }
+}
