@@ -281,14 +281,14 @@ where
     if let Some(listener) = listener {
         agent.spawn(control::serve(Arc::clone(&agent), listener));
     }
-    if let Some(path) = &launch.control_connect {
-        if let Err(source) = control::connect(Arc::clone(&agent), path).await {
-            agent.abort_tasks();
-            return Err(LaunchError::Control {
-                path: path.clone(),
-                source,
-            });
-        }
+    if let Some(path) = &launch.control_connect
+        && let Err(source) = control::connect(Arc::clone(&agent), path).await
+    {
+        agent.abort_tasks();
+        return Err(LaunchError::Control {
+            path: path.clone(),
+            source,
+        });
     }
     let outcome = serve(&agent, &launch, stdin).await;
     agent.abort_tasks();

@@ -247,10 +247,11 @@ impl Config {
             "title": agent.title.clone().unwrap_or_else(|| default_title.to_owned()),
             "version": agent.version.clone().unwrap_or_else(|| VERSION.to_owned()),
         });
-        if personality == Personality::Kiro && agent.title.is_none() {
-            if let Some(map) = info.as_object_mut() {
-                map.remove("title");
-            }
+        if personality == Personality::Kiro
+            && agent.title.is_none()
+            && let Some(map) = info.as_object_mut()
+        {
+            map.remove("title");
         }
         let session_ids = match agent.session_ids.as_deref() {
             Some("uuid") => SessionIds::Uuid,

@@ -3,7 +3,10 @@
 //! after stdout was closed. Each line is also recorded in the transcript.
 
 use std::collections::HashMap;
+use std::io;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 
 use serde_json::{Map, Value, json};
 use ski::jsonrpc::LineWriter;
@@ -121,7 +124,7 @@ impl Output {
         }
         let pieces = match &plan.fragments {
             Some(fragments) => fragments.split(line.len()),
-            None => vec![0..line.len()],
+            None => std::iter::once(0..line.len()).collect(),
         };
         if pieces.len() > 1 {
             extra.insert(
@@ -186,5 +189,64 @@ impl ErrorOutput {
         transcript.line(Kind::Stderr, bytes.strip_suffix(b"\n").unwrap_or(bytes), None);
         let _ = self.writer.write_all(bytes).await;
         let _ = self.writer.flush().await;
+    }
+}
+
+/// This process's stdout, whose shutdown really closes the pipe: after flushing, file
+/// descriptor 1 is pointed at `/dev/null`, so the reader at the other end sees end of stream
+/// while the process runs on. (Shutting down tokio's own stdout only flushes.)
+#[derive(Debug)]
+pub struct ProcessStdout {
+    inner: tokio::io::Stdout,
+    closed: bool,
+}
+
+impl ProcessStdout {
+    /// Wraps this process's stdout.
+    pub fn new() -> Self {
+        Self {
+            inner: tokio::io::stdout(),
+            closed: false,
+        }
+    }
+}
+
+impl Default for ProcessStdout {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl AsyncWrite for ProcessStdout {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        if self.closed {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "stdout is closed",
+            )));
+        }
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        if self.closed {
+            return Poll::Ready(Ok(()));
+        }
+        match Pin::new(&mut self.inner).poll_flush(cx) {
+            Poll::Ready(Ok(())) => {}
+            other => return other,
+        }
+        self.closed = true;
+        let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+        nix::unistd::dup2_stdout(&null).map_err(io::Error::from)?;
+        Poll::Ready(Ok(()))
     }
 }

@@ -616,7 +616,7 @@ impl Agent {
             self.request_exit(faults.exit_code, &format!("fault: exit on {}", inbound.method));
             return;
         }
-        if faults.hang_on.iter().any(|m| *m == inbound.method) {
+        if faults.hang_on.contains(&inbound.method) {
             self.transcript
                 .note(&format!("fault: never answering {}", inbound.method));
             return;

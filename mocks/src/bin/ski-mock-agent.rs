@@ -36,7 +36,7 @@ fn main() {
     let outcome = runtime.block_on(ski_mocks::agent::run(
         *launch,
         tokio::io::stdin(),
-        tokio::io::stdout(),
+        ski_mocks::agent::output::ProcessStdout::new(),
         tokio::io::stderr(),
     ));
     match outcome {

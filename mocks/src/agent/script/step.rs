@@ -570,7 +570,7 @@ fn flag(value: Option<bool>, key: &str, action: Action) -> Result<Action, String
 /// Decodes hex digits; spaces are allowed between bytes.
 pub fn decode_hex(text: &str) -> Result<Vec<u8>, String> {
     let digits: Vec<u8> = text.bytes().filter(|b| !b.is_ascii_whitespace()).collect();
-    if digits.len() % 2 != 0 {
+    if !digits.len().is_multiple_of(2) {
         return Err("`raw_hex` needs an even number of hex digits".to_owned());
     }
     digits
