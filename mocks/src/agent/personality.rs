@@ -30,6 +30,9 @@ pub async fn builtin(agent: &Arc<Agent>, ctx: &mut Ctx) {
 
 /// Answers the trigger (if it is a request) and marks the context answered.
 pub async fn reply(agent: &Arc<Agent>, ctx: &mut Ctx, result: Result<Value, RpcError>) {
+    // The turn is over for the agent before the client can see its result, so a cancel sent
+    // right after the result finds no running turn.
+    ctx.turn.take();
     if let Some(trigger) = ctx.trigger.clone() {
         agent.respond(&trigger, result, None).await;
         ctx.answered = true;

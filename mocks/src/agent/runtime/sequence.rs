@@ -301,6 +301,10 @@ async fn respond(
     let jsonrpc = step
         .jsonrpc
         .unwrap_or_else(|| agent.jsonrpc_for(None, ctx.trigger.as_ref()));
+    if ctx.trigger.as_ref().and_then(|t| t.id.as_ref()) == Some(&id) {
+        // Answering the trigger ends its turn before the client can see the answer.
+        ctx.turn.take();
+    }
     let message = Message::Response(ski::jsonrpc::Response { id, result });
     agent.write_message(&message, jsonrpc, plan).await;
     ctx.answered = true;
