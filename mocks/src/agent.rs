@@ -211,6 +211,22 @@ fn start_record(agent: &Agent, launch: &Launch) -> Map<String, Value> {
     record
 }
 
+/// How long the agent, once its input ended, goes on answering the requests it is working on.
+pub const EOF_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// After the input ended: waits until no request is being worked on (at most [`EOF_GRACE`]),
+/// so that `printf ... | ski-mock-agent` gets its answers. Returns an exit requested meanwhile.
+async fn finish_running(agent: &Arc<Agent>) -> Option<Exit> {
+    let deadline = tokio::time::Instant::now() + EOF_GRACE;
+    while !agent.state().running.is_empty() && tokio::time::Instant::now() < deadline {
+        tokio::select! {
+            exit = agent.exit_requested() => return Some(exit),
+            () = tokio::time::sleep(std::time::Duration::from_millis(2)) => {}
+        }
+    }
+    None
+}
+
 #[cfg(unix)]
 async fn next_signal(
     term: &mut Option<tokio::signal::unix::Signal>,
@@ -363,6 +379,9 @@ where
                 reading = false;
                 agent.transcript.note("stdin closed");
                 if !agent.config.faults.ignore_eof {
+                    if let Some(exit) = finish_running(agent).await {
+                        return Outcome { code: exit.code, reason: exit.reason };
+                    }
                     return Outcome { code: 0, reason: "stdin closed".to_owned() };
                 }
                 agent.transcript.note("fault: staying after stdin closed");

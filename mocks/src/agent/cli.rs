@@ -100,9 +100,9 @@ pub struct Cli {
     #[arg(long, value_name = "NAME")]
     pub print_script: Option<String>,
 
-    /// kiro-cli's command line, accepted so that this binary can stand in for `kiro-cli`.
+    /// `acp`: kiro-cli's command line; `control`: send a command to a running agent.
     #[command(subcommand)]
-    pub kiro: Option<KiroCommand>,
+    pub command: Option<SubCommand>,
 }
 
 /// `--personality`.
@@ -125,11 +125,24 @@ pub enum HandshakeArg {
     Jsonrpc,
 }
 
-/// The kiro-cli subcommands.
+/// The subcommands.
 #[derive(Debug, Subcommand)]
-pub enum KiroCommand {
-    /// `kiro-cli acp`: speak ACP on stdio (selects the kiro personality).
+pub enum SubCommand {
+    /// `kiro-cli acp`: speak ACP on stdio (selects the kiro personality), so that this binary
+    /// can stand in for `kiro-cli`.
     Acp(KiroArgs),
+    /// Send one control command to a running agent's socket and print the reply; exits 1 if
+    /// the reply is not ok. Waits up to 10 s for the socket to accept.
+    Control(ControlArgs),
+}
+
+/// `control` arguments.
+#[derive(Debug, Args)]
+pub struct ControlArgs {
+    /// The agent's control socket.
+    pub socket: PathBuf,
+    /// The command, as JSON, for example '{"cmd":"state"}'.
+    pub command: String,
 }
 
 /// `kiro-cli acp` options.
@@ -159,6 +172,8 @@ pub enum Action {
     Run(Box<Launch>),
     /// Print this text and exit 0.
     Print(String),
+    /// Send a control command to a running agent.
+    Control(ControlArgs),
 }
 
 /// Parses one `--fault` value into the fault table.
@@ -233,6 +248,9 @@ fn called_as_kiro(argv0: Option<&str>) -> bool {
 impl Cli {
     /// Turns the parsed command line into what to do; `argv` is the full command line.
     pub fn into_action(self, argv: Vec<String>) -> Result<Action, String> {
+        if let Some(SubCommand::Control(args)) = self.command {
+            return Ok(Action::Control(args));
+        }
         if let Some(name) = &self.print_script {
             return super::script::BUILTIN_SCRIPTS
                 .iter()
@@ -272,7 +290,7 @@ impl Cli {
             Some(PersonalityArg::Standard) => Some(Personality::Standard),
             Some(PersonalityArg::Kiro) => Some(Personality::Kiro),
             Some(PersonalityArg::Intercom) => Some(Personality::Intercom),
-            None if self.kiro.is_some() && script.spec.personality.is_none() => {
+            None if self.command.is_some() && script.spec.personality.is_none() => {
                 Some(Personality::Kiro)
             }
             None if called_as_kiro(argv.first().map(String::as_str))
@@ -282,7 +300,7 @@ impl Cli {
             }
             None => None,
         };
-        if let Some(KiroCommand::Acp(kiro)) = &self.kiro {
+        if let Some(SubCommand::Acp(kiro)) = &self.command {
             overrides.kiro_agent.clone_from(&kiro.agent);
             overrides.kiro_model.clone_from(&kiro.model);
             overrides.kiro_trust_all_tools = kiro.trust_all_tools;
@@ -349,4 +367,37 @@ pub fn summary(config: &Config) -> String {
         out.push_str(&format!("faults: {:?}\n", config.faults));
     }
     out
+}
+
+/// Sends one control command and returns the reply line; waits up to 10 s for the socket.
+pub async fn send_control(args: &ControlArgs) -> Result<serde_json::Value, String> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let command: serde_json::Value = serde_json::from_str(&args.command)
+        .map_err(|e| format!("the command is not json: {e}"))?;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let stream = loop {
+        match tokio::net::UnixStream::connect(&args.socket).await {
+            Ok(stream) => break stream,
+            Err(error) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!(
+                    "cannot connect to {}: {error}",
+                    args.socket.display()
+                ));
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+        }
+    };
+    let (read, mut write) = stream.into_split();
+    let mut line = command.to_string();
+    line.push('\n');
+    write
+        .write_all(line.as_bytes())
+        .await
+        .map_err(|e| format!("cannot send the command: {e}"))?;
+    let mut reply = String::new();
+    BufReader::new(read)
+        .read_line(&mut reply)
+        .await
+        .map_err(|e| format!("cannot read the reply: {e}"))?;
+    serde_json::from_str(reply.trim_end()).map_err(|e| format!("the reply is not json: {e}"))
 }
