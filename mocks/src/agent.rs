@@ -218,7 +218,15 @@ pub const EOF_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
 /// so that `printf ... | ski-mock-agent` gets its answers. Returns an exit requested meanwhile.
 async fn finish_running(agent: &Arc<Agent>) -> Option<Exit> {
     let deadline = tokio::time::Instant::now() + EOF_GRACE;
-    while !agent.state().running.is_empty() && tokio::time::Instant::now() < deadline {
+    loop {
+        let busy = {
+            let mut state = agent.state();
+            state.running.retain(|_, running| !running.task.is_finished());
+            !state.running.is_empty()
+        };
+        if !busy || tokio::time::Instant::now() >= deadline {
+            break;
+        }
         tokio::select! {
             exit = agent.exit_requested() => return Some(exit),
             () = tokio::time::sleep(std::time::Duration::from_millis(2)) => {}

@@ -478,3 +478,34 @@ heartbeat_ms = 20
         );
     }
 }
+
+#[tokio::test]
+async fn pipelined_input_is_answered_in_order() {
+    let script = r#"
+[[on]]
+method = "session/new"
+do = [
+  { update = { sessionUpdate = "agent_message_chunk", content = { type = "text", text = "early" } } },
+  { default = true },
+]
+"#;
+    let mut agent = Agent::start(Start::args(&["--script", "{dir}/s.toml"]).file("s.toml", script));
+    for line in [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{"sessionId":"sess-1","prompt":[{"type":"text","text":"hi"}]}}"#,
+    ] {
+        agent.send(line).await;
+    }
+    agent.close_stdin();
+    let mut order = Vec::new();
+    while let Some(line) = agent.raw_line().await {
+        let message: Value = serde_json::from_slice(&line).expect("json");
+        order.push(match message.get("id") {
+            Some(id) => format!("response {id}"),
+            None => format!("update {}", chunk_text(&message).unwrap_or_default()),
+        });
+    }
+    assert_eq!(order, ["response 0", "update early", "response 1", "update hi", "response 2"]);
+    assert_eq!(agent.code().await, 0);
+}

@@ -363,6 +363,7 @@ async fn call(
     method: &str,
     params: Value,
 ) -> (String, Option<Value>) {
+    ctx.park();
     let id = agent.next_request_id();
     let receiver = agent.expect_reply(&id, None);
     let message = ski::jsonrpc::Message::request(id, method, Some(params));

@@ -630,26 +630,28 @@ impl Agent {
         }
 
         let mut ctx = self.context_for(&inbound);
+        let (parker, parked) = oneshot::channel();
+        ctx.parker = Some(parker);
         let agent = Arc::clone(self);
-        if let Some((index, rule_once)) = self.matching_rule(&inbound, &mut ctx) {
+        let id = inbound.id.clone();
+        let task = if let Some((index, rule_once)) = self.matching_rule(&inbound, &mut ctx) {
             if rule_once {
                 self.state().fired.insert(index);
             }
-            let id = inbound.id.clone();
-            let task = self.spawn(async move {
+            self.spawn(async move {
                 let steps = agent.config.script.rules[index].steps.clone();
                 sequence::run_steps(&agent, &steps, &mut ctx).await;
                 agent.finish_running(ctx.trigger.as_ref());
-            });
-            self.track_running(id.as_ref(), task);
-            return;
-        }
-        let id = inbound.id.clone();
-        let task = self.spawn(async move {
-            personality::builtin(&agent, &mut ctx).await;
-            agent.finish_running(ctx.trigger.as_ref());
-        });
+            })
+        } else {
+            self.spawn(async move {
+                personality::builtin(&agent, &mut ctx).await;
+                agent.finish_running(ctx.trigger.as_ref());
+            })
+        };
         self.track_running(id.as_ref(), task);
+        // The next input line is handled once this message's sequence ended or waits.
+        let _ = parked.await;
     }
 
     fn track_running(&self, id: Option<&RequestId>, task: AbortHandle) {

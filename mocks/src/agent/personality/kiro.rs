@@ -76,6 +76,7 @@ async fn new_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
             .transcript
             .note("quirk: session/new without mcpServers, exiting silently");
         agent.request_exit(0, "quirk: exit on missing mcpServers");
+        ctx.park();
         std::future::pending::<()>().await;
     }
     if let Err(error) = standard::check_new_session(ctx) {
@@ -145,6 +146,7 @@ async fn load_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
             .transcript
             .note("quirk: session/load of an unknown session, exiting");
         agent.request_exit(0, "quirk: exit on unknown session/load");
+        ctx.park();
         std::future::pending::<()>().await;
     }
     if malformed {

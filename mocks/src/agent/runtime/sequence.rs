@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use ski::jsonrpc::{ErrorCode, Message, RequestId, RpcError};
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use super::{Agent, Inbound};
 use crate::agent::commands;
@@ -51,6 +51,10 @@ pub struct Ctx {
     pub cancel: Option<watch::Receiver<u64>>,
     /// The prompt turn this sequence is part of.
     pub turn: Option<TurnGuard>,
+    /// Told when the sequence first waits (or ends, by being dropped), so that the reader of
+    /// stdin handles the next message only then: input is handled in order, as a serial agent
+    /// would, yet a sequence that waits for the client never blocks the input.
+    pub parker: Option<oneshot::Sender<()>>,
 }
 
 impl Ctx {
@@ -64,6 +68,14 @@ impl Ctx {
             answered: false,
             cancel: None,
             turn: None,
+            parker: None,
+        }
+    }
+
+    /// Lets the reader of stdin go on: this sequence is about to wait.
+    pub fn park(&mut self) {
+        if let Some(parker) = self.parker.take() {
+            let _ = parker.send(());
         }
     }
 
@@ -76,6 +88,7 @@ impl Ctx {
 
     /// Waits until the session is cancelled (forever if this is not a prompt turn).
     pub async fn wait_cancelled(&mut self) {
+        self.park();
         match self.cancel.as_mut() {
             Some(receiver) => {
                 if receiver.has_changed().unwrap_or(false) {
@@ -106,7 +119,11 @@ pub fn request_id(value: &Value) -> Option<RequestId> {
 pub async fn run_steps(agent: &Arc<Agent>, steps: &[Step], ctx: &mut Ctx) {
     for step in steps {
         if let Some(delay) = step.delay {
+            ctx.park();
             tokio::time::sleep(delay).await;
+        }
+        if step.fragments.delay.is_some() || step.fragments.gate.is_some() {
+            ctx.park();
         }
         for _ in 0..step.repeat {
             run_action(agent, step, ctx).await;
@@ -173,6 +190,9 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
             let method = ctx.vars.expand_str(method);
             let params = params.as_ref().map(|p| ctx.vars.expand(p));
             let id = id.as_ref().and_then(|v| request_id(&ctx.vars.expand(v)));
+            if *wait {
+                ctx.park();
+            }
             let reply = agent
                 .request(
                     &method,
@@ -210,13 +230,17 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
         Action::StderrBytes(count) => {
             agent.write_stderr(&stderr_filler(*count)).await;
         }
-        Action::Sleep(duration) => tokio::time::sleep(*duration).await,
+        Action::Sleep(duration) => {
+            ctx.park();
+            tokio::time::sleep(*duration).await;
+        }
         Action::WaitFor {
             method,
             id,
             timeout,
         } => {
             let id = id.as_ref().and_then(|v| request_id(&ctx.vars.expand(v)));
+            ctx.park();
             let mut cursor = ctx.cursor;
             let wait = agent.wait_for(method, id.as_ref(), &mut cursor);
             let seen = match timeout {
@@ -236,16 +260,21 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
                 }
             }
         }
-        Action::Gate(name) => agent.gates.wait(name).await,
+        Action::Gate(name) => {
+            ctx.park();
+            agent.gates.wait(name).await;
+        }
         Action::Exit(code) => {
             agent
                 .transcript
                 .note(&format!("script: exit with code {code}"));
             agent.request_exit(*code, "script exit");
+            ctx.park();
             std::future::pending::<()>().await;
         }
         Action::Hang => {
             agent.transcript.note("script: hang");
+            ctx.park();
             std::future::pending::<()>().await;
         }
         Action::CloseStdout => agent.close_stdout().await,
