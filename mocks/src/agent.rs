@@ -42,6 +42,7 @@ pub mod output;
 pub mod personality;
 pub mod runtime;
 pub mod script;
+pub mod stdio;
 pub mod template;
 pub mod transcript;
 

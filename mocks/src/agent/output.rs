@@ -3,10 +3,7 @@
 //! after stdout was closed. Each line is also recorded in the transcript.
 
 use std::collections::HashMap;
-use std::io;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
 use serde_json::{Map, Value, json};
 use ski::jsonrpc::LineWriter;
@@ -192,61 +189,3 @@ impl ErrorOutput {
     }
 }
 
-/// This process's stdout, whose shutdown really closes the pipe: after flushing, file
-/// descriptor 1 is pointed at `/dev/null`, so the reader at the other end sees end of stream
-/// while the process runs on. (Shutting down tokio's own stdout only flushes.)
-#[derive(Debug)]
-pub struct ProcessStdout {
-    inner: tokio::io::Stdout,
-    closed: bool,
-}
-
-impl ProcessStdout {
-    /// Wraps this process's stdout.
-    pub fn new() -> Self {
-        Self {
-            inner: tokio::io::stdout(),
-            closed: false,
-        }
-    }
-}
-
-impl Default for ProcessStdout {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl AsyncWrite for ProcessStdout {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        if self.closed {
-            return Poll::Ready(Err(io::Error::new(
-                io::ErrorKind::BrokenPipe,
-                "stdout is closed",
-            )));
-        }
-        Pin::new(&mut self.inner).poll_write(cx, buf)
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        if self.closed {
-            return Poll::Ready(Ok(()));
-        }
-        match Pin::new(&mut self.inner).poll_flush(cx) {
-            Poll::Ready(Ok(())) => {}
-            other => return other,
-        }
-        self.closed = true;
-        let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
-        nix::unistd::dup2_stdout(&null).map_err(io::Error::from)?;
-        Poll::Ready(Ok(()))
-    }
-}

@@ -34,10 +34,12 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // The pipes register with the runtime's reactor, so they are made inside it.
+    let _context = runtime.enter();
     let outcome = runtime.block_on(ski_mocks::agent::run(
         *launch,
-        tokio::io::stdin(),
-        ski_mocks::agent::output::ProcessStdout::new(),
+        ski_mocks::agent::stdio::ProcessStdin::new(),
+        ski_mocks::agent::stdio::ProcessStdout::new(),
         tokio::io::stderr(),
     ));
     match outcome {
