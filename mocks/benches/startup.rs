@@ -3,7 +3,9 @@
 //! echo agent written with the official TypeScript SDK (when node and npm are present).
 //!
 //! Each run starts the process, writes one `initialize` request at once and stops the clock
-//! when the first line of the response arrives; the process is then ended. Rows go to
+//! when the first line of the response arrives; the process is then ended. A `cat` row (which
+//! echoes the request line) gives the floor: what starting any process and one pipe round trip
+//! cost on this machine at this moment. Rows go to
 //! `$SKI_BENCH_DIR/rows/startup.json` in the `cargo xtask bench` row format; a peer that cannot
 //! run is skipped with a note. `SKI_BENCH_RUNS` sets the number of runs (default 200).
 
@@ -224,6 +226,13 @@ async fn run() -> Result<()> {
         args: Vec::new(),
         cwd: None,
     }];
+    peers.push(Peer {
+        id: "cat-floor",
+        name: "spawn to first line: cat (process start floor)",
+        program: PathBuf::from("cat"),
+        args: Vec::new(),
+        cwd: None,
+    });
     if let Some(peer) = ski_peer(&mut notes).await {
         peers.push(peer);
     }
@@ -253,7 +262,7 @@ async fn run() -> Result<()> {
             "min_ns": u64::try_from(figures.min.as_nanos()).unwrap_or(u64::MAX),
             "runs": figures.runs,
         });
-        if has_ts && peer.id != "ts-sdk-echo" {
+        if has_ts && peer.id != "ts-sdk-echo" && peer.id != "cat-floor" {
             row["baseline"] = json!("ts-sdk-echo");
         }
         rows.push(row);
