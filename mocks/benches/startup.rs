@@ -171,7 +171,10 @@ async fn ts_peer(bench: &Path, notes: &mut Vec<String>) -> Option<Peer> {
     }
     let dir = bench.join("ts-echo");
     if std::fs::create_dir_all(&dir).is_err() {
-        notes.push(format!("typescript sdk echo agent skipped: cannot create {}", dir.display()));
+        notes.push(format!(
+            "typescript sdk echo agent skipped: cannot create {}",
+            dir.display()
+        ));
         return None;
     }
     let installed = dir.join("node_modules/@agentclientprotocol/sdk/package.json");
@@ -187,7 +190,9 @@ async fn ts_peer(bench: &Path, notes: &mut Vec<String>) -> Option<Peer> {
         )
         .await;
         if !ok || !installed.exists() {
-            notes.push(format!("typescript sdk echo agent skipped: npm install {TS_SDK} failed"));
+            notes.push(format!(
+                "typescript sdk echo agent skipped: npm install {TS_SDK} failed"
+            ));
             return None;
         }
     }

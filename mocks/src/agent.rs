@@ -185,10 +185,7 @@ fn start_record(agent: &Agent, launch: &Launch) -> Map<String, Value> {
     record.insert("pid".into(), json!(launch.process.pid));
     record.insert("argv".into(), json!(launch.process.argv));
     record.insert("cwd".into(), json!(launch.process.cwd));
-    record.insert(
-        "personality".into(),
-        json!(agent.config.personality.name()),
-    );
+    record.insert("personality".into(), json!(agent.config.personality.name()));
     record.insert(
         "script".into(),
         if agent.config.script.origin.is_empty() {
@@ -222,7 +219,9 @@ async fn finish_running(agent: &Arc<Agent>) -> Option<Exit> {
     loop {
         let busy = {
             let mut state = agent.state();
-            state.running.retain(|_, running| !running.task.is_finished());
+            state
+                .running
+                .retain(|_, running| !running.task.is_finished());
             !state.running.is_empty()
         };
         if !busy || tokio::time::Instant::now() >= deadline {
@@ -277,10 +276,12 @@ where
 {
     let origin = Instant::now();
     let transcript = match &launch.transcript {
-        Some(path) => Transcript::create(path, origin).map_err(|source| LaunchError::Transcript {
-            path: path.clone(),
-            source,
-        })?,
+        Some(path) => {
+            Transcript::create(path, origin).map_err(|source| LaunchError::Transcript {
+                path: path.clone(),
+                source,
+            })?
+        }
         None => Transcript::disabled(origin),
     };
     let listener = match &launch.control {

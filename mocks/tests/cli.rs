@@ -33,19 +33,35 @@ async fn help_names_scripts_faults_quirks_and_the_kiro_form() {
     }
     let (code, out, _) = run(&["acp", "--help"]).await;
     assert_eq!(code, 0);
-    assert!(out.contains("--trust-all-tools") && out.contains("--agent"), "{out}");
+    assert!(
+        out.contains("--trust-all-tools") && out.contains("--agent"),
+        "{out}"
+    );
 }
 
 #[tokio::test]
 async fn every_ready_script_checks_and_matches_its_file() {
-    for name in ["echo", "testy", "faults", "kiro", "intercom", "intercom-jsonrpc"] {
+    for name in [
+        "echo",
+        "testy",
+        "faults",
+        "kiro",
+        "intercom",
+        "intercom-jsonrpc",
+    ] {
         let (code, out, err) = run(&["--script", name, "--check"]).await;
         assert_eq!(code, 0, "{name}: {err}");
-        assert!(out.starts_with(&format!("script: builtin:{name}: ok")), "{out}");
+        assert!(
+            out.starts_with(&format!("script: builtin:{name}: ok")),
+            "{out}"
+        );
         let file = support::scripts_dir().join(format!("{name}.toml"));
         let (code, printed, _) = run(&["--print-script", name]).await;
         assert_eq!(code, 0);
-        assert_eq!(printed, std::fs::read_to_string(&file).expect("the script file"));
+        assert_eq!(
+            printed,
+            std::fs::read_to_string(&file).expect("the script file")
+        );
         let (code, _, err) = run(&["--script", &file.display().to_string(), "--check"]).await;
         assert_eq!(code, 0, "{}: {err}", file.display());
     }
@@ -55,12 +71,27 @@ async fn every_ready_script_checks_and_matches_its_file() {
 async fn bad_scripts_fail_with_a_clear_message() {
     let dir = tempfile::tempdir().expect("dir");
     let cases = [
-        ("[[on]]\nprompt = \"x\"\ndo = [{ respond = {}, exit = 1 }]\n", "on[0].do[0]: a step has one action, this one has respond, exit"),
-        ("[[on]]\ndo = [{ hang = true }]\n", "on[0]: a rule needs one trigger"),
-        ("[[on]]\nprompt_regex = \"(\"\ndo = [{ hang = true }]\n", "bad regex"),
-        ("[[on]]\nmethod = \"x\"\ndo = [{ notify = \"m\", params = { a = \"${nope}\" } }]\n", "unknown placeholder ${nope}"),
+        (
+            "[[on]]\nprompt = \"x\"\ndo = [{ respond = {}, exit = 1 }]\n",
+            "on[0].do[0]: a step has one action, this one has respond, exit",
+        ),
+        (
+            "[[on]]\ndo = [{ hang = true }]\n",
+            "on[0]: a rule needs one trigger",
+        ),
+        (
+            "[[on]]\nprompt_regex = \"(\"\ndo = [{ hang = true }]\n",
+            "bad regex",
+        ),
+        (
+            "[[on]]\nmethod = \"x\"\ndo = [{ notify = \"m\", params = { a = \"${nope}\" } }]\n",
+            "unknown placeholder ${nope}",
+        ),
         ("[agent]\nnme = \"typo\"\n", "unknown field `nme`"),
-        ("[[on]]\nmethod = \"x\"\ndo = [{ scenario = \"dance\" }]\n", "unknown scenario \"dance\""),
+        (
+            "[[on]]\nmethod = \"x\"\ndo = [{ scenario = \"dance\" }]\n",
+            "unknown scenario \"dance\"",
+        ),
     ];
     for (index, (text, expected)) in cases.iter().enumerate() {
         let path = dir.path().join(format!("bad{index}.toml"));
@@ -72,7 +103,10 @@ async fn bad_scripts_fail_with_a_clear_message() {
     }
     let (code, _, err) = run(&["--script", "/nonexistent/script.toml"]).await;
     assert_eq!(code, 2);
-    assert!(err.contains("cannot read script /nonexistent/script.toml"), "{err}");
+    assert!(
+        err.contains("cannot read script /nonexistent/script.toml"),
+        "{err}"
+    );
     let (code, _, err) = run(&["--fault", "explode"]).await;
     assert_eq!(code, 2);
     assert!(err.contains("unknown fault \"explode\""), "{err}");

@@ -19,14 +19,22 @@ async fn run(agent: &mut Agent, session: &str, text: &str) -> (Vec<Value>, Strin
         .pop()
         .and_then(|m| chunk_text(&m).map(str::to_owned))
         .unwrap_or_default();
-    let reason = response["result"]["stopReason"].as_str().unwrap_or_default().to_owned();
+    let reason = response["result"]["stopReason"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     (before, report, reason)
 }
 
 fn kinds(updates: &[Value]) -> Vec<String> {
     updates
         .iter()
-        .map(|m| m["params"]["update"]["sessionUpdate"].as_str().unwrap_or_default().to_owned())
+        .map(|m| {
+            m["params"]["update"]["sessionUpdate"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
         .collect()
 }
 
@@ -34,11 +42,19 @@ fn kinds(updates: &[Value]) -> Vec<String> {
 async fn help_greet_and_echo() {
     let (mut agent, session) = testy().await;
     let (_, text, reason) = run(&mut agent, &session, "help").await;
-    assert!(text.starts_with("Commands: help, greet, echo <message>, session_updates"), "{text}");
+    assert!(
+        text.starts_with("Commands: help, greet, echo <message>, session_updates"),
+        "{text}"
+    );
     assert_eq!(reason, "end_turn");
     let (_, text, _) = run(&mut agent, &session, "echo hi there").await;
     assert_eq!(text, "hi there");
-    let (_, text, _) = run(&mut agent, &session, r#"{"command":"echo","message":"json form"}"#).await;
+    let (_, text, _) = run(
+        &mut agent,
+        &session,
+        r#"{"command":"echo","message":"json form"}"#,
+    )
+    .await;
     assert_eq!(text, "json form");
     let (_, text, _) = run(&mut agent, &session, "anything else").await;
     assert_eq!(text, "Hello, world!");
@@ -62,7 +78,10 @@ async fn session_updates_sends_every_stable_kind() {
         "tool_call_update",
         "plan",
     ] {
-        assert!(kinds.iter().any(|k| k == kind), "missing {kind} in {kinds:?}");
+        assert!(
+            kinds.iter().any(|k| k == kind),
+            "missing {kind} in {kinds:?}"
+        );
     }
     assert_eq!(report, "scenario: session_updates\nsession_updates: sent");
 }
@@ -73,9 +92,24 @@ async fn content_sends_every_content_block_kind() {
     let (updates, report, _) = run(&mut agent, &session, "content").await;
     let types: Vec<&str> = updates
         .iter()
-        .map(|m| m["params"]["update"]["content"]["type"].as_str().unwrap_or_default())
+        .map(|m| {
+            m["params"]["update"]["content"]["type"]
+                .as_str()
+                .unwrap_or_default()
+        })
         .collect();
-    assert_eq!(types, ["text", "text", "text", "image", "audio", "resource_link", "resource"]);
+    assert_eq!(
+        types,
+        [
+            "text",
+            "text",
+            "text",
+            "image",
+            "audio",
+            "resource_link",
+            "resource"
+        ]
+    );
     assert_eq!(report, "scenario: content\ncontent_blocks: 1");
 }
 
@@ -85,7 +119,14 @@ async fn tool_calls_create_and_update() {
     let (updates, _, _) = run(&mut agent, &session, "tool calls").await;
     assert_eq!(
         kinds(&updates),
-        ["tool_call", "tool_call_update", "tool_call_update", "tool_call", "tool_call_update", "plan"]
+        [
+            "tool_call",
+            "tool_call_update",
+            "tool_call_update",
+            "tool_call",
+            "tool_call_update",
+            "plan"
+        ]
     );
     assert_eq!(updates[4]["params"]["update"]["content"][0]["type"], "diff");
 }
@@ -100,9 +141,14 @@ async fn callbacks_send_every_client_request() {
         )
         .await;
     agent.until_response(&json!(id)).await;
-    let id = agent.request("session/new", json!({"cwd": "/w", "mcpServers": []})).await;
+    let id = agent
+        .request("session/new", json!({"cwd": "/w", "mcpServers": []}))
+        .await;
     let (_, response) = agent.until_response(&json!(id)).await;
-    let session = response["result"]["sessionId"].as_str().expect("session").to_owned();
+    let session = response["result"]["sessionId"]
+        .as_str()
+        .expect("session")
+        .to_owned();
     let prompt = agent.prompt(&session, "callbacks").await;
     let mut methods = Vec::new();
     loop {
@@ -130,7 +176,9 @@ async fn callbacks_send_every_client_request() {
         let method = message["method"].as_str().unwrap_or_default().to_owned();
         if message.get("id").is_some() {
             let result = match method.as_str() {
-                "session/request_permission" => json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}}),
+                "session/request_permission" => {
+                    json!({"outcome": {"outcome": "selected", "optionId": "allow_once"}})
+                }
                 "fs/read_text_file" => json!({"content": "text"}),
                 "terminal/create" => json!({"terminalId": "t-1"}),
                 "terminal/output" => json!({"output": "mock terminal\n", "truncated": false}),
@@ -138,7 +186,9 @@ async fn callbacks_send_every_client_request() {
                 "elicitation/create" => json!({"action": "accept", "content": {"name": "x"}}),
                 _ => json!({}),
             };
-            agent.send_json(json!({"jsonrpc": "2.0", "id": message["id"], "result": result})).await;
+            agent
+                .send_json(json!({"jsonrpc": "2.0", "id": message["id"], "result": result}))
+                .await;
             methods.push(method);
         }
     }
@@ -148,9 +198,14 @@ async fn callbacks_send_every_client_request() {
 async fn cancel_status_and_wait_for_cancel() {
     let (mut agent, session) = testy().await;
     let (_, report, _) = run(&mut agent, &session, "cancel_status").await;
-    assert_eq!(report, "scenario: cancel_status\ncancel_status: not_cancelled");
+    assert_eq!(
+        report,
+        "scenario: cancel_status\ncancel_status: not_cancelled"
+    );
     agent
-        .send_json(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}))
+        .send_json(
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+        )
         .await;
     // A cancel that arrived between turns is reported by ending the turn `cancelled`, with no
     // report, as the official test agent does.
@@ -158,9 +213,16 @@ async fn cancel_status_and_wait_for_cancel() {
     let (before, response) = agent.until_response(&json!(id)).await;
     assert!(before.is_empty(), "{before:?}");
     assert_eq!(response["result"]["stopReason"], "cancelled");
-    let id = agent.prompt(&session, r#"{"command":"run_scenario","scenario":"wait_for_cancel"}"#).await;
+    let id = agent
+        .prompt(
+            &session,
+            r#"{"command":"run_scenario","scenario":"wait_for_cancel"}"#,
+        )
+        .await;
     agent
-        .send_json(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}))
+        .send_json(
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+        )
         .await;
     let (before, response) = agent.until_response(&json!(id)).await;
     assert!(before.is_empty(), "{before:?}");

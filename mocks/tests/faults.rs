@@ -9,7 +9,12 @@ use support::{Agent, Control, Start, chunk_text, texts, transcript};
 
 /// Spawns an agent with an inline script, written into the agent's directory first.
 fn with_script(text: &str, extra: &[&str]) -> Agent {
-    let mut args = vec!["--script", "{dir}/script.toml", "--transcript", "{dir}/t.ndjson"];
+    let mut args = vec![
+        "--script",
+        "{dir}/script.toml",
+        "--transcript",
+        "{dir}/t.ndjson",
+    ];
     args.extend_from_slice(extra);
     Agent::start(Start::args(&args).file("script.toml", text))
 }
@@ -60,11 +65,21 @@ do = [
     assert_eq!(first, expected.as_bytes()[..5]);
     // The agent waits on the gate, so nothing more can arrive until it is released.
     assert!(agent.quiet_for(Duration::from_millis(200)).await);
-    assert_eq!(control.call(json!({"cmd": "release", "gate": "next"})).await["ok"], true);
+    assert_eq!(
+        control
+            .call(json!({"cmd": "release", "gate": "next"}))
+            .await["ok"],
+        true
+    );
     let second = agent.bytes(7).await;
     assert_eq!(second, expected.as_bytes()[5..12]);
     assert!(agent.quiet_for(Duration::from_millis(200)).await);
-    assert_eq!(control.call(json!({"cmd": "release", "gate": "next"})).await["ok"], true);
+    assert_eq!(
+        control
+            .call(json!({"cmd": "release", "gate": "next"}))
+            .await["ok"],
+        true
+    );
     let rest = agent.raw_line().await.expect("the rest of the line");
     assert_eq!(rest, expected.as_bytes()[12..]);
     let response = agent.json().await;
@@ -82,8 +97,17 @@ do = [
 
 #[tokio::test]
 async fn fragment_lines_splits_every_line() {
-    let mut agent = Agent::spawn(&["--fault", "fragment-lines=3", "--fault", "fragment-delay-ms=1", "--transcript", "{dir}/t.ndjson"]);
-    let id = agent.request("initialize", json!({"protocolVersion": 1})).await;
+    let mut agent = Agent::spawn(&[
+        "--fault",
+        "fragment-lines=3",
+        "--fault",
+        "fragment-delay-ms=1",
+        "--transcript",
+        "{dir}/t.ndjson",
+    ]);
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
     let (_, response) = agent.until_response(&json!(id)).await;
     assert_eq!(response["result"]["protocolVersion"], 1);
     agent.close_stdin();
@@ -102,7 +126,10 @@ async fn hang_never_answers_but_the_agent_goes_on() {
     let other = agent.request("session/list", json!({})).await;
     let (before, response) = agent.until_response(&json!(other)).await;
     assert!(before.is_empty(), "{before:?}");
-    assert_eq!(response["result"]["sessions"][0]["sessionId"], session.as_str());
+    assert_eq!(
+        response["result"]["sessions"][0]["sessionId"],
+        session.as_str()
+    );
     agent.close_stdin();
     let rest = agent.rest().await;
     assert!(rest.is_empty(), "{}", String::from_utf8_lossy(&rest));
@@ -133,9 +160,13 @@ async fn exit_with_a_code_mid_turn() {
 #[tokio::test]
 async fn exit_on_a_method_from_the_command_line() {
     let mut agent = Agent::spawn(&["--fault", "exit-on=session/new:42"]);
-    let id = agent.request("initialize", json!({"protocolVersion": 1})).await;
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
     agent.until_response(&json!(id)).await;
-    agent.request("session/new", json!({"cwd": "/", "mcpServers": []})).await;
+    agent
+        .request("session/new", json!({"cwd": "/", "mcpServers": []}))
+        .await;
     assert!(agent.raw_line().await.is_none());
     assert_eq!(agent.code().await, 42);
 }
@@ -172,7 +203,10 @@ async fn malformed_json_line() {
     let session = agent.handshake().await;
     let id = agent.prompt(&session, "malformed").await;
     let line = agent.raw_line().await.expect("a line");
-    assert_eq!(line, br#"{"jsonrpc":"2.0","method":"session/update","params":{"#);
+    assert_eq!(
+        line,
+        br#"{"jsonrpc":"2.0","method":"session/update","params":{"#
+    );
     assert!(serde_json::from_slice::<Value>(&line).is_err());
     let (_, response) = agent.until_response(&json!(id)).await;
     assert_eq!(response["result"]["stopReason"], "end_turn");
@@ -186,7 +220,10 @@ async fn oversize_line_of_exactly_n_bytes() {
     let line = agent.raw_line().await.expect("a line");
     assert_eq!(line.len(), 1_048_577);
     let value: Value = serde_json::from_slice(&line).expect("valid json");
-    assert_eq!(value["params"]["update"]["sessionUpdate"], "agent_message_chunk");
+    assert_eq!(
+        value["params"]["update"]["sessionUpdate"],
+        "agent_message_chunk"
+    );
     assert_eq!(value["params"]["sessionId"], session.as_str());
     let (_, response) = agent.until_response(&json!(id)).await;
     assert_eq!(response["result"]["stopReason"], "end_turn");
@@ -214,9 +251,13 @@ async fn startup_stderr_bytes() {
 #[tokio::test]
 async fn update_before_the_session_new_result() {
     let mut agent = Agent::spawn(&["--fault", "update-before-session-result"]);
-    let id = agent.request("initialize", json!({"protocolVersion": 1})).await;
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
     agent.until_response(&json!(id)).await;
-    let id = agent.request("session/new", json!({"cwd": "/", "mcpServers": []})).await;
+    let id = agent
+        .request("session/new", json!({"cwd": "/", "mcpServers": []}))
+        .await;
     let first = agent.line().await;
     assert_eq!(
         first,
@@ -242,11 +283,16 @@ async fn duplicate_response() {
 #[tokio::test]
 async fn duplicate_responses_everywhere() {
     let mut agent = Agent::spawn(&["--fault", "duplicate-responses"]);
-    agent.request("initialize", json!({"protocolVersion": 1})).await;
+    agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
     let first = agent.line().await;
     let second = agent.line().await;
     assert_eq!(first, second);
-    assert!(first.starts_with(r#"{"jsonrpc":"2.0","id":0,"result":"#), "{first}");
+    assert!(
+        first.starts_with(r#"{"jsonrpc":"2.0","id":0,"result":"#),
+        "{first}"
+    );
 }
 
 #[tokio::test]
@@ -283,7 +329,10 @@ async fn updates_after_every_prompt_result_from_the_command_line() {
     let (before, _) = agent.until_response(&json!(id)).await;
     assert_eq!(chunk_text(&before[0]), Some("hi"));
     let late = agent.json().await;
-    assert_eq!(chunk_text(&late), Some("late update after the prompt result"));
+    assert_eq!(
+        chunk_text(&late),
+        Some("late update after the prompt result")
+    );
 }
 
 #[tokio::test]
@@ -292,7 +341,9 @@ async fn ignore_cancel_in_a_scripted_turn() {
     let session = agent.handshake().await;
     let id = agent.prompt(&session, "ignore cancel").await;
     agent
-        .send_json(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}))
+        .send_json(
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+        )
         .await;
     let (before, response) = agent.until_response(&json!(id)).await;
     assert_eq!(chunk_text(&before[0]), Some("finished anyway"));
@@ -315,7 +366,9 @@ async fn ignore_cancel_from_the_command_line() {
     let mut control = Control::connect(&agent.path("ctl.sock")).await;
     let id = agent.prompt(&session, "wait_for_cancel").await;
     agent
-        .send_json(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}))
+        .send_json(
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+        )
         .await;
     let waited = control
         .call(json!({"cmd": "wait", "method": "session/cancel", "timeout_ms": 10000}))
@@ -329,8 +382,16 @@ async fn ignore_cancel_from_the_command_line() {
     agent.close_stdin();
     assert_eq!(agent.code().await, 0);
     let records = transcript(&agent.path("t.ndjson"));
-    assert!(texts(&records, "note").iter().any(|t| t == "fault: ignoring session/cancel"));
-    assert!(!texts(&records, "out").iter().any(|t| t.contains(&format!("\"id\":{id},"))));
+    assert!(
+        texts(&records, "note")
+            .iter()
+            .any(|t| t == "fault: ignoring session/cancel")
+    );
+    assert!(
+        !texts(&records, "out")
+            .iter()
+            .any(|t| t.contains(&format!("\"id\":{id},")))
+    );
 }
 
 #[tokio::test]
@@ -352,20 +413,36 @@ async fn no_exit_on_stdin_eof() {
     let deadline = Instant::now() + support::PATIENCE;
     loop {
         let records = transcript(&agent.path("t.ndjson"));
-        if texts(&records, "note").iter().any(|t| t == "fault: staying after stdin closed") {
+        if texts(&records, "note")
+            .iter()
+            .any(|t| t == "fault: staying after stdin closed")
+        {
             break;
         }
-        assert!(Instant::now() < deadline, "the agent never noted stdin's end");
+        assert!(
+            Instant::now() < deadline,
+            "the agent never noted stdin's end"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    assert!(agent.child.try_status().is_none(), "still running after stdin closed");
+    assert!(
+        agent.child.try_status().is_none(),
+        "still running after stdin closed"
+    );
     let reply = control.call(json!({"cmd": "exit", "code": 7})).await;
     assert_eq!(reply["ok"], true);
     assert_eq!(agent.code().await, 7);
     assert!(agent.rest().await.is_empty());
     let records = transcript(&agent.path("t.ndjson"));
     let exit = records.last().expect("records");
-    assert_eq!((exit["kind"].clone(), exit["code"].clone(), exit["reason"].clone()), (json!("exit"), json!(7), json!("control exit")));
+    assert_eq!(
+        (
+            exit["kind"].clone(),
+            exit["code"].clone(),
+            exit["reason"].clone()
+        ),
+        (json!("exit"), json!(7), json!("control exit"))
+    );
 }
 
 #[tokio::test]
@@ -378,12 +455,21 @@ async fn raw_bytes_that_are_not_utf8() {
     agent.close_stdin();
     assert_eq!(agent.code().await, 0);
     let records = transcript(&agent.path("t.ndjson"));
-    assert!(records.iter().any(|r| r["kind"] == "out" && r["hex"] == "fffe0a"));
+    assert!(
+        records
+            .iter()
+            .any(|r| r["kind"] == "out" && r["hex"] == "fffe0a")
+    );
 }
 
 #[tokio::test]
 async fn sigterm_is_recorded_with_its_exit_code() {
-    let mut agent = Agent::spawn(&["--transcript", "{dir}/t.ndjson", "--control", "{dir}/ctl.sock"]);
+    let mut agent = Agent::spawn(&[
+        "--transcript",
+        "{dir}/t.ndjson",
+        "--control",
+        "{dir}/ctl.sock",
+    ]);
     let mut control = Control::connect(&agent.path("ctl.sock")).await;
     assert_eq!(control.call(json!({"cmd": "state"})).await["ok"], true);
     agent
@@ -401,10 +487,19 @@ async fn sigterm_is_recorded_with_its_exit_code() {
 
 #[tokio::test]
 async fn hang_on_a_method_from_the_command_line() {
-    let mut agent = Agent::spawn(&["--fault", "hang-on=session/new", "--transcript", "{dir}/t.ndjson"]);
-    let id = agent.request("initialize", json!({"protocolVersion": 1})).await;
+    let mut agent = Agent::spawn(&[
+        "--fault",
+        "hang-on=session/new",
+        "--transcript",
+        "{dir}/t.ndjson",
+    ]);
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
     agent.until_response(&json!(id)).await;
-    agent.request("session/new", json!({"cwd": "/", "mcpServers": []})).await;
+    agent
+        .request("session/new", json!({"cwd": "/", "mcpServers": []}))
+        .await;
     let list = agent.request("session/list", json!({})).await;
     let (before, response) = agent.until_response(&json!(list)).await;
     assert!(before.is_empty());
@@ -413,5 +508,9 @@ async fn hang_on_a_method_from_the_command_line() {
     agent.close_stdin();
     assert_eq!(agent.code().await, 0);
     let records = transcript(&agent.path("t.ndjson"));
-    assert!(texts(&records, "note").iter().any(|t| t == "fault: never answering session/new"));
+    assert!(
+        texts(&records, "note")
+            .iter()
+            .any(|t| t == "fault: never answering session/new")
+    );
 }

@@ -32,7 +32,12 @@ do = [{ exit = 9 }]
     let config = Config::resolve(script, &overrides);
     let (mut client, agent_in) = tokio::io::duplex(1 << 16);
     let (agent_out, from_agent) = tokio::io::duplex(1 << 16);
-    let task = tokio::spawn(run(Launch::new(config), agent_in, agent_out, tokio::io::sink()));
+    let task = tokio::spawn(run(
+        Launch::new(config),
+        agent_in,
+        agent_out,
+        tokio::io::sink(),
+    ));
     let mut lines = BufReader::new(from_agent).lines();
     let send = |value: Value| {
         let mut text = value.to_string();
@@ -53,7 +58,10 @@ do = [{ exit = 9 }]
         .write_all(send(json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "echo in process"}]}})).as_bytes())
         .await
         .unwrap();
-    assert_eq!(line(&mut lines).await["params"]["update"]["content"]["text"], "in process");
+    assert_eq!(
+        line(&mut lines).await["params"]["update"]["content"]["text"],
+        "in process"
+    );
     assert_eq!(line(&mut lines).await["result"]["stopReason"], "end_turn");
     client
         .write_all(send(json!({"jsonrpc": "2.0", "id": 4, "method": "session/prompt", "params": {"sessionId": session, "prompt": [{"type": "text", "text": "bye"}]}})).as_bytes())

@@ -40,21 +40,29 @@ async fn standard_prompt_turn_echoes_and_load_replays_history() {
         format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#)
     );
     let id = agent
-        .request("session/load", json!({"sessionId": session, "cwd": "/", "mcpServers": []}))
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": "/", "mcpServers": []}),
+        )
         .await;
     let (replay, response) = agent.until_response(&json!(id)).await;
     let kinds: Vec<(&str, &str)> = replay
         .iter()
         .map(|m| {
             (
-                m["params"]["update"]["sessionUpdate"].as_str().unwrap_or_default(),
+                m["params"]["update"]["sessionUpdate"]
+                    .as_str()
+                    .unwrap_or_default(),
                 chunk_text(m).unwrap_or_default(),
             )
         })
         .collect();
     assert_eq!(
         kinds,
-        [("user_message_chunk", "hello there"), ("agent_message_chunk", "hello there")]
+        [
+            ("user_message_chunk", "hello there"),
+            ("agent_message_chunk", "hello there")
+        ]
     );
     assert_eq!(response["result"]["modes"]["currentModeId"], "default");
 }
@@ -68,23 +76,42 @@ async fn standard_errors_for_bad_input() {
     assert_eq!(parse["error"]["code"], -32700);
     agent.send(r#"{"id":5,"method":"initialize"}"#).await;
     let invalid = agent.json().await;
-    assert_eq!((invalid["id"].clone(), invalid["error"]["code"].clone()), (json!(5), json!(-32600)));
-    agent.send(r#"[{"jsonrpc":"2.0","id":1,"method":"initialize"}]"#).await;
+    assert_eq!(
+        (invalid["id"].clone(), invalid["error"]["code"].clone()),
+        (json!(5), json!(-32600))
+    );
+    agent
+        .send(r#"[{"jsonrpc":"2.0","id":1,"method":"initialize"}]"#)
+        .await;
     assert_eq!(agent.json().await["error"]["code"], -32600);
     agent
-        .send(r#"{"jsonrpc":"2.0","id":"x","method":"initialize","params":{"protocolVersion":"1"}}"#)
+        .send(
+            r#"{"jsonrpc":"2.0","id":"x","method":"initialize","params":{"protocolVersion":"1"}}"#,
+        )
         .await;
     let version = agent.json().await;
-    assert_eq!((version["id"].clone(), version["error"]["code"].clone()), (json!("x"), json!(-32602)));
-    agent.send(r#"{"jsonrpc":"2.0","id":7,"method":"_vendor/unknown","params":{}}"#).await;
+    assert_eq!(
+        (version["id"].clone(), version["error"]["code"].clone()),
+        (json!("x"), json!(-32602))
+    );
+    agent
+        .send(r#"{"jsonrpc":"2.0","id":7,"method":"_vendor/unknown","params":{}}"#)
+        .await;
     assert_eq!(
         agent.line().await,
         r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found","data":{"method":"_vendor/unknown"}}}"#
     );
     // An unknown notification is ignored; the next request is answered.
-    agent.send(r#"{"jsonrpc":"2.0","method":"_vendor/note","params":{}}"#).await;
-    agent.send(r#"{"jsonrpc":"2.0","id":8,"method":"session/list","params":{}}"#).await;
-    assert_eq!(agent.line().await, r#"{"jsonrpc":"2.0","id":8,"result":{"sessions":[]}}"#);
+    agent
+        .send(r#"{"jsonrpc":"2.0","method":"_vendor/note","params":{}}"#)
+        .await;
+    agent
+        .send(r#"{"jsonrpc":"2.0","id":8,"method":"session/list","params":{}}"#)
+        .await;
+    assert_eq!(
+        agent.line().await,
+        r#"{"jsonrpc":"2.0","id":8,"result":{"sessions":[]}}"#
+    );
 }
 
 #[tokio::test]
@@ -92,11 +119,20 @@ async fn standard_modes_config_and_unknown_sessions() {
     let mut agent = Agent::spawn::<&str>(&[]);
     let session = agent.handshake().await;
     let id = agent
-        .request("session/set_mode", json!({"sessionId": session, "modeId": "plan"}))
+        .request(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "plan"}),
+        )
         .await;
-    assert_eq!(agent.json().await, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+    assert_eq!(
+        agent.json().await,
+        json!({"jsonrpc": "2.0", "id": id, "result": {}})
+    );
     let update = agent.json().await;
-    assert_eq!(update["params"]["update"], json!({"sessionUpdate": "current_mode_update", "currentModeId": "plan"}));
+    assert_eq!(
+        update["params"]["update"],
+        json!({"sessionUpdate": "current_mode_update", "currentModeId": "plan"})
+    );
     let id = agent
         .request(
             "session/set_config_option",
@@ -105,7 +141,10 @@ async fn standard_modes_config_and_unknown_sessions() {
         .await;
     let response = agent.json().await;
     assert_eq!(response["id"], id);
-    assert_eq!(response["result"]["configOptions"][0]["currentValue"], "verbose");
+    assert_eq!(
+        response["result"]["configOptions"][0]["currentValue"],
+        "verbose"
+    );
     let id = agent.prompt("no-such-session", "hi").await;
     let response = agent.json().await;
     assert_eq!(response["id"], id);
@@ -118,7 +157,9 @@ async fn standard_cancel_ends_a_waiting_turn_cancelled() {
     let session = agent.handshake().await;
     let id = agent.prompt(&session, "wait_for_cancel").await;
     agent
-        .send_json(json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}))
+        .send_json(
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+        )
         .await;
     let (before, response) = agent.until_response(&json!(id)).await;
     assert!(before.is_empty(), "no update after a cancel: {before:?}");
@@ -131,7 +172,9 @@ async fn standard_cancel_request_answers_minus_32800() {
     let session = agent.handshake().await;
     let id = agent.prompt(&session, "hang").await;
     agent
-        .send_json(json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}}))
+        .send_json(
+            json!({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": id}}),
+        )
         .await;
     let response = agent.json().await;
     assert_eq!(response["id"], id);
@@ -145,16 +188,25 @@ async fn standard_auth_gate() {
 auth_required = true
 auth_methods = [{ id = "mock-login", name = "Mock login" }]
 "#;
-    let mut agent = Agent::start(Start::args(&["--script", "{dir}/auth.toml"]).file("auth.toml", script));
-    let id = agent.request("initialize", json!({"protocolVersion": 1})).await;
+    let mut agent =
+        Agent::start(Start::args(&["--script", "{dir}/auth.toml"]).file("auth.toml", script));
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
     let (_, response) = agent.until_response(&json!(id)).await;
     assert_eq!(response["result"]["authMethods"][0]["id"], "mock-login");
-    let id = agent.request("session/new", json!({"cwd": "/", "mcpServers": []})).await;
+    let id = agent
+        .request("session/new", json!({"cwd": "/", "mcpServers": []}))
+        .await;
     let (_, response) = agent.until_response(&json!(id)).await;
     assert_eq!(response["error"]["code"], -32000);
-    let id = agent.request("authenticate", json!({"methodId": "mock-login"})).await;
+    let id = agent
+        .request("authenticate", json!({"methodId": "mock-login"}))
+        .await;
     agent.until_response(&json!(id)).await;
-    let id = agent.request("session/new", json!({"cwd": "/", "mcpServers": []})).await;
+    let id = agent
+        .request("session/new", json!({"cwd": "/", "mcpServers": []}))
+        .await;
     let (_, response) = agent.until_response(&json!(id)).await;
     assert!(response["result"]["sessionId"].is_string(), "{response}");
 }
@@ -174,14 +226,23 @@ async fn standard_agent_requests_use_integer_ids_from_zero() {
 fn kiro(extra: &[&str]) -> Agent {
     let mut args = vec!["--script", "kiro", "--transcript", "{dir}/t.ndjson"];
     args.extend_from_slice(extra);
-    args.extend_from_slice(&["acp", "--agent", "my-agent", "--model", "claude-x", "--trust-all-tools"]);
+    args.extend_from_slice(&[
+        "acp",
+        "--agent",
+        "my-agent",
+        "--model",
+        "claude-x",
+        "--trust-all-tools",
+    ]);
     Agent::spawn(&args)
 }
 
 #[tokio::test]
 async fn kiro_session_new_sends_kiro_notifications_before_the_result() {
     let mut agent = kiro(&[]);
-    let id = agent.request("initialize", json!({"protocolVersion": 1})).await;
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
     let (_, response) = agent.until_response(&json!(id)).await;
     assert_eq!(
         response["result"]["agentCapabilities"],
@@ -195,20 +256,39 @@ async fn kiro_session_new_sends_kiro_notifications_before_the_result() {
         )
         .await;
     let (before, response) = agent.until_response(&json!(id)).await;
-    let session = response["result"]["sessionId"].as_str().expect("a session id").to_owned();
+    let session = response["result"]["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_owned();
     assert!(uuid_like(&session), "{session}");
-    let methods: Vec<&str> = before.iter().map(|m| m["method"].as_str().unwrap_or_default()).collect();
+    let methods: Vec<&str> = before
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or_default())
+        .collect();
     assert_eq!(
         methods,
-        ["_kiro.dev/mcp/server_initialized", "_kiro.dev/commands/available", "_kiro.dev/metadata"]
+        [
+            "_kiro.dev/mcp/server_initialized",
+            "_kiro.dev/commands/available",
+            "_kiro.dev/metadata"
+        ]
     );
-    assert_eq!(before[0]["params"], json!({"sessionId": session, "serverName": "files"}));
+    assert_eq!(
+        before[0]["params"],
+        json!({"sessionId": session, "serverName": "files"})
+    );
     assert_eq!(response["result"]["modes"]["currentModeId"], "my-agent");
     assert_eq!(response["result"]["models"]["currentModelId"], "claude-x");
     let id = agent
-        .request("session/set_model", json!({"sessionId": session, "modelId": "mock-large"}))
+        .request(
+            "session/set_model",
+            json!({"sessionId": session, "modelId": "mock-large"}),
+        )
         .await;
-    assert_eq!(agent.json().await, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
+    assert_eq!(
+        agent.json().await,
+        json!({"jsonrpc": "2.0", "id": id, "result": {}})
+    );
     agent.close_stdin();
     assert_eq!(agent.code().await, 0);
     let records = transcript(&agent.path("t.ndjson"));
@@ -235,10 +315,18 @@ async fn kiro_turn_has_markers_and_metadata() {
     assert_eq!(
         lines,
         [
-            format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"_meta":{{"kiro":{{"kind":"turn_start"}}}},"sessionUpdate":"session_info_update"}}}}}}"#),
-            format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"content":{{"text":"HELLO_ACP_TEST","type":"text"}},"sessionUpdate":"agent_message_chunk"}}}}}}"#),
-            format!(r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"_meta":{{"kiro":{{"kind":"turn_end","stopReason":"end_turn","turnEnd":{{"stopReason":"end_turn"}}}}}},"sessionUpdate":"session_info_update"}}}}}}"#),
-            format!(r#"{{"jsonrpc":"2.0","method":"_kiro.dev/metadata","params":{{"contextUsagePercentage":1.5,"meteringUsage":[{{"unit":"credit","unitPlural":"credits","value":0.01}}],"sessionId":"{session}","turnDurationMs":0}}}}"#),
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"_meta":{{"kiro":{{"kind":"turn_start"}}}},"sessionUpdate":"session_info_update"}}}}}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"content":{{"text":"HELLO_ACP_TEST","type":"text"}},"sessionUpdate":"agent_message_chunk"}}}}}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"_meta":{{"kiro":{{"kind":"turn_end","stopReason":"end_turn","turnEnd":{{"stopReason":"end_turn"}}}}}},"sessionUpdate":"session_info_update"}}}}}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"_kiro.dev/metadata","params":{{"contextUsagePercentage":1.5,"meteringUsage":[{{"unit":"credit","unitPlural":"credits","value":0.01}}],"sessionId":"{session}","turnDurationMs":0}}}}"#
+            ),
             format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#),
         ]
     );
@@ -279,7 +367,10 @@ async fn kiro_subagent_sessions_and_session_terminate() {
     let (before, _) = agent.until_response(&json!(id)).await;
     assert_eq!(before[0]["method"], "_kiro.dev/subagent/list_update");
     assert_eq!(before[1]["params"]["sessionId"], "sub-1");
-    assert_eq!(before[2], json!({"jsonrpc": "2.0", "method": "_session/terminate", "params": {"sessionId": "sub-1"}}));
+    assert_eq!(
+        before[2],
+        json!({"jsonrpc": "2.0", "method": "_session/terminate", "params": {"sessionId": "sub-1"}})
+    );
     // `_session/terminate` from the client is accepted silently.
     agent
         .send_json(json!({"jsonrpc": "2.0", "method": "_session/terminate", "params": {"sessionId": session}}))
@@ -291,31 +382,43 @@ async fn kiro_subagent_sessions_and_session_terminate() {
 #[tokio::test]
 async fn kiro_quirk_exits_silently_without_mcp_servers() {
     let mut agent = kiro(&[]);
-    let id = agent.request("initialize", json!({"protocolVersion": 1})).await;
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
     agent.until_response(&json!(id)).await;
     agent.request("session/new", json!({"cwd": "/"})).await;
     assert!(agent.rest().await.is_empty(), "nothing is written");
     assert_eq!(agent.code().await, 0);
     let records = transcript(&agent.path("t.ndjson"));
-    assert_eq!(records.last().expect("records")["reason"], "quirk: exit on missing mcpServers");
+    assert_eq!(
+        records.last().expect("records")["reason"],
+        "quirk: exit on missing mcpServers"
+    );
 }
 
 #[tokio::test]
 async fn kiro_quirk_never_answers_a_malformed_load() {
     let mut agent = kiro(&[]);
     let session = agent.handshake().await;
-    let load = agent.request("session/load", json!({"sessionId": session})).await;
+    let load = agent
+        .request("session/load", json!({"sessionId": session}))
+        .await;
     let list = agent.request("session/list", json!({})).await;
     let response = agent.json().await;
     assert_eq!(response["id"], list, "the load ({load}) got no answer");
     let stderr = agent.stderr_until(|t| t.contains("session/load")).await;
-    assert!(stderr.contains("failed to parse session/load params"), "{stderr}");
+    assert!(
+        stderr.contains("failed to parse session/load params"),
+        "{stderr}"
+    );
 }
 
 #[tokio::test]
 async fn kiro_without_quirks_answers_as_standard() {
     let mut agent = Agent::spawn(&["acp", "--agent", "plain"]);
-    let id = agent.request("initialize", json!({"protocolVersion": 1})).await;
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
     agent.until_response(&json!(id)).await;
     let id = agent.request("session/new", json!({"cwd": "/"})).await;
     let (_, response) = agent.until_response(&json!(id)).await;
@@ -328,7 +431,9 @@ async fn installed_as_kiro_cli_it_is_kiro() {
     let link = dir.path().join("kiro-cli");
     std::os::unix::fs::symlink(support::binary(), &link).expect("symlink");
     let mut agent = Agent::start(Start::args(&["acp", "--agent", "tg-acp"]).program(link));
-    let id = agent.request("initialize", json!({"protocolVersion": 1})).await;
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
     let (_, response) = agent.until_response(&json!(id)).await;
     assert_eq!(response["result"]["agentInfo"]["name"], "Kiro CLI Agent");
 }
@@ -341,26 +446,41 @@ async fn kiro_context_usage_after_the_result() {
     let (before, _) = agent.until_response(&json!(id)).await;
     assert_eq!(chunk_text(&before[1]), Some("1, 2, 3"));
     let late = agent.json().await;
-    assert_eq!(late["params"]["update"]["_meta"]["kiro"]["kind"], "context_usage");
+    assert_eq!(
+        late["params"]["update"]["_meta"]["kiro"]["kind"],
+        "context_usage"
+    );
 }
 
 // ---- intercom ------------------------------------------------------------------------------
 
 fn intercom(script: &str) -> Agent {
     Agent::start(
-        Start::args(&["--script", script, "--transcript", "{dir}/t.ndjson", "--control", "{dir}/ctl.sock"])
-            .env_clear()
-            .env("INTERCOM_SESSION_ID", "7f0c-session")
-            .env("PATH", "/usr/bin:/bin")
-            .env("SLACK_BOT_TOKEN", "xoxb-secret"),
+        Start::args(&[
+            "--script",
+            script,
+            "--transcript",
+            "{dir}/t.ndjson",
+            "--control",
+            "{dir}/ctl.sock",
+        ])
+        .env_clear()
+        .env("INTERCOM_SESSION_ID", "7f0c-session")
+        .env("PATH", "/usr/bin:/bin")
+        .env("SLACK_BOT_TOKEN", "xoxb-secret"),
     )
 }
 
 #[tokio::test]
 async fn intercom_stream_dialect_greets_and_asks_for_clearance() {
     let mut agent = intercom("intercom");
-    assert_eq!(agent.line().await, r#"{"method":"status/update","params":{"message":"ready"}}"#);
-    agent.send(r#"{"method":"prompt/send","params":{"text":"please get clearance"},"seq":0}"#).await;
+    assert_eq!(
+        agent.line().await,
+        r#"{"method":"status/update","params":{"message":"ready"}}"#
+    );
+    agent
+        .send(r#"{"method":"prompt/send","params":{"text":"please get clearance"},"seq":0}"#)
+        .await;
     assert_eq!(
         agent.line().await,
         r#"{"id":"req-001","method":"clearance/request","params":{"description":"create the entry point","diff":"+fn main() {}\n","file_path":"src/main.rs","risk_level":"low","title":"Write src/main.rs"}}"#
@@ -372,7 +492,9 @@ async fn intercom_stream_dialect_greets_and_asks_for_clearance() {
         agent.line().await,
         r#"{"method":"status/update","params":{"message":"clearance req-001: approved"}}"#
     );
-    agent.send(r#"{"method":"prompt/send","params":{"text":"forward a question"}}"#).await;
+    agent
+        .send(r#"{"method":"prompt/send","params":{"text":"forward a question"}}"#)
+        .await;
     assert_eq!(
         agent.line().await,
         r#"{"id":"fwd-001","method":"prompt/forward","params":{"text":"Continue with the next step?","type":"continuation"}}"#
@@ -384,12 +506,20 @@ async fn intercom_stream_dialect_greets_and_asks_for_clearance() {
         agent.line().await,
         r#"{"method":"status/update","params":{"message":"prompt fwd-001: continue"}}"#
     );
-    agent.send(r#"{"method":"nudge","params":{"message":"Continue working on the current task."}}"#).await;
-    assert_eq!(agent.line().await, r#"{"method":"status/update","params":{"message":"resuming after nudge"}}"#);
+    agent
+        .send(r#"{"method":"nudge","params":{"message":"Continue working on the current task."}}"#)
+        .await;
+    assert_eq!(
+        agent.line().await,
+        r#"{"method":"status/update","params":{"message":"resuming after nudge"}}"#
+    );
     assert_eq!(agent.json().await["method"], "heartbeat");
     let mut control = Control::connect(&agent.path("ctl.sock")).await;
     let state = control.call(json!({"cmd": "state"})).await;
-    assert_eq!(state["state"]["identity"]["INTERCOM_SESSION_ID"], "7f0c-session");
+    assert_eq!(
+        state["state"]["identity"]["INTERCOM_SESSION_ID"],
+        "7f0c-session"
+    );
     agent
         .send(r#"{"method":"session/interrupt","params":{"reason":"Operator requested termination"}}"#)
         .await;
@@ -404,7 +534,10 @@ async fn intercom_stream_dialect_greets_and_asks_for_clearance() {
     assert_eq!(start["env"]["INTERCOM_SESSION_ID"], "7f0c-session");
     assert_eq!(start["env"]["SLACK_BOT_TOKEN"], "<redacted>");
     let exit = records.last().expect("records");
-    assert_eq!((exit["code"].clone(), exit["reason"].clone()), (json!(0), json!("session/interrupt")));
+    assert_eq!(
+        (exit["code"].clone(), exit["reason"].clone()),
+        (json!(0), json!("session/interrupt"))
+    );
 }
 
 #[tokio::test]
@@ -412,10 +545,19 @@ async fn intercom_skips_malformed_and_unknown_lines() {
     let mut agent = intercom("intercom");
     assert_eq!(agent.json().await["params"]["message"], "ready");
     agent.send("{not json}").await;
-    agent.send(r#"{"method":"unknown/method","params":{}}"#).await;
-    agent.send(r#"{"method":"prompt/send","params":{"text":"hello"}}"#).await;
-    assert_eq!(agent.line().await, r#"{"method":"status/update","params":{"message":"received: hello"}}"#);
-    agent.send(r#"{"method":"prompt/send","params":{"text":"now crash"}}"#).await;
+    agent
+        .send(r#"{"method":"unknown/method","params":{}}"#)
+        .await;
+    agent
+        .send(r#"{"method":"prompt/send","params":{"text":"hello"}}"#)
+        .await;
+    assert_eq!(
+        agent.line().await,
+        r#"{"method":"status/update","params":{"message":"received: hello"}}"#
+    );
+    agent
+        .send(r#"{"method":"prompt/send","params":{"text":"now crash"}}"#)
+        .await;
     assert_eq!(agent.json().await["params"]["message"], "crashing");
     assert_eq!(agent.code().await, 1);
 }
@@ -430,19 +572,27 @@ async fn intercom_jsonrpc_handshake_echoes_string_ids() {
     assert_eq!(init["id"], "intercom-init-1b2c");
     assert_eq!(init["jsonrpc"], "2.0");
     assert_eq!(init["result"]["protocolVersion"], 1);
-    agent.send(r#"{"jsonrpc":"2.0","method":"initialized"}"#).await;
+    agent
+        .send(r#"{"jsonrpc":"2.0","method":"initialized"}"#)
+        .await;
     agent
         .send(r#"{"jsonrpc":"2.0","method":"session/new","id":"intercom-sess-9","params":{"cwd":"/w","mcpServers":[]}}"#)
         .await;
     let new = agent.json().await;
     assert_eq!(new["id"], "intercom-sess-9");
-    let session = new["result"]["sessionId"].as_str().expect("sessionId").to_owned();
+    let session = new["result"]["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
     agent
         .send_json(json!({"jsonrpc": "2.0", "method": "session/prompt", "id": "intercom-prompt-3",
             "params": {"sessionId": session, "prompt": [{"type": "text", "text": "build it"}]}, "seq": 0}))
         .await;
     assert_eq!(chunk_text(&agent.json().await), Some("received: build it"));
-    assert_eq!(agent.line().await, r#"{"method":"status/update","params":{"message":"received: build it"}}"#);
+    assert_eq!(
+        agent.line().await,
+        r#"{"method":"status/update","params":{"message":"received: build it"}}"#
+    );
     assert_eq!(
         agent.line().await,
         r#"{"jsonrpc":"2.0","id":"intercom-prompt-3","result":{"stopReason":"end_turn"}}"#
@@ -470,7 +620,8 @@ personality = "intercom"
 greeting = ""
 heartbeat_ms = 20
 "#;
-    let mut agent = Agent::start(Start::args(&["--script", "{dir}/hb.toml"]).file("hb.toml", script));
+    let mut agent =
+        Agent::start(Start::args(&["--script", "{dir}/hb.toml"]).file("hb.toml", script));
     for _ in 0..2 {
         assert_eq!(
             agent.line().await,
@@ -506,6 +657,15 @@ do = [
             None => format!("update {}", chunk_text(&message).unwrap_or_default()),
         });
     }
-    assert_eq!(order, ["response 0", "update early", "response 1", "update hi", "response 2"]);
+    assert_eq!(
+        order,
+        [
+            "response 0",
+            "update early",
+            "response 1",
+            "update hi",
+            "response 2"
+        ]
+    );
     assert_eq!(agent.code().await, 0);
 }

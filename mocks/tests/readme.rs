@@ -102,7 +102,12 @@ async fn the_three_examples_run_as_written() {
             "\"text\":\"HELLO_ACP_TEST\"",
             "\"kind\":\"turn_end\"",
         ],
-        &["script: flaky.toml: ok", "\"text\":\"early\"", "\"text\":\"too late\"", "\"fragments\":[43,43,42,42]"],
+        &[
+            "script: flaky.toml: ok",
+            "\"text\":\"early\"",
+            "\"text\":\"too late\"",
+            "\"fragments\":[43,43,42,42]",
+        ],
         &[
             "\"identity\":{\"INTERCOM_SESSION_ID\":\"sess-42\"}",
             "\"message\":\"hello from the runner\"",
@@ -115,7 +120,11 @@ async fn the_three_examples_run_as_written() {
         let (code, out) = run_bash(example).await;
         assert_eq!(code, 0);
         for needle in expected {
-            assert!(out.contains(needle), "example {} lacks {needle}:\n{out}", index + 1);
+            assert!(
+                out.contains(needle),
+                "example {} lacks {needle}:\n{out}",
+                index + 1
+            );
         }
     }
 }

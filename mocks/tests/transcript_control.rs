@@ -40,12 +40,25 @@ async fn the_transcript_holds_every_line_both_ways() {
     assert_eq!(start["cwd"], agent.dir.path().display().to_string());
     assert_eq!(start["env"]["API_TOKEN"], "<redacted>");
     assert_eq!(start["env"]["INTERCOM_SESSION_ID"], "id-42");
-    assert!(start["env"].as_object().is_some_and(|env| env.contains_key("PATH")));
+    assert!(
+        start["env"]
+            .as_object()
+            .is_some_and(|env| env.contains_key("PATH"))
+    );
     assert!(!records.iter().any(|r| r.to_string().contains("hunter2")));
     let exit = records.last().expect("records");
-    assert_eq!((exit["kind"].clone(), exit["code"].clone()), (json!("exit"), json!(0)));
-    let times: Vec<f64> = records.iter().map(|r| r["at"].as_f64().unwrap_or(-1.0)).collect();
-    assert!(times.windows(2).all(|w| w[0] <= w[1]), "monotonic: {times:?}");
+    assert_eq!(
+        (exit["kind"].clone(), exit["code"].clone()),
+        (json!("exit"), json!(0))
+    );
+    let times: Vec<f64> = records
+        .iter()
+        .map(|r| r["at"].as_f64().unwrap_or(-1.0))
+        .collect();
+    assert!(
+        times.windows(2).all(|w| w[0] <= w[1]),
+        "monotonic: {times:?}"
+    );
 }
 
 #[tokio::test]
@@ -70,10 +83,16 @@ do = [{ turn = "pong from ${identity}" }]
     let mut control = Control::connect(&agent.path("c.sock")).await;
     let state = control.call(json!({"cmd": "state"})).await;
     let pid = state["state"]["pid"].as_u64().expect("pid");
-    assert_eq!(state["state"]["transcript"], agent.path(&format!("t-{pid}.ndjson")).display().to_string());
+    assert_eq!(
+        state["state"]["transcript"],
+        agent.path(&format!("t-{pid}.ndjson")).display().to_string()
+    );
     agent.close_stdin();
     assert_eq!(agent.code().await, 0);
-    assert!(!agent.path("c.sock").exists(), "the socket file is removed at exit");
+    assert!(
+        !agent.path("c.sock").exists(),
+        "the socket file is removed at exit"
+    );
 }
 
 #[tokio::test]
@@ -84,8 +103,15 @@ control = "announce"
 do = [{ notify = "_mock/announce", params = { turn = "${turn}" } }]
 "#;
     let mut agent = Agent::start(
-        Start::args(&["--script", "{dir}/s.toml", "--control", "{dir}/c.sock", "--transcript", "{dir}/t.ndjson"])
-            .file("s.toml", script),
+        Start::args(&[
+            "--script",
+            "{dir}/s.toml",
+            "--control",
+            "{dir}/c.sock",
+            "--transcript",
+            "{dir}/t.ndjson",
+        ])
+        .file("s.toml", script),
     );
     let mut control = Control::connect(&agent.path("c.sock")).await;
     let session = agent.handshake().await;
@@ -94,9 +120,14 @@ do = [{ notify = "_mock/announce", params = { turn = "${turn}" } }]
         .call(json!({"cmd": "send", "message": {"jsonrpc": "2.0", "method": "_mock/hello", "params": {}}, "id": 1}))
         .await;
     assert_eq!(reply, json!({"ok": true, "id": 1}));
-    assert_eq!(agent.line().await, r#"{"jsonrpc":"2.0","method":"_mock/hello","params":{}}"#);
+    assert_eq!(
+        agent.line().await,
+        r#"{"jsonrpc":"2.0","method":"_mock/hello","params":{}}"#
+    );
 
-    let reply = control.call(json!({"cmd": "send", "line": "raw text"})).await;
+    let reply = control
+        .call(json!({"cmd": "send", "line": "raw text"}))
+        .await;
     assert_eq!(reply["ok"], true);
     assert_eq!(agent.line().await, "raw text");
 
@@ -112,17 +143,38 @@ do = [{ notify = "_mock/announce", params = { turn = "${turn}" } }]
     assert_eq!(chunk_text(&update), Some("pushed"));
     assert_eq!(agent.json().await["method"], "session/request_permission");
 
-    let reply = control.call(json!({"cmd": "trigger", "name": "announce"})).await;
+    let reply = control
+        .call(json!({"cmd": "trigger", "name": "announce"}))
+        .await;
     assert_eq!(reply, json!({"ok": true, "rules": 1}));
-    assert_eq!(agent.line().await, r#"{"jsonrpc":"2.0","method":"_mock/announce","params":{"turn":0}}"#);
+    assert_eq!(
+        agent.line().await,
+        r#"{"jsonrpc":"2.0","method":"_mock/announce","params":{"turn":0}}"#
+    );
 
-    let reply = control.call(json!({"cmd": "trigger", "name": "missing"})).await;
+    let reply = control
+        .call(json!({"cmd": "trigger", "name": "missing"}))
+        .await;
     assert_eq!(reply["ok"], false);
-    let reply = control.call(json!({"cmd": "run", "steps": [{"exit": 1, "params": {}}]})).await;
+    let reply = control
+        .call(json!({"cmd": "run", "steps": [{"exit": 1, "params": {}}]}))
+        .await;
     assert_eq!(reply["ok"], false);
-    assert!(reply["error"].as_str().unwrap_or_default().contains("`params` does not apply to `exit`"), "{reply}");
+    assert!(
+        reply["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("`params` does not apply to `exit`"),
+        "{reply}"
+    );
     let reply = control.call(json!({"cmd": "dance"})).await;
-    assert!(reply["error"].as_str().unwrap_or_default().starts_with("unknown command \"dance\""), "{reply}");
+    assert!(
+        reply["error"]
+            .as_str()
+            .unwrap_or_default()
+            .starts_with("unknown command \"dance\""),
+        "{reply}"
+    );
     control.send(json!("not an object")).await;
     assert_eq!(control.read().await["ok"], false);
 
@@ -136,8 +188,16 @@ do = [{ notify = "_mock/announce", params = { turn = "${turn}" } }]
     assert_eq!(reply["ok"], true);
     assert_eq!(agent.code().await, 5);
     let records = transcript(&agent.path("t.ndjson"));
-    assert!(texts(&records, "control_in").iter().any(|t| t.contains("\"cmd\":\"exit\"")));
-    assert!(texts(&records, "control_out").iter().any(|t| t.contains("\"rules\":1")));
+    assert!(
+        texts(&records, "control_in")
+            .iter()
+            .any(|t| t.contains("\"cmd\":\"exit\""))
+    );
+    assert!(
+        texts(&records, "control_out")
+            .iter()
+            .any(|t| t.contains("\"rules\":1"))
+    );
     assert_eq!(records.last().expect("records")["reason"], "control exit");
 }
 
@@ -147,8 +207,13 @@ async fn control_connect_says_hello_with_the_identity() {
     let socket = dir.path().join("runner.sock");
     let listener = UnixListener::bind(&socket).expect("bind");
     let mut agent = Agent::start(
-        Start::args(&["--control-connect", &socket.display().to_string(), "--script", "intercom"])
-            .env("INTERCOM_SESSION_ID", "spawned-7"),
+        Start::args(&[
+            "--control-connect",
+            &socket.display().to_string(),
+            "--script",
+            "intercom",
+        ])
+        .env("INTERCOM_SESSION_ID", "spawned-7"),
     );
     let (stream, _) = tokio::time::timeout(support::PATIENCE, listener.accept())
         .await
@@ -156,14 +221,20 @@ async fn control_connect_says_hello_with_the_identity() {
         .expect("accept");
     let mut control = Control::from_stream(stream);
     let hello = control.read().await;
-    assert_eq!(hello["hello"]["identity"]["INTERCOM_SESSION_ID"], "spawned-7");
+    assert_eq!(
+        hello["hello"]["identity"]["INTERCOM_SESSION_ID"],
+        "spawned-7"
+    );
     assert_eq!(hello["hello"]["personality"], "intercom");
     assert_eq!(agent.json().await["params"]["message"], "ready");
     let reply = control
         .call(json!({"cmd": "send", "message": {"method": "status/update", "params": {"message": "from the runner"}}}))
         .await;
     assert_eq!(reply["ok"], true);
-    assert_eq!(agent.line().await, r#"{"method":"status/update","params":{"message":"from the runner"}}"#);
+    assert_eq!(
+        agent.line().await,
+        r#"{"method":"status/update","params":{"message":"from the runner"}}"#
+    );
     let reply = control.call(json!({"cmd": "exit", "code": 0})).await;
     assert_eq!(reply["ok"], true);
     assert_eq!(agent.code().await, 0);
@@ -188,7 +259,10 @@ after_ms = 10
 do = [{ notify = "_mock/tick", params = { n = 1 } }]
 "#;
     let mut agent = Agent::start(Start::args(&["--script", "{dir}/s.toml"]).file("s.toml", script));
-    assert_eq!(agent.line().await, r#"{"jsonrpc":"2.0","method":"_mock/tick","params":{"n":1}}"#);
+    assert_eq!(
+        agent.line().await,
+        r#"{"jsonrpc":"2.0","method":"_mock/tick","params":{"n":1}}"#
+    );
 }
 
 #[tokio::test]
@@ -206,7 +280,9 @@ do = [
     let session = agent.handshake().await;
     let id = agent.prompt(&session, "handshake").await;
     assert_eq!(agent.json().await["method"], "_mock/ready");
-    agent.send_json(json!({"jsonrpc": "2.0", "method": "_mock/go", "params": {"word": "go"}})).await;
+    agent
+        .send_json(json!({"jsonrpc": "2.0", "method": "_mock/go", "params": {"word": "go"}}))
+        .await;
     let (before, _) = agent.until_response(&json!(id)).await;
     assert_eq!(chunk_text(&before[0]), Some("got go"));
 }

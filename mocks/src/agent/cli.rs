@@ -230,9 +230,7 @@ pub fn apply_fault(faults: &mut FaultSpec, text: &str) -> Result<(), String> {
         }
         "startup-stderr-bytes" => faults.startup_stderr_bytes = Some(number(value)?),
         other => {
-            return Err(format!(
-                "unknown fault {other:?}; see --help for the list"
-            ));
+            return Err(format!("unknown fault {other:?}; see --help for the list"));
         }
     }
     Ok(())
@@ -372,8 +370,8 @@ pub fn summary(config: &Config) -> String {
 /// Sends one control command and returns the reply line; waits up to 10 s for the socket.
 pub async fn send_control(args: &ControlArgs) -> Result<serde_json::Value, String> {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let command: serde_json::Value = serde_json::from_str(&args.command)
-        .map_err(|e| format!("the command is not json: {e}"))?;
+    let command: serde_json::Value =
+        serde_json::from_str(&args.command).map_err(|e| format!("the command is not json: {e}"))?;
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     let stream = loop {
         match tokio::net::UnixStream::connect(&args.socket).await {

@@ -183,12 +183,7 @@ pub async fn run_scenario_turn(agent: &Arc<Agent>, ctx: &mut Ctx, scenario: Scen
     }
 }
 
-async fn finish_with_text(
-    agent: &Arc<Agent>,
-    ctx: &mut Ctx,
-    text: String,
-    reason: Option<String>,
-) {
+async fn finish_with_text(agent: &Arc<Agent>, ctx: &mut Ctx, text: String, reason: Option<String>) {
     let reason = reason.unwrap_or_else(|| stop_reason(agent, ctx));
     if reason != "cancelled" {
         let id = agent.state().next_item();
@@ -280,18 +275,38 @@ async fn session_updates(agent: &Arc<Agent>, ctx: &Ctx) {
         .session(&session)
         .map(|s| (s.mode.clone(), s.verbosity.clone()))
         .unwrap_or_else(|| ("default".to_owned(), "normal".to_owned()));
-    send(agent, ctx, json!({"sessionUpdate": "session_info_update",
-        "title": "Mock deterministic session", "updatedAt": "2026-01-01T00:00:00Z"})).await;
-    send(agent, ctx, json!({"sessionUpdate": "current_mode_update", "currentModeId": mode})).await;
-    send(agent, ctx, json!({"sessionUpdate": "config_option_update",
-        "configOptions": super::personality::standard::config_options(&verbosity)})).await;
+    send(
+        agent,
+        ctx,
+        json!({"sessionUpdate": "session_info_update",
+        "title": "Mock deterministic session", "updatedAt": "2026-01-01T00:00:00Z"}),
+    )
+    .await;
+    send(
+        agent,
+        ctx,
+        json!({"sessionUpdate": "current_mode_update", "currentModeId": mode}),
+    )
+    .await;
+    send(
+        agent,
+        ctx,
+        json!({"sessionUpdate": "config_option_update",
+        "configOptions": super::personality::standard::config_options(&verbosity)}),
+    )
+    .await;
     send(agent, ctx, json!({"sessionUpdate": "available_commands_update", "availableCommands": [
         {"name": "full", "description": "Run every scenario", "input": {"hint": "optional arguments"}},
         {"name": "callbacks", "description": "Send every agent-to-client request"},
         {"name": "elicitations", "description": "Send elicitation requests"}
     ]})).await;
-    send(agent, ctx, json!({"sessionUpdate": "usage_update", "used": 128, "size": 4096,
-        "cost": {"amount": 0.0, "currency": "USD"}})).await;
+    send(
+        agent,
+        ctx,
+        json!({"sessionUpdate": "usage_update", "used": 128, "size": 4096,
+        "cost": {"amount": 0.0, "currency": "USD"}}),
+    )
+    .await;
 }
 
 async fn content(agent: &Arc<Agent>, ctx: &Ctx) -> usize {
@@ -331,10 +346,15 @@ async fn content(agent: &Arc<Agent>, ctx: &Ctx) -> usize {
 async fn tool_calls(agent: &Arc<Agent>, ctx: &Ctx) {
     let read = format!("mock-tool-read-{}", agent.state().next_item());
     let edit = format!("mock-tool-edit-{}", agent.state().next_item());
-    send(agent, ctx, json!({"sessionUpdate": "tool_call", "toolCallId": read,
+    send(
+        agent,
+        ctx,
+        json!({"sessionUpdate": "tool_call", "toolCallId": read,
         "title": "Read a fixture", "kind": "read", "status": "pending",
         "locations": [{"path": "/tmp/mock-input.txt", "line": 1}],
-        "rawInput": {"path": "/tmp/mock-input.txt"}})).await;
+        "rawInput": {"path": "/tmp/mock-input.txt"}}),
+    )
+    .await;
     send(agent, ctx, json!({"sessionUpdate": "tool_call_update", "toolCallId": read,
         "status": "in_progress",
         "content": [{"type": "content", "content": {"type": "text", "text": "reading /tmp/mock-input.txt"}}]})).await;
@@ -342,18 +362,28 @@ async fn tool_calls(agent: &Arc<Agent>, ctx: &Ctx) {
         "status": "completed",
         "content": [{"type": "content", "content": {"type": "text", "text": "read /tmp/mock-input.txt"}}],
         "rawOutput": {"bytes": 12}})).await;
-    send(agent, ctx, json!({"sessionUpdate": "tool_call", "toolCallId": edit,
+    send(
+        agent,
+        ctx,
+        json!({"sessionUpdate": "tool_call", "toolCallId": edit,
         "title": "Apply an edit", "kind": "edit", "status": "pending",
-        "rawInput": {"path": "/tmp/mock-output.txt"}})).await;
+        "rawInput": {"path": "/tmp/mock-output.txt"}}),
+    )
+    .await;
     send(agent, ctx, json!({"sessionUpdate": "tool_call_update", "toolCallId": edit,
         "status": "completed",
         "content": [{"type": "diff", "path": "/tmp/mock-output.txt", "oldText": "before\n", "newText": "after\n"}],
         "rawOutput": {"changed": true}})).await;
-    send(agent, ctx, json!({"sessionUpdate": "plan", "entries": [
-        {"content": "Send session updates", "priority": "high", "status": "completed"},
-        {"content": "Exercise callbacks", "priority": "medium", "status": "in_progress"},
-        {"content": "Summarize results", "priority": "low", "status": "pending"}
-    ]})).await;
+    send(
+        agent,
+        ctx,
+        json!({"sessionUpdate": "plan", "entries": [
+            {"content": "Send session updates", "priority": "high", "status": "completed"},
+            {"content": "Exercise callbacks", "priority": "medium", "status": "in_progress"},
+            {"content": "Summarize results", "priority": "low", "status": "pending"}
+        ]}),
+    )
+    .await;
 }
 
 /// Sends a request and waits for its reply or a cancel; the report line says which.
@@ -395,12 +425,21 @@ async fn callbacks(agent: &Arc<Agent>, ctx: &mut Ctx, report: &mut Vec<String>) 
     let path = format!("{}/ski-mock-agent-callbacks.txt", cwd.trim_end_matches('/'));
     let tool = format!("mock-permission-{}", agent.state().next_item());
     let steps: Vec<(&str, Value)> = vec![
-        ("session/request_permission", json!({"sessionId": session,
+        (
+            "session/request_permission",
+            json!({"sessionId": session,
             "toolCall": {"toolCallId": tool, "title": "Permission request", "kind": "execute", "status": "pending"},
             "options": [{"optionId": "allow_once", "name": "Allow once", "kind": "allow_once"},
-                        {"optionId": "reject_once", "name": "Reject once", "kind": "reject_once"}]})),
-        ("fs/write_text_file", json!({"sessionId": session, "path": path, "content": "written by ski-mock-agent\n"})),
-        ("fs/read_text_file", json!({"sessionId": session, "path": path, "line": 1, "limit": 20})),
+                        {"optionId": "reject_once", "name": "Reject once", "kind": "reject_once"}]}),
+        ),
+        (
+            "fs/write_text_file",
+            json!({"sessionId": session, "path": path, "content": "written by ski-mock-agent\n"}),
+        ),
+        (
+            "fs/read_text_file",
+            json!({"sessionId": session, "path": path, "line": 1, "limit": 20}),
+        ),
     ];
     for (method, params) in steps {
         let (line, _) = call(agent, ctx, method, params).await;
@@ -543,8 +582,14 @@ mod tests {
     #[test]
     fn prompts_parse_as_commands() {
         assert_eq!(Command::parse("help"), Command::Help);
-        assert_eq!(Command::parse("echo hi there"), Command::Echo("hi there".into()));
-        assert_eq!(Command::parse("  Tool Calls "), Command::Run(Scenario::ToolCalls));
+        assert_eq!(
+            Command::parse("echo hi there"),
+            Command::Echo("hi there".into())
+        );
+        assert_eq!(
+            Command::parse("  Tool Calls "),
+            Command::Run(Scenario::ToolCalls)
+        );
         assert_eq!(
             Command::parse(r#"{"command":"run_scenario","scenario":"full"}"#),
             Command::Run(Scenario::Full)

@@ -74,7 +74,9 @@ type SharedWriter = Arc<Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
 
 async fn write_reply(agent: &Agent, writer: &SharedWriter, reply: &Value) {
     let mut line = reply.to_string();
-    agent.transcript.line(Kind::ControlOut, line.as_bytes(), None);
+    agent
+        .transcript
+        .line(Kind::ControlOut, line.as_bytes(), None);
     line.push('\n');
     let mut writer = writer.lock().await;
     let _ = writer.write_all(line.as_bytes()).await;
@@ -175,7 +177,9 @@ async fn execute_inner(agent: &Arc<Agent>, command: &Value) -> (Value, Option<i3
             let ran = agent.fire_control(name).await;
             if ran == 0 {
                 return (
-                    failure(format!("no rule with control = {name:?} (or it fired once already)")),
+                    failure(format!(
+                        "no rule with control = {name:?} (or it fired once already)"
+                    )),
                     None,
                 );
             }

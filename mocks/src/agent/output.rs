@@ -183,9 +183,12 @@ impl ErrorOutput {
 
     /// Writes bytes to stderr and records them.
     pub async fn write(&mut self, bytes: &[u8], transcript: &Transcript) {
-        transcript.line(Kind::Stderr, bytes.strip_suffix(b"\n").unwrap_or(bytes), None);
+        transcript.line(
+            Kind::Stderr,
+            bytes.strip_suffix(b"\n").unwrap_or(bytes),
+            None,
+        );
         let _ = self.writer.write_all(bytes).await;
         let _ = self.writer.flush().await;
     }
 }
-

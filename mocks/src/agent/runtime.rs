@@ -294,12 +294,12 @@ impl Agent {
                 .note(&format!("cannot encode a message: {error}"));
             return Written::Failed;
         }
-        let times = if matches!(message, Message::Response(_)) && self.config.faults.duplicate_responses
-        {
-            2
-        } else {
-            1
-        };
+        let times =
+            if matches!(message, Message::Response(_)) && self.config.faults.duplicate_responses {
+                2
+            } else {
+                1
+            };
         let mut written = Written::Ok;
         for _ in 0..times {
             written = self.write_bytes(&line, true, plan).await;
@@ -456,12 +456,7 @@ impl Agent {
 
     /// Waits for an inbound message with `method` (and `id`) at or after `*cursor`; moves the
     /// cursor past it and returns it.
-    pub async fn wait_for(
-        &self,
-        method: &str,
-        id: Option<&RequestId>,
-        cursor: &mut usize,
-    ) -> Seen {
+    pub async fn wait_for(&self, method: &str, id: Option<&RequestId>, cursor: &mut usize) -> Seen {
         loop {
             let notified = self.seen.notified();
             tokio::pin!(notified);
@@ -469,10 +464,9 @@ impl Agent {
             {
                 let state = self.state();
                 let start = (*cursor).min(state.seen.len());
-                if let Some(offset) = state.seen[start..]
-                    .iter()
-                    .position(|seen| seen.method == method && id.is_none_or(|id| seen.id.as_ref() == Some(id)))
-                {
+                if let Some(offset) = state.seen[start..].iter().position(|seen| {
+                    seen.method == method && id.is_none_or(|id| seen.id.as_ref() == Some(id))
+                }) {
                     *cursor = start + offset + 1;
                     return state.seen[start + offset].clone();
                 }
@@ -543,7 +537,8 @@ impl Agent {
 
     async fn bad_input(&self, error: DecodeError) {
         if self.config.personality == Personality::Intercom {
-            self.log(&format!("skipping a malformed line: {error}")).await;
+            self.log(&format!("skipping a malformed line: {error}"))
+                .await;
             return;
         }
         match error.error_response() {
@@ -551,7 +546,10 @@ impl Agent {
                 self.write_message(&Message::Response(response), true, None)
                     .await;
             }
-            None => self.log(&format!("ignoring a malformed response: {error}")).await,
+            None => {
+                self.log(&format!("ignoring a malformed response: {error}"))
+                    .await
+            }
         }
     }
 
@@ -559,9 +557,9 @@ impl Agent {
         let pending = self.state().pending.remove(&id_key(&response.id));
         match pending {
             Some(pending) => {
-                let result = response.result.map_err(|error| {
-                    serde_json::to_value(error).unwrap_or(Value::Null)
-                });
+                let result = response
+                    .result
+                    .map_err(|error| serde_json::to_value(error).unwrap_or(Value::Null));
                 let _ = pending.reply.send(Reply { result });
             }
             None => {
@@ -613,7 +611,10 @@ impl Agent {
                 "fault: exit with code {} on {}",
                 faults.exit_code, inbound.method
             ));
-            self.request_exit(faults.exit_code, &format!("fault: exit on {}", inbound.method));
+            self.request_exit(
+                faults.exit_code,
+                &format!("fault: exit on {}", inbound.method),
+            );
             return;
         }
         if faults.hang_on.contains(&inbound.method) {
@@ -622,8 +623,10 @@ impl Agent {
             return;
         }
 
-        if matches!(inbound.method.as_str(), "session/cancel" | "$/cancel_request")
-            && !self.rule_matches(&inbound)
+        if matches!(
+            inbound.method.as_str(),
+            "session/cancel" | "$/cancel_request"
+        ) && !self.rule_matches(&inbound)
         {
             self.cancel(&inbound).await;
             return;
@@ -733,7 +736,9 @@ impl Agent {
                 } else {
                     "default".to_owned()
                 };
-                state.sessions.push(state::Session::new(id.clone(), cwd, &mode));
+                state
+                    .sessions
+                    .push(state::Session::new(id.clone(), cwd, &mode));
                 state.last_session = Some(id.clone());
                 Some(id)
             }

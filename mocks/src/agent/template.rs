@@ -105,7 +105,10 @@ fn known(name: &str) -> bool {
             | "identity"
     ) || ["match.", "params.", "reply.", "env."]
         .iter()
-        .any(|prefix| name.strip_prefix(prefix).is_some_and(|rest| !rest.is_empty()))
+        .any(|prefix| {
+            name.strip_prefix(prefix)
+                .is_some_and(|rest| !rest.is_empty())
+        })
 }
 
 enum Piece<'a> {
@@ -265,7 +268,11 @@ mod tests {
     #[test]
     fn unknown_and_unclosed_placeholders_are_rejected() {
         assert!(check_str("${session} ${match.1} ${env.HOME}").is_ok());
-        assert!(check_str("${sesion}").unwrap_err().contains("unknown placeholder ${sesion}"));
+        assert!(
+            check_str("${sesion}")
+                .unwrap_err()
+                .contains("unknown placeholder ${sesion}")
+        );
         assert!(check_str("${session").unwrap_err().contains("unclosed"));
         assert!(check_str("cost: $5 and $${literal}").is_ok());
     }

@@ -106,7 +106,10 @@ impl Agent {
             spec = spec.env_clear();
         }
         for (key, value) in &start.env {
-            spec = spec.env(key, value.replace("{dir}", &dir.path().display().to_string()));
+            spec = spec.env(
+                key,
+                value.replace("{dir}", &dir.path().display().to_string()),
+            );
         }
         let mut child = spawn(spec).expect("the mock agent starts");
         let stdout = child.take_stdout().expect("stdout");
@@ -149,7 +152,7 @@ impl Agent {
     }
 
     async fn fill(&mut self) -> bool {
-        let mut buf = [0u8; 65536];
+        let mut buf = vec![0u8; 65536];
         match tokio::time::timeout(PATIENCE, self.stdout.read(&mut buf)).await {
             Ok(Ok(0)) => false,
             Ok(Ok(n)) => {
@@ -180,9 +183,8 @@ impl Agent {
     /// The next line of stdout as text.
     pub async fn line(&mut self) -> String {
         match self.raw_line().await {
-            Some(line) => String::from_utf8(line).unwrap_or_else(|e| {
-                self.fail(&format!("stdout line is not utf-8: {e}"))
-            }),
+            Some(line) => String::from_utf8(line)
+                .unwrap_or_else(|e| self.fail(&format!("stdout line is not utf-8: {e}"))),
             None => self.fail("stdout closed while a line was expected"),
         }
     }

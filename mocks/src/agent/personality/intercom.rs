@@ -29,7 +29,9 @@ pub fn start(agent: &Arc<Agent>) {
         agent.spawn(async move {
             loop {
                 tokio::time::sleep(period).await;
-                clone.notify("heartbeat", Some(heartbeat_params(&clone))).await;
+                clone
+                    .notify("heartbeat", Some(heartbeat_params(&clone)))
+                    .await;
             }
         });
     }
@@ -122,14 +124,19 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
                     Some(json!({ "message": "resuming after nudge" })),
                 )
                 .await;
-            agent.notify("heartbeat", Some(heartbeat_params(agent))).await;
+            agent
+                .notify("heartbeat", Some(heartbeat_params(agent)))
+                .await;
         }
         "clearance/response" | "prompt/response" => {
             agent
                 .log(&format!(
                     "{} for unknown request id {}",
                     trigger.method,
-                    trigger.id.as_ref().map_or("none".to_owned(), ToString::to_string)
+                    trigger
+                        .id
+                        .as_ref()
+                        .map_or("none".to_owned(), ToString::to_string)
                 ))
                 .await;
         }

@@ -70,7 +70,10 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
 
 async fn new_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
     let trigger = ctx.trigger.clone();
-    let mcp_servers = trigger.as_ref().and_then(|t| t.param("mcpServers")).cloned();
+    let mcp_servers = trigger
+        .as_ref()
+        .and_then(|t| t.param("mcpServers"))
+        .cloned();
     if mcp_servers.is_none() && agent.config.kiro.has(Quirk::ExitOnMissingMcpServers) {
         agent
             .transcript
@@ -84,8 +87,16 @@ async fn new_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
         return;
     }
     let session = ctx.session_id();
-    for server in mcp_servers.as_ref().and_then(Value::as_array).into_iter().flatten() {
-        let name = server.get("name").and_then(Value::as_str).unwrap_or("server");
+    for server in mcp_servers
+        .as_ref()
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let name = server
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("server");
         agent
             .notify(
                 MCP_SERVER_INITIALIZED,
@@ -93,7 +104,9 @@ async fn new_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
             )
             .await;
     }
-    agent.notify(COMMANDS_AVAILABLE, Some(commands(&session))).await;
+    agent
+        .notify(COMMANDS_AVAILABLE, Some(commands(&session)))
+        .await;
     if agent.config.faults.update_before_session_result {
         agent
             .update(
@@ -139,7 +152,10 @@ async fn load_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
             .note("quirk: no response to a malformed session/load");
         return;
     }
-    let id = trigger.param_str("sessionId").unwrap_or_default().to_owned();
+    let id = trigger
+        .param_str("sessionId")
+        .unwrap_or_default()
+        .to_owned();
     let known = agent.state().session(&id).is_some();
     if !known && agent.config.kiro.has(Quirk::ExitOnUnknownLoad) {
         agent
@@ -150,7 +166,12 @@ async fn load_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
         std::future::pending::<()>().await;
     }
     if malformed {
-        reply(agent, ctx, Err(RpcError::invalid_params("missing cwd or mcpServers"))).await;
+        reply(
+            agent,
+            ctx,
+            Err(RpcError::invalid_params("missing cwd or mcpServers")),
+        )
+        .await;
         return;
     }
     if !known {

@@ -15,7 +15,11 @@ use crate::agent::runtime::sequence::Ctx;
 pub const MODES: &[(&str, &str)] = &[("default", "Default"), ("plan", "Plan")];
 
 /// Values of the `verbosity` config option.
-pub const VERBOSITY: &[(&str, &str)] = &[("brief", "Brief"), ("normal", "Normal"), ("verbose", "Verbose")];
+pub const VERBOSITY: &[(&str, &str)] = &[
+    ("brief", "Brief"),
+    ("normal", "Normal"),
+    ("verbose", "Verbose"),
+];
 
 /// The `initialize` result.
 pub fn initialize_result(agent: &Agent, ctx: &Ctx) -> Result<Value, RpcError> {
@@ -158,8 +162,10 @@ pub async fn replay(agent: &Arc<Agent>, session: &str) {
         agent
             .notify(
                 methods::SESSION_UPDATE,
-                Some(json!({"sessionId": session, "update": {"sessionUpdate": kind,
-                    "content": {"type": "text", "text": text}}})),
+                Some(
+                    json!({"sessionId": session, "update": {"sessionUpdate": kind,
+                    "content": {"type": "text", "text": text}}}),
+                ),
             )
             .await;
     }
@@ -209,10 +215,18 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
         }
         methods::SESSION_LOAD | methods::SESSION_RESUME => {
             let Some(id) = session_param(ctx) else {
-                reply(agent, ctx, Err(RpcError::invalid_params("missing sessionId"))).await;
+                reply(
+                    agent,
+                    ctx,
+                    Err(RpcError::invalid_params("missing sessionId")),
+                )
+                .await;
                 return;
             };
-            let found = agent.state().session(&id).map(|s| (s.mode.clone(), s.verbosity.clone()));
+            let found = agent
+                .state()
+                .session(&id)
+                .map(|s| (s.mode.clone(), s.verbosity.clone()));
             let Some((mode, verbosity)) = found else {
                 reply(agent, ctx, Err(unknown_session(&id))).await;
                 return;
@@ -251,8 +265,15 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
         methods::SESSION_SET_MODE => {
             let id = session_param(ctx).unwrap_or_default();
             let mode = trigger.param_str("modeId").unwrap_or_default().to_owned();
-            if !MODES.iter().any(|(m, _)| *m == mode) && agent.config.personality != crate::agent::script::Personality::Kiro {
-                reply(agent, ctx, Err(RpcError::invalid_params(format!("unknown mode {mode:?}")))).await;
+            if !MODES.iter().any(|(m, _)| *m == mode)
+                && agent.config.personality != crate::agent::script::Personality::Kiro
+            {
+                reply(
+                    agent,
+                    ctx,
+                    Err(RpcError::invalid_params(format!("unknown mode {mode:?}"))),
+                )
+                .await;
                 return;
             }
             let known = match agent.state().session(&id) {
@@ -268,7 +289,10 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
             }
             reply(agent, ctx, Ok(json!({}))).await;
             agent
-                .update(&id, json!({"sessionUpdate": "current_mode_update", "currentModeId": mode}))
+                .update(
+                    &id,
+                    json!({"sessionUpdate": "current_mode_update", "currentModeId": mode}),
+                )
                 .await;
         }
         methods::SESSION_SET_CONFIG_OPTION => {
@@ -305,7 +329,12 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
                 reply(agent, ctx, Err(unknown_session(&id))).await;
                 return;
             }
-            reply(agent, ctx, Ok(json!({ "configOptions": config_options(&value) }))).await;
+            reply(
+                agent,
+                ctx,
+                Ok(json!({ "configOptions": config_options(&value) })),
+            )
+            .await;
         }
         methods::SESSION_SET_MODEL if agent.config.agent.legacy_models => {
             let id = session_param(ctx).unwrap_or_default();
@@ -337,5 +366,8 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
 
 /// Members of a JSON object, or an empty map.
 pub fn object(value: Option<&Value>) -> Map<String, Value> {
-    value.and_then(Value::as_object).cloned().unwrap_or_default()
+    value
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default()
 }

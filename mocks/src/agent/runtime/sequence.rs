@@ -309,7 +309,10 @@ async fn respond(
                         Ok(v) => v,
                         Err(e) => serde_json::to_value(e).unwrap_or(Value::Null),
                     };
-                    if step.jsonrpc.unwrap_or_else(|| agent.jsonrpc_for(None, ctx.trigger.as_ref())) {
+                    if step
+                        .jsonrpc
+                        .unwrap_or_else(|| agent.jsonrpc_for(None, ctx.trigger.as_ref()))
+                    {
                         message["jsonrpc"] = json!("2.0");
                     }
                     agent

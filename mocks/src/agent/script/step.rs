@@ -398,7 +398,10 @@ impl Step {
                 }
             }
             "error" => {
-                let error = spec.error.clone().ok_or_else(|| fail("missing error".into()))?;
+                let error = spec
+                    .error
+                    .clone()
+                    .ok_or_else(|| fail("missing error".into()))?;
                 if let Some(message) = &error.message {
                     check_str(message)?;
                 }
@@ -590,14 +593,22 @@ mod tests {
     fn fragments_split_lines_into_pieces() {
         assert_eq!(Fragments::Count(3).split(10), vec![0..4, 4..7, 7..10]);
         assert_eq!(Fragments::Count(5).split(2), vec![0..1, 1..2]);
-        assert_eq!(Fragments::Sizes(vec![2, 3]).split(10), vec![0..2, 2..5, 5..10]);
+        assert_eq!(
+            Fragments::Sizes(vec![2, 3]).split(10),
+            vec![0..2, 2..5, 5..10]
+        );
         assert_eq!(Fragments::Sizes(vec![20]).split(10), vec![0..10]);
     }
 
     #[test]
     fn a_step_needs_exactly_one_action() {
         let none = StepSpec::default();
-        assert!(Step::from_spec(&none, "x").unwrap_err().1.contains("needs one action"));
+        assert!(
+            Step::from_spec(&none, "x")
+                .unwrap_err()
+                .1
+                .contains("needs one action")
+        );
         let two = StepSpec {
             respond: Some(Value::Null),
             exit: Some(1),
