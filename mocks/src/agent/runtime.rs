@@ -932,6 +932,13 @@ impl Agent {
             "methods": state.method_counts,
             "pendingRequests": pending,
             "lastMethod": state.seen.last().map(|s| s.method.clone()),
+            "kiro": {
+                "agent": self.config.kiro.agent,
+                "model": self.config.kiro.model,
+                "trustAllTools": self.config.kiro.trust_all_tools,
+                "trustTools": self.config.kiro.trust_tools,
+                "agentEngine": self.config.kiro.engine,
+            },
         })
     }
 }

@@ -45,9 +45,6 @@ pub const RECORDED_VALUES: &[&str] = &[
     "KIRO_CHAT_LOG_FILE",
 ];
 
-/// Environment variables that identify the agent; they also appear in the state report.
-pub const IDENTITY_VARIABLES: &[&str] = &["INTERCOM_SESSION_ID"];
-
 /// Whether a variable name looks like it holds a secret (a token, key, password, credential,
 /// cookie or certificate). Such values are never recorded.
 pub fn looks_secret(name: &str) -> bool {

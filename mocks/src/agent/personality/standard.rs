@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use ski::acp::methods;
 use ski::jsonrpc::{ErrorCode, RpcError};
 
@@ -362,12 +362,4 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
             }
         }
     }
-}
-
-/// Members of a JSON object, or an empty map.
-pub fn object(value: Option<&Value>) -> Map<String, Value> {
-    value
-        .and_then(Value::as_object)
-        .cloned()
-        .unwrap_or_default()
 }
