@@ -192,7 +192,9 @@ fn merge_faults(cli: &FaultSpec, script: &FaultSpec) -> Faults {
         hang_on: pick!(hang_on).unwrap_or_default(),
         exit_on: pick!(exit_on),
         exit_code: pick!(exit_code).unwrap_or(1),
-        startup_stderr_bytes: pick!(startup_stderr_bytes).unwrap_or(0),
+        startup_stderr_bytes: pick!(startup_stderr_bytes)
+            .unwrap_or(0)
+            .min(super::script::step::MAX_GENERATED_BYTES),
     }
 }
 

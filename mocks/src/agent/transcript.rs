@@ -194,6 +194,11 @@ impl Transcript {
         } else {
             (bytes, false)
         };
+        // A cut in the middle of a character is moved back to the character's start.
+        let text = match std::str::from_utf8(text) {
+            Err(error) if clipped && error.error_len().is_none() => &text[..error.valid_up_to()],
+            _ => text,
+        };
         match std::str::from_utf8(text) {
             Ok(text) => {
                 record.insert("text".to_owned(), Value::String(text.to_owned()));

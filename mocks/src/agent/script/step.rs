@@ -13,6 +13,9 @@ use crate::agent::template;
 /// The default wait for a reply to an agent-to-client request or for an awaited message.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// The largest `oversize` line and `stderr_bytes` count a step may ask for (1 GiB).
+pub const MAX_GENERATED_BYTES: u64 = 1 << 30;
+
 /// The line a `malformed = true` step writes: JSON cut off in the middle of an object.
 pub const DEFAULT_MALFORMED: &str = r#"{"jsonrpc":"2.0","method":"session/update","params":{"#;
 
@@ -479,13 +482,15 @@ impl Step {
                     newline: true,
                 }
             }
-            "oversize" => Action::Oversize(spec.oversize.unwrap_or(0)),
+            "oversize" => Action::Oversize(generated(spec.oversize, "oversize").map_err(fail)?),
             "stderr" => {
                 let text = spec.stderr.clone().unwrap_or_default();
                 check_str(&text)?;
                 Action::Stderr(text)
             }
-            "stderr_bytes" => Action::StderrBytes(spec.stderr_bytes.unwrap_or(0)),
+            "stderr_bytes" => {
+                Action::StderrBytes(generated(spec.stderr_bytes, "stderr_bytes").map_err(fail)?)
+            }
             "sleep_ms" => Action::Sleep(millis(spec.sleep_ms.unwrap_or(0))),
             "wait_for" => match spec.wait_for.clone() {
                 Some(WaitForSpec::Method(method)) => Action::WaitFor {
@@ -561,6 +566,14 @@ impl Step {
             jsonrpc: spec.jsonrpc,
         })
     }
+}
+
+fn generated(value: Option<u64>, key: &str) -> Result<u64, String> {
+    let value = value.unwrap_or(0);
+    if value > MAX_GENERATED_BYTES {
+        return Err(format!("`{key}` is at most {MAX_GENERATED_BYTES} bytes"));
+    }
+    Ok(value)
 }
 
 fn flag(value: Option<bool>, key: &str, action: Action) -> Result<Action, String> {
