@@ -43,7 +43,8 @@ Examples:
   ski-mock-agent --script echo --transcript /tmp/agent.ndjson
   ski-mock-agent --script faults --fault update-before-session-result
   ski-mock-agent --script kiro acp --agent my-agent --model auto
-  ski-mock-agent --script intercom --control '/tmp/agent-{env:INTERCOM_SESSION_ID}.sock'";
+  ski-mock-agent --script intercom --control '/tmp/agent-{env:INTERCOM_SESSION_ID}.sock'
+  ski-mock-agent control /tmp/agent-sess-1.sock '{\"cmd\":\"state\"}'";
 
 /// `ski-mock-agent` options.
 #[derive(Debug, Parser)]
@@ -56,7 +57,13 @@ Examples:
 )]
 pub struct Cli {
     /// Script file, or the name of a ready script.
-    #[arg(short, long, value_name = "FILE|NAME", env = "SKI_MOCK_AGENT_SCRIPT")]
+    #[arg(
+        short,
+        long,
+        value_name = "FILE|NAME",
+        env = "SKI_MOCK_AGENT_SCRIPT",
+        hide_env_values = true
+    )]
     pub script: Option<String>,
 
     /// Built-in behaviour; default: the script's, else `kiro` when called as kiro-cli or with
@@ -65,15 +72,30 @@ pub struct Cli {
     pub personality: Option<PersonalityArg>,
 
     /// Record every line in and out, argv, cwd, environment names and the exit code (NDJSON).
-    #[arg(long, value_name = "FILE", env = "SKI_MOCK_AGENT_TRANSCRIPT")]
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "SKI_MOCK_AGENT_TRANSCRIPT",
+        hide_env_values = true
+    )]
     pub transcript: Option<String>,
 
     /// Listen for control commands on this Unix socket.
-    #[arg(long, value_name = "PATH", env = "SKI_MOCK_AGENT_CONTROL")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "SKI_MOCK_AGENT_CONTROL",
+        hide_env_values = true
+    )]
     pub control: Option<String>,
 
     /// Connect to a runner's Unix socket, say hello and take control commands from it.
-    #[arg(long, value_name = "PATH", env = "SKI_MOCK_AGENT_CONTROL_CONNECT")]
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "SKI_MOCK_AGENT_CONTROL_CONNECT",
+        hide_env_values = true
+    )]
     pub control_connect: Option<String>,
 
     /// Read prompts as commands of the official test agent (help, echo <msg>, full, ...).
