@@ -388,6 +388,7 @@ where
             () = &mut reader, if reading => {
                 reading = false;
                 agent.transcript.note("stdin closed");
+                agent.mark_stdin_closed();
                 if !agent.config.faults.ignore_eof {
                     if let Some(exit) = finish_running(agent).await {
                         return Outcome { code: exit.code, reason: exit.reason };

@@ -404,27 +404,15 @@ async fn no_exit_on_stdin_eof() {
         "--transcript",
         "{dir}/t.ndjson",
     ]);
+    agent.initialize().await;
     let mut control = Control::connect(&agent.path("ctl.sock")).await;
     agent.close_stdin();
+    let closed = control
+        .call(json!({"cmd": "wait", "stdin": "closed", "timeout_ms": 20000}))
+        .await;
+    assert_eq!(closed["ok"], true, "{closed}");
     let state = control.call(json!({"cmd": "state"})).await;
-    assert_eq!(state["ok"], true);
-    // The agent reads stdin's end before answering `wait`-free commands only eventually; the
-    // transcript note shows it saw the end and stayed.
-    let deadline = Instant::now() + support::PATIENCE;
-    loop {
-        let records = transcript(&agent.path("t.ndjson"));
-        if texts(&records, "note")
-            .iter()
-            .any(|t| t == "fault: staying after stdin closed")
-        {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the agent never noted stdin's end"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    assert_eq!(state["state"]["stdinOpen"], false, "{state}");
     assert!(
         agent.child.try_status().is_none(),
         "still running after stdin closed"
@@ -434,6 +422,11 @@ async fn no_exit_on_stdin_eof() {
     assert_eq!(agent.code().await, 7);
     assert!(agent.rest().await.is_empty());
     let records = transcript(&agent.path("t.ndjson"));
+    assert!(
+        texts(&records, "note")
+            .iter()
+            .any(|t| t == "fault: staying after stdin closed")
+    );
     let exit = records.last().expect("records");
     assert_eq!(
         (
@@ -470,6 +463,7 @@ async fn sigterm_is_recorded_with_its_exit_code() {
         "--control",
         "{dir}/ctl.sock",
     ]);
+    agent.initialize().await;
     let mut control = Control::connect(&agent.path("ctl.sock")).await;
     assert_eq!(control.call(json!({"cmd": "state"})).await["ok"], true);
     agent

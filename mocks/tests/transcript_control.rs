@@ -113,8 +113,8 @@ do = [{ notify = "_mock/announce", params = { turn = "${turn}" } }]
         ])
         .file("s.toml", script),
     );
-    let mut control = Control::connect(&agent.path("c.sock")).await;
     let session = agent.handshake().await;
+    let mut control = Control::connect(&agent.path("c.sock")).await;
 
     let reply = control
         .call(json!({"cmd": "send", "message": {"jsonrpc": "2.0", "method": "_mock/hello", "params": {}}, "id": 1}))
@@ -242,7 +242,8 @@ async fn control_connect_says_hello_with_the_identity() {
 
 #[tokio::test]
 async fn a_live_control_socket_is_not_taken_over() {
-    let first = Agent::spawn(&["--control", "{dir}/c.sock"]);
+    let mut first = Agent::spawn(&["--control", "{dir}/c.sock"]);
+    first.initialize().await;
     let _control = Control::connect(&first.path("c.sock")).await;
     let path = first.path("c.sock").display().to_string();
     let mut second = Agent::spawn(&["--control", &path]);

@@ -12,6 +12,7 @@
 //! | `trigger` | `name` | `{"ok":true,"rules":N}` once the `control = NAME` rules ran |
 //! | `release` | `gate` | `{"ok":true}` |
 //! | `wait` | `method`, `count` (1), `timeout_ms` | `{"ok":true,"count":N}` once N messages of that method arrived |
+//! | `wait` | `stdin: "closed"`, `timeout_ms` | `{"ok":true}` once stdin reached its end |
 //! | `exit` | `code` (0) | `{"ok":true}`, then the agent exits |
 //!
 //! A command may carry `"id"`, which its reply repeats. Failures reply
@@ -192,9 +193,29 @@ async fn execute_inner(agent: &Arc<Agent>, command: &Value) -> (Value, Option<i3
             agent.gates.release(gate);
             (json!({"ok": true}), None)
         }
+        "wait" if command.get("stdin").and_then(Value::as_str) == Some("closed") => {
+            let wait = agent.stdin_closed();
+            let reached = match command.get("timeout_ms").and_then(Value::as_u64) {
+                Some(ms) => tokio::time::timeout(Duration::from_millis(ms), wait)
+                    .await
+                    .is_ok(),
+                None => {
+                    wait.await;
+                    true
+                }
+            };
+            if reached {
+                (json!({"ok": true}), None)
+            } else {
+                (failure("timed out waiting for stdin to close"), None)
+            }
+        }
         "wait" => {
             let Some(method) = command.get("method").and_then(Value::as_str) else {
-                return (failure("wait needs \"method\""), None);
+                return (
+                    failure("wait needs \"method\" or \"stdin\": \"closed\""),
+                    None,
+                );
             };
             let count = command.get("count").and_then(Value::as_u64).unwrap_or(1);
             let wait = agent.wait_count(method, count);

@@ -128,6 +128,7 @@ pub struct Agent {
     state: Mutex<State>,
     seen: Notify,
     exit: watch::Sender<Option<Exit>>,
+    stdin_closed: watch::Sender<bool>,
     tasks: Mutex<Vec<AbortHandle>>,
 }
 
@@ -166,6 +167,7 @@ impl Agent {
             state: Mutex::new(State::default()),
             seen: Notify::new(),
             exit: watch::channel(None).0,
+            stdin_closed: watch::channel(false).0,
             tasks: Mutex::new(Vec::new()),
         })
     }
@@ -232,6 +234,17 @@ impl Agent {
                 reason: "exit".to_owned(),
             },
         }
+    }
+
+    /// Records that stdin reached its end.
+    pub fn mark_stdin_closed(&self) {
+        self.stdin_closed.send_replace(true);
+    }
+
+    /// Waits until stdin reached its end.
+    pub async fn stdin_closed(&self) {
+        let mut receiver = self.stdin_closed.subscribe();
+        let _ = receiver.wait_for(|closed| *closed).await;
     }
 
     /// Whether stdout is still open.
@@ -929,6 +942,7 @@ impl Agent {
             "linesIn": state.lines_in,
             "linesOut": lines_out,
             "stdoutOpen": stdout_open,
+            "stdinOpen": !*self.stdin_closed.borrow(),
             "methods": state.method_counts,
             "pendingRequests": pending,
             "lastMethod": state.seen.last().map(|s| s.method.clone()),

@@ -244,6 +244,16 @@ impl Agent {
         }
     }
 
+    /// One `initialize` round trip: once it is answered, the agent is listening on its
+    /// control socket.
+    pub async fn initialize(&mut self) {
+        let id = self
+            .request("initialize", json!({"protocolVersion": 1}))
+            .await;
+        let (_, response) = self.until_response(&json!(id)).await;
+        assert!(response.get("result").is_some(), "{response}");
+    }
+
     /// initialize + session/new; returns the session id.
     pub async fn handshake(&mut self) -> String {
         let id = self
@@ -320,27 +330,16 @@ pub struct Control {
 }
 
 impl Control {
-    /// Connects, waiting for the socket to appear (the agent binds it before reading stdin).
+    /// Connects. The agent binds its socket before it reads stdin, so once it has answered
+    /// anything on stdout the socket is there; call this only after such an answer.
     pub async fn connect(path: &Path) -> Self {
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            match UnixStream::connect(path).await {
-                Ok(stream) => {
-                    let (read, write) = stream.into_split();
-                    return Self {
-                        reader: BufReader::new(read),
-                        writer: write,
-                    };
-                }
-                Err(error) => {
-                    assert!(
-                        tokio::time::Instant::now() < deadline,
-                        "control socket {} never accepted: {error}",
-                        path.display()
-                    );
-                    tokio::time::sleep(Duration::from_millis(5)).await;
-                }
-            }
+        let stream = UnixStream::connect(path).await.unwrap_or_else(|error| {
+            panic!("control socket {} does not accept: {error}", path.display())
+        });
+        let (read, write) = stream.into_split();
+        Self {
+            reader: BufReader::new(read),
+            writer: write,
         }
     }
 
