@@ -442,11 +442,12 @@ impl Agent {
             "prompt/forward" => Some("prompt/response".to_owned()),
             _ => None,
         });
-        let receiver = wait.map(|_| self.expect_reply(&id, reply_method));
+        // Registered even when not waiting, so that the reply is taken quietly when it comes.
+        let receiver = self.expect_reply(&id, reply_method);
         let jsonrpc = jsonrpc.unwrap_or_else(|| self.jsonrpc_for(Some(method), None));
         let message = Message::request(id.clone(), method, params);
         self.write_message(&message, jsonrpc, plan).await;
-        let (receiver, timeout) = (receiver?, wait?);
+        let timeout = wait?;
         match tokio::time::timeout(timeout, receiver).await {
             Ok(Ok(reply)) => Some(reply),
             _ => {
