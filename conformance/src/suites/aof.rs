@@ -1,0 +1,30 @@
+//! The AOF suite: one check per row of `catalog/aof.toml` (the scenarios of
+//! `aof-protocols-bdd.md`), judged only through the adapter contract of
+//! `conformance/targets/aof-adapter.md`: what the adapter prints, its exit codes, the files it
+//! leaves in the scenario's data dir and its event log.
+//!
+//! - [`adapter`]: runs the profile's `adapter` command with the adapter's own arguments.
+//! - [`message`]: envelope and payload builders.
+//! - [`fixture`]: the Given of a scenario (tasks, run results).
+//! - [`disk`]: task files, companion directories and artifacts read from the data dir.
+//! - [`events`]: the event log and assertions on it.
+//! - [`expect`]: assertions on validation and route reports, run artifacts and schemas.
+//! - The checks, one module per part of the document: [`schemas`], [`run_artifacts`].
+
+pub mod adapter;
+pub mod disk;
+pub mod events;
+pub mod expect;
+pub mod fixture;
+pub mod message;
+pub mod run_artifacts;
+pub mod schemas;
+
+use crate::Check;
+
+/// Every check of the suite.
+pub fn checks() -> Vec<Check> {
+    let mut checks = schemas::checks();
+    checks.extend(run_artifacts::checks());
+    checks
+}
