@@ -8,15 +8,19 @@
 //! - [`fixture`]: the Given of a scenario (tasks, run results).
 //! - [`disk`]: task files, companion directories and artifacts read from the data dir.
 //! - [`events`]: the event log and assertions on it.
+//! - [`delivery`]: one message routed, with its report and the events it logged.
 //! - [`expect`]: assertions on validation and route reports, run artifacts and schemas.
-//! - The checks, one module per part of the document: [`schemas`], [`run_artifacts`].
+//! - The checks, one module per part of the document: [`schemas`], [`run_artifacts`],
+//!   [`parsing`].
 
 pub mod adapter;
+pub mod delivery;
 pub mod disk;
 pub mod events;
 pub mod expect;
 pub mod fixture;
 pub mod message;
+pub mod parsing;
 pub mod run_artifacts;
 pub mod schemas;
 
@@ -26,5 +30,6 @@ use crate::Check;
 pub fn checks() -> Vec<Check> {
     let mut checks = schemas::checks();
     checks.extend(run_artifacts::checks());
+    checks.extend(parsing::checks());
     checks
 }

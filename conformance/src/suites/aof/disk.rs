@@ -293,3 +293,54 @@ pub fn ensure_no_handoff_artifacts(data_dir: &Path) -> Result<(), CheckError> {
     )
     .into())
 }
+
+/// The `## Work Log` headings of a task body.
+pub fn work_log_headings(body: &str) -> usize {
+    body.lines().filter(|l| l.trim_end() == "## Work Log").count()
+}
+
+/// The entries (`- …` lines) under the `## Work Log` headings of a task body, in order.
+pub fn work_log(body: &str) -> Vec<String> {
+    let mut entries = Vec::new();
+    let mut inside = false;
+    for line in body.lines() {
+        if line.starts_with('#') {
+            inside = line.trim_end() == "## Work Log";
+            continue;
+        }
+        if inside && line.starts_with("- ") {
+            entries.push(line.to_owned());
+        }
+    }
+    entries
+}
+
+/// The Work Log entries of task `id` on disk; a failure when there is none containing every one
+/// of `needles`. Returns the matching entry.
+pub fn ensure_work_log_entry(
+    data_dir: &Path,
+    id: &str,
+    needles: &[&str],
+) -> Result<String, CheckError> {
+    let file = task(data_dir, id)?;
+    let entries = work_log(&file.body);
+    entries
+        .iter()
+        .find(|entry| needles.iter().all(|n| entry.contains(n)))
+        .cloned()
+        .ok_or_else(|| {
+            Failure::new(
+                format!("a Work Log entry of {id} names {}", needles.join(", ")),
+                format!(
+                    "a \"- …\" line under \"## Work Log\" in the body of {id} containing {}",
+                    needles
+                        .iter()
+                        .map(|n| format!("{n:?}"))
+                        .collect::<Vec<_>>()
+                        .join(" and ")
+                ),
+            )
+            .actual(format!("body: {:?}", file.body))
+            .into()
+        })
+}
