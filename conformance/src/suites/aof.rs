@@ -11,9 +11,10 @@
 //! - [`delivery`]: one message routed, with its report and the events it logged.
 //! - [`expect`]: assertions on validation and route reports, run artifacts and schemas.
 //! - The checks, one module per part of the document: [`schemas`], [`run_artifacts`],
-//!   [`parsing`].
+//!   [`parsing`], [`completion`].
 
 pub mod adapter;
+pub mod completion;
 pub mod delivery;
 pub mod disk;
 pub mod events;
@@ -31,5 +32,6 @@ pub fn checks() -> Vec<Check> {
     let mut checks = schemas::checks();
     checks.extend(run_artifacts::checks());
     checks.extend(parsing::checks());
+    checks.extend(completion::checks());
     checks
 }

@@ -169,3 +169,77 @@ pub fn payload_str<'a>(event: &'a Value, key: &str) -> &'a str {
         .and_then(Value::as_str)
         .unwrap_or("")
 }
+
+impl Events {
+    /// The `task.transitioned` events of `task` as `(from, to)` pairs, in order.
+    pub fn transitions_of(&self, task: &str) -> Vec<(String, String)> {
+        self.of_type("task.transitioned")
+            .into_iter()
+            .filter(|e| e.get("taskId").and_then(Value::as_str) == Some(task))
+            .map(|e| {
+                (
+                    payload_str(e, "from").to_owned(),
+                    payload_str(e, "to").to_owned(),
+                )
+            })
+            .collect()
+    }
+
+    /// Fails unless the `task.transitioned` events of `task` are exactly `steps`, in order.
+    pub fn expect_transitions(&self, task: &str, steps: &[(&str, &str)]) -> Result<(), CheckError> {
+        let actual = self.transitions_of(task);
+        let wanted: Vec<(String, String)> = steps
+            .iter()
+            .map(|(from, to)| ((*from).to_owned(), (*to).to_owned()))
+            .collect();
+        if actual == wanted {
+            return Ok(());
+        }
+        let show = |steps: &[(String, String)]| {
+            if steps.is_empty() {
+                "no task.transitioned event".to_owned()
+            } else {
+                steps
+                    .iter()
+                    .map(|(from, to)| format!("{from} → {to}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            }
+        };
+        Err(Failure::new(
+            format!("the transitions of {task}"),
+            format!("task.transitioned for {task}: {}", show(&wanted)),
+        )
+        .actual(format!("{}; the events:\n{}", show(&actual), self.summary()))
+        .into())
+    }
+
+    /// The `task.transitioned` event of `task` into `to`, whose reason must contain `needle`.
+    pub fn expect_reason(&self, task: &str, to: &str, needle: &str) -> Result<(), CheckError> {
+        let event = self
+            .of_type("task.transitioned")
+            .into_iter()
+            .find(|e| {
+                e.get("taskId").and_then(Value::as_str) == Some(task) && payload_str(e, "to") == to
+            })
+            .ok_or_else(|| {
+                CheckError::from(
+                    Failure::new(
+                        format!("{task} transitions to {to}"),
+                        format!("a task.transitioned event of {task} to {to}"),
+                    )
+                    .actual(self.summary()),
+                )
+            })?;
+        let reason = payload_str(event, "reason");
+        if reason.contains(needle) {
+            return Ok(());
+        }
+        Err(Failure::new(
+            format!("the reason of {task} → {to} names {needle:?}"),
+            format!("a transition reason containing {needle:?}"),
+        )
+        .actual(format!("reason: {reason:?}"))
+        .into())
+    }
+}
