@@ -11,7 +11,8 @@
 //! - [`delivery`]: one message routed, with its report and the events it logged.
 //! - [`expect`]: assertions on validation and route reports, run artifacts and schemas.
 //! - The checks, one module per part of the document: [`schemas`], [`run_artifacts`],
-//!   [`parsing`], [`completion`].
+//!   [`parsing`], [`completion`], [`handoff`],
+//!   [`recovery`].
 
 pub mod adapter;
 pub mod completion;
@@ -20,8 +21,10 @@ pub mod disk;
 pub mod events;
 pub mod expect;
 pub mod fixture;
+pub mod handoff;
 pub mod message;
 pub mod parsing;
+pub mod recovery;
 pub mod run_artifacts;
 pub mod schemas;
 
@@ -33,5 +36,7 @@ pub fn checks() -> Vec<Check> {
     checks.extend(run_artifacts::checks());
     checks.extend(parsing::checks());
     checks.extend(completion::checks());
+    checks.extend(handoff::checks());
+    checks.extend(recovery::checks());
     checks
 }
