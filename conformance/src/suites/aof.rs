@@ -12,10 +12,11 @@
 //! - [`expect`]: assertions on validation and route reports, run artifacts and schemas.
 //! - The checks, one module per part of the document: [`schemas`], [`run_artifacts`],
 //!   [`parsing`], [`completion`], [`handoff`],
-//!   [`recovery`].
+//!   [`recovery`], [`cross_cutting`].
 
 pub mod adapter;
 pub mod completion;
+pub mod cross_cutting;
 pub mod delivery;
 pub mod disk;
 pub mod events;
@@ -38,5 +39,6 @@ pub fn checks() -> Vec<Check> {
     checks.extend(completion::checks());
     checks.extend(handoff::checks());
     checks.extend(recovery::checks());
+    checks.extend(cross_cutting::checks());
     checks
 }
