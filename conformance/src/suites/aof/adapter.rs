@@ -40,7 +40,10 @@ impl Output {
         serde_json::from_str(self.stdout.trim()).map_err(|error| {
             Failure::new(
                 format!("`{}` prints JSON", self.command),
-                format!("`{}` prints exactly one JSON document on stdout", self.command),
+                format!(
+                    "`{}` prints exactly one JSON document on stdout",
+                    self.command
+                ),
             )
             .actual(format!(
                 "{error}; stdout: {:?}; stderr: {:?}",
@@ -154,7 +157,10 @@ impl Adapter {
                     buffer.push_str(&line);
                     buffer.push('\n');
                 }
-                let status = child.wait().await.or_error(format!("waiting for `{command}`"))?;
+                let status = child
+                    .wait()
+                    .await
+                    .or_error(format!("waiting for `{command}`"))?;
                 Ok::<_, CheckError>(Output {
                     command: command.clone(),
                     code: status.code(),

@@ -149,11 +149,7 @@ pub fn checks() -> Vec<Check> {
 
 /// Routes a completion report for `task` and expects it handled, `run_result.json` on disk for
 /// it with `outcome`, and `task.completed` with `outcome`.
-async fn complete(
-    adapter: &Adapter,
-    task: &str,
-    payload: Value,
-) -> Result<Delivery, CheckError> {
+async fn complete(adapter: &Adapter, task: &str, payload: Value) -> Result<Delivery, CheckError> {
     let outcome = payload["outcome"].clone();
     let report = message::envelope("completion.report", task, payload);
     let routed = delivery::route(adapter, &report, NOW, "handled").await?;
@@ -388,7 +384,14 @@ async fn aof_059_10(ctx: Ctx) -> CheckResult {
 }
 
 async fn aof_059_11(ctx: Ctx) -> CheckResult {
-    resolves(&ctx, "in-progress", "done", false, json!(["review", "done"])).await
+    resolves(
+        &ctx,
+        "in-progress",
+        "done",
+        false,
+        json!(["review", "done"]),
+    )
+    .await
 }
 
 async fn aof_059_12(ctx: Ctx) -> CheckResult {
@@ -408,7 +411,11 @@ async fn aof_059_15(ctx: Ctx) -> CheckResult {
 }
 
 /// Task 1 created from `spec`, then a status update with `fields` routed and handled.
-async fn update(spec: TaskSpec, ctx: &Ctx, fields: Value) -> Result<(Adapter, Delivery), CheckError> {
+async fn update(
+    spec: TaskSpec,
+    ctx: &Ctx,
+    fields: Value,
+) -> Result<(Adapter, Delivery), CheckError> {
     let adapter = Adapter::new(ctx)?;
     spec.create(&adapter).await?;
     let routed = delivery::route(

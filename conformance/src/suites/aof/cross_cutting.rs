@@ -65,7 +65,9 @@ async fn aof_x_01(ctx: Ctx) -> CheckResult {
     delivery::route(&adapter, &report, NOW, "handled").await?;
     disk::ensure_status(adapter.data_dir(), TASK_1, "review")?;
     let first = expect::run_result_on_disk(&adapter, TASK_1).await?;
-    let path = expect::run_dir(&adapter, TASK_1).await?.join("run_result.json");
+    let path = expect::run_dir(&adapter, TASK_1)
+        .await?
+        .join("run_result.json");
     std::fs::write(&path, "{}").or_error(format!("overwriting {}", path.display()))?;
 
     let replay = delivery::route(&adapter, &report, LATER, "handled").await?;
@@ -73,9 +75,10 @@ async fn aof_x_01(ctx: Ctx) -> CheckResult {
     ensure_eq!(first, second, "run_result.json after the duplicate report");
     replay.events.expect_transitions(TASK_1, &[])?;
     disk::ensure_status(adapter.data_dir(), TASK_1, "review")?;
-    replay
-        .events
-        .expect("protocol.message.received", json!({"type": "completion.report"}))?;
+    replay.events.expect(
+        "protocol.message.received",
+        json!({"type": "completion.report"}),
+    )?;
     replay
         .events
         .expect("task.completed", json!({"outcome": "partial"}))?;
@@ -177,14 +180,20 @@ async fn aof_x_03(ctx: Ctx) -> CheckResult {
         "the outcomes of the two messages"
     );
     let events = super::events::Events::since(&adapter, mark).await?;
-    let error = events.expect("protocol.message.error", json!({"type": "completion.report"}))?;
+    let error = events.expect(
+        "protocol.message.error",
+        json!({"type": "completion.report"}),
+    )?;
     ensure!(
         !super::events::payload_str(error, "error").is_empty(),
         "the logged error says what failed",
         "payload: {}",
         error["payload"]
     );
-    events.expect("protocol.message.received", json!({"type": "status.update"}))?;
+    events.expect(
+        "protocol.message.received",
+        json!({"type": "status.update"}),
+    )?;
     disk::ensure_work_log_entry(adapter.data_dir(), TASK_2, &[progress])?;
 
     let alone = adapter.route(&failing, LATER).await?;
@@ -225,7 +234,9 @@ async fn aof_x_05(ctx: Ctx) -> CheckResult {
     );
     let routed = delivery::route(&adapter, &report, NOW, "handled").await?;
     disk::ensure_status(adapter.data_dir(), TASK_1, "review")?;
-    routed.events.expect_transitions(TASK_1, &[("in-progress", "review")])?;
+    routed
+        .events
+        .expect_transitions(TASK_1, &[("in-progress", "review")])?;
     routed.events.expect(
         "protocol.message.warning",
         json!({"reason": "summary_file_not_found"}),

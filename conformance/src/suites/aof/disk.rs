@@ -12,7 +12,14 @@ use serde_json::Value;
 use crate::{CheckError, Failure};
 
 /// The statuses of the document's era (E-AOF-16), also the names of the status directories.
-pub const STATUSES: [&str; 6] = ["backlog", "ready", "in-progress", "blocked", "review", "done"];
+pub const STATUSES: [&str; 6] = [
+    "backlog",
+    "ready",
+    "in-progress",
+    "blocked",
+    "review",
+    "done",
+];
 
 /// One task file as found on disk.
 #[derive(Debug, Clone)]
@@ -140,7 +147,10 @@ pub fn task(data_dir: &Path, id: &str) -> Result<TaskFile, CheckError> {
             format!("{id} exists"),
             format!("tasks/<status>/{id}.md exists"),
         )
-        .actual(format!("no file {id}.md under {}", data_dir.join("tasks").display()))
+        .actual(format!(
+            "no file {id}.md under {}",
+            data_dir.join("tasks").display()
+        ))
         .into()
     })
 }
@@ -296,7 +306,9 @@ pub fn ensure_no_handoff_artifacts(data_dir: &Path) -> Result<(), CheckError> {
 
 /// The `## Work Log` headings of a task body.
 pub fn work_log_headings(body: &str) -> usize {
-    body.lines().filter(|l| l.trim_end() == "## Work Log").count()
+    body.lines()
+        .filter(|l| l.trim_end() == "## Work Log")
+        .count()
 }
 
 /// The entries (`- …` lines) under the `## Work Log` headings of a task body, in order.

@@ -79,16 +79,19 @@ impl Events {
     /// The first event of `kind` with `fields` in its payload; a failure listing the log when
     /// there is none.
     pub fn expect(&self, kind: &str, fields: Value) -> Result<&Value, CheckError> {
-        self.matching(kind, &fields).first().copied().ok_or_else(|| {
-            let wanted = if fields.as_object().is_some_and(|m| !m.is_empty()) {
-                format!("a {kind} event with payload {fields}")
-            } else {
-                format!("a {kind} event")
-            };
-            Failure::new(format!("{kind} is logged"), wanted)
-                .actual(self.summary())
-                .into()
-        })
+        self.matching(kind, &fields)
+            .first()
+            .copied()
+            .ok_or_else(|| {
+                let wanted = if fields.as_object().is_some_and(|m| !m.is_empty()) {
+                    format!("a {kind} event with payload {fields}")
+                } else {
+                    format!("a {kind} event")
+                };
+                Failure::new(format!("{kind} is logged"), wanted)
+                    .actual(self.summary())
+                    .into()
+            })
     }
 
     /// Exactly `count` events of `kind` with `fields` in their payload.
@@ -120,11 +123,12 @@ impl Events {
         if self.0.is_empty() {
             return Ok(());
         }
-        Err(
-            Failure::new(format!("{what} logs nothing"), format!("no events logged by {what}"))
-                .actual(self.summary())
-                .into(),
+        Err(Failure::new(
+            format!("{what} logs nothing"),
+            format!("no events logged by {what}"),
         )
+        .actual(self.summary())
+        .into())
     }
 
     /// Fails unless the types of the events, in order, are exactly `kinds`.
@@ -137,11 +141,12 @@ impl Events {
         if actual == kinds {
             return Ok(());
         }
-        Err(
-            Failure::new("the events logged", format!("events in order: {}", kinds.join(", ")))
-                .actual(self.summary())
-                .into(),
+        Err(Failure::new(
+            "the events logged",
+            format!("events in order: {}", kinds.join(", ")),
         )
+        .actual(self.summary())
+        .into())
     }
 }
 
@@ -210,7 +215,11 @@ impl Events {
             format!("the transitions of {task}"),
             format!("task.transitioned for {task}: {}", show(&wanted)),
         )
-        .actual(format!("{}; the events:\n{}", show(&actual), self.summary()))
+        .actual(format!(
+            "{}; the events:\n{}",
+            show(&actual),
+            self.summary()
+        ))
         .into())
     }
 

@@ -209,7 +209,9 @@ pub fn run_result_problems(value: &Value) -> Vec<String> {
     }
     match object.get("completedAt").and_then(Value::as_str) {
         Some(at) if is_utc_timestamp(at) => {}
-        other => problems.push(format!("completedAt is not an ISO 8601 UTC time: {other:?}")),
+        other => problems.push(format!(
+            "completedAt is not an ISO 8601 UTC time: {other:?}"
+        )),
     }
     match object.get("outcome").and_then(Value::as_str) {
         Some(outcome) if OUTCOMES.contains(&outcome) => {}
@@ -226,7 +228,11 @@ pub fn run_result_problems(value: &Value) -> Vec<String> {
     }
     let tests = object.get("tests");
     for key in ["total", "passed", "failed"] {
-        if tests.and_then(|t| t.get(key)).and_then(Value::as_u64).is_none() {
+        if tests
+            .and_then(|t| t.get(key))
+            .and_then(Value::as_u64)
+            .is_none()
+        {
             problems.push(format!("tests.{key} is not a non-negative integer"));
         }
     }

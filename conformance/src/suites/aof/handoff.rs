@@ -9,7 +9,9 @@ use super::adapter::Adapter;
 use super::delivery::{self, Delivery};
 use super::disk;
 use super::fixture::{self, TaskSpec};
-use super::message::{self, CREATED_AT, MISSING_TASK, NOW, TASK_1, TASK_2, TASK_3, TASK_4, TASK_5, TO_AGENT};
+use super::message::{
+    self, CREATED_AT, MISSING_TASK, NOW, TASK_1, TASK_2, TASK_3, TASK_4, TASK_5, TO_AGENT,
+};
 use crate::{Check, CheckError, CheckResult, Ctx, Failure, ensure, ensure_eq};
 
 /// The checks of this module.
@@ -133,15 +135,21 @@ fn artifacts(adapter: &Adapter, child: &str) -> Result<(Value, String), CheckErr
     let json_path = dir.join("handoff.json");
     let handoff = disk::read_json(&json_path)?.ok_or_else(|| {
         CheckError::from(
-            Failure::new("handoff.json is written", format!("{} exists", json_path.display()))
-                .actual("no such file"),
+            Failure::new(
+                "handoff.json is written",
+                format!("{} exists", json_path.display()),
+            )
+            .actual("no such file"),
         )
     })?;
     let md_path = dir.join("handoff.md");
     let markdown = std::fs::read_to_string(&md_path).map_err(|e| {
         CheckError::from(
-            Failure::new("handoff.md is written", format!("{} exists", md_path.display()))
-                .actual(e.to_string()),
+            Failure::new(
+                "handoff.md is written",
+                format!("{} exists", md_path.display()),
+            )
+            .actual(e.to_string()),
         )
     })?;
     Ok((handoff, markdown))
@@ -166,7 +174,11 @@ async fn aof_060_01(ctx: Ctx) -> CheckResult {
         .join("tasks/ready")
         .join(TASK_2)
         .join("inputs");
-    ensure_eq!(expected, inputs(&adapter, TASK_2)?, "the child's inputs directory");
+    ensure_eq!(
+        expected,
+        inputs(&adapter, TASK_2)?,
+        "the child's inputs directory"
+    );
     let (handoff, markdown) = artifacts(&adapter, TASK_2)?;
     ensure_eq!(
         json!(["All tests pass", "Docs updated"]),
@@ -220,7 +232,10 @@ async fn aof_060_02(ctx: Ctx) -> CheckResult {
                 .map(str::to_owned),
         );
     }
-    let missing: Vec<&String> = shown.iter().filter(|s| !markdown.contains(s.as_str())).collect();
+    let missing: Vec<&String> = shown
+        .iter()
+        .filter(|s| !markdown.contains(s.as_str()))
+        .collect();
     ensure!(
         missing.is_empty(),
         "handoff.md shows every field of the request",
@@ -300,7 +315,12 @@ async fn aof_060_04(ctx: Ctx) -> CheckResult {
 
 /// Tasks 1 (in progress), 2 and 3 (ready) exist; `request` is rejected with `reason` and no
 /// artifact and no task change. Returns the routed message.
-async fn refused(ctx: &Ctx, request: &Value, reason: &str, event: &str) -> Result<Delivery, CheckError> {
+async fn refused(
+    ctx: &Ctx,
+    request: &Value,
+    reason: &str,
+    event: &str,
+) -> Result<Delivery, CheckError> {
     let adapter = Adapter::new(ctx)?;
     fixture::task(&adapter, TASK_1, "in-progress").await?;
     fixture::task(&adapter, TASK_2, "ready").await?;
@@ -320,7 +340,13 @@ async fn aof_060_05(ctx: Ctx) -> CheckResult {
         TASK_2,
         message::handoff_full(TASK_3, TASK_1),
     );
-    refused(&ctx, &request, "taskId_mismatch", "protocol.message.rejected").await?;
+    refused(
+        &ctx,
+        &request,
+        "taskId_mismatch",
+        "protocol.message.rejected",
+    )
+    .await?;
     Ok(())
 }
 
@@ -383,7 +409,11 @@ async fn aof_060_09(ctx: Ctx) -> CheckResult {
     )?;
     routed.events.expect_none("task.transitioned")?;
     routed.events.expect_none("delegation.accepted")?;
-    disk::ensure_tasks_unchanged(adapter.data_dir(), &before, "an acknowledgement for a missing task")
+    disk::ensure_tasks_unchanged(
+        adapter.data_dir(),
+        &before,
+        "an acknowledgement for a missing task",
+    )
 }
 
 async fn aof_060_10(ctx: Ctx) -> CheckResult {

@@ -163,7 +163,9 @@ pub fn without(mut base: Value, path: &str) -> Value {
     };
     let mut node: Option<&mut Map<String, Value>> = base.as_object_mut();
     for key in keys {
-        node = node.and_then(|map| map.get_mut(key)).and_then(Value::as_object_mut);
+        node = node
+            .and_then(|map| map.get_mut(key))
+            .and_then(Value::as_object_mut);
     }
     if let Some(map) = node {
         map.remove(last);

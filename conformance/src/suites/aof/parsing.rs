@@ -118,11 +118,20 @@ async fn handled_status_update(ctx: &Ctx, text: &str, progress: &str) -> CheckRe
     let adapter = Adapter::new(ctx)?;
     fixture::task(&adapter, TASK_1, "in-progress").await?;
     let routed = delivery::route_text(&adapter, text, NOW, "handled").await?;
-    ensure_eq!(json!("status.update"), routed.report["type"], "the route report's type");
-    ensure_eq!(json!(TASK_1), routed.report["taskId"], "the route report's taskId");
-    routed
-        .events
-        .expect("protocol.message.received", json!({"type": "status.update"}))?;
+    ensure_eq!(
+        json!("status.update"),
+        routed.report["type"],
+        "the route report's type"
+    );
+    ensure_eq!(
+        json!(TASK_1),
+        routed.report["taskId"],
+        "the route report's taskId"
+    );
+    routed.events.expect(
+        "protocol.message.received",
+        json!({"type": "status.update"}),
+    )?;
     routed.events.expect_none("protocol.message.rejected")?;
     disk::ensure_status(adapter.data_dir(), TASK_1, "in-progress")?;
     disk::ensure_work_log_entry(adapter.data_dir(), TASK_1, &[progress])?;
@@ -164,11 +173,7 @@ async fn aof_058_04(ctx: Ctx) -> CheckResult {
 
 /// Task 1 in progress, then `text` routed and rejected with `reason`: one rejection event, no
 /// handler, no task change. Returns the rejection event.
-async fn rejected_before_handler(
-    ctx: &Ctx,
-    text: &str,
-    reason: &str,
-) -> Result<Value, CheckError> {
+async fn rejected_before_handler(ctx: &Ctx, text: &str, reason: &str) -> Result<Value, CheckError> {
     let adapter = Adapter::new(ctx)?;
     fixture::task(&adapter, TASK_1, "in-progress").await?;
     let before = disk::tasks_snapshot(adapter.data_dir())?;
@@ -217,9 +222,10 @@ async fn aof_058_06(ctx: Ctx) -> CheckResult {
 /// Routes `message` for `task` and expects it handled with protocol.message.received of its type.
 async fn received(adapter: &Adapter, message: &Value) -> Result<Delivery, CheckError> {
     let routed = delivery::route(adapter, message, NOW, "handled").await?;
-    routed
-        .events
-        .expect("protocol.message.received", json!({"type": message["type"]}))?;
+    routed.events.expect(
+        "protocol.message.received",
+        json!({"type": message["type"]}),
+    )?;
     routed.events.expect_none("protocol.message.rejected")?;
     Ok(routed)
 }
@@ -299,9 +305,10 @@ async fn aof_058_12(ctx: Ctx) -> CheckResult {
     let before = disk::tasks_snapshot(adapter.data_dir())?;
     let custom = message::envelope("custom.message", TASK_1, json!({"anything": "goes"}));
     let routed = delivery::route(&adapter, &custom, NOW, "unknown").await?;
-    routed
-        .events
-        .expect("protocol.message.unknown", json!({"type": "custom.message"}))?;
+    routed.events.expect(
+        "protocol.message.unknown",
+        json!({"type": "custom.message"}),
+    )?;
     routed.events.expect_types(&["protocol.message.unknown"])?;
     disk::ensure_tasks_unchanged(adapter.data_dir(), &before, "an unknown message type")
 }

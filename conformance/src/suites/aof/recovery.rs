@@ -238,7 +238,11 @@ async fn aof_061_04(ctx: Ctx) -> CheckResult {
     let (adapter, events) = recovers(&ctx, &RECLAIM).await?;
     events.expect_reason(TASK_1, "ready", "stale_heartbeat_reclaim")?;
     let run = run_json(&adapter).await?;
-    ensure_eq!(json!("failed"), run["status"], "run.json status after the reclaim");
+    ensure_eq!(
+        json!("failed"),
+        run["status"],
+        "run.json status after the reclaim"
+    );
     Ok(())
 }
 
@@ -303,7 +307,11 @@ async fn aof_061_10(ctx: Ctx) -> CheckResult {
     let (adapter, _) = recovers(&ctx, &RECLAIM).await?;
     let run = run_json(&adapter).await?;
     ensure_eq!(json!("failed"), run["status"], "run.json status");
-    ensure_eq!(json!(POLL_AT), run["metadata"]["expiredAt"], "run.json metadata.expiredAt");
+    ensure_eq!(
+        json!(POLL_AT),
+        run["metadata"]["expiredAt"],
+        "run.json metadata.expiredAt"
+    );
     Ok(())
 }
 
@@ -340,7 +348,11 @@ async fn aof_061_13(ctx: Ctx) -> CheckResult {
     stale(&adapter, &RECLAIM).await?;
     let (report, events) = poll(&adapter, false).await?;
     RECLAIM.judge(&adapter, &events)?;
-    ensure_eq!(json!(0), report["actionsExecuted"], "actionsExecuted of the poll");
+    ensure_eq!(
+        json!(0),
+        report["actionsExecuted"],
+        "actionsExecuted of the poll"
+    );
     ensure_eq!(
         json!(1),
         report["staleHeartbeatsProcessed"],

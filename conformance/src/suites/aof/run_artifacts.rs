@@ -74,8 +74,16 @@ async fn aof_057_22(ctx: Ctx) -> CheckResult {
     let adapter = given_result(&ctx, &written).await?;
     let on_disk = expect::run_result_on_disk(&adapter, TASK_1).await?;
     let shown = adapter.run_show(TASK_1).await?;
-    ensure_eq!(written, shown["runResult"], "runResult read back by `run show`");
-    ensure_eq!(on_disk, shown["runResult"], "runResult read back against the file on disk");
+    ensure_eq!(
+        written,
+        shown["runResult"],
+        "runResult read back by `run show`"
+    );
+    ensure_eq!(
+        on_disk,
+        shown["runResult"],
+        "runResult read back against the file on disk"
+    );
     Ok(())
 }
 
@@ -86,11 +94,17 @@ async fn aof_057_23(ctx: Ctx) -> CheckResult {
         .run_data(&["run", "show", "--task", TASK_1], None, None)
         .await?;
     let shown = output.ok_json()?;
-    ensure_eq!(Value::Null, shown["runResult"], "runResult of a task without one");
+    ensure_eq!(
+        Value::Null,
+        shown["runResult"],
+        "runResult of a task without one"
+    );
     if output.stderr.contains("error") {
-        return Err(Failure::new("no error is reported", "nothing about an error on stderr")
-            .actual(output.stderr.trim().to_owned())
-            .into());
+        return Err(
+            Failure::new("no error is reported", "nothing about an error on stderr")
+                .actual(output.stderr.trim().to_owned())
+                .into(),
+        );
     }
     expect::no_run_result(&adapter, TASK_1).await
 }

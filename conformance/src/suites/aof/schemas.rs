@@ -139,7 +139,11 @@ pub fn checks() -> Vec<Check> {
 }
 
 /// Validates `value` as `kind`.
-async fn validate(ctx: &Ctx, kind: &str, value: &Value) -> Result<super::adapter::Output, CheckError> {
+async fn validate(
+    ctx: &Ctx,
+    kind: &str,
+    value: &Value,
+) -> Result<super::adapter::Output, CheckError> {
     Adapter::new(ctx)?.validate(kind, &value.to_string()).await
 }
 
@@ -153,7 +157,13 @@ async fn valid_envelope(ctx: &Ctx, sent: &Value) -> Result<Value, CheckError> {
     ensure_eq!(json!(true), report["known"], "{kind} is a known type");
     let value = expect::valid_value(&output)?;
     for field in [
-        "protocol", "version", "type", "taskId", "fromAgent", "toAgent", "sentAt",
+        "protocol",
+        "version",
+        "type",
+        "taskId",
+        "fromAgent",
+        "toAgent",
+        "sentAt",
     ] {
         expect::value_at(&value, field, &sent[field])?;
     }
@@ -227,12 +237,20 @@ async fn invalid_envelope(ctx: &Ctx, sent: Value, path: &str, kind: &str) -> Che
 }
 
 async fn aof_057_05(ctx: Ctx) -> CheckResult {
-    let sent = message::set(message::completion_report(TASK_1, "done"), "protocol", json!("custom"));
+    let sent = message::set(
+        message::completion_report(TASK_1, "done"),
+        "protocol",
+        json!("custom"),
+    );
     invalid_envelope(&ctx, sent, "protocol", "invalid_literal").await
 }
 
 async fn aof_057_06(ctx: Ctx) -> CheckResult {
-    let sent = message::set(message::completion_report(TASK_1, "done"), "version", json!(2));
+    let sent = message::set(
+        message::completion_report(TASK_1, "done"),
+        "version",
+        json!(2),
+    );
     invalid_envelope(&ctx, sent, "version", "unsupported_version").await
 }
 
@@ -322,9 +340,11 @@ async fn aof_057_16(ctx: Ctx) -> CheckResult {
     let value = expect::valid_value(&output)?;
     expect::value_at(&value, "progress", &json!("50% complete"))?;
     if value.get("status").is_some_and(|s| !s.is_null()) {
-        return Err(Failure::new("no status is invented", "no status in the value")
-            .actual(format!("status: {}", value["status"]))
-            .into());
+        return Err(
+            Failure::new("no status is invented", "no status in the value")
+                .actual(format!("status: {}", value["status"]))
+                .into(),
+        );
     }
     Ok(())
 }
