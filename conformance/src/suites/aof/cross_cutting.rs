@@ -197,7 +197,7 @@ async fn aof_x_03(ctx: Ctx) -> CheckResult {
     disk::ensure_work_log_entry(adapter.data_dir(), TASK_2, &[progress])?;
 
     let alone = adapter.route(&failing, LATER).await?;
-    expect::routed(&alone, "failed")?;
+    expect::routed(&alone, "failed", None)?;
     Ok(())
 }
 

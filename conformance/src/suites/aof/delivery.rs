@@ -28,8 +28,8 @@ pub async fn route_text(
 ) -> Result<Delivery, CheckError> {
     let mark = Events::mark(adapter).await?;
     let output = adapter.route_text(text, now).await?;
-    let report = expect::routed(&output, outcome)?;
     let events = Events::since(adapter, mark).await?;
+    let report = expect::routed(&output, outcome, Some(&events.summary()))?;
     Ok(Delivery {
         output,
         report,

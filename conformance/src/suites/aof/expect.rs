@@ -114,28 +114,45 @@ pub fn value_at(value: &Value, path: &str, expected: &Value) -> Result<(), Check
     .into())
 }
 
-/// A route report with `outcome` and the exit code the contract gives it. Returns the report.
-pub fn routed(output: &Output, outcome: &str) -> Result<Value, CheckError> {
-    let code = match outcome {
+/// The exit code the adapter contract gives a route `outcome`.
+pub fn route_exit_code(outcome: &str) -> i32 {
+    match outcome {
         "rejected" => EXIT_INVALID,
         "failed" => super::adapter::EXIT_FAILED,
         _ => EXIT_OK,
-    };
+    }
+}
+
+/// A route report with `outcome` and the exit code the contract gives it. Returns the report;
+/// `logged` (the events of the message, when known) is shown when it differs.
+pub fn routed(output: &Output, outcome: &str, logged: Option<&str>) -> Result<Value, CheckError> {
+    let code = route_exit_code(outcome);
     let report = output.json()?;
     let actual = report.get("outcome").and_then(Value::as_str);
-    if actual != Some(outcome) || output.code != Some(code) {
-        return Err(Failure::new(
-            format!("the message is {outcome}"),
-            format!("route report outcome: {outcome}, exit {code}"),
-        )
-        .actual(format!(
-            "outcome: {}, exit {:?}; report: {report}",
-            actual.unwrap_or("(none)"),
-            output.code
-        ))
-        .into());
+    if actual == Some(outcome) && output.code == Some(code) {
+        return Ok(report);
     }
-    Ok(report)
+    let reason = report
+        .get("reason")
+        .and_then(Value::as_str)
+        .map_or_else(String::new, |r| format!(", reason {r:?}"));
+    let exit = output
+        .code
+        .map_or_else(|| "a signal".to_owned(), |c| c.to_string());
+    let mut text = format!(
+        "outcome {}{reason} (exit {exit})",
+        actual.unwrap_or("(none)")
+    );
+    match logged {
+        Some(events) => text.push_str(&format!("; events logged:\n{events}")),
+        None => text.push_str(&format!("; report: {report}")),
+    }
+    Err(Failure::new(
+        format!("the message is {outcome}"),
+        format!("route outcome {outcome} (exit {code})"),
+    )
+    .actual(text)
+    .into())
 }
 
 /// The run artifact directory of `task`: `run show`'s `dir`, which must be `<runs_dir>/<task>`
