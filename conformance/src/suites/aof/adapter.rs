@@ -68,6 +68,12 @@ impl Output {
             .collect()
     }
 
+    /// The exit code in words: the number, or "a signal".
+    pub fn exit(&self) -> String {
+        self.code
+            .map_or_else(|| "a signal".to_owned(), |c| c.to_string())
+    }
+
     /// Fails unless the exit code is `code`.
     pub fn ensure_code(&self, code: i32) -> Result<(), CheckError> {
         if self.code == Some(code) {
@@ -79,8 +85,7 @@ impl Output {
         )
         .actual(format!(
             "exit {}; stdout: {:?}; stderr: {:?}",
-            self.code
-                .map_or_else(|| "by a signal".to_owned(), |c| c.to_string()),
+            self.exit(),
             clip(&self.stdout),
             clip(&self.stderr)
         ))

@@ -22,9 +22,9 @@ pub fn valid(output: &Output) -> Result<Value, CheckError> {
             "valid: true, exit 0",
         )
         .actual(format!(
-            "valid: {}, exit {:?}, errors: {errors}",
+            "valid: {}, exit {}, errors: {errors}",
             report.get("valid").unwrap_or(&Value::Null),
-            output.code
+            output.exit()
         ))
         .into());
     }
@@ -63,9 +63,9 @@ pub fn invalid(output: &Output, path: &str, kind: &str) -> Result<Value, CheckEr
             format!("valid: false, exit {EXIT_INVALID}"),
         )
         .actual(format!(
-            "valid: {}, exit {:?}, errors: {errors}",
+            "valid: {}, exit {}, errors: {errors}",
             report.get("valid").unwrap_or(&Value::Null),
-            output.code
+            output.exit()
         ))
         .into());
     }
@@ -136,9 +136,7 @@ pub fn routed(output: &Output, outcome: &str, logged: Option<&str>) -> Result<Va
         .get("reason")
         .and_then(Value::as_str)
         .map_or_else(String::new, |r| format!(", reason {r:?}"));
-    let exit = output
-        .code
-        .map_or_else(|| "a signal".to_owned(), |c| c.to_string());
+    let exit = output.exit();
     let mut text = format!(
         "outcome {}{reason} (exit {exit})",
         actual.unwrap_or("(none)")

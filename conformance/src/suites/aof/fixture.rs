@@ -78,8 +78,8 @@ impl TaskSpec {
                 format!("`task create` makes {} in {}", self.id, self.status),
             )
             .actual(format!(
-                "exit {:?}; stderr: {}",
-                output.code,
+                "exit {}; stderr: {}",
+                output.exit(),
                 output.stderr.trim()
             ))
             .into());
@@ -103,8 +103,8 @@ pub async fn run_result(adapter: &Adapter, task: &str, result: &Value) -> Result
             format!("`run result --task {task}` accepts {result}"),
         )
         .actual(format!(
-            "exit {:?}; stderr: {}",
-            output.code,
+            "exit {}; stderr: {}",
+            output.exit(),
             output.stderr.trim()
         ))
         .into());
