@@ -267,8 +267,8 @@ async fn aof_059_08(ctx: Ctx) -> CheckResult {
     disk::ensure_tasks_unchanged(adapter.data_dir(), &before, "a session end")
 }
 
-/// The tasks of the multi-task scenarios: id, reviewRequired false?, outcome, blockers, the
-/// expected final status and transitions.
+/// One task of a scenario with several in-progress tasks: how it is arranged (reviewRequired,
+/// the outcome of its run result; outcome blocked comes with a blocker) and where it must end.
 pub struct Case {
     /// The task.
     pub task: &'static str,

@@ -55,6 +55,16 @@ pub fn valid_value(output: &Output) -> Result<Value, CheckError> {
 /// A `validate` report that says invalid (exit 2, `valid: false`) with an error at `path` of
 /// `kind` (E-AOF-07). Returns that error.
 pub fn invalid(output: &Output, path: &str, kind: &str) -> Result<Value, CheckError> {
+    invalid_where(output, Some(path), kind)
+}
+
+/// A `validate` report that says invalid with an error of `kind` at any path: for rules on a
+/// whole object (at least one update field, passed + failed within total).
+pub fn invalid_kind(output: &Output, kind: &str) -> Result<Value, CheckError> {
+    invalid_where(output, None, kind)
+}
+
+fn invalid_where(output: &Output, path: Option<&str>, kind: &str) -> Result<Value, CheckError> {
     let report = output.json()?;
     let errors = report.get("errors").cloned().unwrap_or(Value::Null);
     if report.get("valid") != Some(&json!(false)) || output.code != Some(EXIT_INVALID) {
@@ -69,21 +79,28 @@ pub fn invalid(output: &Output, path: &str, kind: &str) -> Result<Value, CheckEr
         ))
         .into());
     }
-    let wanted = json!({"path": path, "kind": kind});
+    let at_path = |error: &Value| match path {
+        None => true,
+        Some(path) => error
+            .get("path")
+            .and_then(Value::as_str)
+            .is_some_and(|p| same_path(p, path)),
+    };
+    let wanted = match path {
+        Some(path) => json!({"path": path, "kind": kind}),
+        None => json!({"kind": kind}),
+    };
     errors
         .as_array()
         .and_then(|list| {
-            list.iter().find(|e| {
-                e.get("path")
-                    .and_then(Value::as_str)
-                    .is_some_and(|p| same_path(p, path))
-                    && e.get("kind") == wanted.get("kind")
-            })
+            list.iter()
+                .find(|e| at_path(e) && e.get("kind").and_then(Value::as_str) == Some(kind))
         })
         .cloned()
         .ok_or_else(|| {
+            let place = path.map_or_else(String::new, |p| format!(" at {p:?}"));
             Failure::new(
-                format!("an error of kind {kind} at {path:?}"),
+                format!("an error of kind {kind}{place}"),
                 format!("errors include {wanted}"),
             )
             .actual(format!("errors: {errors}"))
