@@ -10,9 +10,9 @@
 //! - [`events`]: the event log and assertions on it.
 //! - [`delivery`]: one message routed, with its report and the events it logged.
 //! - [`expect`]: assertions on validation and route reports, run artifacts and schemas.
-//! - The checks, one module per part of the document: [`schemas`], [`run_artifacts`],
-//!   [`parsing`], [`completion`], [`handoff`],
-//!   [`recovery`], [`cross_cutting`].
+//! - The checks, one module per part of the document: [`schemas`] and [`run_artifacts`]
+//!   (TASK-057), [`parsing`] (TASK-058), [`completion`] (TASK-059), [`handoff`] (TASK-060),
+//!   [`recovery`] (TASK-061) and [`cross_cutting`].
 
 pub mod adapter;
 pub mod completion;

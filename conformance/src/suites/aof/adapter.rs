@@ -307,11 +307,6 @@ impl Adapter {
         .await
     }
 
-    /// `task show ID`.
-    pub async fn task_show(&self, id: &str) -> Result<Output, CheckError> {
-        self.run_data(&["task", "show", id], None, None).await
-    }
-
     /// `events`: the whole log as a JSON array.
     pub async fn events(&self) -> Result<Vec<Value>, CheckError> {
         let printed = self.run_data(&["events"], None, None).await?.ok_json()?;

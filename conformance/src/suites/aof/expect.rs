@@ -292,14 +292,3 @@ pub fn is_utc_timestamp(text: &str) -> bool {
     let format = time::format_description::well_known::Iso8601::DEFAULT;
     time::PrimitiveDateTime::parse(text, &format).is_ok()
 }
-
-/// Fails unless `list` (a JSON array of strings) equals `expected`.
-pub fn string_list(value: &Value, what: &str, expected: &[&str]) -> Result<(), CheckError> {
-    let wanted = json!(expected);
-    if value == &wanted {
-        return Ok(());
-    }
-    Err(Failure::new(what.to_owned(), wanted.to_string())
-        .actual(value.to_string())
-        .into())
-}
