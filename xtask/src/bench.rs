@@ -21,7 +21,7 @@ use xshell::{Shell, cmd};
 use crate::ci::workspace_root;
 
 /// The benchmarks `cargo xtask bench` runs: (package, bench target).
-const BENCHES: &[(&str, &str)] = &[("ski", "ndjson")];
+const BENCHES: &[(&str, &str)] = &[("ski", "ndjson"), ("ski-mocks", "startup")];
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Args)]
