@@ -20,13 +20,19 @@ use xshell::{Shell, cmd};
 
 use crate::ci::workspace_root;
 
+mod suite_timing;
+
 /// The benchmarks `cargo xtask bench` runs: (package, bench target).
 const BENCHES: &[(&str, &str)] = &[("ski", "ndjson"), ("ski-mocks", "startup")];
+
+/// Measurements run by xtask itself rather than by `cargo bench`, selected by the same names.
+const SUITE_TIMING: &str = "conformance";
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Run only the bench targets with this name (repeatable); default: all.
+    /// Run only these benchmarks (repeatable): a bench target name (ndjson, startup, ...) or
+    /// `conformance` for the suite timing rows; default: all.
     #[arg(long = "bench")]
     pub benches: Vec<String>,
     /// Only merge the rows already written and print the table.
@@ -48,7 +54,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             .iter()
             .filter(|(_, name)| args.benches.is_empty() || args.benches.iter().any(|b| b == name))
             .collect();
-        if selected.is_empty() {
+        let time_suite = args.benches.is_empty() || args.benches.iter().any(|b| b == SUITE_TIMING);
+        if selected.is_empty() && !time_suite {
             bail!("no benchmark matches {:?}", args.benches);
         }
         sh.set_var("SKI_BENCH_DIR", &bench_dir);
@@ -62,6 +69,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             cmd!(sh, "cargo bench -p {package} --bench {name}")
                 .run()
                 .with_context(|| format!("benchmark {package}/{name} failed"))?;
+        }
+        if time_suite {
+            suite_timing::run(&sh, &target_dir(&sh, &root)?, &rows_dir)?;
         }
     }
     let rows = collect_rows(&rows_dir)?;
