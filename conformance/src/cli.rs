@@ -328,19 +328,20 @@ fn list(args: ListArgs) -> Result<u8> {
             .iter()
             .filter(|c| wanted(&c.suite))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&selected)?);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&selected)?))?;
         return Ok(EXIT_OK);
     }
+    let mut text = String::new();
     for catalog in catalogs.catalogs.iter().filter(|c| wanted(&c.suite)) {
-        println!(
-            "suite {} ({}, {} scenarios)",
+        text.push_str(&format!(
+            "suite {} ({}, {} scenarios)\n",
             catalog.suite,
             catalog.document,
             catalog.scenarios.len()
-        );
+        ));
         for s in &catalog.scenarios {
-            println!(
-                "  {:<12} {:<11} {:<7} {:<6} {}{}{}",
+            text.push_str(&format!(
+                "  {:<12} {:<11} {:<7} {:<6} {}{}{}\n",
                 s.id,
                 s.category.as_str(),
                 s.level.as_str(),
@@ -356,10 +357,20 @@ fn list(args: ListArgs) -> Result<u8> {
                 } else {
                     " (no check yet)"
                 }
-            );
+            ));
         }
     }
+    emit(&text)?;
     Ok(EXIT_OK)
+}
+
+/// Writes `text` to stdout; a reader that went away (`| head`) is not an error.
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(error) if error.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        result => Ok(result?),
+    }
 }
 
 fn explain(args: ExplainArgs) -> Result<u8> {

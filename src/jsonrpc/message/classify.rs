@@ -44,7 +44,9 @@ pub fn classify(value: Value, version: VersionField) -> Result<Message, DecodeEr
 }
 
 /// The top-level shape of a JSON text.
-#[expect(
+// `allow`, not `expect`: whether the lint fires depends on serde_json's `preserve_order`
+// feature, which feature unification turns on in some builds of the workspace and not in others.
+#[allow(
     clippy::large_enum_variant,
     reason = "a short-lived value on the decode path; boxing would add an allocation per message"
 )]
