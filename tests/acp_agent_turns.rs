@@ -891,9 +891,10 @@ async fn racing_cancels_leave_exactly_one_answer_per_prompt_and_a_free_session()
 async fn raw_response(
     reader: &mut ski::jsonrpc::LineReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
     id: u64,
+    what: &str,
 ) -> serde_json::Value {
     loop {
-        let line = within("a line from the agent", reader.next_line())
+        let line = within(what, reader.next_line())
             .await
             .expect("the agent closed its output")
             .expect("a frame");
@@ -929,8 +930,13 @@ async fn session_cancel_written_with_its_prompt_always_ends_it_cancelled() {
                "params": {"cwd": "/work", "mcpServers": []}}),
     ))
     .await;
-    assert!(raw_response(&mut reader, 0).await.get("result").is_some());
-    let created = raw_response(&mut reader, 1).await;
+    assert!(
+        raw_response(&mut reader, 0, "initialize")
+            .await
+            .get("result")
+            .is_some()
+    );
+    let created = raw_response(&mut reader, 1, "session/new").await;
     let session = created["result"]["sessionId"]
         .as_str()
         .expect("sessionId")
@@ -946,7 +952,8 @@ async fn session_cancel_written_with_its_prompt_always_ends_it_cancelled() {
                    "params": {"sessionId": session}}),
         ))
         .await;
-        let answer = raw_response(&mut reader, id).await;
+        let what = format!("round {round}: the prompt's answer (a lost cancel leaves it held)");
+        let answer = raw_response(&mut reader, id, &what).await;
         assert_eq!(
             answer["result"],
             json!({"stopReason": "cancelled"}),

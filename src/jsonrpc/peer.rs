@@ -16,7 +16,9 @@
 //!   registers before its first await (a running turn, say) is seen by a `$/cancel_request` or a
 //!   notification written right behind the request. A handler must therefore not block
 //!   synchronously before its first await: that would stall the read loop, and is a bug of the
-//!   handler.
+//!   handler. Notification handlers keep their order among themselves on their own task, each
+//!   starting only after every request read before it was polled once; a request read after a
+//!   notification may start before that notification's handler has run.
 //! - Inbound notifications are handled one at a time in arrival order on a separate task, fed by
 //!   an unbounded queue (the read loop never waits; a slow notification handler lets the queue
 //!   grow). By default a response is handed to its caller only after the notifications that
