@@ -898,7 +898,7 @@ async fn raw_response(
             .await
             .expect("the agent closed its output")
             .expect("a frame");
-        let message: serde_json::Value = serde_json::from_slice(&line).expect("json from agent");
+        let message: serde_json::Value = serde_json::from_slice(line).expect("json from agent");
         if message.get("method").is_none() && message["id"] == json!(id) {
             return message;
         }
