@@ -886,3 +886,78 @@ async fn racing_cancels_leave_exactly_one_answer_per_prompt_and_a_free_session()
         .count();
     assert_eq!(ends, 40, "one terminal state per prompt: {states:?}");
 }
+
+/// Reads raw lines until the response with `id` and returns it, skipping notifications.
+async fn raw_response(
+    reader: &mut ski::jsonrpc::LineReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
+    id: u64,
+    what: &str,
+) -> serde_json::Value {
+    loop {
+        let line = within(what, reader.next_line())
+            .await
+            .expect("the agent closed its output")
+            .expect("a frame");
+        let message: serde_json::Value = serde_json::from_slice(line).expect("json from agent");
+        if message.get("method").is_none() && message["id"] == json!(id) {
+            return message;
+        }
+    }
+}
+
+/// `session/prompt` and `session/cancel` written in one write to a held agent: the cancel is
+/// read right behind the prompt, and must still find its turn running and end it `cancelled`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn session_cancel_written_with_its_prompt_always_ends_it_cancelled() {
+    use tokio::io::AsyncWriteExt;
+    let agent = Agent::new(holding());
+    let (ours, theirs) = tokio::io::duplex(1 << 20);
+    let (read, write) = tokio::io::split(theirs);
+    let _connection = agent.connect(
+        ski::jsonrpc::Transport::bytes(read, write),
+        &ski::acp::agent::ConnectionOptions::default(),
+    );
+    let (read, mut writer) = tokio::io::split(ours);
+    let mut reader = ski::jsonrpc::LineReader::new(read);
+    let mut send = async |text: String| {
+        writer.write_all(text.as_bytes()).await.unwrap();
+    };
+    send(format!(
+        "{}\n{}\n",
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+               "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
+        json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
+               "params": {"cwd": "/work", "mcpServers": []}}),
+    ))
+    .await;
+    assert!(
+        raw_response(&mut reader, 0, "initialize")
+            .await
+            .get("result")
+            .is_some()
+    );
+    let created = raw_response(&mut reader, 1, "session/new").await;
+    let session = created["result"]["sessionId"]
+        .as_str()
+        .expect("sessionId")
+        .to_owned();
+    for round in 0..100u64 {
+        let id = round + 2;
+        send(format!(
+            "{}\n{}\n",
+            json!({"jsonrpc": "2.0", "id": id, "method": "session/prompt",
+                   "params": {"sessionId": session,
+                              "prompt": [{"type": "text", "text": "hold"}]}}),
+            json!({"jsonrpc": "2.0", "method": "session/cancel",
+                   "params": {"sessionId": session}}),
+        ))
+        .await;
+        let what = format!("round {round}: the prompt's answer (a lost cancel leaves it held)");
+        let answer = raw_response(&mut reader, id, &what).await;
+        assert_eq!(
+            answer["result"],
+            json!({"stopReason": "cancelled"}),
+            "round {round}: {answer}"
+        );
+    }
+}

@@ -518,3 +518,70 @@ async fn concurrent_requests_both_ways_between_two_peers() {
         .expect("close returns");
     right.input_closed().await;
 }
+
+/// A request handler that registers state before its first await, followed in the same write by
+/// a notification that looks the state up: the notification must always find it, because the
+/// read loop polls the request's handler once before it dispatches the next message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_notification_right_behind_a_request_sees_what_its_handler_registered_before_awaiting() {
+    let running: Arc<Mutex<std::collections::HashMap<String, Arc<Notify>>>> = Arc::default();
+    let (probes, mut probed) = tokio::sync::mpsc::unbounded_channel::<(String, bool)>();
+    let builder = Peer::builder()
+        .on_request("begin", {
+            let running = running.clone();
+            move |_cx, params: Option<Value>| {
+                let running = running.clone();
+                async move {
+                    let key = params.unwrap_or_default()["key"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let release = Arc::new(Notify::new());
+                    running.lock().unwrap().insert(key.clone(), release.clone());
+                    release.notified().await;
+                    running.lock().unwrap().remove(&key);
+                    Ok(json!(key))
+                }
+            }
+        })
+        .on_notification("probe", {
+            let running = running.clone();
+            move |_cx, params: Option<Value>| {
+                let running = running.clone();
+                let probes = probes.clone();
+                async move {
+                    let key = params.unwrap_or_default()["key"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_owned();
+                    let release = running.lock().unwrap().get(&key).cloned();
+                    if let Some(release) = &release {
+                        release.notify_one();
+                    }
+                    let _ = probes.send((key, release.is_some()));
+                }
+            }
+        });
+    let (_peer, mut remote) = peer_with_remote(builder);
+    for round in 0..200 {
+        let key = format!("k{round}");
+        let both = format!(
+            "{}\n{}",
+            json!({"jsonrpc": "2.0", "id": round, "method": "begin", "params": {"key": key}}),
+            json!({"jsonrpc": "2.0", "method": "probe", "params": {"key": key}}),
+        );
+        remote.send(&both).await;
+        let (probed_key, found) = tokio::time::timeout(Duration::from_secs(30), probed.recv())
+            .await
+            .expect("the probe was handled")
+            .expect("the peer is alive");
+        assert_eq!(probed_key, key);
+        assert!(
+            found,
+            "round {round}: the probe ran before the request's handler"
+        );
+        let response = response_of(remote.recv().await);
+        assert_eq!(response.id, RequestId::Number(round));
+        assert_eq!(response.result.unwrap(), json!(key));
+    }
+}

@@ -7,9 +7,18 @@
 //! - Every outgoing request waits in a pending table until its response, its timeout (tokio time,
 //!   so `tokio::time::pause` drives it), the connection's end (`CallError::Eof`) or the caller
 //!   dropping it; exactly one of these wins.
-//! - Inbound requests run on their own tasks, so the read loop never waits on a handler: a
-//!   response or `$/cancel_request` is read while a long request runs. A cancelled request is
-//!   answered `-32800`. Unknown methods are answered `-32601` with `data.method`.
+//! - Inbound requests run on their own tasks, so the read loop never waits on a handler beyond its
+//!   first poll: a response or `$/cancel_request` is read while a long request runs. A cancelled
+//!   request is answered `-32800`. Unknown methods are answered `-32601` with `data.method`.
+//! - Arrival order holds up to each handler's first suspension point: a handler runs until its
+//!   first await before the next message is dispatched. The read loop polls a request's handler
+//!   once on its own task and spawns the rest only if it is pending, so state the handler
+//!   registers before its first await (a running turn, say) is seen by a `$/cancel_request` or a
+//!   notification written right behind the request. A handler must therefore not block
+//!   synchronously before its first await: that would stall the read loop, and is a bug of the
+//!   handler. Notification handlers keep their order among themselves on their own task, each
+//!   starting only after every request read before it was polled once; a request read after a
+//!   notification may start before that notification's handler has run.
 //! - Inbound notifications are handled one at a time in arrival order on a separate task, fed by
 //!   an unbounded queue (the read loop never waits; a slow notification handler lets the queue
 //!   grow). By default a response is handed to its caller only after the notifications that

@@ -791,8 +791,10 @@ async fn prompt(
         return Err(RpcError::request_cancelled());
     }
     let session = request.session_id;
-    // Nothing awaits between registering the turn and spawning it, so a handler dropped with
-    // its connection cannot leave the session marked as running.
+    // Nothing awaits before the turn is registered: the peer polls a handler once before it
+    // reads the next message, so a `session/cancel` or `session/stop` written right behind this
+    // prompt finds the turn running. Nothing awaits between registering the turn and spawning
+    // it either, so a handler dropped with its connection cannot leave the session running.
     let control = agent.begin_turn(&session, connection)?;
     let (done, mut outcome) = oneshot::channel();
     tokio::spawn({

@@ -1,9 +1,16 @@
-//! The peer's three tasks: the read loop (classifies every inbound line and routes it without
-//! ever waiting on a handler), the notification task (handles notifications in arrival order)
-//! and the writer (drains the send queue, batching writes, and releases send permits).
+//! The peer's three tasks: the read loop (classifies every inbound line and routes it, waiting
+//! on a request handler only for its first poll), the notification task (handles notifications
+//! in arrival order) and the writer (drains the send queue, batching writes, and releases send
+//! permits).
+//!
+//! Ordering: the read loop polls each request's task once on its own task, before it reads the
+//! next message, and spawns the rest only if the handler is still pending. A request handler thus
+//! runs until its first await before any later message is dispatched: state it registers
+//! synchronously is visible to a `$/cancel_request` or notification written right behind it.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Weak};
+use std::task::Poll;
 
 use futures::FutureExt;
 use std::sync::atomic::Ordering;
@@ -53,7 +60,11 @@ pub(super) async fn read_loop(
                 shared.observe(&WireEvent::Received(bytes));
                 match decode(bytes, shared.config.version) {
                     Ok(message) => {
-                        route(&peer, message, &notifications, &mut notifications_seen);
+                        if let Some(task) =
+                            route(&peer, message, &notifications, &mut notifications_seen)
+                        {
+                            start(task).await;
+                        }
                     }
                     Err(error) => reject(&peer, error, notifications_seen),
                 }
@@ -81,15 +92,16 @@ pub(super) async fn read_loop(
     shared.input_done.cancel();
 }
 
+/// Routes one message. A request yields its task, which the read loop starts before it reads on.
 fn route(
     peer: &Peer,
     message: Message,
     notifications: &mpsc::UnboundedSender<Notification>,
     notifications_seen: &mut u64,
-) {
+) -> Option<BoxFuture<()>> {
     let shared = &peer.shared;
     match message {
-        Message::Request(request) => dispatch_request(peer, request),
+        Message::Request(request) => return Some(dispatch_request(peer, request)),
         Message::Notification(notification) if notification.method == CANCEL_REQUEST_METHOD => {
             cancel_inbound(shared, notification.params);
         }
@@ -104,6 +116,19 @@ fn route(
             response.result.map_err(CallError::Rpc),
             *notifications_seen,
         ),
+    }
+    None
+}
+
+/// Polls a request's task once on the read loop's own task, so that its handler runs until its
+/// first await before the next message is dispatched, then spawns the rest if it is pending. The
+/// spawned task polls it again, which registers the new task's waker, so no wake-up is lost.
+/// A handler that blocks synchronously before its first await blocks the read loop: that is a
+/// bug of the handler.
+async fn start(mut task: BoxFuture<()>) {
+    let first = std::future::poll_fn(|cx| Poll::Ready(task.as_mut().poll(cx))).await;
+    if first.is_pending() {
+        tokio::spawn(task);
     }
 }
 
@@ -204,11 +229,13 @@ fn unregister_inbound(shared: &Shared, id: &RequestId, generation: u64) {
     shared.inbound_running.send_replace(table.entries.len());
 }
 
-fn dispatch_request(peer: &Peer, request: Request) {
+/// Registers an inbound request (so that `$/cancel_request` finds it at once) and returns the task
+/// that runs its handler and sends its answer.
+fn dispatch_request(peer: &Peer, request: Request) -> BoxFuture<()> {
     let token = peer.shared.closing.child_token();
     let generation = register_inbound(&peer.shared, &request.id, token.clone());
     let peer = peer.clone();
-    tokio::spawn(async move {
+    Box::pin(async move {
         let Request { id, method, params } = request;
         let shared = peer.shared.clone();
         let handler = shared.router.request(&method).cloned();
@@ -243,7 +270,7 @@ fn dispatch_request(peer: &Peer, request: Request) {
             Ok(()) | Err(SendError::NotConnected) => {}
             Err(error) => tracing::warn!(%error, "could not send a response"),
         }
-    });
+    })
 }
 
 /// Runs a handler until it finishes, it is cancelled (then `-32800`, unless the handler took
