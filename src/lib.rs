@@ -3,9 +3,11 @@
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages, NDJSON framing and the peer every protocol runs on.
 //! - [`acp`]: Agent Client Protocol wire types and the method table.
 //! - [`transport`]: child processes killed as a process group, and the wire log of every channel.
+//! - [`aof`]: AOF/1 agent task protocol: envelopes, router, task store, events, scheduler.
 //! - [`exit`]: exit codes and the error type every `ski` subcommand returns.
 
 pub mod acp;
+pub mod aof;
 pub mod exit;
 pub mod jsonrpc;
 pub mod transport;
