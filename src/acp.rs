@@ -8,7 +8,9 @@
 //! string enums keep unknown values. [`methods`] is the method table; [`message`] picks the
 //! params or result type for a method name.
 
+pub mod agent;
 pub mod auth;
+pub mod cli;
 pub mod config;
 pub mod content;
 pub mod elicitation;

@@ -8,6 +8,7 @@
 //! stderr, a WebSocket, harness notes) records into the same log, which keeps their relative order.
 
 pub mod child;
+pub mod ws_server;
 
 use std::io;
 use std::pin::Pin;

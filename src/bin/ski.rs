@@ -14,6 +14,9 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Agent Client Protocol: the reference agent.
+    #[command(subcommand)]
+    Acp(ski::acp::cli::AcpCommand),
     // The help text of `ski aof` comes from `AofArgs`.
     Aof(ski::aof::cli::AofArgs),
 }
@@ -21,6 +24,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
+        Command::Acp(command) => return command.run(),
         Command::Aof(args) => ski::aof::cli::run(args),
     };
     match result {

@@ -1,0 +1,844 @@
+//! The agent's method handlers and the peer they are installed on.
+//!
+//! Every request first passes [`Inner::admit`]: a method gated by a disabled feature answers
+//! `-32601` (before its params are read), session work before `authenticate` answers `-32000`
+//! when authentication is required, and idle sessions older than the TTL are pruned.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value, json};
+use tokio::sync::oneshot;
+
+use super::config::Feature;
+use super::export;
+use super::model::PromptDirectives;
+use super::registry::ConnectionId;
+use super::turn::{self, StopCause, TurnControl, TurnOutcome};
+use super::{ConnectionOptions, Inner, clock};
+use crate::acp::methods::{
+    AUTHENTICATE, INITIALIZE, LOGOUT, SESSION_CANCEL, SESSION_CLOSE, SESSION_DELETE,
+    SESSION_EXPORT, SESSION_FORK, SESSION_LIST, SESSION_LOAD, SESSION_NEW, SESSION_PROMPT,
+    SESSION_RESUME, SESSION_SET_CONFIG_OPTION, SESSION_SET_MODE, SESSION_SET_MODEL, SESSION_STOP,
+    SESSION_UPDATE,
+};
+use crate::acp::{
+    AgentAuthCapabilities, AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest,
+    CancelNotification, Capability, ConfigOptionUpdate, ContentBlock, ContentChunk,
+    CurrentModeUpdate, ExecutionStateKind, ExportSessionRequest, ExportSessionResponse, Extra,
+    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
+    ListSessionsResponse, LoadSessionRequest, NewSessionRequest, NewSessionResponse, Nullable,
+    PROTOCOL_VERSION, PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest,
+    SessionCapabilities, SessionIdRequest, SessionInfo, SessionNotification, SessionStateResponse,
+    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
+    SetSessionModeRequest, SetSessionModelRequest, StopReason,
+};
+use crate::jsonrpc::{
+    ErrorCode, NotificationContext, PeerBuilder, RequestContext, RpcError, decode_params,
+};
+
+/// The feature a method needs, if any.
+fn gate(method: &str) -> Option<Feature> {
+    Some(match method {
+        SESSION_LOAD => Feature::LoadSession,
+        SESSION_LIST => Feature::List,
+        SESSION_RESUME => Feature::Resume,
+        SESSION_FORK => Feature::Fork,
+        SESSION_DELETE => Feature::Delete,
+        SESSION_CLOSE => Feature::Close,
+        SESSION_EXPORT => Feature::Export,
+        SESSION_STOP => Feature::Stop,
+        LOGOUT => Feature::Logout,
+        SESSION_SET_MODEL => Feature::SetModel,
+        _ => return None,
+    })
+}
+
+/// Whether a method is refused before `authenticate` when authentication is required.
+fn needs_auth(method: &str) -> bool {
+    !matches!(method, INITIALIZE | AUTHENTICATE | LOGOUT)
+}
+
+fn invalid_params(reason: impl Into<String>) -> RpcError {
+    RpcError::new(
+        ErrorCode::INVALID_PARAMS,
+        format!("invalid params: {}", reason.into()),
+    )
+}
+
+fn unknown_session(session: &str) -> RpcError {
+    RpcError::new(
+        ErrorCode::RESOURCE_NOT_FOUND,
+        format!("session not found: {session}"),
+    )
+    .with_data(json!({ "sessionId": session }))
+}
+
+fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
+    decode_params(params)
+}
+
+fn to_value(result: impl serde::Serialize) -> Result<Value, RpcError> {
+    serde_json::to_value(result)
+        .map_err(|error| RpcError::internal_error(format!("cannot encode result: {error}")))
+}
+
+impl Inner {
+    fn admit(&self, method: &str) -> Result<(), RpcError> {
+        if let Some(feature) = gate(method)
+            && !self.config.features.has(feature)
+        {
+            return Err(RpcError::method_not_found(method));
+        }
+        if self.config.auth_required && needs_auth(method) && !self.is_authenticated() {
+            let ids: Vec<&str> = self
+                .config
+                .auth_methods
+                .iter()
+                .map(|m| m.id.as_str())
+                .collect();
+            return Err(RpcError::new(
+                ErrorCode::AUTH_REQUIRED,
+                format!(
+                    "authentication required: call authenticate with one of: {}",
+                    ids.join(", ")
+                ),
+            ));
+        }
+        self.prune();
+        Ok(())
+    }
+
+    fn exists(&self, session: &str) -> Result<(), RpcError> {
+        if self.store().contains(session) {
+            Ok(())
+        } else {
+            Err(unknown_session(session))
+        }
+    }
+
+    fn state(&self, session: &str) -> Result<SessionStateResponse, RpcError> {
+        let store = self.store();
+        let session = store.get(session).ok_or_else(|| unknown_session(session))?;
+        Ok(SessionStateResponse {
+            modes: Some(session.settings.modes()),
+            config_options: Some(session.settings.config_options()),
+            models: self
+                .config
+                .features
+                .has(Feature::SetModel)
+                .then(|| session.settings.models()),
+            extra: Extra::new(),
+        })
+    }
+
+    fn new_session_response(&self, session: &str) -> Result<NewSessionResponse, RpcError> {
+        let state = self.state(session)?;
+        Ok(NewSessionResponse {
+            session_id: session.to_owned(),
+            modes: state.modes,
+            config_options: state.config_options,
+            models: state.models,
+            extra: Extra::new(),
+        })
+    }
+
+    fn capabilities(&self) -> AgentCapabilities {
+        let features = &self.config.features;
+        let flag = |feature| features.has(feature).then(Capability::default);
+        let sessions = SessionCapabilities {
+            list: flag(Feature::List),
+            delete: flag(Feature::Delete),
+            resume: flag(Feature::Resume),
+            close: flag(Feature::Close),
+            fork: flag(Feature::Fork),
+            ..SessionCapabilities::default()
+        };
+        let any_session = [
+            Feature::List,
+            Feature::Delete,
+            Feature::Resume,
+            Feature::Close,
+            Feature::Fork,
+        ]
+        .into_iter()
+        .any(|f| features.has(f));
+        let mut ski = Map::new();
+        if features.has(Feature::Export) {
+            ski.insert("sessionExport".into(), json!({}));
+        }
+        if features.has(Feature::Stop) {
+            ski.insert("sessionStop".into(), json!({}));
+        }
+        if self.config.execution_state {
+            ski.insert("executionState".into(), json!({}));
+        }
+        if self.config.max_retries > 0 {
+            ski.insert("promptRetry".into(), json!({}));
+        }
+        let mut extra = Extra::new();
+        if !ski.is_empty() {
+            let mut meta = Map::new();
+            meta.insert("ski".into(), Value::Object(ski));
+            extra.set_meta(meta);
+        }
+        AgentCapabilities {
+            load_session: Some(features.has(Feature::LoadSession)),
+            prompt_capabilities: Some(PromptCapabilities {
+                image: Some(true),
+                audio: Some(true),
+                embedded_context: Some(true),
+                extra: Extra::new(),
+            }),
+            mcp_capabilities: None,
+            session_capabilities: any_session.then_some(sessions),
+            auth: features
+                .has(Feature::Logout)
+                .then(|| AgentAuthCapabilities {
+                    logout: Some(Capability::default()),
+                    ..AgentAuthCapabilities::default()
+                }),
+            auth_capabilities: None,
+            providers: None,
+            extra,
+        }
+    }
+}
+
+/// Installs one request handler that records the connection's peer and runs the admission
+/// checks first.
+fn on_request<F, Fut>(
+    builder: PeerBuilder,
+    agent: &Arc<Inner>,
+    connection: ConnectionId,
+    method: &'static str,
+    handler: F,
+) -> PeerBuilder
+where
+    F: Fn(Arc<Inner>, ConnectionId, RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+{
+    let agent = agent.clone();
+    let handler = Arc::new(handler);
+    builder.on_request(method, move |cx: RequestContext, params: Option<Value>| {
+        let agent = agent.clone();
+        let handler = handler.clone();
+        async move {
+            agent.registry.attach(connection, cx.peer());
+            agent.admit(method)?;
+            handler(agent, connection, cx, params).await
+        }
+    })
+}
+
+/// The peer builder of one connection, with every agent method installed.
+pub(super) fn peer_builder(
+    agent: &Arc<Inner>,
+    connection: ConnectionId,
+    options: &ConnectionOptions,
+) -> PeerBuilder {
+    let builder = crate::jsonrpc::Peer::builder()
+        .max_in_flight_sends(options.max_in_flight_sends)
+        .max_message_bytes(options.max_message_bytes);
+    let builder = on_request(builder, agent, connection, INITIALIZE, initialize);
+    let builder = on_request(builder, agent, connection, AUTHENTICATE, authenticate);
+    let builder = on_request(builder, agent, connection, LOGOUT, logout);
+    let builder = on_request(builder, agent, connection, SESSION_NEW, new_session);
+    let builder = on_request(builder, agent, connection, SESSION_LOAD, load_session);
+    let builder = on_request(builder, agent, connection, SESSION_LIST, list_sessions);
+    let builder = on_request(builder, agent, connection, SESSION_RESUME, resume_session);
+    let builder = on_request(builder, agent, connection, SESSION_FORK, fork_session);
+    let builder = on_request(builder, agent, connection, SESSION_DELETE, delete_session);
+    let builder = on_request(builder, agent, connection, SESSION_CLOSE, close_session);
+    let builder = on_request(builder, agent, connection, SESSION_SET_MODE, set_mode);
+    let builder = on_request(
+        builder,
+        agent,
+        connection,
+        SESSION_SET_CONFIG_OPTION,
+        set_config_option,
+    );
+    let builder = on_request(builder, agent, connection, SESSION_SET_MODEL, set_model);
+    let builder = on_request(builder, agent, connection, SESSION_PROMPT, prompt);
+    let builder = on_request(builder, agent, connection, SESSION_EXPORT, export_session);
+    let builder = on_request(builder, agent, connection, SESSION_STOP, stop_session);
+    let cancel_agent = agent.clone();
+    let stop_agent = agent.clone();
+    builder
+        .on_notification(
+            SESSION_CANCEL,
+            move |cx: NotificationContext, params: Option<Value>| {
+                let agent = cancel_agent.clone();
+                agent.registry.attach(connection, cx.peer());
+                async move { cancel_notification(&agent, SESSION_CANCEL, params) }
+            },
+        )
+        .on_notification(
+            SESSION_STOP,
+            move |cx: NotificationContext, params: Option<Value>| {
+                let agent = stop_agent.clone();
+                agent.registry.attach(connection, cx.peer());
+                async move {
+                    if agent.config.features.has(Feature::Stop) {
+                        cancel_notification(&agent, SESSION_STOP, params);
+                    } else {
+                        tracing::debug!("session/stop notification ignored: the feature is off");
+                    }
+                }
+            },
+        )
+}
+
+fn cancel_notification(agent: &Inner, method: &str, params: Option<Value>) {
+    let notification: CancelNotification = match params_of(params) {
+        Ok(notification) => notification,
+        Err(error) => {
+            tracing::info!(method, %error, "notification with invalid params ignored");
+            return;
+        }
+    };
+    let control = agent
+        .store()
+        .get(&notification.session_id)
+        .and_then(|session| session.turn.clone());
+    match control {
+        Some(control) => {
+            control.stop(StopCause::Cancelled);
+            tracing::info!(session = %notification.session_id, method, "turn cancelled");
+        }
+        None => {
+            tracing::debug!(session = %notification.session_id, method, "no running turn to cancel");
+        }
+    }
+}
+
+fn params_of<T: DeserializeOwned>(params: Option<Value>) -> Result<T, serde_json::Error> {
+    serde_json::from_value(params.unwrap_or(Value::Null))
+}
+
+async fn initialize(
+    agent: Arc<Inner>,
+    connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let raw = raw.unwrap_or(Value::Null);
+    match raw.get("protocolVersion") {
+        Some(version) if version.as_u64() == Some(u64::from(PROTOCOL_VERSION)) => {}
+        Some(version) => {
+            return Err(invalid_params(format!(
+                "unsupported protocolVersion: {version}, expected: {PROTOCOL_VERSION}"
+            )));
+        }
+        None => {
+            return Err(invalid_params(format!(
+                "missing protocolVersion, expected: {PROTOCOL_VERSION}"
+            )));
+        }
+    }
+    let request: InitializeRequest = params(Some(raw))?;
+    if let Some(client) = &request.client_info {
+        tracing::info!(connection, client = %client.name, version = %client.version, "initialize");
+    }
+    agent
+        .registry
+        .set_client(connection, request.client_capabilities.unwrap_or_default());
+    let mut info = Implementation::new(&agent.config.name, &agent.config.version);
+    info.title = Some(agent.config.title.clone());
+    to_value(InitializeResponse {
+        protocol_version: PROTOCOL_VERSION,
+        agent_capabilities: Some(agent.capabilities()),
+        auth_methods: Some(
+            agent
+                .config
+                .auth_methods
+                .iter()
+                .map(|method| {
+                    AuthMethod::Agent(AuthMethodAgent {
+                        id: method.id.clone(),
+                        name: method.name.clone(),
+                        description: None,
+                        extra: Extra::new(),
+                    })
+                })
+                .collect(),
+        ),
+        agent_info: Some(info),
+        extra: Extra::new(),
+    })
+}
+
+async fn authenticate(
+    agent: Arc<Inner>,
+    _connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    if agent.config.auth_methods.is_empty() {
+        return Err(RpcError::method_not_found(AUTHENTICATE));
+    }
+    let request: AuthenticateRequest = params(raw)?;
+    if !agent
+        .config
+        .auth_methods
+        .iter()
+        .any(|method| method.id == request.method_id)
+    {
+        let ids: Vec<&str> = agent
+            .config
+            .auth_methods
+            .iter()
+            .map(|m| m.id.as_str())
+            .collect();
+        return Err(invalid_params(format!(
+            "unknown methodId {:?}; advertised: {}",
+            request.method_id,
+            ids.join(", ")
+        )));
+    }
+    agent.set_authenticated(true);
+    tracing::info!(method = %request.method_id, "authenticated");
+    Ok(json!({}))
+}
+
+async fn logout(
+    agent: Arc<Inner>,
+    _connection: ConnectionId,
+    _cx: RequestContext,
+    _raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let turns = agent.store().running_turns();
+    for turn in &turns {
+        turn.stop(StopCause::Cancelled);
+    }
+    for turn in turns {
+        turn.finished().await;
+    }
+    let removed = agent.store().clear();
+    agent.registry.forget_sessions();
+    agent.set_authenticated(false);
+    tracing::info!(sessions = removed.len(), "logged out; every session ended");
+    Ok(json!({}))
+}
+
+async fn new_session(
+    agent: Arc<Inner>,
+    connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: NewSessionRequest = params(raw)?;
+    let now = agent.now();
+    let session = agent
+        .store()
+        .create(request.cwd, request.additional_directories, now);
+    agent.registry.set_owner(&session, connection);
+    tracing::info!(%session, connection, "session created");
+    to_value(agent.new_session_response(&session)?)
+}
+
+async fn load_session(
+    agent: Arc<Inner>,
+    connection: ConnectionId,
+    cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: LoadSessionRequest = params(raw)?;
+    let session = request.session_id;
+    let history = {
+        let now = agent.now();
+        let mut store = agent.store();
+        let history = store
+            .get(&session)
+            .map(|s| s.history.clone())
+            .ok_or_else(|| unknown_session(&session))?;
+        store.touch(&session, now);
+        history
+    };
+    agent.registry.set_owner(&session, connection);
+    for entry in history {
+        let updates: Vec<SessionUpdate> = match entry {
+            super::store::HistoryEntry::User(blocks) => blocks
+                .into_iter()
+                .map(|block| SessionUpdate::UserMessageChunk(ContentChunk::new(block)))
+                .collect(),
+            super::store::HistoryEntry::Agent(text) => vec![SessionUpdate::AgentMessageChunk(
+                ContentChunk::new(ContentBlock::text(text)),
+            )],
+            super::store::HistoryEntry::Tool { .. } => Vec::new(),
+        };
+        for update in updates {
+            let notification = to_value(SessionNotification::new(&session, update))?;
+            cx.peer()
+                .notify(SESSION_UPDATE, Some(notification))
+                .await
+                .map_err(|error| RpcError::internal_error(error.to_string()))?;
+        }
+    }
+    to_value(agent.state(&session)?)
+}
+
+async fn list_sessions(
+    agent: Arc<Inner>,
+    _connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: ListSessionsRequest = params(raw)?;
+    let now = agent.now();
+    let page_size = agent.config.page_size;
+    let mut store = agent.store();
+    let cwd = request.cwd.as_deref();
+    let page = match &request.cursor {
+        None => {
+            let ordered = store.ordered(cwd);
+            store.listings.first_page(ordered, cwd, page_size, now)
+        }
+        Some(cursor) => {
+            let existing: std::collections::HashSet<String> =
+                store.ordered(cwd).into_iter().collect();
+            store
+                .listings
+                .page_at(cursor, cwd, page_size, now, |id| existing.contains(id))
+                .map_err(|error| invalid_params(error.to_string()))?
+        }
+    };
+    let sessions = page
+        .ids
+        .iter()
+        .filter_map(|id| store.get(id))
+        .map(|session| {
+            let mut extra = Extra::new();
+            if let Some(parent) = &session.parent {
+                let mut meta = Map::new();
+                meta.insert("parentSessionId".into(), json!(parent));
+                extra.set_meta(meta);
+            }
+            SessionInfo {
+                session_id: session.id.clone(),
+                cwd: session.cwd.clone(),
+                additional_directories: session.additional_directories.clone(),
+                title: session.title.clone(),
+                updated_at: Some(clock::rfc3339(session.updated)),
+                archived: None,
+                parent_session_id: None,
+                message_count: None,
+                extra,
+            }
+        })
+        .collect();
+    to_value(ListSessionsResponse {
+        sessions,
+        next_cursor: match page.next_cursor {
+            Some(cursor) => Nullable::Value(cursor),
+            None => Nullable::Null,
+        },
+        extra: Extra::new(),
+    })
+}
+
+async fn resume_session(
+    agent: Arc<Inner>,
+    connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: ResumeSessionRequest = params(raw)?;
+    let session = request.session_id;
+    agent.exists(&session)?;
+    let now = agent.now();
+    agent.store().touch(&session, now);
+    agent.registry.set_owner(&session, connection);
+    to_value(agent.state(&session)?)
+}
+
+async fn fork_session(
+    agent: Arc<Inner>,
+    connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: ResumeSessionRequest = params(raw)?;
+    let now = agent.now();
+    let fork = agent
+        .store()
+        .fork(&request.session_id, request.cwd, now)
+        .ok_or_else(|| unknown_session(&request.session_id))?;
+    agent.registry.set_owner(&fork, connection);
+    tracing::info!(source = %request.session_id, %fork, "session forked");
+    to_value(agent.new_session_response(&fork)?)
+}
+
+async fn delete_session(
+    agent: Arc<Inner>,
+    _connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: SessionIdRequest = params(raw)?;
+    let session = request.session_id;
+    agent.stop_turn(&session, StopCause::Cancelled).await;
+    if agent.store().remove(&session).is_some() {
+        agent.registry.forget_session(&session);
+        tracing::info!(%session, "session deleted");
+    }
+    Ok(json!({}))
+}
+
+async fn close_session(
+    agent: Arc<Inner>,
+    _connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: SessionIdRequest = params(raw)?;
+    agent.exists(&request.session_id)?;
+    agent
+        .stop_turn(&request.session_id, StopCause::Cancelled)
+        .await;
+    Ok(json!({}))
+}
+
+async fn set_mode(
+    agent: Arc<Inner>,
+    _connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: SetSessionModeRequest = params(raw)?;
+    let session = request.session_id;
+    {
+        let now = agent.now();
+        let mut store = agent.store();
+        let entry = store
+            .get_mut(&session)
+            .ok_or_else(|| unknown_session(&session))?;
+        entry
+            .settings
+            .set_mode(&request.mode_id)
+            .map_err(invalid_params)?;
+        store.touch(&session, now);
+    }
+    agent
+        .update(
+            &session,
+            SessionUpdate::CurrentModeUpdate(CurrentModeUpdate {
+                current_mode_id: request.mode_id,
+                extra: Extra::new(),
+            }),
+        )
+        .await;
+    Ok(json!({}))
+}
+
+async fn set_config_option(
+    agent: Arc<Inner>,
+    _connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: SetSessionConfigOptionRequest = params(raw)?;
+    let session = request.session_id;
+    let options = {
+        let now = agent.now();
+        let mut store = agent.store();
+        let entry = store
+            .get_mut(&session)
+            .ok_or_else(|| unknown_session(&session))?;
+        entry
+            .settings
+            .set_config(&request.config_id, &request.value)
+            .map_err(invalid_params)?;
+        let options = entry.settings.config_options();
+        store.touch(&session, now);
+        options
+    };
+    agent
+        .update(
+            &session,
+            SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate {
+                config_options: options.clone(),
+                extra: Extra::new(),
+            }),
+        )
+        .await;
+    to_value(SetSessionConfigOptionResponse {
+        config_options: options,
+        extra: Extra::new(),
+    })
+}
+
+async fn set_model(
+    agent: Arc<Inner>,
+    _connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: SetSessionModelRequest = params(raw)?;
+    let session = request.session_id;
+    let options = {
+        let now = agent.now();
+        let mut store = agent.store();
+        let entry = store
+            .get_mut(&session)
+            .ok_or_else(|| unknown_session(&session))?;
+        entry
+            .settings
+            .set_model(&request.model_id)
+            .map_err(invalid_params)?;
+        let options = entry.settings.config_options();
+        store.touch(&session, now);
+        options
+    };
+    agent
+        .update(
+            &session,
+            SessionUpdate::ConfigOptionUpdate(ConfigOptionUpdate {
+                config_options: options,
+                extra: Extra::new(),
+            }),
+        )
+        .await;
+    Ok(json!({}))
+}
+
+async fn export_session(
+    agent: Arc<Inner>,
+    _connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: ExportSessionRequest = params(raw)?;
+    let format = request
+        .format
+        .unwrap_or_else(|| export::FORMAT_JSONL.to_owned());
+    if format != export::FORMAT_JSONL {
+        return Err(invalid_params(format!(
+            "unsupported export format {format:?}; supported: {}",
+            export::FORMAT_JSONL
+        )));
+    }
+    let store = agent.store();
+    let session = store
+        .get(&request.session_id)
+        .ok_or_else(|| unknown_session(&request.session_id))?;
+    to_value(ExportSessionResponse {
+        session_id: session.id.clone(),
+        format,
+        mime_type: export::MIME_TYPE.to_owned(),
+        content: export::jsonl(session),
+        extra: Extra::new(),
+    })
+}
+
+async fn stop_session(
+    agent: Arc<Inner>,
+    _connection: ConnectionId,
+    _cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    let request: SessionIdRequest = params(raw)?;
+    let control = {
+        let store = agent.store();
+        let session = store
+            .get(&request.session_id)
+            .ok_or_else(|| unknown_session(&request.session_id))?;
+        session.turn.clone()
+    };
+    if let Some(control) = control {
+        control.stop(StopCause::Cancelled);
+        tracing::info!(session = %request.session_id, "turn stopped by session/stop");
+    }
+    Ok(json!({}))
+}
+
+impl Inner {
+    /// Registers a new turn for a session: it must exist and have no running turn.
+    fn begin_turn(
+        &self,
+        session: &str,
+        connection: ConnectionId,
+    ) -> Result<Arc<TurnControl>, RpcError> {
+        let now = self.now();
+        let control = {
+            let mut store = self.store();
+            let entry = store
+                .get_mut(session)
+                .ok_or_else(|| unknown_session(session))?;
+            if entry.turn.is_some() {
+                return Err(invalid_params(format!(
+                    "prompt already running for session: {session}"
+                )));
+            }
+            let control = Arc::new(TurnControl::new());
+            entry.turn = Some(control.clone());
+            store.touch(session, now);
+            control
+        };
+        self.registry.set_owner(session, connection);
+        Ok(control)
+    }
+}
+
+async fn prompt(
+    agent: Arc<Inner>,
+    connection: ConnectionId,
+    cx: RequestContext,
+    raw: Option<Value>,
+) -> Result<Value, RpcError> {
+    // The turn ends itself on `$/cancel_request`, so that it can answer after cleaning up.
+    cx.handle_cancellation();
+    let request: PromptRequest = params(raw)?;
+    let plan = PromptDirectives::from_meta(request.extra.meta())
+        .and_then(|directives| directives.apply(&agent.config.echo))
+        .map_err(invalid_params)?;
+    if cx.is_cancelled() {
+        return Err(RpcError::request_cancelled());
+    }
+    let session = request.session_id;
+    let control = agent.begin_turn(&session, connection)?;
+    agent
+        .execution_state(&session, ExecutionStateKind::Queued, None, None)
+        .await;
+    let (done, mut outcome) = oneshot::channel();
+    tokio::spawn({
+        let agent = agent.clone();
+        let session = session.clone();
+        let control = control.clone();
+        async move {
+            let outcome = turn::run(agent, session, request.prompt, control, plan).await;
+            let _ = done.send(outcome);
+        }
+    });
+    let outcome = tokio::select! {
+        biased;
+        outcome = &mut outcome => outcome,
+        () = cx.cancellation().cancelled() => {
+            if cx.peer().is_closed() {
+                // The connection is gone; the turn runs on and nobody reads the answer.
+                return Err(RpcError::request_cancelled());
+            }
+            control.stop(StopCause::RequestCancelled);
+            outcome.await
+        }
+    };
+    let outcome =
+        outcome.unwrap_or_else(|_| TurnOutcome::Failed("the turn ended without an outcome".into()));
+    tracing::info!(%session, ?outcome, "turn ended");
+    match outcome {
+        TurnOutcome::EndTurn => to_value(PromptResponse::new(StopReason::EndTurn)),
+        TurnOutcome::Denied | TurnOutcome::Stopped(StopCause::Cancelled) => {
+            to_value(PromptResponse::new(StopReason::Cancelled))
+        }
+        TurnOutcome::Stopped(StopCause::RequestCancelled) => Err(RpcError::request_cancelled()),
+        TurnOutcome::Stopped(StopCause::TimedOut) => {
+            let limit = agent.config.prompt_timeout.unwrap_or_default();
+            Err(RpcError::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!("prompt timed out after {} ms", limit.as_millis()),
+            ))
+        }
+        TurnOutcome::Failed(message) => Err(RpcError::new(ErrorCode::INTERNAL_ERROR, message)),
+    }
+}

@@ -1,0 +1,420 @@
+//! One prompt turn, from the permission step to its outcome.
+//!
+//! A turn runs on its own task, owned by the agent rather than by the request that started it,
+//! so it ends the same way whatever happens to the connection. Its order:
+//!
+//! 1. (`queued` is sent by the request handler once the session and concurrency checks passed.)
+//! 2. The permission step ([`super::permission`]); a refusal ends the turn `cancelled` with no
+//!    content update and no model call.
+//! 3. `running`, then the echo back end's attempts; a failed attempt is retried with
+//!    `retrying` and `retry_update`, after a delay of the base delay times the attempt number.
+//! 4. The content updates: `available_commands_update`, `plan`, a tool call lifecycle
+//!    (`tool_call` then `tool_call_update`; the injected tool calls when there are any),
+//!    `agent_message_chunk` with the reply, and `session_info_update` with a title after the
+//!    session's first turn.
+//! 5. The terminal execution state (`completed`, `cancelled`, `timed_out` or `failed`), then the
+//!    request handler answers.
+//!
+//! Once a turn is stopped (`session/cancel`, `session/stop`, `$/cancel_request`, its timeout,
+//! or the session going away) it sends no further content update.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use super::Inner;
+use super::config::{EchoConfig, TurnUpdates};
+use super::model::{self, AttemptError};
+use super::permission::{self, Decision};
+use super::store::HistoryEntry;
+use super::tools;
+use crate::acp::{
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock, ContentChunk,
+    ExecutionStateKind, Extra, Nullable, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
+    RetryInfo, RetryUpdate, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallStatus,
+    ToolCallUpdate, ToolKind,
+};
+
+/// Why a turn was stopped before it finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopCause {
+    /// `session/cancel`, `session/stop`, or the session being deleted, closed or logged out:
+    /// the turn answers `stopReason: cancelled`.
+    Cancelled,
+    /// `$/cancel_request` for the prompt request: the turn answers `-32800`.
+    RequestCancelled,
+    /// The prompt timeout fired: the turn answers `-32603`.
+    TimedOut,
+}
+
+/// The control of a running turn: stopping it and waiting for its end.
+#[derive(Debug)]
+pub struct TurnControl {
+    stop: CancellationToken,
+    cause: Mutex<Option<StopCause>>,
+    done: CancellationToken,
+}
+
+impl Default for TurnControl {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TurnControl {
+    /// A control for a turn that has not been stopped.
+    pub fn new() -> Self {
+        Self {
+            stop: CancellationToken::new(),
+            cause: Mutex::new(None),
+            done: CancellationToken::new(),
+        }
+    }
+
+    /// Stops the turn; the first cause wins. Returns whether this call stopped it.
+    pub fn stop(&self, cause: StopCause) -> bool {
+        let mut current = self.cause.lock().unwrap_or_else(PoisonError::into_inner);
+        if current.is_some() {
+            return false;
+        }
+        *current = Some(cause);
+        self.stop.cancel();
+        true
+    }
+
+    /// Why the turn was stopped, if it was.
+    pub fn cause(&self) -> Option<StopCause> {
+        *self.cause.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the turn was stopped.
+    pub fn is_stopped(&self) -> bool {
+        self.stop.is_cancelled()
+    }
+
+    /// The token cancelled when the turn is stopped.
+    pub fn token(&self) -> &CancellationToken {
+        &self.stop
+    }
+
+    /// Resolves once the turn has ended (its outcome is decided and its last update sent).
+    pub async fn finished(&self) {
+        self.done.cancelled().await;
+    }
+
+    pub(super) fn mark_finished(&self) {
+        self.done.cancel();
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnOutcome {
+    /// The reply was sent: `stopReason: end_turn`.
+    EndTurn,
+    /// The turn was stopped.
+    Stopped(StopCause),
+    /// Permission was refused: `stopReason: cancelled`.
+    Denied,
+    /// The model failed for good, or the permission bridge failed under `required`: `-32603`.
+    Failed(String),
+}
+
+impl TurnOutcome {
+    fn final_state(&self) -> ExecutionStateKind {
+        match self {
+            TurnOutcome::EndTurn => ExecutionStateKind::Completed,
+            TurnOutcome::Stopped(StopCause::TimedOut) => ExecutionStateKind::TimedOut,
+            TurnOutcome::Stopped(_) | TurnOutcome::Denied => ExecutionStateKind::Cancelled,
+            TurnOutcome::Failed(_) => ExecutionStateKind::Failed,
+        }
+    }
+}
+
+/// Clears the session's running turn when the turn task ends in any way, panics included.
+struct FinishGuard {
+    agent: Arc<Inner>,
+    session: String,
+    control: Arc<TurnControl>,
+}
+
+impl Drop for FinishGuard {
+    fn drop(&mut self) {
+        self.agent.finish_turn(&self.session, &self.control);
+        self.control.mark_finished();
+    }
+}
+
+/// Runs a turn to its outcome. The caller has registered `control` as the session's turn.
+pub(crate) async fn run(
+    agent: Arc<Inner>,
+    session: String,
+    prompt: Vec<ContentBlock>,
+    control: Arc<TurnControl>,
+    plan: EchoConfig,
+) -> TurnOutcome {
+    let guard = FinishGuard {
+        agent: agent.clone(),
+        session: session.clone(),
+        control: control.clone(),
+    };
+    let steps = steps(&agent, &session, &prompt, &control, &plan);
+    let outcome = match agent.config.prompt_timeout {
+        Some(timeout) => {
+            tokio::pin!(steps);
+            tokio::select! {
+                biased;
+                outcome = &mut steps => outcome,
+                () = tokio::time::sleep(timeout) => {
+                    control.stop(StopCause::TimedOut);
+                    steps.await
+                }
+            }
+        }
+        None => steps.await,
+    };
+    let outcome = match outcome {
+        Ok(()) => TurnOutcome::EndTurn,
+        Err(outcome) => outcome,
+    };
+    let message = match &outcome {
+        TurnOutcome::Failed(message) => Some(message.clone()),
+        _ => None,
+    };
+    agent
+        .execution_state(&session, outcome.final_state(), None, message)
+        .await;
+    drop(guard);
+    outcome
+}
+
+fn stopped(control: &TurnControl) -> TurnOutcome {
+    TurnOutcome::Stopped(control.cause().unwrap_or(StopCause::Cancelled))
+}
+
+/// Sends a content update unless the turn was stopped.
+pub(super) async fn content(
+    agent: &Inner,
+    session: &str,
+    control: &TurnControl,
+    update: SessionUpdate,
+) -> Result<(), TurnOutcome> {
+    if control.is_stopped() {
+        return Err(stopped(control));
+    }
+    agent.update(session, update).await;
+    Ok(())
+}
+
+async fn steps(
+    agent: &Arc<Inner>,
+    session: &str,
+    prompt: &[ContentBlock],
+    control: &TurnControl,
+    plan: &EchoConfig,
+) -> Result<(), TurnOutcome> {
+    match permission::decide(agent, session, control).await {
+        Decision::Allow => {}
+        Decision::Deny => return Err(TurnOutcome::Denied),
+        Decision::Fail(message) => return Err(TurnOutcome::Failed(message)),
+        Decision::Stopped => return Err(stopped(control)),
+    }
+    if control.is_stopped() {
+        return Err(stopped(control));
+    }
+    agent.record(session, HistoryEntry::User(prompt.to_vec()));
+    let max_attempts = agent.config.max_retries.saturating_add(1);
+    let mut attempt = 1;
+    loop {
+        if control.is_stopped() {
+            return Err(stopped(control));
+        }
+        agent
+            .execution_state(session, ExecutionStateKind::Running, Some(attempt), None)
+            .await;
+        match model::attempt(plan, attempt, control.token()).await {
+            Ok(()) => break,
+            Err(AttemptError::Stopped) => return Err(stopped(control)),
+            Err(AttemptError::Failed(message)) => {
+                tracing::info!(session, attempt, %message, "model attempt failed");
+                if attempt >= max_attempts {
+                    return Err(TurnOutcome::Failed(message));
+                }
+                agent
+                    .execution_state(
+                        session,
+                        ExecutionStateKind::Retrying,
+                        Some(attempt),
+                        Some(message.clone()),
+                    )
+                    .await;
+                agent
+                    .update(
+                        session,
+                        SessionUpdate::RetryUpdate(RetryUpdate {
+                            retry: RetryInfo {
+                                attempt,
+                                max_attempts,
+                                reason: Some(message),
+                                extra: Extra::new(),
+                            },
+                            extra: Extra::new(),
+                        }),
+                    )
+                    .await;
+                let delay = agent.config.retry_base_delay.saturating_mul(attempt);
+                tokio::select! {
+                    biased;
+                    () = control.token().cancelled() => return Err(stopped(control)),
+                    () = tokio::time::sleep(delay) => {}
+                }
+                attempt += 1;
+            }
+        }
+    }
+
+    let reply = model::reply(prompt);
+    let full = agent.config.turn_updates == TurnUpdates::Full;
+    if full {
+        content(agent, session, control, available_commands()).await?;
+        content(agent, session, control, plan_update()).await?;
+    }
+    if plan.tool_calls.is_empty() {
+        if full {
+            echo_tool_call(agent, session, control, prompt, &reply).await?;
+        }
+    } else {
+        for spec in &plan.tool_calls {
+            tools::run(agent, session, control, spec, &reply).await?;
+        }
+    }
+    content(
+        agent,
+        session,
+        control,
+        SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::text(reply.clone()))),
+    )
+    .await?;
+    agent.record(session, HistoryEntry::Agent(reply));
+    if full && let Some(info) = agent.title_session(session, prompt) {
+        agent
+            .update(session, SessionUpdate::SessionInfoUpdate(info))
+            .await;
+    }
+    Ok(())
+}
+
+fn available_commands() -> SessionUpdate {
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate {
+        available_commands: vec![AvailableCommand {
+            name: "echo".to_owned(),
+            description: "Reply with the text of the prompt".to_owned(),
+            input: Some(AvailableCommandInput {
+                hint: "the text to echo".to_owned(),
+                extra: Extra::new(),
+            }),
+            extra: Extra::new(),
+        }],
+        extra: Extra::new(),
+    })
+}
+
+fn plan_update() -> SessionUpdate {
+    let entry = |content: &str, priority, status| PlanEntry {
+        content: content.to_owned(),
+        priority,
+        status,
+        extra: Extra::new(),
+    };
+    SessionUpdate::Plan(Plan {
+        entries: vec![
+            entry(
+                "Read the prompt",
+                PlanEntryPriority::High,
+                PlanEntryStatus::Completed,
+            ),
+            entry(
+                "Reply with its text",
+                PlanEntryPriority::Medium,
+                PlanEntryStatus::InProgress,
+            ),
+        ],
+        extra: Extra::new(),
+    })
+}
+
+/// The tool call lifecycle of a turn without injected tool calls: the echo itself, reported
+/// as a `think` step.
+async fn echo_tool_call(
+    agent: &Inner,
+    session: &str,
+    control: &TurnControl,
+    prompt: &[ContentBlock],
+    reply: &str,
+) -> Result<(), TurnOutcome> {
+    let id = tools::new_tool_call_id();
+    let mut call = ToolCall::new(&id, "Prepare the echo reply");
+    call.kind = Some(ToolKind::Think);
+    call.status = Some(ToolCallStatus::InProgress);
+    call.raw_input = Some(json!({ "blocks": prompt.len() }));
+    content(agent, session, control, SessionUpdate::ToolCall(call)).await?;
+    let mut update = ToolCallUpdate::new(&id);
+    update.status = Nullable::Value(ToolCallStatus::Completed);
+    update.raw_output = Nullable::Value(json!({ "characters": reply.chars().count() }));
+    content(
+        agent,
+        session,
+        control,
+        SessionUpdate::ToolCallUpdate(update),
+    )
+    .await
+}
+
+/// The `session_info_update` of a title change.
+pub(super) fn session_info(title: &str, updated_at: String) -> SessionInfoUpdate {
+    SessionInfoUpdate {
+        title: Nullable::Value(title.to_owned()),
+        updated_at: Nullable::Value(updated_at),
+        extra: Extra::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_stop_cause_wins() {
+        let control = TurnControl::new();
+        assert!(!control.is_stopped());
+        assert!(control.stop(StopCause::RequestCancelled));
+        assert!(!control.stop(StopCause::TimedOut));
+        assert_eq!(control.cause(), Some(StopCause::RequestCancelled));
+        assert!(control.token().is_cancelled());
+    }
+
+    #[test]
+    fn outcomes_map_to_their_final_state() {
+        assert_eq!(
+            TurnOutcome::EndTurn.final_state(),
+            ExecutionStateKind::Completed
+        );
+        assert_eq!(
+            TurnOutcome::Stopped(StopCause::TimedOut).final_state(),
+            ExecutionStateKind::TimedOut
+        );
+        assert_eq!(
+            TurnOutcome::Stopped(StopCause::RequestCancelled).final_state(),
+            ExecutionStateKind::Cancelled
+        );
+        assert_eq!(
+            TurnOutcome::Denied.final_state(),
+            ExecutionStateKind::Cancelled
+        );
+        assert_eq!(
+            TurnOutcome::Failed("x".into()).final_state(),
+            ExecutionStateKind::Failed
+        );
+    }
+}

@@ -1,0 +1,577 @@
+//! `ski acp serve`: runs the reference ACP agent over stdio or WebSocket, with a flag for every
+//! behaviour a test may need to drive.
+//!
+//! On stdio, stdout carries only ACP messages and the process exits when stdin ends. On
+//! WebSocket, the bound address is printed on stderr as `listening on ws://HOST:PORT/acp` once
+//! connections are accepted. Logs go to stderr only.
+
+use std::time::Duration;
+
+use anyhow::anyhow;
+use clap::{Args, ValueEnum};
+use tokio_util::sync::CancellationToken;
+
+use super::LogArgs;
+use crate::acp::agent::{
+    Agent, AgentConfig, AuthMethodSpec, ConnectionOptions, EchoConfig, Feature, Features,
+    PermissionConfig, PermissionMode, PolicyMode, ToolCallSpec, TurnUpdates,
+    config::{DEFAULT_PAGE_SIZE, DEFAULT_PERMISSION_TIMEOUT},
+};
+use crate::exit::{CommandError, CommandResult};
+use crate::jsonrpc::Transport;
+use crate::transport::ws_server::{WsServer, WsServerOptions};
+
+/// The default `--listen` address.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8900";
+
+/// How long the runtime waits for its last tasks after serving ended.
+const RUNTIME_SHUTDOWN: Duration = Duration::from_secs(1);
+
+const EXAMPLES: &str = "\
+Examples:
+  ski acp serve
+      Serve on stdio (for clients that spawn the agent, e.g. `acpx --agent \"ski acp serve\"`).
+  ski acp serve --transport ws --listen 127.0.0.1:0
+      Serve on a free loopback port; the address is printed on stderr.
+  ski acp serve --permission-mode disabled --hold
+      Every prompt runs until it is cancelled.
+  ski acp serve --execution-state --max-retries 2 --fail-attempts 1
+      The first model attempt fails, the retry succeeds; states and retries are reported.
+  ski acp serve --tool-call read:notes.txt --tool-call 'terminal:ls -l'
+      Every prompt reads a file and runs a command through the client.
+  ski acp serve --minimal
+      Advertise no optional capability (no loadSession, no sessionCapabilities, no logout).
+
+Exit codes: 0 ok, 2 invalid arguments, 3 configuration error, 4 cannot listen, 5 internal error.";
+
+/// Which transport to serve on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TransportArg {
+    /// Newline-delimited JSON-RPC on stdin and stdout.
+    Stdio,
+    /// WebSocket, one JSON-RPC message per text frame, several clients at once.
+    Ws,
+}
+
+/// `--permission-mode`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PermissionModeArg {
+    /// Never ask; every prompt runs.
+    Disabled,
+    /// Ask; if the client does not answer in time or the connection fails, run anyway.
+    Permissive,
+    /// Ask; if asking fails the prompt ends with an error, if the client refuses it is cancelled.
+    Required,
+}
+
+/// `--permission-policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PolicyArg {
+    /// Grant allow_once without asking the client.
+    Allow,
+    /// Refuse without asking; every prompt ends cancelled.
+    Deny,
+    /// Ask the client and remember allow_always / reject_always per session.
+    Ask,
+}
+
+/// `--turn-updates`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TurnUpdatesArg {
+    /// available_commands_update, plan, tool_call, tool_call_update, agent_message_chunk, and
+    /// session_info_update after a session's first turn.
+    Full,
+    /// Only the agent_message_chunk (plus the updates of injected tool calls).
+    Message,
+}
+
+fn positive(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a whole number")),
+    }
+}
+
+/// Arguments of `ski acp serve`.
+#[derive(Debug, Clone, Args)]
+#[command(after_long_help = EXAMPLES)]
+pub struct ServeArgs {
+    /// Transport to serve on.
+    #[arg(long, value_enum, default_value = "stdio")]
+    pub transport: TransportArg,
+
+    /// Address for --transport ws, HOST:PORT (port 0 picks a free port) [default: 127.0.0.1:8900].
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+
+    /// Most messages queued for sending on one connection before senders wait.
+    #[arg(long, value_name = "N", default_value_t = 64, value_parser = positive)]
+    pub max_in_flight_sends: usize,
+
+    /// Whether the client is asked before a prompt runs, and how strictly.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "permissive",
+        help_heading = "Permission"
+    )]
+    pub permission_mode: PermissionModeArg,
+
+    /// How long to wait for the client's permission answer [default: 10000].
+    #[arg(long, value_name = "MS", help_heading = "Permission")]
+    pub permission_timeout_ms: Option<u64>,
+
+    /// Decide locally (allow, deny) or ask the client (ask).
+    #[arg(long, value_enum, default_value = "ask", help_heading = "Permission")]
+    pub permission_policy: PolicyArg,
+
+    /// Send execution_state_update (queued, running, retrying, completed, cancelled, timed_out, failed).
+    #[arg(long, help_heading = "Prompt turns")]
+    pub execution_state: bool,
+
+    /// Retry a failed model attempt up to N times, reporting retry_update.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        help_heading = "Prompt turns"
+    )]
+    pub max_retries: u32,
+
+    /// Base delay between retries; retry n waits n times this.
+    #[arg(
+        long,
+        value_name = "MS",
+        default_value_t = 100,
+        help_heading = "Prompt turns"
+    )]
+    pub retry_base_delay_ms: u64,
+
+    /// Make the first N model attempts of every prompt fail.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 0,
+        help_heading = "Prompt turns"
+    )]
+    pub fail_attempts: u32,
+
+    /// End a prompt that runs longer than this with error -32603.
+    #[arg(long, value_name = "MS", help_heading = "Prompt turns")]
+    pub prompt_timeout_ms: Option<u64>,
+
+    /// Make every model attempt take this long.
+    #[arg(
+        long,
+        value_name = "MS",
+        conflicts_with = "hold",
+        help_heading = "Prompt turns"
+    )]
+    pub delay_ms: Option<u64>,
+
+    /// Keep every prompt running until it is cancelled (or times out).
+    #[arg(long, help_heading = "Prompt turns")]
+    pub hold: bool,
+
+    /// Make a tool call through the client in every prompt: read:PATH[:LINE[:LIMIT]],
+    /// write:PATH[=CONTENT] or terminal:COMMAND [ARGS...]; repeatable.
+    #[arg(long, value_name = "SPEC", help_heading = "Prompt turns")]
+    pub tool_call: Vec<String>,
+
+    /// Which updates a successful prompt sends.
+    #[arg(
+        long,
+        value_enum,
+        default_value = "full",
+        help_heading = "Prompt turns"
+    )]
+    pub turn_updates: TurnUpdatesArg,
+
+    /// Remove sessions idle for longer than this.
+    #[arg(long, value_name = "MS", help_heading = "Sessions")]
+    pub session_ttl_ms: Option<u64>,
+
+    /// Sessions per session/list page.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_PAGE_SIZE, value_parser = positive, help_heading = "Sessions")]
+    pub page_size: usize,
+
+    /// Advertise an auth method, ID or ID=NAME; repeatable.
+    #[arg(long, value_name = "ID[=NAME]", help_heading = "Capabilities")]
+    pub auth_method: Vec<String>,
+
+    /// Refuse session work with -32000 until the client called authenticate.
+    #[arg(long, help_heading = "Capabilities")]
+    pub auth_required: bool,
+
+    /// Turn an optional capability off: load-session, list, resume, fork, delete, close,
+    /// export, stop, logout, set-model; repeatable.
+    #[arg(long, value_name = "FEATURE", help_heading = "Capabilities")]
+    pub disable: Vec<String>,
+
+    /// Turn every optional capability off.
+    #[arg(long, help_heading = "Capabilities")]
+    pub minimal: bool,
+
+    #[command(flatten)]
+    pub log: LogArgs,
+}
+
+/// Where to serve.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    /// stdin and stdout.
+    Stdio,
+    /// A WebSocket server on `HOST:PORT`.
+    Ws(String),
+}
+
+impl ServeArgs {
+    /// Checks the arguments and turns them into the agent's configuration.
+    pub fn config(&self) -> Result<(AgentConfig, Listen), CommandError> {
+        let invalid = |message: String| CommandError::invalid_input(anyhow!(message));
+        let listen = match (self.transport, &self.listen) {
+            (TransportArg::Stdio, Some(_)) => {
+                return Err(invalid(
+                    "--listen applies only to --transport ws; remove it or add --transport ws"
+                        .to_owned(),
+                ));
+            }
+            (TransportArg::Stdio, None) => Listen::Stdio,
+            (TransportArg::Ws, listen) => Listen::Ws(
+                parse_listen(listen.as_deref().unwrap_or(DEFAULT_LISTEN)).map_err(invalid)?,
+            ),
+        };
+        let mode = match self.permission_mode {
+            PermissionModeArg::Disabled => PermissionMode::Disabled,
+            PermissionModeArg::Permissive => PermissionMode::Permissive,
+            PermissionModeArg::Required => PermissionMode::Required,
+        };
+        let policy = match self.permission_policy {
+            PolicyArg::Allow => PolicyMode::Allow,
+            PolicyArg::Deny => PolicyMode::Deny,
+            PolicyArg::Ask => PolicyMode::Ask,
+        };
+        if mode == PermissionMode::Disabled {
+            if self.permission_timeout_ms.is_some() {
+                return Err(invalid(
+                    "--permission-timeout-ms has no effect with --permission-mode disabled; remove one of them"
+                        .to_owned(),
+                ));
+            }
+            if policy != PolicyMode::Ask {
+                return Err(invalid(format!(
+                    "--permission-policy {} has no effect with --permission-mode disabled; use --permission-mode permissive or required",
+                    policy.name()
+                )));
+            }
+        }
+        if self.permission_timeout_ms == Some(0) {
+            return Err(invalid(
+                "--permission-timeout-ms must be at least 1".to_owned(),
+            ));
+        }
+        if self.prompt_timeout_ms == Some(0) {
+            return Err(invalid("--prompt-timeout-ms must be at least 1".to_owned()));
+        }
+        let auth_methods = self
+            .auth_method
+            .iter()
+            .map(|spec| spec.parse::<AuthMethodSpec>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| invalid(format!("--auth-method: {error}")))?;
+        if self.auth_required && auth_methods.is_empty() {
+            return Err(invalid(
+                "--auth-required needs at least one --auth-method to authenticate with".to_owned(),
+            ));
+        }
+        let mut features = if self.minimal {
+            Features::minimal()
+        } else {
+            Features::all()
+        };
+        for name in &self.disable {
+            let feature: Feature = name
+                .parse()
+                .map_err(|error| invalid(format!("--disable: {error}")))?;
+            features.set(feature, false);
+        }
+        let tool_calls = self
+            .tool_call
+            .iter()
+            .map(|spec| spec.parse::<ToolCallSpec>())
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|error| invalid(format!("--tool-call: {error}")))?;
+        let config = AgentConfig {
+            features,
+            auth_methods,
+            auth_required: self.auth_required,
+            permission: PermissionConfig {
+                mode,
+                timeout: self
+                    .permission_timeout_ms
+                    .map_or(DEFAULT_PERMISSION_TIMEOUT, Duration::from_millis),
+                policy,
+            },
+            execution_state: self.execution_state,
+            max_retries: self.max_retries,
+            retry_base_delay: Duration::from_millis(self.retry_base_delay_ms),
+            prompt_timeout: self.prompt_timeout_ms.map(Duration::from_millis),
+            session_ttl: self.session_ttl_ms.map(Duration::from_millis),
+            page_size: self.page_size,
+            turn_updates: match self.turn_updates {
+                TurnUpdatesArg::Full => TurnUpdates::Full,
+                TurnUpdatesArg::Message => TurnUpdates::Message,
+            },
+            echo: EchoConfig {
+                delay: Duration::from_millis(self.delay_ms.unwrap_or(0)),
+                hold: self.hold,
+                fail_attempts: self.fail_attempts,
+                tool_calls,
+            },
+            ..AgentConfig::default()
+        };
+        Ok((config, listen))
+    }
+}
+
+/// Reads a `--listen` value: `HOST:PORT`, optionally written as a `ws://` or `wss://` URL with
+/// a path, IPv6 hosts in brackets.
+pub fn parse_listen(text: &str) -> Result<String, String> {
+    let bad = |why: &str| {
+        format!(
+            "invalid --listen value {text:?}: {why}; expected HOST:PORT with a port from 0 to 65535, for example 127.0.0.1:8900"
+        )
+    };
+    let rest = text
+        .strip_prefix("ws://")
+        .or_else(|| text.strip_prefix("wss://"))
+        .unwrap_or(text);
+    let rest = rest.split('/').next().unwrap_or_default();
+    let (host, port) = rest.rsplit_once(':').ok_or_else(|| bad("no port"))?;
+    if host.is_empty() {
+        return Err(bad("no host"));
+    }
+    if host.contains(':') && !(host.starts_with('[') && host.ends_with(']')) {
+        return Err(bad("an IPv6 host must be in brackets, like [::1]"));
+    }
+    let port: u16 = port
+        .parse()
+        .map_err(|_| bad(&format!("port {port:?} is not a number from 0 to 65535")))?;
+    Ok(format!("{host}:{port}"))
+}
+
+/// Runs `ski acp serve`.
+pub fn run(args: ServeArgs) -> CommandResult {
+    let (config, listen) = args.config()?;
+    args.log.init()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|error| {
+            CommandError::internal(anyhow!("cannot start the async runtime: {error}"))
+        })?;
+    let options = ConnectionOptions {
+        max_in_flight_sends: args.max_in_flight_sends,
+        ..ConnectionOptions::default()
+    };
+    let json_logs = args.log.log_format == super::LogFormat::Json;
+    let result = runtime.block_on(serve(config, listen, options, json_logs));
+    // The stdin reader may still wait on a blocking read; do not wait for it.
+    runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
+    result
+}
+
+async fn serve(
+    config: AgentConfig,
+    listen: Listen,
+    options: ConnectionOptions,
+    json_logs: bool,
+) -> CommandResult {
+    let shutdown = CancellationToken::new();
+    watch_signals(shutdown.clone());
+    let agent = Agent::new(config);
+    match listen {
+        Listen::Stdio => {
+            tracing::info!("serving ACP on stdio");
+            agent
+                .serve_stream(Transport::stdio(), &options, &shutdown)
+                .await;
+        }
+        Listen::Ws(address) => {
+            let server_options = WsServerOptions {
+                max_message_bytes: options.max_message_bytes,
+                ..WsServerOptions::default()
+            };
+            let server = WsServer::bind(&address, server_options)
+                .await
+                .map_err(|error| {
+                    let hint = if error.io_error().kind() == std::io::ErrorKind::AddrInUse {
+                        "; pick another port, or port 0 for a free one"
+                    } else {
+                        ""
+                    };
+                    CommandError::upstream(anyhow!("{error}{hint}"))
+                })?;
+            let url = server.url();
+            if json_logs {
+                eprintln!(
+                    "{}",
+                    serde_json::json!({"level": "INFO", "event": "listening", "url": url})
+                );
+            } else {
+                eprintln!("listening on {url}");
+            }
+            agent.serve_websocket(server, &options, &shutdown).await;
+        }
+    }
+    tracing::info!("agent stopped");
+    Ok(())
+}
+
+/// Cancels `shutdown` on SIGINT or SIGTERM.
+fn watch_signals(shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        let terminate = async {
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(mut signal) => {
+                    signal.recv().await;
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "cannot watch SIGTERM");
+                    std::future::pending::<()>().await;
+                }
+            }
+        };
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => tracing::info!("interrupted; stopping"),
+            () = terminate => tracing::info!("terminated; stopping"),
+        }
+        shutdown.cancel();
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Harness {
+        #[command(flatten)]
+        serve: ServeArgs,
+    }
+
+    fn config(args: &[&str]) -> Result<(AgentConfig, Listen), String> {
+        let harness = Harness::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        harness.serve.config().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn listen_values_parse_or_say_what_is_wrong() {
+        assert_eq!(parse_listen("127.0.0.1:0").unwrap(), "127.0.0.1:0");
+        assert_eq!(
+            parse_listen("ws://localhost:8900/acp").unwrap(),
+            "localhost:8900"
+        );
+        assert_eq!(parse_listen("[::1]:9").unwrap(), "[::1]:9");
+        for bad in ["127.0.0.1", ":80", "h:70000", "h:x", "::1:80"] {
+            let error = parse_listen(bad).unwrap_err();
+            assert!(error.contains("HOST:PORT"), "{error}");
+        }
+    }
+
+    #[test]
+    fn flags_become_the_agent_configuration() {
+        let (config, listen) = config(&[
+            "--transport",
+            "ws",
+            "--listen",
+            "127.0.0.1:0",
+            "--permission-mode",
+            "required",
+            "--permission-timeout-ms",
+            "250",
+            "--permission-policy",
+            "deny",
+            "--execution-state",
+            "--max-retries",
+            "2",
+            "--fail-attempts",
+            "1",
+            "--prompt-timeout-ms",
+            "900",
+            "--hold",
+            "--tool-call",
+            "read:a.txt",
+            "--session-ttl-ms",
+            "1000",
+            "--page-size",
+            "3",
+            "--auth-method",
+            "token=Token",
+            "--auth-required",
+            "--disable",
+            "delete",
+        ])
+        .unwrap();
+        assert_eq!(listen, Listen::Ws("127.0.0.1:0".into()));
+        assert_eq!(config.permission.mode, PermissionMode::Required);
+        assert_eq!(config.permission.timeout, Duration::from_millis(250));
+        assert_eq!(config.permission.policy, PolicyMode::Deny);
+        assert!(config.execution_state && config.echo.hold && config.auth_required);
+        assert_eq!(config.max_retries, 2);
+        assert_eq!(config.echo.fail_attempts, 1);
+        assert_eq!(config.prompt_timeout, Some(Duration::from_millis(900)));
+        assert_eq!(config.echo.tool_calls.len(), 1);
+        assert_eq!(config.session_ttl, Some(Duration::from_secs(1)));
+        assert_eq!(config.page_size, 3);
+        assert_eq!(config.auth_methods[0].id, "token");
+        assert!(!config.features.has(Feature::Delete));
+        assert!(config.features.has(Feature::List));
+        let (config, listen) = config_default();
+        assert_eq!(listen, Listen::Stdio);
+        assert!(config.features.has(Feature::LoadSession));
+    }
+
+    fn config_default() -> (AgentConfig, Listen) {
+        config(&[]).unwrap()
+    }
+
+    #[test]
+    fn contradictory_flags_are_refused_with_a_fix() {
+        for (args, needle) in [
+            (&["--listen", "127.0.0.1:0"][..], "--transport ws"),
+            (
+                &[
+                    "--permission-mode",
+                    "disabled",
+                    "--permission-timeout-ms",
+                    "5",
+                ][..],
+                "remove one",
+            ),
+            (
+                &[
+                    "--permission-mode",
+                    "disabled",
+                    "--permission-policy",
+                    "deny",
+                ][..],
+                "permissive",
+            ),
+            (&["--auth-required"][..], "--auth-method"),
+            (&["--disable", "nothing"][..], "load-session"),
+            (&["--tool-call", "bogus"][..], "expected"),
+            (&["--transport", "ws", "--listen", "nope"][..], "HOST:PORT"),
+            (&["--hold", "--delay-ms", "5"][..], "cannot be used with"),
+            (&["--page-size", "0"][..], "at least 1"),
+        ] {
+            let error = config(args).unwrap_err();
+            assert!(error.contains(needle), "{args:?}: {error}");
+        }
+        let (config, _) = config(&["--minimal"]).unwrap();
+        assert!(Feature::ALL.iter().all(|f| !config.features.has(*f)));
+    }
+}

@@ -1,0 +1,276 @@
+//! A WebSocket listener for JSON-RPC peers: it binds (port 0 allowed), accepts connections on
+//! any path (`/acp` and `/` included), answers each upgrade with an `Acp-Connection-Id`
+//! header, and hands every established connection over as a message [`Transport`] (one JSON
+//! text per text frame; binary frames are ignored, pings answered).
+//!
+//! Handshakes run on their own tasks, so a slow or silent client never holds up the accept
+//! loop; a handshake that does not finish within the handshake timeout is dropped. What runs
+//! over each connection is up to the caller: the ACP agent gives every connection its own peer
+//! over shared sessions (see [`crate::acp::agent`]).
+//!
+//! ```no_run
+//! use ski::transport::ws_server::{WsServer, WsServerOptions};
+//!
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! let mut server = WsServer::bind("127.0.0.1:0", WsServerOptions::default()).await?;
+//! eprintln!("listening on {}", server.url());
+//! while let Some(connection) = server.accept().await {
+//!     let transport = connection.into_transport();
+//!     # let _ = transport;
+//! }
+//! # Ok(()) }
+//! ```
+
+use std::fmt;
+use std::io;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::HeaderValue;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use crate::jsonrpc::{DEFAULT_MAX_LINE_BYTES, Transport};
+
+/// The response header that names the connection (ACP remote-transport RFD).
+pub const CONNECTION_ID_HEADER: &str = "Acp-Connection-Id";
+
+/// The path the server advertises in its URL; every other path is accepted too.
+pub const ENDPOINT_PATH: &str = "/acp";
+
+/// Established connections waiting for `accept`.
+const ACCEPT_BACKLOG: usize = 64;
+
+/// Settings of a [`WsServer`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WsServerOptions {
+    /// The largest message (and frame) accepted from a client.
+    pub max_message_bytes: usize,
+    /// How long a client may take to complete the upgrade.
+    pub handshake_timeout: Duration,
+}
+
+impl Default for WsServerOptions {
+    fn default() -> Self {
+        Self {
+            max_message_bytes: DEFAULT_MAX_LINE_BYTES,
+            handshake_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum WsServerError {
+    /// The address did not resolve.
+    #[error("cannot resolve {address}: {source}")]
+    Resolve {
+        /// The address as given.
+        address: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+    /// Binding failed (for example the address is in use).
+    #[error("cannot listen on {address}: {source}")]
+    Bind {
+        /// The address as given.
+        address: String,
+        /// Why.
+        #[source]
+        source: io::Error,
+    },
+}
+
+impl WsServerError {
+    /// The underlying I/O error.
+    pub fn io_error(&self) -> &io::Error {
+        match self {
+            WsServerError::Resolve { source, .. } | WsServerError::Bind { source, .. } => source,
+        }
+    }
+}
+
+/// One established WebSocket connection.
+pub struct WsConnection {
+    /// The id sent in the `Acp-Connection-Id` header.
+    pub id: String,
+    /// The client's address.
+    pub remote: SocketAddr,
+    /// The request path of the upgrade.
+    pub path: String,
+    socket: WebSocketStream<TcpStream>,
+}
+
+impl fmt::Debug for WsConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WsConnection")
+            .field("id", &self.id)
+            .field("remote", &self.remote)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl WsConnection {
+    /// The connection as a JSON-RPC message transport.
+    pub fn into_transport(self) -> Transport {
+        Transport::websocket(self.socket)
+    }
+
+    /// The raw WebSocket, for callers that speak frames themselves.
+    pub fn into_socket(self) -> WebSocketStream<TcpStream> {
+        self.socket
+    }
+}
+
+/// A listening WebSocket server. Dropping it stops accepting; established connections live on.
+#[derive(Debug)]
+pub struct WsServer {
+    local_addr: SocketAddr,
+    incoming: mpsc::Receiver<WsConnection>,
+    _stop: DropGuard,
+}
+
+impl WsServer {
+    /// Binds `address` (`HOST:PORT`; port 0 picks a free port) and starts accepting.
+    pub async fn bind(address: &str, options: WsServerOptions) -> Result<Self, WsServerError> {
+        let addrs: Vec<SocketAddr> = tokio::net::lookup_host(address)
+            .await
+            .map_err(|source| WsServerError::Resolve {
+                address: address.to_owned(),
+                source,
+            })?
+            .collect();
+        let mut last_error = None;
+        for addr in addrs {
+            match TcpListener::bind(addr).await {
+                Ok(listener) => return Self::from_listener(listener, options),
+                Err(error) => last_error = Some(error),
+            }
+        }
+        Err(WsServerError::Bind {
+            address: address.to_owned(),
+            source: last_error.unwrap_or_else(|| {
+                io::Error::new(io::ErrorKind::AddrNotAvailable, "no address to bind")
+            }),
+        })
+    }
+
+    /// Serves on an already bound listener.
+    pub fn from_listener(
+        listener: TcpListener,
+        options: WsServerOptions,
+    ) -> Result<Self, WsServerError> {
+        let local_addr = listener
+            .local_addr()
+            .map_err(|source| WsServerError::Bind {
+                address: "listener".to_owned(),
+                source,
+            })?;
+        let (ready, incoming) = mpsc::channel(ACCEPT_BACKLOG);
+        let stop = CancellationToken::new();
+        tokio::spawn(accept_loop(listener, options, ready, stop.clone()));
+        Ok(Self {
+            local_addr,
+            incoming,
+            _stop: stop.drop_guard(),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The URL clients connect to, `ws://HOST:PORT/acp`.
+    pub fn url(&self) -> String {
+        format!("ws://{}{ENDPOINT_PATH}", self.local_addr)
+    }
+
+    /// The next established connection; `None` once the listener failed for good.
+    pub async fn accept(&mut self) -> Option<WsConnection> {
+        self.incoming.recv().await
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    options: WsServerOptions,
+    ready: mpsc::Sender<WsConnection>,
+    stop: CancellationToken,
+) {
+    loop {
+        let accepted = tokio::select! {
+            biased;
+            () = stop.cancelled() => return,
+            accepted = listener.accept() => accepted,
+        };
+        match accepted {
+            Ok((stream, remote)) => {
+                let ready = ready.clone();
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    let handshake = handshake(stream, remote, options);
+                    let connection = tokio::select! {
+                        biased;
+                        () = stop.cancelled() => return,
+                        result = tokio::time::timeout(options.handshake_timeout, handshake) => result,
+                    };
+                    match connection {
+                        Ok(Ok(connection)) => {
+                            tracing::debug!(id = %connection.id, %remote, path = %connection.path, "websocket connection established");
+                            if ready.send(connection).await.is_err() {
+                                tracing::debug!(%remote, "server gone; connection dropped");
+                            }
+                        }
+                        Ok(Err(error)) => {
+                            tracing::info!(%remote, %error, "websocket handshake failed");
+                        }
+                        Err(_) => {
+                            tracing::info!(%remote, "websocket handshake timed out");
+                        }
+                    }
+                });
+            }
+            Err(error) => {
+                // Errors such as too many open files are transient; keep accepting.
+                tracing::warn!(%error, "accepting a tcp connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+        }
+    }
+}
+
+async fn handshake(
+    stream: TcpStream,
+    remote: SocketAddr,
+    options: WsServerOptions,
+) -> Result<WsConnection, tokio_tungstenite::tungstenite::Error> {
+    let id = uuid::Uuid::new_v4().to_string();
+    let mut path = String::new();
+    let header_id = id.clone();
+    let path_out = &mut path;
+    let callback = |request: &Request, mut response: Response| -> Result<Response, ErrorResponse> {
+        *path_out = request.uri().path().to_owned();
+        if let Ok(value) = HeaderValue::from_str(&header_id) {
+            response.headers_mut().insert(CONNECTION_ID_HEADER, value);
+        }
+        Ok(response)
+    };
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(options.max_message_bytes))
+        .max_frame_size(Some(options.max_message_bytes));
+    let socket =
+        tokio_tungstenite::accept_hdr_async_with_config(stream, callback, Some(config)).await?;
+    Ok(WsConnection {
+        id,
+        remote,
+        path,
+        socket,
+    })
+}
