@@ -74,4 +74,4 @@ macro_rules! suites {
 }
 
 // One line per suite: add the suite's name here.
-suites! {}
+suites! { acp }
