@@ -134,6 +134,7 @@ impl Agent {
         variant: Variant,
     ) -> Result<Self, CheckError> {
         ctx.require(transport.name())?;
+        prerequisites(ctx)?;
         match transport {
             Transport::Stdio => {
                 let name = resolve_command(ctx, variant).ok_or_else(|| {
@@ -309,6 +310,47 @@ impl Agent {
         let channel = format!("ws{}", self.connections);
         Connection::over_ws(&self.ctx, &channel, &with_path(&url, path)).await
     }
+}
+
+/// Checks the profile's prerequisites before an agent is started: every program of
+/// `settings.requires_programs` must be on the `PATH` (else the check is skipped, so a machine
+/// without, say, Node.js runs the rest), and every path of `settings.requires_files` must exist
+/// (else the harness fails: the target was not installed). `settings.install_hint` says how to
+/// fix either.
+fn prerequisites(ctx: &Ctx) -> Result<(), CheckError> {
+    let hint = ctx
+        .setting("install_hint")?
+        .map(|h| format!("; {h}"))
+        .unwrap_or_default();
+    if let Some(programs) = ctx.setting("requires_programs")? {
+        for program in programs.split_whitespace() {
+            if !on_path(program) {
+                return Err(CheckError::Skip(format!(
+                    "the target needs the program {program}, which is not installed{hint}"
+                )));
+            }
+        }
+    }
+    if let Some(files) = ctx.setting("requires_files")? {
+        for file in files.split_whitespace() {
+            if !std::path::Path::new(file).exists() {
+                return Err(CheckError::Harness(format!(
+                    "the target is not installed: {file} is missing{hint}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `program` names an existing file, or a file in a directory of `PATH`.
+fn on_path(program: &str) -> bool {
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    std::env::var_os("PATH").is_some_and(|path| {
+        std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
+    })
 }
 
 /// `url` with its path replaced by `path`.

@@ -10,6 +10,7 @@ use super::exchange::{
     self, QUIET, Turn, cancel, content_updates, expect_error, finish_prompt, open, open_on,
     start_prompt, text_prompt, wait_running,
 };
+use crate::catalog::TimeoutClass;
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
 use crate::{ensure, ensure_eq, fail};
@@ -105,13 +106,25 @@ async fn ws_007(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, HOLD).await?;
     let session = opened.session.clone();
     let (first, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
-    let reply = opened
+    let second = opened
         .conn
-        .call(
+        .request(
             "session/prompt",
             json!({"sessionId": session, "prompt": text_prompt("a second prompt")}),
         )
         .await?;
+    let index = opened
+        .conn
+        .wait_for_within(
+            "the answer -32602 to a second concurrent session/prompt",
+            0,
+            TimeoutClass::Short.base(),
+            |f| f.answers(&second),
+        )
+        .await?;
+    let reply = opened.conn.frames()[index]
+        .reply()
+        .ok_or_else(|| CheckError::Harness("a response without a reply".into()))?;
     expect_error(
         &reply,
         &[-32602],

@@ -337,6 +337,9 @@ pub struct Connection {
     next_id: i64,
     headers: Vec<(String, String)>,
     reader: JoinHandle<()>,
+    /// No wait goes past this: the scenario's timeout from when the connection was opened, so
+    /// that a check fails with what it waited for before the runner cancels it.
+    deadline: Instant,
 }
 
 impl std::fmt::Debug for Connection {
@@ -381,6 +384,7 @@ impl Connection {
             next_id: 1,
             headers,
             reader,
+            deadline: Instant::now() + ctx.timeout(),
         }
     }
 
@@ -567,11 +571,22 @@ impl Connection {
         matches: impl Fn(&Frame) -> bool,
     ) -> Result<usize, CheckError> {
         let limit = self.ctx.timeout();
-        self.wait_for_within(what, from, limit, matches).await
+        self.wait_until(what, from, limit, matches).await
     }
 
-    /// [`Connection::wait_for`] with an explicit (unscaled) limit.
+    /// [`Connection::wait_for`] with its own limit (scaled by the timeout multiplier).
     pub async fn wait_for_within(
+        &mut self,
+        what: &str,
+        from: usize,
+        limit: Duration,
+        matches: impl Fn(&Frame) -> bool,
+    ) -> Result<usize, CheckError> {
+        let limit = self.ctx.timeouts().scale(limit);
+        self.wait_until(what, from, limit, matches).await
+    }
+
+    async fn wait_until(
         &mut self,
         what: &str,
         from: usize,
@@ -581,6 +596,7 @@ impl Connection {
         if let Some(i) = self.frames.iter().skip(from).position(&matches) {
             return Ok(from + i);
         }
+        let limit = limit.min(self.deadline.saturating_duration_since(Instant::now()));
         let deadline = Instant::now() + limit;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());

@@ -1,6 +1,6 @@
 //! The schema oracle: every frame the agent sends is decoded, by its method and direction, with
 //! the official `agent-client-protocol-schema` crate (ACP v1, stable and unstable types), and the
-//! ski extensions with ski's own types (`conformance/ERRATA.md`, E-RUN-05).
+//! ski extensions with ski's own types (`conformance/ERRATA.md`, E-ACP-46).
 //!
 //! Two kinds of [`Problem`] are recorded:
 //! - [`ProblemKind::Invalid`]: the frame is not JSON, not a JSON-RPC 2.0 message, or its payload
