@@ -170,6 +170,10 @@ async fn a_prompt_sends_the_documented_update_order_and_echoes() {
     assert_eq!(updates[3]["status"], "completed");
     assert_eq!(updates[5]["title"], "hello there");
     assert!(updates[5]["updatedAt"].as_str().unwrap().ends_with('Z'));
+    // session/list shows the title and updatedAt the update reported.
+    let list = client.call("session/list", json!({})).await.unwrap();
+    assert_eq!(list["sessions"][0]["title"], updates[5]["title"]);
+    assert_eq!(list["sessions"][0]["updatedAt"], updates[5]["updatedAt"]);
     // The title is sent after the first turn only.
     client.prompt(&session, "second").await.unwrap();
     let kinds = client.kinds(&session);

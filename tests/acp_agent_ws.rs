@@ -435,3 +435,14 @@ async fn connections_closing_mid_prompt_leave_the_agent_consistent() {
         assert_eq!(result["stopReason"], "end_turn");
     }
 }
+
+#[tokio::test]
+async fn a_600_kb_prompt_is_echoed_byte_for_byte_over_websocket() {
+    let served = serve(config()).await;
+    let client = connected(&served.url).await;
+    let session = client.new_session().await;
+    let text: String = "ä€😀x".repeat(600 * 1024 / 10);
+    let result = client.prompt(&session, &text).await.unwrap();
+    assert_eq!(result["stopReason"], "end_turn");
+    assert_eq!(reply_text(&client.updates(&session)).unwrap(), text);
+}

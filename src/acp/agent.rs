@@ -219,18 +219,7 @@ impl Agent {
 
     /// Stops every running turn (as `session/cancel` would) and waits for them to end.
     pub async fn stop_turns(&self) {
-        let turns = self.inner.store().running_turns();
-        for turn in &turns {
-            turn.stop(StopCause::Cancelled);
-        }
-        for turn in turns {
-            if tokio::time::timeout(STOP_WAIT, turn.finished())
-                .await
-                .is_err()
-            {
-                tracing::warn!("a stopped turn did not end in time");
-            }
-        }
+        self.inner.stop_all_turns().await;
     }
 
     /// Resolves once every turn running at the time of the call has ended.
@@ -442,7 +431,28 @@ impl Inner {
             same
         });
         if finished {
-            store.touch(session, now);
+            if control.reported_update() {
+                // Keep the `updatedAt` the turn reported, so `session/list` shows the same.
+                store.reorder(session);
+            } else {
+                store.touch(session, now);
+            }
+        }
+    }
+
+    /// Stops every running turn and waits for them to end (each for at most `STOP_WAIT`).
+    async fn stop_all_turns(&self) {
+        let turns = self.store().running_turns();
+        for turn in &turns {
+            turn.stop(StopCause::Cancelled);
+        }
+        for turn in turns {
+            if tokio::time::timeout(STOP_WAIT, turn.finished())
+                .await
+                .is_err()
+            {
+                tracing::warn!("a stopped turn did not end in time");
+            }
         }
     }
 

@@ -246,6 +246,8 @@ async fn accept_loop(
     }
 }
 
+// The callback's error type is tungstenite's own rejection response, large or not.
+#[allow(clippy::result_large_err)]
 async fn handshake(
     stream: TcpStream,
     remote: SocketAddr,

@@ -26,13 +26,13 @@ use crate::acp::methods::{
 use crate::acp::{
     AgentAuthCapabilities, AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest,
     CancelNotification, Capability, ConfigOptionUpdate, ContentBlock, ContentChunk,
-    CurrentModeUpdate, ExecutionStateKind, ExportSessionRequest, ExportSessionResponse, Extra,
-    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, NewSessionRequest, NewSessionResponse, Nullable,
-    PROTOCOL_VERSION, PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest,
-    SessionCapabilities, SessionIdRequest, SessionInfo, SessionNotification, SessionStateResponse,
-    SessionUpdate, SetSessionConfigOptionRequest, SetSessionConfigOptionResponse,
-    SetSessionModeRequest, SetSessionModelRequest, StopReason,
+    CurrentModeUpdate, ExportSessionRequest, ExportSessionResponse, Extra, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, NewSessionRequest, NewSessionResponse, Nullable, PROTOCOL_VERSION,
+    PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, SessionCapabilities,
+    SessionIdRequest, SessionInfo, SessionNotification, SessionStateResponse, SessionUpdate,
+    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
+    SetSessionModelRequest, StopReason,
 };
 use crate::jsonrpc::{
     ErrorCode, NotificationContext, PeerBuilder, RequestContext, RpcError, decode_params,
@@ -408,13 +408,7 @@ async fn logout(
     _cx: RequestContext,
     _raw: Option<Value>,
 ) -> Result<Value, RpcError> {
-    let turns = agent.store().running_turns();
-    for turn in &turns {
-        turn.stop(StopCause::Cancelled);
-    }
-    for turn in turns {
-        turn.finished().await;
-    }
+    agent.stop_all_turns().await;
     let removed = agent.store().clear();
     agent.registry.forget_sessions();
     agent.set_authenticated(false);
@@ -797,10 +791,9 @@ async fn prompt(
         return Err(RpcError::request_cancelled());
     }
     let session = request.session_id;
+    // Nothing awaits between registering the turn and spawning it, so a handler dropped with
+    // its connection cannot leave the session marked as running.
     let control = agent.begin_turn(&session, connection)?;
-    agent
-        .execution_state(&session, ExecutionStateKind::Queued, None, None)
-        .await;
     let (done, mut outcome) = oneshot::channel();
     tokio::spawn({
         let agent = agent.clone();

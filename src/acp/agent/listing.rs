@@ -164,7 +164,7 @@ pub fn encode_cursor(snapshot: u64, offset: usize) -> String {
 
 /// Decodes a cursor into its snapshot and offset.
 pub fn decode_cursor(cursor: &str) -> Option<(u64, usize)> {
-    if cursor.len() % 2 != 0 || cursor.len() > 128 {
+    if !cursor.len().is_multiple_of(2) || cursor.len() > 128 {
         return None;
     }
     let bytes: Option<Vec<u8>> = (0..cursor.len())

@@ -184,8 +184,9 @@ pub(crate) async fn ask(
 fn call_error(error: CallError) -> BridgeError {
     match error {
         CallError::Rpc(error) => BridgeError::Client(error),
-        CallError::Eof | CallError::Send(_) => BridgeError::ConnectionLost,
-        CallError::NotConnected => BridgeError::NotConnected(RouteError::NoConnections),
+        CallError::Eof | CallError::Send(_) | CallError::NotConnected => {
+            BridgeError::ConnectionLost
+        }
         CallError::Timeout { timeout, .. } => BridgeError::Timeout(timeout),
         CallError::InvalidResponse(reason) => BridgeError::InvalidAnswer(reason),
         CallError::Decode(error) | CallError::Params(error) => {

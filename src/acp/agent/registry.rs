@@ -315,8 +315,10 @@ mod tests {
         let registry = Registry::default();
         let one = registry.open("one");
         let two = registry.open("two");
-        let mut caps = ClientCapabilities::default();
-        caps.terminal = Some(true);
+        let caps = ClientCapabilities {
+            terminal: Some(true),
+            ..ClientCapabilities::default()
+        };
         registry.set_client(one, caps);
         assert!(registry.client(one).has_terminal());
         assert!(!registry.client(two).has_terminal());

@@ -329,6 +329,15 @@ impl Store {
         }
     }
 
+    /// Moves a session to the front of the last-used order without changing its `updated`.
+    pub fn reorder(&mut self, id: &str) {
+        self.touch_counter += 1;
+        let counter = self.touch_counter;
+        if let Some(session) = self.sessions.get_mut(id) {
+            session.touched = counter;
+        }
+    }
+
     /// Removes a session.
     pub fn remove(&mut self, id: &str) -> Option<Session> {
         self.sessions.remove(id)
@@ -366,7 +375,7 @@ impl Store {
             .values()
             .filter(|session| cwd.is_none_or(|cwd| session.cwd == cwd))
             .collect();
-        sessions.sort_by(|a, b| b.touched.cmp(&a.touched));
+        sessions.sort_by_key(|session| std::cmp::Reverse(session.touched));
         sessions.into_iter().map(|s| s.id.clone()).collect()
     }
 

@@ -3,7 +3,7 @@
 //! A turn runs on its own task, owned by the agent rather than by the request that started it,
 //! so it ends the same way whatever happens to the connection. Its order:
 //!
-//! 1. (`queued` is sent by the request handler once the session and concurrency checks passed.)
+//! 1. `queued`, once the request handler's session and concurrency checks passed.
 //! 2. The permission step ([`super::permission`]); a refusal ends the turn `cancelled` with no
 //!    content update and no model call.
 //! 3. `running`, then the echo back end's attempts; a failed attempt is retried with
@@ -18,6 +18,7 @@
 //! Once a turn is stopped (`session/cancel`, `session/stop`, `$/cancel_request`, its timeout,
 //! or the session going away) it sends no further content update.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use serde_json::json;
@@ -54,6 +55,8 @@ pub struct TurnControl {
     stop: CancellationToken,
     cause: Mutex<Option<StopCause>>,
     done: CancellationToken,
+    /// Set once the turn reported the session's `updatedAt` in a `session_info_update`.
+    reported_update: AtomicBool,
 }
 
 impl Default for TurnControl {
@@ -69,6 +72,7 @@ impl TurnControl {
             stop: CancellationToken::new(),
             cause: Mutex::new(None),
             done: CancellationToken::new(),
+            reported_update: AtomicBool::new(false),
         }
     }
 
@@ -101,6 +105,11 @@ impl TurnControl {
     /// Resolves once the turn has ended (its outcome is decided and its last update sent).
     pub async fn finished(&self) {
         self.done.cancelled().await;
+    }
+
+    /// Whether the turn reported the session's `updatedAt`, which must then stay as reported.
+    pub(super) fn reported_update(&self) -> bool {
+        self.reported_update.load(Ordering::SeqCst)
     }
 
     pub(super) fn mark_finished(&self) {
@@ -159,6 +168,9 @@ pub(crate) async fn run(
         session: session.clone(),
         control: control.clone(),
     };
+    agent
+        .execution_state(&session, ExecutionStateKind::Queued, None, None)
+        .await;
     let steps = steps(&agent, &session, &prompt, &control, &plan);
     let outcome = match agent.config.prompt_timeout {
         Some(timeout) => {
@@ -298,6 +310,7 @@ async fn steps(
     .await?;
     agent.record(session, HistoryEntry::Agent(reply));
     if full && let Some(info) = agent.title_session(session, prompt) {
+        control.reported_update.store(true, Ordering::SeqCst);
         agent
             .update(session, SessionUpdate::SessionInfoUpdate(info))
             .await;

@@ -174,9 +174,14 @@ pub struct ServeArgs {
     #[arg(long, help_heading = "Prompt turns")]
     pub hold: bool,
 
-    /// Make a tool call through the client in every prompt: read:PATH[:LINE[:LIMIT]],
-    /// write:PATH[=CONTENT] or terminal:COMMAND [ARGS...]; repeatable.
-    #[arg(long, value_name = "SPEC", help_heading = "Prompt turns")]
+    // The help text is an attribute, not a doc comment, because its brackets are not links.
+    #[arg(
+        long,
+        value_name = "SPEC",
+        help_heading = "Prompt turns",
+        help = "Make a tool call through the client in every prompt: read:PATH[:LINE[:LIMIT]], \
+                write:PATH[=CONTENT] or terminal:COMMAND [ARGS...]; repeatable"
+    )]
     pub tool_call: Vec<String>,
 
     /// Which updates a successful prompt sends.
