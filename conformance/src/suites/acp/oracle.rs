@@ -1,6 +1,7 @@
-//! The schema oracle: every frame the agent sends is decoded, by its method and direction, with
-//! the official `agent-client-protocol-schema` crate (ACP v1, stable and unstable types), and the
-//! ski extensions with ski's own types (`conformance/ERRATA.md`, E-ACP-46).
+//! The schema oracle: every frame one side sends (the agent under test, or a client under test) is
+//! decoded, by its method and direction, with the official `agent-client-protocol-schema` crate
+//! (ACP v1, stable and unstable types), and the ski extensions with ski's own types
+//! (`conformance/ERRATA.md`, E-ACP-46).
 //!
 //! Two kinds of [`Problem`] are recorded:
 //! - [`ProblemKind::Invalid`]: the frame is not JSON, not a JSON-RPC 2.0 message, or its payload
@@ -55,9 +56,20 @@ const SKI_UPDATE_KINDS: &[(&str, &str)] = &[
 /// Results that may carry the legacy `models` (E-ACP-34).
 const MODELS_ALLOWED: &[&str] = &["session/new", "session/load", "session/resume", "session/fork"];
 
-/// The oracle of one connection.
+/// The side whose frames an oracle judges.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sender {
+    /// The agent: its results, its requests to the client and its notifications.
+    #[default]
+    Agent,
+    /// The client: its requests and notifications to the agent, its answers to the agent.
+    Client,
+}
+
+/// The oracle of one connection, judging the frames of one side.
 #[derive(Debug, Default)]
 pub struct Oracle {
+    sender: Sender,
     seq: usize,
     problems: Vec<Problem>,
     /// The keys of `agentCapabilities._meta.ski` the agent advertised.
@@ -65,6 +77,14 @@ pub struct Oracle {
 }
 
 impl Oracle {
+    /// An oracle for the frames `sender` sends.
+    pub fn new(sender: Sender) -> Self {
+        Self {
+            sender,
+            ..Self::default()
+        }
+    }
+
     /// Every problem found so far.
     pub fn problems(&self) -> &[Problem] {
         &self.problems
@@ -79,8 +99,8 @@ impl Oracle {
         });
     }
 
-    /// Inspects the next frame of the agent. `sent` maps the JSON text of every request id the
-    /// client used to its method.
+    /// Inspects the next frame of the judged side. `sent` maps the JSON text of every request id
+    /// the other side used to its method.
     pub fn inspect(
         &mut self,
         text: &str,
@@ -119,8 +139,11 @@ impl Oracle {
     fn judge(&mut self, value: &Value, sent: &HashMap<String, String>) -> Vec<(ProblemKind, String)> {
         let method = value.get("method").and_then(Value::as_str);
         let has_id = value.get("id").is_some();
+        let client = self.sender == Sender::Client;
         match method {
+            Some(method) if has_id && client => client_request(method, value.get("params")),
             Some(method) if has_id => request(method, value.get("params")),
+            Some(method) if client => client_notification(method, value.get("params")),
             Some(method) => self.notification(method, value.get("params")),
             None => {
                 let id = value.get("id").map(Value::to_string).unwrap_or_default();
@@ -129,6 +152,7 @@ impl Oracle {
                 }
                 let result = value.get("result").unwrap_or(&Value::Null);
                 match sent.get(&id) {
+                    Some(method) if client => client_response(method, result),
                     Some(method) => {
                         if method == "initialize" {
                             self.learn(result);
@@ -137,7 +161,7 @@ impl Oracle {
                     }
                     None => vec![(
                         ProblemKind::Invalid,
-                        format!("a result for id {id}, which the client never used"),
+                        format!("a result for id {id}, which the other side never used"),
                     )],
                 }
             }
@@ -278,6 +302,77 @@ fn request(method: &str, params: Option<&Value>) -> Vec<(ProblemKind, String)> {
     }
 }
 
+/// A request of the client to the agent.
+fn client_request(method: &str, params: Option<&Value>) -> Vec<(ProblemKind, String)> {
+    let params = params.unwrap_or(&Value::Null);
+    let what = format!("{method} params");
+    match method {
+        "initialize" => check::<o::InitializeRequest>(&what, params, &[]),
+        "authenticate" => check::<o::AuthenticateRequest>(&what, params, &[]),
+        "logout" => check::<o::LogoutRequest>(&what, params, &[]),
+        "session/new" => check::<o::NewSessionRequest>(&what, params, &[]),
+        "session/load" => check::<o::LoadSessionRequest>(&what, params, &[]),
+        "session/list" => check::<o::ListSessionsRequest>(&what, params, &[]),
+        "session/delete" => check::<o::DeleteSessionRequest>(&what, params, &[]),
+        "session/resume" => check::<o::ResumeSessionRequest>(&what, params, &[]),
+        "session/close" => check::<o::CloseSessionRequest>(&what, params, &[]),
+        "session/fork" => check::<o::ForkSessionRequest>(&what, params, &[]),
+        "session/set_mode" => check::<o::SetSessionModeRequest>(&what, params, &[]),
+        "session/set_config_option" => {
+            check::<o::SetSessionConfigOptionRequest>(&what, params, &[])
+        }
+        "session/prompt" => check::<o::PromptRequest>(&what, params, &[]),
+        "session/set_model" | "session/export" | "session/stop" => {
+            match ski::acp::MethodParams::decode(method, Some(params.clone())) {
+                Ok(_) => Vec::new(),
+                Err(error) => vec![(ProblemKind::Invalid, error.to_string())],
+            }
+        }
+        m if m.starts_with('_') => Vec::new(),
+        other => vec![(
+            ProblemKind::Invalid,
+            format!("{other} is not a request an ACP v1 client sends to its agent"),
+        )],
+    }
+}
+
+/// A notification of the client to the agent.
+fn client_notification(method: &str, params: Option<&Value>) -> Vec<(ProblemKind, String)> {
+    let params = params.unwrap_or(&Value::Null);
+    match method {
+        "session/cancel" => check::<o::CancelNotification>("session/cancel params", params, &[]),
+        "$/cancel_request" => {
+            check::<o::CancelRequestNotification>("$/cancel_request params", params, &[])
+        }
+        "session/stop" => match ski::acp::MethodParams::decode(method, Some(params.clone())) {
+            Ok(_) => Vec::new(),
+            Err(error) => vec![(ProblemKind::Invalid, error.to_string())],
+        },
+        m if m.starts_with('_') => Vec::new(),
+        other => vec![(
+            ProblemKind::Invalid,
+            format!("{other} is not a notification an ACP v1 client sends"),
+        )],
+    }
+}
+
+/// The client's answer to a request of the agent.
+fn client_response(method: &str, result: &Value) -> Vec<(ProblemKind, String)> {
+    let what = format!("the {method} result");
+    match method {
+        "session/request_permission" => check::<o::RequestPermissionResponse>(&what, result, &[]),
+        "fs/read_text_file" => check::<o::ReadTextFileResponse>(&what, result, &[]),
+        "fs/write_text_file" => check::<o::WriteTextFileResponse>(&what, result, &[]),
+        "terminal/create" => check::<o::CreateTerminalResponse>(&what, result, &[]),
+        "terminal/output" => check::<o::TerminalOutputResponse>(&what, result, &[]),
+        "terminal/wait_for_exit" => check::<o::WaitForTerminalExitResponse>(&what, result, &[]),
+        "terminal/kill" => check::<o::KillTerminalResponse>(&what, result, &[]),
+        "terminal/release" => check::<o::ReleaseTerminalResponse>(&what, result, &[]),
+        "elicitation/create" => check::<o::CreateElicitationResponse>(&what, result, &[]),
+        _ => Vec::new(),
+    }
+}
+
 fn response(method: &str, result: &Value) -> Vec<(ProblemKind, String)> {
     let what = format!("the {method} result");
     let models: &[&str] = if MODELS_ALLOWED.contains(&method) {
@@ -362,6 +457,23 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].kind, ProblemKind::UnknownField);
         assert!(found[0].error.contains("/vendor"), "{}", found[0].error);
+    }
+
+    #[test]
+    fn client_frames_are_judged_as_the_client_side() {
+        let sent: HashMap<String, String> =
+            HashMap::from([("0".to_owned(), "session/request_permission".to_owned())]);
+        let mut oracle = Oracle::new(Sender::Client);
+        let frames = [
+            json!({"jsonrpc": "2.0", "id": 1, "method": "session/new", "params": {"cwd": "/w"}}),
+            json!({"jsonrpc": "2.0", "id": 0, "result": {"optionId": "allow", "granted": true}}),
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": "s"}}),
+        ];
+        for frame in &frames {
+            oracle.inspect(&frame.to_string(), false, Some(frame), &sent);
+        }
+        let found: Vec<usize> = oracle.problems().iter().map(|p| p.seq).collect();
+        assert_eq!(found, [0, 1], "{:?}", oracle.problems());
     }
 
     #[test]
