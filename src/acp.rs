@@ -11,6 +11,7 @@
 pub mod agent;
 pub mod auth;
 pub mod cli;
+pub mod client;
 pub mod config;
 pub mod content;
 pub mod elicitation;

@@ -37,8 +37,8 @@ pub use message::{
     decode, encode_into,
 };
 pub use peer::{
-    CANCEL_REQUEST_METHOD, CallError, IdStyle, NotificationContext, NotificationHandler, Peer,
-    PeerBuilder, PeerStats, RequestContext, RequestHandler, RequestOptions, ResponseFuture,
+    BoxFuture, CANCEL_REQUEST_METHOD, CallError, IdStyle, NotificationContext, NotificationHandler,
+    Peer, PeerBuilder, PeerStats, RequestContext, RequestHandler, RequestOptions, ResponseFuture,
     SendError, Timeout,
 };
 pub use transport::Transport;

@@ -1,6 +1,8 @@
 //! Transports that carry protocol messages between processes, and the wire log they record into.
 //!
 //! - [`child`]: child processes in their own process group, killed as a group, with piped stdio.
+//! - [`ws_client`]: the WebSocket client side: connecting, heartbeat, reconnect policy and the
+//!   connection-factory seam.
 //! - [`WireLog`]: an ordered record of every line that crossed a channel, with its direction and a
 //!   monotonic time stamp, so that a failed exchange can be shown exactly as it happened.
 //!
@@ -8,6 +10,7 @@
 //! stderr, a WebSocket, harness notes) records into the same log, which keeps their relative order.
 
 pub mod child;
+pub mod ws_client;
 pub mod ws_server;
 
 use std::io;
@@ -179,14 +182,21 @@ impl LineRecorder {
         }
     }
 
-    fn feed(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            if byte == b'\n' {
-                self.emit();
-            } else if self.pending.len() <= MAX_ENTRY_BYTES {
-                self.pending.push(byte);
-            }
+    fn feed(&mut self, mut bytes: &[u8]) {
+        while let Some(newline) = memchr::memchr(b'\n', bytes) {
+            self.keep(&bytes[..newline]);
+            self.emit();
+            bytes = &bytes[newline + 1..];
         }
+        self.keep(bytes);
+    }
+
+    /// Buffers part of the current line, up to the entry limit; the rest of a longer line is
+    /// dropped from the log (the stream itself is untouched).
+    fn keep(&mut self, part: &[u8]) {
+        let room = (MAX_ENTRY_BYTES + 1).saturating_sub(self.pending.len());
+        self.pending
+            .extend_from_slice(&part[..part.len().min(room)]);
     }
 
     fn emit(&mut self) {
@@ -220,7 +230,7 @@ impl Drop for LineRecorder {
 #[derive(Debug)]
 pub struct LoggedRead<R> {
     inner: R,
-    recorder: LineRecorder,
+    recorder: Option<LineRecorder>,
 }
 
 impl<R> LoggedRead<R> {
@@ -228,7 +238,15 @@ impl<R> LoggedRead<R> {
     pub fn new(inner: R, log: WireLog, channel: &str) -> Self {
         Self {
             inner,
-            recorder: LineRecorder::new(log, channel, Direction::In),
+            recorder: Some(LineRecorder::new(log, channel, Direction::In)),
+        }
+    }
+
+    /// Wraps `inner` without recording anything (no wire log was asked for).
+    pub fn unlogged(inner: R) -> Self {
+        Self {
+            inner,
+            recorder: None,
         }
     }
 
@@ -250,9 +268,13 @@ impl<R: AsyncRead + Unpin> AsyncRead for LoggedRead<R> {
         if let Poll::Ready(Ok(())) = &poll {
             let filled = &buf.filled()[before..];
             if filled.is_empty() {
-                this.recorder.finish();
+                if let Some(recorder) = &mut this.recorder {
+                    recorder.finish();
+                }
             } else {
-                this.recorder.feed(filled);
+                if let Some(recorder) = &mut this.recorder {
+                    recorder.feed(filled);
+                }
             }
         }
         poll
@@ -263,7 +285,7 @@ impl<R: AsyncRead + Unpin> AsyncRead for LoggedRead<R> {
 #[derive(Debug)]
 pub struct LoggedWrite<W> {
     inner: W,
-    recorder: LineRecorder,
+    recorder: Option<LineRecorder>,
 }
 
 impl<W> LoggedWrite<W> {
@@ -271,7 +293,15 @@ impl<W> LoggedWrite<W> {
     pub fn new(inner: W, log: WireLog, channel: &str) -> Self {
         Self {
             inner,
-            recorder: LineRecorder::new(log, channel, Direction::Out),
+            recorder: Some(LineRecorder::new(log, channel, Direction::Out)),
+        }
+    }
+
+    /// Wraps `inner` without recording anything (no wire log was asked for).
+    pub fn unlogged(inner: W) -> Self {
+        Self {
+            inner,
+            recorder: None,
         }
     }
 
@@ -289,8 +319,10 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for LoggedWrite<W> {
     ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(written)) = &poll {
-            this.recorder.feed(&buf[..*written]);
+        if let Poll::Ready(Ok(written)) = &poll
+            && let Some(recorder) = &mut this.recorder
+        {
+            recorder.feed(&buf[..*written]);
         }
         poll
     }
@@ -302,8 +334,10 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for LoggedWrite<W> {
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let poll = Pin::new(&mut this.inner).poll_shutdown(cx);
-        if let Poll::Ready(Ok(())) = &poll {
-            this.recorder.finish();
+        if let Poll::Ready(Ok(())) = &poll
+            && let Some(recorder) = &mut this.recorder
+        {
+            recorder.finish();
         }
         poll
     }

@@ -68,7 +68,7 @@ pub fn problems(catalogs: &CatalogSet, suites: &[SuiteChecks]) -> Vec<String> {
                 "suite {name} has checks but no catalog file conformance/catalog/{name}.toml"
             )),
             (Some(_), None) => problems.push(format!(
-                "suite {name} has a catalog but no module: add `{name}` to `suites!` in conformance/src/suites.rs"
+                "suite {name} has a catalog but no module: declare `pub mod {name};` and register it in `all()` in conformance/src/suites.rs"
             )),
             _ => {}
         }

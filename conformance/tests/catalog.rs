@@ -92,7 +92,7 @@ fn coverage_names_every_kind_of_gap() {
 
     let problems = coverage::problems(&catalogs, &[]);
     assert!(
-        problems[0].contains("add `demo` to `suites!`"),
+        problems[0].contains("declare `pub mod demo;`"),
         "{problems:?}"
     );
     assert_eq!(problems.len(), 3);

@@ -1,5 +1,6 @@
 //! The `ski acp` command tree, and the logging options its subcommands share.
 
+pub mod client;
 pub mod serve;
 
 use std::process::ExitCode;
@@ -19,6 +20,9 @@ pub enum AcpCommand {
     /// extensions session/export and session/stop. Flags inject delays, holds, failures,
     /// retries, timeouts and tool calls so that every path can be driven from outside.
     Serve(serve::ServeArgs),
+    /// Talk to an ACP agent as its client (over stdio or WebSocket)
+    #[command(subcommand)]
+    Client(client::ClientCommand),
 }
 
 impl AcpCommand {
@@ -26,6 +30,7 @@ impl AcpCommand {
     pub fn run(self) -> ExitCode {
         let result = match self {
             AcpCommand::Serve(args) => serve::run(args),
+            AcpCommand::Client(command) => return command.run(),
         };
         match result {
             Ok(()) => ExitCode::SUCCESS,

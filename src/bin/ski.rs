@@ -14,7 +14,7 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Agent Client Protocol: the reference agent.
+    /// Agent Client Protocol: reference agent and client
     #[command(subcommand)]
     Acp(ski::acp::cli::AcpCommand),
     // The help text of `ski aof` comes from `AofArgs`.
@@ -23,12 +23,11 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Acp(command) => return command.run(),
-        Command::Aof(args) => ski::aof::cli::run(args),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(error) => error.report(),
+    match cli.command {
+        Command::Acp(command) => command.run(),
+        Command::Aof(args) => match ski::aof::cli::run(args) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => error.report(),
+        },
     }
 }

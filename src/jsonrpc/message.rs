@@ -5,10 +5,14 @@
 use serde::de::{self, Deserializer};
 use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::error::RpcError;
 use super::id::RequestId;
+
+mod classify;
+
+pub use classify::{classify, decode};
 
 /// The only value of the `jsonrpc` member this engine speaks.
 pub const JSONRPC_VERSION: &str = "2.0";
@@ -224,157 +228,6 @@ impl DecodeError {
     }
 }
 
-/// Decodes one JSON text (a line without its terminator, or a WebSocket text frame).
-pub fn decode(bytes: &[u8], version: VersionField) -> Result<Message, DecodeError> {
-    let value: Value = serde_json::from_slice(bytes).map_err(|e| DecodeError::Parse {
-        reason: e.to_string(),
-    })?;
-    classify(value, version)
-}
-
-/// Classifies a parsed JSON value as a message.
-pub fn classify(value: Value, version: VersionField) -> Result<Message, DecodeError> {
-    let mut map = match value {
-        Value::Object(map) => map,
-        Value::Array(_) => {
-            return Err(invalid_request(
-                RequestId::Null,
-                "batch requests are not supported",
-            ));
-        }
-        _ => {
-            return Err(invalid_request(
-                RequestId::Null,
-                "message is not a json object",
-            ));
-        }
-    };
-    let is_response =
-        !map.contains_key("method") && (map.contains_key("result") || map.contains_key("error"));
-    check_version(&map, version, is_response)?;
-    if is_response {
-        classify_response(map)
-    } else {
-        classify_call(&mut map)
-    }
-}
-
-fn check_version(
-    map: &Map<String, Value>,
-    version: VersionField,
-    is_response: bool,
-) -> Result<(), DecodeError> {
-    let reason = match map.get("jsonrpc") {
-        Some(Value::String(v)) if v == JSONRPC_VERSION => return Ok(()),
-        None if version == VersionField::Optional => return Ok(()),
-        None => "missing \"jsonrpc\":\"2.0\"",
-        Some(_) => "\"jsonrpc\" must be \"2.0\"",
-    };
-    let id = readable_id(map);
-    Err(if is_response {
-        DecodeError::InvalidResponse {
-            id,
-            reason: reason.to_owned(),
-        }
-    } else {
-        invalid_request(id.unwrap_or(RequestId::Null), reason)
-    })
-}
-
-fn readable_id(map: &Map<String, Value>) -> Option<RequestId> {
-    map.get("id").and_then(id_from_value)
-}
-
-fn id_from_value(value: &Value) -> Option<RequestId> {
-    match value {
-        Value::Null => Some(RequestId::Null),
-        Value::Number(n) => n.as_i64().map(RequestId::Number),
-        Value::String(s) => Some(RequestId::String(s.clone())),
-        _ => None,
-    }
-}
-
-fn invalid_request(id: RequestId, reason: &str) -> DecodeError {
-    DecodeError::InvalidRequest {
-        id,
-        reason: reason.to_owned(),
-    }
-}
-
-fn classify_call(map: &mut Map<String, Value>) -> Result<Message, DecodeError> {
-    let id = match map.get("id") {
-        None => None,
-        Some(raw) => match id_from_value(raw) {
-            Some(id) => Some(id),
-            None => {
-                return Err(invalid_request(
-                    RequestId::Null,
-                    "\"id\" must be an integer, a string or null",
-                ));
-            }
-        },
-    };
-    let method = match map.remove("method") {
-        Some(Value::String(method)) => method,
-        Some(_) => {
-            return Err(invalid_request(
-                id.unwrap_or(RequestId::Null),
-                "\"method\" must be a string",
-            ));
-        }
-        None => {
-            return Err(invalid_request(
-                id.unwrap_or(RequestId::Null),
-                "missing \"method\"",
-            ));
-        }
-    };
-    let params = match map.remove("params") {
-        None => None,
-        Some(p @ (Value::Object(_) | Value::Array(_) | Value::Null)) => Some(p),
-        Some(_) => {
-            return Err(invalid_request(
-                id.unwrap_or(RequestId::Null),
-                "\"params\" must be an object or an array",
-            ));
-        }
-    };
-    Ok(match id {
-        Some(id) => Message::Request(Request { id, method, params }),
-        None => Message::Notification(Notification { method, params }),
-    })
-}
-
-fn classify_response(mut map: Map<String, Value>) -> Result<Message, DecodeError> {
-    let Some(id) = map.get("id").and_then(id_from_value) else {
-        return Err(DecodeError::InvalidResponse {
-            id: None,
-            reason: if map.contains_key("id") {
-                "\"id\" must be an integer, a string or null".to_owned()
-            } else {
-                "missing \"id\"".to_owned()
-            },
-        });
-    };
-    let invalid = |id: RequestId, reason: String| DecodeError::InvalidResponse {
-        id: Some(id),
-        reason,
-    };
-    match (map.remove("result"), map.remove("error")) {
-        (Some(_), Some(_)) => Err(invalid(
-            id,
-            "a response must not carry both \"result\" and \"error\"".to_owned(),
-        )),
-        (Some(result), None) => Ok(Message::Response(Response::success(id, result))),
-        (None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
-            Ok(error) => Ok(Message::Response(Response::error(id, error))),
-            Err(e) => Err(invalid(id, format!("malformed error object: {e}"))),
-        },
-        // `is_response` guarantees one of the two members exists.
-        (None, None) => Err(invalid(id, "missing \"result\" or \"error\"".to_owned())),
-    }
-}
-
 /// Appends the compact JSON encoding of `message` to `out`, without a line terminator.
 ///
 /// With [`VersionField::Optional`] the `jsonrpc` member is left out (the intercom dialect).
@@ -452,8 +305,10 @@ impl Serialize for Message {
 impl<'de> Deserialize<'de> for Message {
     /// Deserializes with the strict rules of [`decode`] (`jsonrpc` required).
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(deserializer)?;
-        classify(value, VersionField::Required).map_err(de::Error::custom)
+        let shape = classify::Shape::deserialize(deserializer)?;
+        shape
+            .into_message(VersionField::Required)
+            .map_err(de::Error::custom)
     }
 }
 

@@ -10,9 +10,11 @@
 //! - Inbound requests run on their own tasks, so the read loop never waits on a handler: a
 //!   response or `$/cancel_request` is read while a long request runs. A cancelled request is
 //!   answered `-32800`. Unknown methods are answered `-32601` with `data.method`.
-//! - Inbound notifications are handled one at a time in arrival order on a separate task. By
-//!   default a response is handed to its caller only after the notifications that arrived before
-//!   it were handled, so a client sees every `session/update` before the prompt's result.
+//! - Inbound notifications are handled one at a time in arrival order on a separate task, fed by
+//!   an unbounded queue (the read loop never waits; a slow notification handler lets the queue
+//!   grow). By default a response is handed to its caller only after the notifications that
+//!   arrived before it were handled, so a client sees every `session/update` before the prompt's
+//!   result; a caller inside a notification handler does not wait, which avoids a deadlock.
 //! - Every write goes through a bounded send gate (a FIFO semaphore): at most
 //!   `max_in_flight_sends` messages are queued or being written.
 //!
@@ -58,7 +60,7 @@ pub use handler::{
 };
 
 use self::handler::{Router, TypedRequest};
-use self::pending::PendingTable;
+use self::pending::{Deadline, PendingTable};
 use super::error::RpcError;
 use super::framing::DEFAULT_MAX_LINE_BYTES;
 use super::id::RequestId;
@@ -401,7 +403,13 @@ impl PeerBuilder {
             counters: Counters::default(),
         });
         let peer = Peer { shared };
-        tokio::spawn(driver::write_loop(peer.shared.clone(), output, write_rx));
+        let writer = driver::WriterParts {
+            shared: Arc::downgrade(&peer.shared),
+            observers: peer.shared.observers.clone(),
+            abort_writes: peer.shared.abort_writes.clone(),
+            writer_done: peer.shared.writer_done.clone(),
+        };
+        tokio::spawn(driver::write_loop(writer, output, write_rx));
         tokio::spawn(driver::read_loop(peer.clone(), input, notifications));
         tokio::spawn(driver::notification_loop(peer.clone(), notification_rx));
         peer
@@ -435,6 +443,9 @@ impl Peer {
     }
 
     /// Sends a request and waits for its result, with the default timeout.
+    ///
+    /// `params` should be an object or an array (or `None`); anything else is sent as given and
+    /// a conforming remote answers `-32600`.
     pub async fn request(
         &self,
         method: impl Into<String>,
@@ -495,7 +506,12 @@ impl Peer {
             Timeout::Never => None,
             Timeout::After(timeout) => Some(timeout),
         };
-        let deadline = timeout.map(|timeout| Instant::now() + timeout);
+        let deadline = timeout.map(|timeout| Deadline {
+            at: Instant::now() + timeout,
+            timeout,
+            method,
+        });
+        let expires_at = deadline.as_ref().map(|deadline| deadline.at);
         let rx = shared.pending.insert(id.clone(), deadline)?;
         let guard = PendingGuard {
             shared: shared.clone(),
@@ -506,22 +522,23 @@ impl Peer {
         let fut_id = id.clone();
         let fut = async move {
             let guard = guard;
-            let delivery = match (deadline, timeout) {
-                (Some(deadline), Some(timeout)) => {
-                    let mut rx = rx;
+            let mut rx = rx;
+            let delivery = match expires_at {
+                Some(expires_at) => {
                     tokio::select! {
                         biased;
                         delivery = &mut rx => delivery,
-                        () = tokio::time::sleep_until(deadline) => {
-                            if shared.pending.remove(&fut_id) {
-                                return Err(CallError::Timeout { method, timeout });
+                        () = tokio::time::sleep_until(expires_at) => {
+                            if let Some(timeout) = shared.pending.expire(&fut_id) {
+                                return Err(timeout);
                             }
-                            // The response or the close won the race; its outcome is on the way.
+                            // The response or the close got to the table first; its outcome
+                            // is on the way.
                             rx.await
                         }
                     }
                 }
-                _ => rx.await,
+                None => rx.await,
             };
             drop(guard);
             let Ok(delivery) = delivery else {

@@ -684,7 +684,10 @@ impl Child {
                 name: self.name.clone(),
                 stream: "stdin",
             })?;
-        Ok(LoggedWrite::new(stdin, self.log_or_detached(), &self.name))
+        Ok(match &self.wire {
+            Some(log) => LoggedWrite::new(stdin, log.clone(), &self.name),
+            None => LoggedWrite::unlogged(stdin),
+        })
     }
 
     /// Takes stdout as a reader that records every line into the wire log.
@@ -698,15 +701,11 @@ impl Child {
                 name: self.name.clone(),
                 stream: "stdout",
             })?;
-        Ok(LoggedRead::new(
-            stdout.into_inner(),
-            self.log_or_detached(),
-            &self.name,
-        ))
-    }
-
-    fn log_or_detached(&self) -> WireLog {
-        self.wire.clone().unwrap_or_default()
+        let stdout = stdout.into_inner();
+        Ok(match &self.wire {
+            Some(log) => LoggedRead::new(stdout, log.clone(), &self.name),
+            None => LoggedRead::unlogged(stdout),
+        })
     }
 
     /// Closes stdin so the child sees end of input.

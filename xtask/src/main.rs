@@ -1,5 +1,6 @@
 //! `cargo xtask`: the project's automation entry points (see `cargo xtask --help`).
 
+mod bench;
 mod ci;
 mod conformance;
 
@@ -20,6 +21,8 @@ enum Command {
     Ci(ci::CiArgs),
     /// Build the binaries and run the conformance catalog against a target (default: reference).
     Conformance(conformance::ConformanceArgs),
+    /// Run the benchmarks, write target/bench/report.json and print a table.
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> Result<()> {
@@ -27,5 +30,6 @@ fn main() -> Result<()> {
     match cli.command {
         Command::Ci(args) => ci::run(&args),
         Command::Conformance(args) => conformance::run(&args),
+        Command::Bench(args) => bench::run(&args),
     }
 }

@@ -2,7 +2,10 @@
 //! ever waiting on a handler), the notification task (handles notifications in arrival order)
 //! and the writer (drains the send queue, batching writes, and releases send permits).
 
-use std::sync::Arc;
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Weak};
+
+use futures::FutureExt;
 use std::sync::atomic::Ordering;
 
 use serde_json::Value;
@@ -17,7 +20,7 @@ use crate::jsonrpc::framing::FrameError;
 use crate::jsonrpc::id::RequestId;
 use crate::jsonrpc::message::{DecodeError, Message, Notification, Request, Response, decode};
 use crate::jsonrpc::transport::{Input, Output};
-use crate::jsonrpc::wire::WireEvent;
+use crate::jsonrpc::wire::{WireEvent, WireObserver};
 
 /// Most messages written with one flush.
 const MAX_BATCH: usize = 64;
@@ -251,7 +254,10 @@ async fn run_handler(
     flags: &CallFlags,
     closing: &CancellationToken,
 ) -> Option<Result<Value, RpcError>> {
-    let mut fut = fut;
+    // A panicking handler is answered `-32603` instead of leaving the request unanswered.
+    let mut fut = AssertUnwindSafe(fut)
+        .catch_unwind()
+        .map(|result| result.unwrap_or_else(|_| Err(RpcError::internal_error("handler panicked"))));
     tokio::select! {
         biased;
         result = &mut fut => return Some(result),
@@ -309,8 +315,26 @@ pub(super) async fn notification_loop(
     shared.notifications_handled.send_replace(u64::MAX);
 }
 
+/// What the writer keeps of the peer. It holds the peer itself only weakly, so that a peer whose
+/// handles, reader and handlers are all gone is dropped; its queue then closes and the writer
+/// shuts the output down and ends.
+pub(super) struct WriterParts {
+    pub(super) shared: Weak<Shared>,
+    pub(super) observers: Vec<Arc<dyn WireObserver>>,
+    pub(super) abort_writes: CancellationToken,
+    pub(super) writer_done: CancellationToken,
+}
+
+impl WriterParts {
+    fn observe(&self, event: &WireEvent<'_>) {
+        for observer in &self.observers {
+            observer.observe(event);
+        }
+    }
+}
+
 pub(super) async fn write_loop(
-    shared: Arc<Shared>,
+    parts: WriterParts,
     mut output: Output,
     mut commands: mpsc::UnboundedReceiver<WriteCommand>,
 ) {
@@ -337,7 +361,7 @@ pub(super) async fn write_loop(
                     } else {
                         WireEvent::Sent(&bytes)
                     };
-                    shared.observe(&event);
+                    parts.observe(&event);
                     let queue = async {
                         if raw {
                             output.queue_raw(bytes).await
@@ -348,7 +372,7 @@ pub(super) async fn write_loop(
                     let queued = tokio::select! {
                         biased;
                         queued = queue => queued,
-                        () = shared.abort_writes.cancelled() => Err(abandoned()),
+                        () = parts.abort_writes.cancelled() => Err(abandoned()),
                     };
                     batch.push((done, permit));
                     if let Err(error) = queued {
@@ -366,7 +390,7 @@ pub(super) async fn write_loop(
             let flushed = tokio::select! {
                 biased;
                 flushed = output.flush() => flushed,
-                () = shared.abort_writes.cancelled() => Err(abandoned()),
+                () = parts.abort_writes.cancelled() => Err(abandoned()),
             };
             failure = flushed.err();
         }
@@ -390,7 +414,9 @@ pub(super) async fn write_loop(
             break;
         }
     }
-    shared.shut_down();
+    if let Some(shared) = parts.shared.upgrade() {
+        shared.shut_down();
+    }
     commands.close();
     while let Ok(command) = commands.try_recv() {
         if let WriteCommand::Write { done, .. } = command {
@@ -405,11 +431,11 @@ pub(super) async fn write_loop(
                     tracing::debug!(%error, "shutting the output down failed");
                 }
             }
-            () = shared.abort_writes.cancelled() => {}
+            () = parts.abort_writes.cancelled() => {}
         }
     }
-    shared.observe(&WireEvent::OutputClosed);
-    shared.writer_done.cancel();
+    parts.observe(&WireEvent::OutputClosed);
+    parts.writer_done.cancel();
 }
 
 fn abandoned() -> std::io::Error {

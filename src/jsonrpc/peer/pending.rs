@@ -5,6 +5,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::oneshot;
@@ -20,9 +21,35 @@ pub(crate) struct Delivery {
     pub(crate) notifications_before: u64,
 }
 
+/// The deadline of a pending request, with what its timeout error reports.
+pub(crate) struct Deadline {
+    pub(crate) at: Instant,
+    pub(crate) timeout: Duration,
+    pub(crate) method: String,
+}
+
 struct Entry {
-    deadline: Option<Instant>,
+    deadline: Option<Deadline>,
     tx: oneshot::Sender<Delivery>,
+}
+
+impl Entry {
+    /// Hands over the outcome, unless the deadline has already passed: then the timeout came
+    /// first, whoever gets to the table first, and the caller sees the timeout.
+    fn finish(self, delivery: Delivery) {
+        let delivery = match self.deadline {
+            Some(deadline) if Instant::now() >= deadline.at => Delivery {
+                outcome: Err(CallError::Timeout {
+                    method: deadline.method,
+                    timeout: deadline.timeout,
+                }),
+                notifications_before: 0,
+            },
+            _ => delivery,
+        };
+        // The caller may have given up already; nothing to do then.
+        let _ = self.tx.send(delivery);
+    }
 }
 
 #[derive(Default)]
@@ -45,7 +72,7 @@ impl PendingTable {
     pub(crate) fn insert(
         &self,
         id: RequestId,
-        deadline: Option<Instant>,
+        deadline: Option<Deadline>,
     ) -> Result<oneshot::Receiver<Delivery>, CallError> {
         let (tx, rx) = oneshot::channel();
         let mut inner = self.lock();
@@ -61,8 +88,7 @@ impl PendingTable {
         let entry = self.lock().entries.remove(id);
         match entry {
             Some(entry) => {
-                // The caller may have given up between removal and now; nothing to do then.
-                let _ = entry.tx.send(delivery);
+                entry.finish(delivery);
                 true
             }
             None => false,
@@ -74,6 +100,16 @@ impl PendingTable {
         self.lock().entries.remove(id).is_some()
     }
 
+    /// Removes the request if it is still pending and returns its deadline's timeout error.
+    pub(crate) fn expire(&self, id: &RequestId) -> Option<CallError> {
+        let entry = self.lock().entries.remove(id)?;
+        let deadline = entry.deadline?;
+        Some(CallError::Timeout {
+            method: deadline.method,
+            timeout: deadline.timeout,
+        })
+    }
+
     /// Fails every pending request with `error()` and refuses new ones from now on.
     pub(crate) fn close(&self, error: impl Fn() -> CallError) {
         let entries: Vec<Entry> = {
@@ -82,7 +118,7 @@ impl PendingTable {
             inner.entries.drain().map(|(_, entry)| entry).collect()
         };
         for entry in entries {
-            let _ = entry.tx.send(Delivery {
+            entry.finish(Delivery {
                 outcome: Err(error()),
                 notifications_before: 0,
             });

@@ -348,9 +348,8 @@ fn on_path(program: &str) -> bool {
     if program.contains('/') {
         return std::path::Path::new(program).is_file();
     }
-    std::env::var_os("PATH").is_some_and(|path| {
-        std::env::split_paths(&path).any(|dir| dir.join(program).is_file())
-    })
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }
 
 /// `url` with its path replaced by `path`.

@@ -240,10 +240,7 @@ async fn ws_059(ctx: Ctx) -> CheckResult {
     exchange::expect_result(reply, "a request sent meanwhile completes normally")?;
     let cancelled = finish_prompt(&mut opened.conn, &first, target, target_start).await?;
     let untouched = finish_prompt(&mut opened.conn, &second, other, other_start).await?;
-    untouched.expect_stop(
-        "end_turn",
-        "the prompt on the other session ends end_turn",
-    )?;
+    untouched.expect_stop("end_turn", "the prompt on the other session ends end_turn")?;
     match &cancelled.reply {
         Err(fault) if fault.code == Some(-32800) => {}
         Ok(result) if result.get("stopReason") == Some(&json!("cancelled")) => {}
@@ -331,7 +328,11 @@ async fn ws_067(ctx: Ctx) -> CheckResult {
         seen.push((transport, stop_on(&ctx, transport).await?));
     }
     if let [(_, first), (_, second)] = seen.as_slice() {
-        ensure_eq!(first, second, "the session/stop outcomes over stdio (expected) and ws (actual)");
+        ensure_eq!(
+            first,
+            second,
+            "the session/stop outcomes over stdio (expected) and ws (actual)"
+        );
     }
     Ok(())
 }

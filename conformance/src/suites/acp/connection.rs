@@ -234,7 +234,9 @@ impl Responder {
         match method {
             "session/request_permission" => match &self.permission {
                 PermissionReply::Ignore => None,
-                PermissionReply::Cancelled => Some(Ok(json!({"outcome": {"outcome": "cancelled"}}))),
+                PermissionReply::Cancelled => {
+                    Some(Ok(json!({"outcome": {"outcome": "cancelled"}})))
+                }
                 PermissionReply::Select(kind) => {
                     let option = params
                         .and_then(|p| p.get("options"))
@@ -315,7 +317,8 @@ impl Shared {
     }
 
     fn remember(&self, value: &Value) {
-        if let (Some(id), Some(method)) = (value.get("id"), value.get("method").and_then(Value::as_str))
+        if let (Some(id), Some(method)) =
+            (value.get("id"), value.get("method").and_then(Value::as_str))
         {
             lock(&self.sent).insert(id.to_string(), method.to_owned());
         }
@@ -393,9 +396,13 @@ impl Connection {
         let stdin = child.take_stdin().or_error("the agent's stdin")?;
         let stdout = child.take_stdout().or_error("the agent's stdout")?;
         let channel = child.name().to_owned();
-        Ok(Self::new(ctx, &channel, Sink::Stdio(stdin), Vec::new(), |shared, tx| {
-            tokio::spawn(read_lines(shared, BufReader::new(stdout), tx))
-        }))
+        Ok(Self::new(
+            ctx,
+            &channel,
+            Sink::Stdio(stdin),
+            Vec::new(),
+            |shared, tx| tokio::spawn(read_lines(shared, BufReader::new(stdout), tx)),
+        ))
     }
 
     /// A new WebSocket client connection to `url`.
@@ -407,16 +414,25 @@ impl Connection {
         let headers = response
             .headers()
             .iter()
-            .map(|(k, v)| (k.as_str().to_owned(), String::from_utf8_lossy(v.as_bytes()).into_owned()))
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
             .collect::<Vec<_>>();
         ctx.wire().note(
             channel,
             &format!("upgraded: {} {:?}", response.status(), headers),
         );
         let (sink, stream) = socket.split();
-        Ok(Self::new(ctx, channel, Sink::Ws(sink), headers, |shared, tx| {
-            tokio::spawn(read_ws(shared, stream, tx))
-        }))
+        Ok(Self::new(
+            ctx,
+            channel,
+            Sink::Ws(sink),
+            headers,
+            |shared, tx| tokio::spawn(read_ws(shared, stream, tx)),
+        ))
     }
 
     /// The wire-log channel name.
@@ -478,10 +494,15 @@ impl Connection {
         let mut sink = self.shared.sink.lock().await;
         match &mut *sink {
             Sink::Stdio(stdin) => {
-                stdin.write_all(bytes).await.or_fail("the agent accepts input")?;
+                stdin
+                    .write_all(bytes)
+                    .await
+                    .or_fail("the agent accepts input")?;
                 stdin.flush().await.or_fail("the agent accepts input")
             }
-            _ => Err(CheckError::Harness("raw bytes need a stdio connection".into())),
+            _ => Err(CheckError::Harness(
+                "raw bytes need a stdio connection".into(),
+            )),
         }
     }
 
@@ -699,7 +720,9 @@ impl Connection {
             Sink::Ws(mut ws) => {
                 let _ = ws.send(WsMessage::Close(None)).await;
                 let _ = ws.close().await;
-                self.shared.wire.note(&self.shared.channel, "closed by the harness");
+                self.shared
+                    .wire
+                    .note(&self.shared.channel, "closed by the harness");
             }
             Sink::Closed => {}
         }

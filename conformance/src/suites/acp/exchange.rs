@@ -284,10 +284,7 @@ pub fn execution_state(frame: &Frame) -> Option<&str> {
     if frame.update_kind() != Some("execution_state_update") {
         return None;
     }
-    frame
-        .update()?
-        .pointer("/executionState/state")?
-        .as_str()
+    frame.update()?.pointer("/executionState/state")?.as_str()
 }
 
 /// The text of every `agent_message_chunk` among `frames`, joined.
@@ -312,7 +309,9 @@ pub fn content_updates<'a>(frames: &[&'a Frame], session: &str) -> Vec<&'a Frame
 
 /// The frames of `conn` from `from` on.
 pub fn since(conn: &Connection, from: usize) -> Vec<&Frame> {
-    conn.frames()[from.min(conn.frames().len())..].iter().collect()
+    conn.frames()[from.min(conn.frames().len())..]
+        .iter()
+        .collect()
 }
 
 /// Lists frames for an Actual line.
@@ -337,9 +336,11 @@ pub fn expect_error(reply: &Reply, codes: &[i64], check: &str) -> Result<Fault, 
                 .map(i64::to_string)
                 .collect::<Vec<_>>()
                 .join(" or ");
-            Err(Failure::new(check, format!("an error response with code {wanted}"))
-                .actual(describe(other))
-                .into())
+            Err(
+                Failure::new(check, format!("an error response with code {wanted}"))
+                    .actual(describe(other))
+                    .into(),
+            )
         }
     }
 }

@@ -87,7 +87,10 @@ async fn ws_063c(ctx: Ctx) -> CheckResult {
             "the terminal state of an end_turn turn"
         );
     }
-    let after = states(&exchange::since(&opened.conn, turn.end + 1), &opened.session);
+    let after = states(
+        &exchange::since(&opened.conn, turn.end + 1),
+        &opened.session,
+    );
     ensure!(
         after.is_empty(),
         "no execution_state_update after the prompt result",
@@ -128,11 +131,7 @@ async fn ws_065c(ctx: Ctx) -> CheckResult {
 async fn ws_066c(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, "retry_exhausted").await?;
     let turn = prompt(&mut opened.conn, &opened.session, "this always fails").await?;
-    expect_error(
-        &turn.reply,
-        &[-32603],
-        "exhausted retries answer -32603",
-    )?;
+    expect_error(&turn.reply, &[-32603], "exhausted retries answer -32603")?;
     let updates = turn.updates(&opened.conn);
     let seen = retries(&updates, &opened.session);
     ensure_eq!(1, seen.len(), "retry_update notifications for one retry");
@@ -158,10 +157,23 @@ mod tests {
     #[test]
     fn state_orders() {
         assert!(well_ordered(&s(&["queued", "running", "completed"])));
-        assert!(well_ordered(&s(&["queued", "running", "retrying", "running", "completed"])));
-        assert!(well_ordered(&s(&["queued", "running", "retrying", "failed"])));
+        assert!(well_ordered(&s(&[
+            "queued",
+            "running",
+            "retrying",
+            "running",
+            "completed"
+        ])));
+        assert!(well_ordered(&s(&[
+            "queued", "running", "retrying", "failed"
+        ])));
         assert!(!well_ordered(&s(&["running", "completed"])));
-        assert!(!well_ordered(&s(&["queued", "running", "completed", "completed"])));
+        assert!(!well_ordered(&s(&[
+            "queued",
+            "running",
+            "completed",
+            "completed"
+        ])));
         assert!(!well_ordered(&s(&["queued", "running"])));
     }
 }

@@ -116,7 +116,10 @@ async fn ws_063b(ctx: Ctx) -> CheckResult {
         "the first candidate port"
     );
     ensure!(
-        server.attempts.first().is_some_and(|a| a.result.starts_with("in use")),
+        server
+            .attempts
+            .first()
+            .is_some_and(|a| a.result.starts_with("in use")),
         "the taken first candidate is seen as in use",
         "attempts {tried:?}"
     );
@@ -144,7 +147,10 @@ async fn ws_064b(ctx: Ctx) -> CheckResult {
         terminations.iter().any(|t| t.pid == pid),
         "the server's process group is among those torn down",
         "{:?}",
-        terminations.iter().map(ToString::to_string).collect::<Vec<_>>()
+        terminations
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
     );
     let closed = conn
         .wait_closed(ctx.timeouts().scale(std::time::Duration::from_secs(2)))

@@ -108,7 +108,11 @@ async fn core_006(ctx: Ctx) -> CheckResult {
     let reply = conn
         .call("_ski.conformance/unknown", json!({"probe": true}))
         .await?;
-    expect_error(&reply, &[-32601], "an unknown extension request answers -32601")?;
+    expect_error(
+        &reply,
+        &[-32601],
+        "an unknown extension request answers -32601",
+    )?;
     still_serves(&ctx, &mut conn).await
 }
 
@@ -117,7 +121,9 @@ async fn core_007(ctx: Ctx) -> CheckResult {
     let from = conn.cursor();
     conn.notify("_ski.conformance/notice", json!({"probe": true}))
         .await?;
-    let id = conn.request("session/new", new_session_params(&ctx)).await?;
+    let id = conn
+        .request("session/new", new_session_params(&ctx))
+        .await?;
     let reply = conn.reply(&id, "session/new").await?;
     expect_result(reply, "the next request is answered normally")?;
     conn.quiet(QUIET).await;
@@ -161,7 +167,11 @@ async fn core_014(ctx: Ctx) -> CheckResult {
         .wait_for("an error response to the batch", from, |f| f.is_response())
         .await?;
     let frame = conn.frames()[index].clone();
-    ensure_eq!(Some(json!(null)), frame.id().cloned(), "the id of the batch error");
+    ensure_eq!(
+        Some(json!(null)),
+        frame.id().cloned(),
+        "the id of the batch error"
+    );
     let reply = frame.reply().unwrap_or(Ok(Value::Null));
     expect_error(&reply, &[-32600], "a batch answers -32600")?;
     still_serves(&ctx, &mut conn).await?;
@@ -233,7 +243,11 @@ async fn core_016(ctx: Ctx) -> CheckResult {
     let frame = conn.frames()[index].clone();
     let reply = frame.reply().unwrap_or(Ok(Value::Null));
     expect_error(&reply, &[-32700], "a malformed message answers -32700")?;
-    ensure_eq!(Some(json!(null)), frame.id().cloned(), "the id of the parse error");
+    ensure_eq!(
+        Some(json!(null)),
+        frame.id().cloned(),
+        "the id of the parse error"
+    );
     still_serves(&ctx, &mut conn).await
 }
 
@@ -242,7 +256,9 @@ async fn core_017(ctx: Ctx) -> CheckResult {
     let from = conn.cursor();
     conn.send_text("42").await?;
     let first = conn
-        .wait_for("an error response to the message 42", from, |f| f.is_response())
+        .wait_for("an error response to the message 42", from, |f| {
+            f.is_response()
+        })
         .await?;
     let frame = conn.frames()[first].clone();
     expect_error(
@@ -250,12 +266,19 @@ async fn core_017(ctx: Ctx) -> CheckResult {
         &[-32600],
         "a JSON value that is not an object answers -32600",
     )?;
-    ensure_eq!(Some(json!(null)), frame.id().cloned(), "the id of the error for 42");
-    conn.send_text(r#"{"jsonrpc":"2.0","method":7,"id":3}"#).await?;
+    ensure_eq!(
+        Some(json!(null)),
+        frame.id().cloned(),
+        "the id of the error for 42"
+    );
+    conn.send_text(r#"{"jsonrpc":"2.0","method":7,"id":3}"#)
+        .await?;
     let second = conn
-        .wait_for("an error response to the request with method 7", first + 1, |f| {
-            f.is_response()
-        })
+        .wait_for(
+            "an error response to the request with method 7",
+            first + 1,
+            |f| f.is_response(),
+        )
         .await?;
     let frame = conn.frames()[second].clone();
     expect_error(
@@ -323,7 +346,10 @@ async fn core_020(ctx: Ctx) -> CheckResult {
     params["clientCapabilities"]["_meta"] = json!({"ski.conformance": {"probe": true}});
     params["clientCapabilities"]["futureCapability"] = json!({"enabled": false});
     let reply = conn.call("initialize", params).await?;
-    expect_result(reply, "initialize with _meta and an unknown optional field succeeds")?;
+    expect_result(
+        reply,
+        "initialize with _meta and an unknown optional field succeeds",
+    )?;
     let mut session = new_session_params(&ctx);
     session["_meta"] = json!({"ski.conformance/trace": "def"});
     let reply = conn.call("session/new", session).await?;
@@ -333,7 +359,10 @@ async fn core_020(ctx: Ctx) -> CheckResult {
         let prompt = json!([{"type": "text", "text": "hello", "_meta": {"ski.conformance": 1}}]);
         let (rid, start) = exchange::start_prompt(&mut conn, &id, prompt).await?;
         let turn = exchange::finish_prompt(&mut conn, &id, rid, start).await?;
-        turn.expect_stop("end_turn", "a prompt whose text block carries _meta ends end_turn")?;
+        turn.expect_stop(
+            "end_turn",
+            "a prompt whose text block carries _meta ends end_turn",
+        )?;
     }
     Ok(())
 }

@@ -160,7 +160,10 @@ async fn core_011(ctx: Ctx) -> CheckResult {
             )
         })
         .collect();
-    let created = requests.iter().filter(|(m, _, _)| m == "terminal/create").count();
+    let created = requests
+        .iter()
+        .filter(|(m, _, _)| m == "terminal/create")
+        .count();
     ensure!(
         created > 0,
         "the terminal variant creates a terminal through terminal/create",
@@ -179,7 +182,10 @@ async fn core_011(ctx: Ctx) -> CheckResult {
                 "every terminal is released exactly once",
                 format!("one terminal/release of {id} before the agent exits"),
             )
-            .actual(format!("{} release(s); terminal requests {requests:?}", releases.len()))
+            .actual(format!(
+                "{} release(s); terminal requests {requests:?}",
+                releases.len()
+            ))
             .into());
         }
         let after: Vec<_> = requests

@@ -54,7 +54,12 @@ const SKI_UPDATE_KINDS: &[(&str, &str)] = &[
 ];
 
 /// Results that may carry the legacy `models` (E-ACP-34).
-const MODELS_ALLOWED: &[&str] = &["session/new", "session/load", "session/resume", "session/fork"];
+const MODELS_ALLOWED: &[&str] = &[
+    "session/new",
+    "session/load",
+    "session/resume",
+    "session/fork",
+];
 
 /// The side whose frames an oracle judges.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -118,7 +123,12 @@ impl Oracle {
             let error = serde_json::from_str::<Value>(text)
                 .err()
                 .map_or_else(|| "not json".to_owned(), |e| e.to_string());
-            self.report(seq, text, ProblemKind::Invalid, format!("not JSON: {error}"));
+            self.report(
+                seq,
+                text,
+                ProblemKind::Invalid,
+                format!("not JSON: {error}"),
+            );
             return;
         };
         if let Err(error) = classify(value.clone(), VersionField::Required) {
@@ -136,7 +146,11 @@ impl Oracle {
         }
     }
 
-    fn judge(&mut self, value: &Value, sent: &HashMap<String, String>) -> Vec<(ProblemKind, String)> {
+    fn judge(
+        &mut self,
+        value: &Value,
+        sent: &HashMap<String, String>,
+    ) -> Vec<(ProblemKind, String)> {
         let method = value.get("method").and_then(Value::as_str);
         let has_id = value.get("id").is_some();
         let client = self.sender == Sender::Client;
@@ -480,7 +494,8 @@ mod tests {
     fn envelopes_and_unknown_ids_are_problems() {
         let no_version = json!({"id": 1, "result": {}});
         let stray = json!({"jsonrpc": "2.0", "id": 9, "result": {}});
-        let error = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "x"}});
+        let error =
+            json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "x"}});
         let found = problems(&[no_version, stray, error], &[("1", "logout")]);
         assert_eq!(found.len(), 2, "{found:?}");
     }

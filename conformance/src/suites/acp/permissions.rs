@@ -13,8 +13,8 @@ use tokio::time::Instant;
 use super::agent::{Agent, Transport};
 use super::connection::{Connection, PermissionReply};
 use super::exchange::{
-    self, Turn, content_updates, execution_state, expect_error, initialize, open, open_on,
-    prompt, text_prompt,
+    self, Turn, content_updates, execution_state, expect_error, initialize, open, open_on, prompt,
+    text_prompt,
 };
 use crate::check::{Check, CheckResult, Failure};
 use crate::context::Ctx;
@@ -92,7 +92,8 @@ fn asked(conn: &Connection, turn: &Turn) -> usize {
     conn.frames()[turn.start..turn.end]
         .iter()
         .filter(|f| {
-            f.method() == Some("session/request_permission") && f.session_id() == Some(&turn.session)
+            f.method() == Some("session/request_permission")
+                && f.session_id() == Some(&turn.session)
         })
         .count()
 }
@@ -134,9 +135,16 @@ async fn ws_025(ctx: Ctx) -> CheckResult {
         "no permission request; {}",
         turn.describe()
     );
-    turn.expect_stop("cancelled", "a denied prompt ends with stopReason cancelled")?;
+    turn.expect_stop(
+        "cancelled",
+        "a denied prompt ends with stopReason cancelled",
+    )?;
     opened.conn.quiet(exchange::QUIET).await;
-    nothing_ran(&opened.conn, &turn, "no content update after a denied permission")
+    nothing_ran(
+        &opened.conn,
+        &turn,
+        "no content update after a denied permission",
+    )
 }
 
 async fn ws_026(ctx: Ctx) -> CheckResult {
@@ -219,7 +227,10 @@ async fn ws_029(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, "required").await?;
     answer_with(&opened.conn, select("reject_once"));
     let refused = prompt(&mut opened.conn, &opened.session, "refused").await?;
-    refused.expect_stop("cancelled", "in required mode a refusal ends the prompt cancelled")?;
+    refused.expect_stop(
+        "cancelled",
+        "in required mode a refusal ends the prompt cancelled",
+    )?;
     answer_with(&opened.conn, PermissionReply::Ignore);
     let second = exchange::new_session(&ctx, &mut opened.conn).await?;
     let unanswered = prompt(&mut opened.conn, &second, "unanswered").await?;
@@ -230,14 +241,22 @@ async fn ws_029(ctx: Ctx) -> CheckResult {
     )?;
     opened.conn.quiet(exchange::QUIET).await;
     nothing_ran(&opened.conn, &refused, "no content update after a refusal")?;
-    nothing_ran(&opened.conn, &unanswered, "no content update after a bridge failure")
+    nothing_ran(
+        &opened.conn,
+        &unanswered,
+        "no content update after a bridge failure",
+    )
 }
 
 async fn ws_063d(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, "policy_allow").await?;
     answer_with(&opened.conn, select("reject_once"));
     let turn = prompt(&mut opened.conn, &opened.session, "policy allows").await?;
-    ensure_eq!(0, asked(&opened.conn, &turn), "permission requests under policy allow");
+    ensure_eq!(
+        0,
+        asked(&opened.conn, &turn),
+        "permission requests under policy allow"
+    );
     turn.expect_stop("end_turn", "policy allow grants the prompt: end_turn")
 }
 
@@ -245,7 +264,11 @@ async fn ws_064d(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, "policy_deny").await?;
     answer_with(&opened.conn, select("allow_once"));
     let turn = prompt(&mut opened.conn, &opened.session, "policy denies").await?;
-    ensure_eq!(0, asked(&opened.conn, &turn), "permission requests under policy deny");
+    ensure_eq!(
+        0,
+        asked(&opened.conn, &turn),
+        "permission requests under policy deny"
+    );
     turn.expect_stop("cancelled", "policy deny refuses the prompt: cancelled")?;
     opened.conn.quiet(exchange::QUIET).await;
     nothing_ran(&opened.conn, &turn, "no content update under policy deny")
@@ -256,7 +279,11 @@ async fn ws_065d(ctx: Ctx) -> CheckResult {
     let conn = &mut opened.conn;
     answer_with(conn, select("allow_always"));
     let first = prompt(conn, &opened.session, "remember yes").await?;
-    ensure_eq!(1, asked(conn, &first), "permission requests of the first prompt");
+    ensure_eq!(
+        1,
+        asked(conn, &first),
+        "permission requests of the first prompt"
+    );
     first.expect_stop("end_turn", "the allowed first prompt ends end_turn")?;
     answer_with(conn, select("reject_once"));
     let again = prompt(conn, &opened.session, "remembered yes").await?;
@@ -269,8 +296,15 @@ async fn ws_065d(ctx: Ctx) -> CheckResult {
     let other = exchange::new_session(&ctx, conn).await?;
     answer_with(conn, select("reject_always"));
     let fresh = prompt(conn, &other, "a new session").await?;
-    ensure_eq!(1, asked(conn, &fresh), "permission requests of a new session's first prompt");
-    fresh.expect_stop("cancelled", "a prompt refused with reject_always ends cancelled")?;
+    ensure_eq!(
+        1,
+        asked(conn, &fresh),
+        "permission requests of a new session's first prompt"
+    );
+    fresh.expect_stop(
+        "cancelled",
+        "a prompt refused with reject_always ends cancelled",
+    )?;
     answer_with(conn, select("allow_once"));
     let refused = prompt(conn, &other, "remembered no").await?;
     ensure_eq!(
@@ -278,7 +312,10 @@ async fn ws_065d(ctx: Ctx) -> CheckResult {
         asked(conn, &refused),
         "permission requests after reject_always in the same session"
     );
-    refused.expect_stop("cancelled", "a remembered reject_always ends the prompt cancelled")
+    refused.expect_stop(
+        "cancelled",
+        "a remembered reject_always ends the prompt cancelled",
+    )
 }
 
 /// Requires the unknown-session error (E-ACP-19) for a prompt on `session`.
@@ -321,7 +358,12 @@ async fn ws_066d(ctx: Ctx) -> CheckResult {
         prompt(conn, &kept, "remember me too").await?;
         let reply = conn.call("logout", json!({})).await?;
         exchange::expect_result(reply, "logout succeeds")?;
-        gone(conn, &kept, "after logout no session keeps a remembered decision").await?;
+        gone(
+            conn,
+            &kept,
+            "after logout no session keeps a remembered decision",
+        )
+        .await?;
         let fresh = exchange::new_session(&ctx, conn).await?;
         answer_with(conn, select("allow_once"));
         let turn = prompt(conn, &fresh, "ask me again").await?;

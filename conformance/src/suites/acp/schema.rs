@@ -50,7 +50,10 @@ async fn exercise(ctx: &Ctx, conn: &mut Connection, session: &str) -> Result<(),
     let with_cwd = json!({"sessionId": session, "cwd": cwd, "mcpServers": []});
     let mut calls: Vec<(&str, Value)> = Vec::new();
     if ctx.has("set-mode") {
-        calls.push(("session/set_mode", json!({"sessionId": session, "modeId": "ski-conformance-mode"})));
+        calls.push((
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": "ski-conformance-mode"}),
+        ));
     }
     if ctx.has("config-options") {
         calls.push((
@@ -59,7 +62,10 @@ async fn exercise(ctx: &Ctx, conn: &mut Connection, session: &str) -> Result<(),
         ));
     }
     if ctx.has("set-model") {
-        calls.push(("session/set_model", json!({"sessionId": session, "modelId": "ski-conformance"})));
+        calls.push((
+            "session/set_model",
+            json!({"sessionId": session, "modelId": "ski-conformance"}),
+        ));
     }
     if ctx.has("session-list") {
         calls.push(("session/list", json!({})));
@@ -74,7 +80,10 @@ async fn exercise(ctx: &Ctx, conn: &mut Connection, session: &str) -> Result<(),
         calls.push(("session/load", with_cwd.clone()));
     }
     if ctx.has("session-export") {
-        calls.push(("session/export", json!({"sessionId": session, "format": "jsonl"})));
+        calls.push((
+            "session/export",
+            json!({"sessionId": session, "format": "jsonl"}),
+        ));
     }
     if ctx.has("session-delete") {
         calls.push(("session/delete", json!({"sessionId": session})));
@@ -162,11 +171,26 @@ const V2_ONLY: &[&str] = &["auth/login", "auth/logout"];
 /// Methods and the capability pointers that advertise them.
 const GATED: &[(&str, &[&str])] = &[
     ("session/load", &["/agentCapabilities/loadSession"]),
-    ("session/list", &["/agentCapabilities/sessionCapabilities/list"]),
-    ("session/delete", &["/agentCapabilities/sessionCapabilities/delete"]),
-    ("session/resume", &["/agentCapabilities/sessionCapabilities/resume"]),
-    ("session/close", &["/agentCapabilities/sessionCapabilities/close"]),
-    ("session/fork", &["/agentCapabilities/sessionCapabilities/fork"]),
+    (
+        "session/list",
+        &["/agentCapabilities/sessionCapabilities/list"],
+    ),
+    (
+        "session/delete",
+        &["/agentCapabilities/sessionCapabilities/delete"],
+    ),
+    (
+        "session/resume",
+        &["/agentCapabilities/sessionCapabilities/resume"],
+    ),
+    (
+        "session/close",
+        &["/agentCapabilities/sessionCapabilities/close"],
+    ),
+    (
+        "session/fork",
+        &["/agentCapabilities/sessionCapabilities/fork"],
+    ),
     (
         "logout",
         &[
@@ -181,7 +205,10 @@ const GATED: &[(&str, &[&str])] = &[
             "/agentCapabilities/sessionCapabilities/export",
         ],
     ),
-    ("session/stop", &["/agentCapabilities/_meta/ski/sessionStop"]),
+    (
+        "session/stop",
+        &["/agentCapabilities/_meta/ski/sessionStop"],
+    ),
 ];
 
 async fn ws_062(ctx: Ctx) -> CheckResult {
@@ -227,7 +254,10 @@ async fn ws_062(ctx: Ctx) -> CheckResult {
         }
     }
     implemented.insert("initialize");
-    let outside: Vec<&&str> = implemented.iter().filter(|m| !allowed.contains(**m)).collect();
+    let outside: Vec<&&str> = implemented
+        .iter()
+        .filter(|m| !allowed.contains(**m))
+        .collect();
     ensure!(
         outside.is_empty(),
         "the agent implements only methods of the ACP v1 meta and the ski names session/export, session/stop, session/set_model",
@@ -236,9 +266,10 @@ async fn ws_062(ctx: Ctx) -> CheckResult {
     let missing: Vec<&str> = GATED
         .iter()
         .filter(|(_, pointers)| {
-            pointers
-                .iter()
-                .any(|p| init.pointer(p).is_some_and(|v| !v.is_null() && v != &json!(false)))
+            pointers.iter().any(|p| {
+                init.pointer(p)
+                    .is_some_and(|v| !v.is_null() && v != &json!(false))
+            })
         })
         .map(|(method, _)| *method)
         .filter(|method| !implemented.contains(method))

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::agent::{Agent, PLAIN, Transport};
 use super::connection::Connection;
 use super::exchange::{
-    self, QUIET, Opened, expect_error, expect_result, initialize, new_session, open, prompt_ok,
+    self, Opened, QUIET, expect_error, expect_result, initialize, new_session, open, prompt_ok,
     session_id_of,
 };
 use crate::check::{Check, CheckError, CheckResult, Failure};
@@ -160,9 +160,10 @@ fn session_params(ctx: &Ctx, session: &str) -> Value {
 
 /// The agent capability at any of `pointers`.
 fn advertised(init: &Value, pointers: &[&str]) -> bool {
-    pointers
-        .iter()
-        .any(|p| init.pointer(p).is_some_and(|v| !v.is_null() && v != &json!(false)))
+    pointers.iter().any(|p| {
+        init.pointer(p)
+            .is_some_and(|v| !v.is_null() && v != &json!(false))
+    })
 }
 
 fn harness_if_advertised(init: &Value, pointers: &[&str], what: &str) -> CheckResult {
@@ -228,10 +229,15 @@ async fn ws_030(ctx: Ctx) -> CheckResult {
             init.get("authMethods").cloned().unwrap_or(Value::Null)
         );
     };
-    let reply = conn.call("authenticate", json!({"methodId": method})).await?;
+    let reply = conn
+        .call("authenticate", json!({"methodId": method}))
+        .await?;
     expect_result(reply, "authenticate with an advertised methodId succeeds")?;
     let reply = conn
-        .call("authenticate", json!({"methodId": "ski-conformance-no-such-method"}))
+        .call(
+            "authenticate",
+            json!({"methodId": "ski-conformance-no-such-method"}),
+        )
         .await?;
     expect_error(
         &reply,
@@ -266,7 +272,10 @@ async fn update_of(
             f.is_update_for(session) && f.update_kind() == Some(kind)
         })
         .await?;
-    Ok(conn.frames()[index].update().cloned().unwrap_or(Value::Null))
+    Ok(conn.frames()[index]
+        .update()
+        .cloned()
+        .unwrap_or(Value::Null))
 }
 
 fn conn_short() -> std::time::Duration {
@@ -303,7 +312,13 @@ async fn ws_031(ctx: Ctx) -> CheckResult {
         )
         .await?;
     expect_result(reply, "session/set_mode succeeds")?;
-    let update = update_of(&mut opened.conn, &opened.session, "current_mode_update", from).await?;
+    let update = update_of(
+        &mut opened.conn,
+        &opened.session,
+        "current_mode_update",
+        from,
+    )
+    .await?;
     ensure_eq!(
         Some(mode),
         update.get("currentModeId").cloned(),
@@ -374,7 +389,13 @@ async fn ws_032(ctx: Ctx) -> CheckResult {
         current_value(result.get("configOptions").unwrap_or(&Value::Null), &config),
         "the option's currentValue in the set_config_option result"
     );
-    let update = update_of(&mut opened.conn, &opened.session, "config_option_update", from).await?;
+    let update = update_of(
+        &mut opened.conn,
+        &opened.session,
+        "config_option_update",
+        from,
+    )
+    .await?;
     ensure_eq!(
         Some(value),
         current_value(update.get("configOptions").unwrap_or(&Value::Null), &config),
@@ -414,7 +435,8 @@ fn state_problems(result: &Value) -> Vec<String> {
                 for option in options {
                     for key in ["id", "name", "type"] {
                         if !option.get(key).is_some_and(Value::is_string) {
-                            problems.push(format!("config option without a string {key}: {option}"));
+                            problems
+                                .push(format!("config option without a string {key}: {option}"));
                         }
                     }
                     if option.get("currentValue").is_none_or(Value::is_null) {
@@ -546,7 +568,11 @@ fn entries(page: &Value) -> Vec<Value> {
 fn ids_of(entries: &[Value]) -> Vec<String> {
     entries
         .iter()
-        .filter_map(|e| e.get("sessionId").and_then(Value::as_str).map(str::to_owned))
+        .filter_map(|e| {
+            e.get("sessionId")
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        })
         .collect()
 }
 
@@ -596,13 +622,18 @@ async fn ws_051(ctx: Ctx) -> CheckResult {
         .call("session/resume", session_params(&ctx, &session))
         .await?;
     let result = expect_result(reply, "session/resume succeeds")?;
-    ensure!(result.is_object(), "the session/resume result is an object", "{result}");
+    ensure!(
+        result.is_object(),
+        "the session/resume result is an object",
+        "{result}"
+    );
     conn.quiet(QUIET).await;
     let replayed: Vec<_> = exchange::since(conn, from)
         .into_iter()
         .filter(|f| {
             f.is_update_for(&session)
-                && f.update_kind().is_some_and(|k| k.ends_with("_message_chunk"))
+                && f.update_kind()
+                    .is_some_and(|k| k.ends_with("_message_chunk"))
         })
         .collect();
     ensure!(
@@ -639,8 +670,11 @@ async fn ws_052(ctx: Ctx) -> CheckResult {
                     .cloned()
             })
     {
-        conn.call_ok("session/set_mode", json!({"sessionId": session, "modeId": other}))
-            .await?;
+        conn.call_ok(
+            "session/set_mode",
+            json!({"sessionId": session, "modeId": other}),
+        )
+        .await?;
         mode = Some(other);
     }
     let mut options = created.get("configOptions").cloned();
@@ -667,8 +701,11 @@ async fn ws_052(ctx: Ctx) -> CheckResult {
                     .cloned()
             })
     {
-        conn.call_ok("session/set_model", json!({"sessionId": session, "modelId": other}))
-            .await?;
+        conn.call_ok(
+            "session/set_model",
+            json!({"sessionId": session, "modelId": other}),
+        )
+        .await?;
         model = Some(other);
     }
     let fork = conn
@@ -681,10 +718,18 @@ async fn ws_052(ctx: Ctx) -> CheckResult {
         "the fork has the source's id {forked}"
     );
     if let Some(fork_mode) = fork.pointer("/modes/currentModeId") {
-        ensure_eq!(mode, Some(fork_mode.clone()), "the fork's current mode (the source's)");
+        ensure_eq!(
+            mode,
+            Some(fork_mode.clone()),
+            "the fork's current mode (the source's)"
+        );
     }
     if let Some(fork_model) = fork.pointer("/models/currentModelId") {
-        ensure_eq!(model, Some(fork_model.clone()), "the fork's current model (the source's)");
+        ensure_eq!(
+            model,
+            Some(fork_model.clone()),
+            "the fork's current model (the source's)"
+        );
     }
     if let (Some(source), Some(fork_options)) = (options.as_ref(), fork.get("configOptions")) {
         let values = |o: &Value| -> Vec<(Value, Value)> {
@@ -692,7 +737,9 @@ async fn ws_052(ctx: Ctx) -> CheckResult {
                 .map(|a| {
                     a.iter()
                         .filter(|o| o.pointer("/category") != Some(&json!("model")))
-                        .filter_map(|o| Some((o.get("id")?.clone(), o.get("currentValue")?.clone())))
+                        .filter_map(|o| {
+                            Some((o.get("id")?.clone(), o.get("currentValue")?.clone()))
+                        })
                         .collect()
                 })
                 .unwrap_or_default()
@@ -728,7 +775,11 @@ async fn ws_053(ctx: Ctx) -> CheckResult {
     );
     let listed: Vec<String> = pages.iter().flat_map(|p| ids_of(&entries(p))).collect();
     let unique: BTreeSet<String> = listed.iter().cloned().collect();
-    ensure_eq!(listed.len(), unique.len(), "entries listed (each session once)");
+    ensure_eq!(
+        listed.len(),
+        unique.len(),
+        "entries listed (each session once)"
+    );
     ensure!(
         created.is_subset(&unique),
         "the pages together hold every session created",
@@ -742,7 +793,10 @@ async fn ws_054(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, PLAIN).await?;
     let word = ctx.text("cursor_word", "cursor");
     for cursor in ["ski-conformance: not a cursor", "%%%"] {
-        let reply = opened.conn.call("session/list", json!({"cursor": cursor})).await?;
+        let reply = opened
+            .conn
+            .call("session/list", json!({"cursor": cursor}))
+            .await?;
         let fault = expect_error(
             &reply,
             &[-32602],
@@ -763,8 +817,14 @@ async fn ws_056(ctx: Ctx) -> CheckResult {
     let session = opened.session.clone();
     for (target, what) in [
         (session.as_str(), "session/delete of a session succeeds"),
-        (session.as_str(), "session/delete of a deleted session succeeds"),
-        ("sess_ski_conformance_unknown", "session/delete of an unknown session succeeds"),
+        (
+            session.as_str(),
+            "session/delete of a deleted session succeeds",
+        ),
+        (
+            "sess_ski_conformance_unknown",
+            "session/delete of an unknown session succeeds",
+        ),
     ] {
         let reply = opened
             .conn
@@ -797,7 +857,11 @@ async fn ws_060(ctx: Ctx) -> CheckResult {
         fail!(
             "the agent advertises logout (auth.logout or authCapabilities.logout)",
             "agentCapabilities {}",
-            opened.init.get("agentCapabilities").cloned().unwrap_or(Value::Null)
+            opened
+                .init
+                .get("agentCapabilities")
+                .cloned()
+                .unwrap_or(Value::Null)
         );
     }
     let reply = opened.conn.call("logout", json!({})).await?;
@@ -862,8 +926,16 @@ async fn ws_063a(ctx: Ctx) -> CheckResult {
     let Some(header) = lines.first() else {
         fail!("a header line", "empty content");
     };
-    ensure_eq!(Some(json!("session")), header.get("type").cloned(), "the header's type");
-    ensure_eq!(Some(json!(1)), header.get("version").cloned(), "the header's version");
+    ensure_eq!(
+        Some(json!("session")),
+        header.get("type").cloned(),
+        "the header's type"
+    );
+    ensure_eq!(
+        Some(json!(1)),
+        header.get("version").cloned(),
+        "the header's version"
+    );
     ensure_eq!(
         Some(json!(opened.session)),
         header.get("id").cloned(),
@@ -886,7 +958,9 @@ async fn ws_063a(ctx: Ctx) -> CheckResult {
             .filter(move |l| l.pointer("/message/role") == Some(&json!(r)))
     };
     ensure!(
-        role("user").any(|l| l.pointer("/message/content").is_some_and(|c| c.to_string().contains(text))),
+        role("user").any(|l| l
+            .pointer("/message/content")
+            .is_some_and(|c| c.to_string().contains(text))),
         "a user message line containing the prompt",
         "{}",
         super::connection::clip(&content, 400)
@@ -904,7 +978,11 @@ async fn ws_063a(ctx: Ctx) -> CheckResult {
             json!({"sessionId": opened.session, "format": "xml"}),
         )
         .await?;
-    expect_error(&reply, &[-32602], "an export format other than jsonl answers -32602")?;
+    expect_error(
+        &reply,
+        &[-32602],
+        "an export format other than jsonl answers -32602",
+    )?;
     Ok(())
 }
 
@@ -943,7 +1021,11 @@ async fn ws_064a(ctx: Ctx) -> CheckResult {
         "the fork's parentSessionId in session/list"
     );
     if let Some(source) = find(&opened.session) {
-        ensure_eq!(None, parent_of(&source), "the parentSessionId of a session not forked");
+        ensure_eq!(
+            None,
+            parent_of(&source),
+            "the parentSessionId of a session not forked"
+        );
     }
     Ok(())
 }
@@ -1045,6 +1127,9 @@ async fn core_024(ctx: Ctx) -> CheckResult {
     let reply = conn
         .call("session/new", exchange::new_session_params(&ctx))
         .await?;
-    expect_result(reply, "the agent keeps serving: session/new after authenticate succeeds")?;
+    expect_result(
+        reply,
+        "the agent keeps serving: session/new after authenticate succeeds",
+    )?;
     Ok(())
 }

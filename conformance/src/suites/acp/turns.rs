@@ -181,7 +181,11 @@ async fn ws_006(ctx: Ctx) -> CheckResult {
         let reply = agent_text(&turn.updates(&opened.conn));
         ensure!(
             reply == text,
-            format!("over {} the reply equals the {} byte prompt", transport.name(), text.len()),
+            format!(
+                "over {} the reply equals the {} byte prompt",
+                transport.name(),
+                text.len()
+            ),
             "a reply of {} bytes{}",
             reply.len(),
             first_difference(&text, &reply)
@@ -201,7 +205,8 @@ async fn ws_042(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, PLAIN).await?;
     let turn = prompt_ok(&mut opened.conn, &opened.session, "show me the tool call").await?;
     let updates = turn.updates(&opened.conn);
-    let position = |pred: &dyn Fn(&&super::connection::Frame) -> bool| updates.iter().position(pred);
+    let position =
+        |pred: &dyn Fn(&&super::connection::Frame) -> bool| updates.iter().position(pred);
     let kinds = exchange::kinds(&updates);
     let Some(call) = position(&|f| f.update_kind() == Some("tool_call")) else {
         fail!("a tool_call update in the turn", "update kinds {kinds:?}");
@@ -221,7 +226,10 @@ async fn ws_042(ctx: Ctx) -> CheckResult {
         );
     };
     let Some(chunk) = position(&|f| f.update_kind() == Some("agent_message_chunk")) else {
-        fail!("an agent_message_chunk in the turn", "update kinds {kinds:?}");
+        fail!(
+            "an agent_message_chunk in the turn",
+            "update kinds {kinds:?}"
+        );
     };
     ensure!(
         call < update && update < chunk,
@@ -297,9 +305,9 @@ async fn ws_045(ctx: Ctx) -> CheckResult {
             .and_then(|u| u.get("content"))
             .cloned()
             .unwrap_or(Value::Null);
-        if let Err(error) =
-            serde_json::from_value::<agent_client_protocol_schema::v1::ContentBlock>(content.clone())
-        {
+        if let Err(error) = serde_json::from_value::<agent_client_protocol_schema::v1::ContentBlock>(
+            content.clone(),
+        ) {
             fail!(
                 "every message chunk carries a valid ContentBlock",
                 "frame #{}: {content} ({error})",
@@ -328,7 +336,8 @@ struct Outcome {
 
 async fn script_048(ctx: &Ctx, transport: Transport) -> Result<Outcome, CheckError> {
     let mut opened = open_on(ctx, transport, PLAIN).await?;
-    let turn = exchange::prompt(&mut opened.conn, &opened.session, "same on every transport").await?;
+    let turn =
+        exchange::prompt(&mut opened.conn, &opened.session, "same on every transport").await?;
     let mut kinds = turn.kinds(&opened.conn);
     kinds.dedup();
     let (id, start) = start_prompt(
@@ -337,8 +346,9 @@ async fn script_048(ctx: &Ctx, transport: Transport) -> Result<Outcome, CheckErr
         exchange::text_prompt("nobody"),
     )
     .await?;
-    let unknown = exchange::finish_prompt(&mut opened.conn, "sess_ski_conformance_unknown", id, start)
-        .await?;
+    let unknown =
+        exchange::finish_prompt(&mut opened.conn, "sess_ski_conformance_unknown", id, start)
+            .await?;
     Ok(Outcome {
         kinds,
         stop: turn.stop_reason().map(str::to_owned),
@@ -349,8 +359,16 @@ async fn script_048(ctx: &Ctx, transport: Transport) -> Result<Outcome, CheckErr
 async fn ws_048(ctx: Ctx) -> CheckResult {
     let stdio = script_048(&ctx, Transport::Stdio).await?;
     let ws = script_048(&ctx, Transport::Ws).await?;
-    ensure_eq!(stdio.kinds, ws.kinds, "the update kinds over stdio (expected) and ws (actual)");
-    ensure_eq!(stdio.stop, ws.stop, "the stop reason over stdio (expected) and ws (actual)");
+    ensure_eq!(
+        stdio.kinds,
+        ws.kinds,
+        "the update kinds over stdio (expected) and ws (actual)"
+    );
+    ensure_eq!(
+        stdio.stop,
+        ws.stop,
+        "the stop reason over stdio (expected) and ws (actual)"
+    );
     ensure_eq!(
         stdio.error,
         ws.error,
@@ -394,10 +412,7 @@ async fn ws_058(ctx: Ctx) -> CheckResult {
         );
     }
     if ctx.has("session-list") {
-        let list = opened
-            .conn
-            .call_ok("session/list", json!({}))
-            .await?;
+        let list = opened.conn.call_ok("session/list", json!({})).await?;
         let entry = list
             .get("sessions")
             .and_then(Value::as_array)
@@ -409,7 +424,11 @@ async fn ws_058(ctx: Ctx) -> CheckResult {
         let Some(entry) = entry else {
             fail!("the session is in session/list", "{list}");
         };
-        ensure_eq!(title, entry.get("title").cloned(), "the title in session/list");
+        ensure_eq!(
+            title,
+            entry.get("title").cloned(),
+            "the title in session/list"
+        );
         if let Some(updated) = info.get("updatedAt").and_then(Value::as_str) {
             let listed = entry.get("updatedAt").and_then(Value::as_str);
             let at = |text: &str| {
@@ -417,7 +436,9 @@ async fn ws_058(ctx: Ctx) -> CheckResult {
                     .ok()
             };
             ensure!(
-                listed.and_then(at).is_some_and(|l| at(updated).is_some_and(|u| l >= u)),
+                listed
+                    .and_then(at)
+                    .is_some_and(|l| at(updated).is_some_and(|u| l >= u)),
                 "session/list shows an updatedAt no earlier than the session_info_update's",
                 "update {updated:?}, list {listed:?}"
             );

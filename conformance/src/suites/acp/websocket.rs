@@ -157,7 +157,8 @@ async fn ws_020(ctx: Ctx) -> CheckResult {
     let _answer = a.reply(&only, "session/new").await?;
     a.quiet(QUIET).await;
     b.quiet(QUIET).await;
-    let count = |conn: &Connection, id: &Value| conn.frames().iter().filter(|f| f.answers(id)).count();
+    let count =
+        |conn: &Connection, id: &Value| conn.frames().iter().filter(|f| f.answers(id)).count();
     ensure_eq!(1, count(&a, &id), "responses with id 7000 on connection a");
     ensure_eq!(1, count(&b, &id), "responses with id 7000 on connection b");
     let stray: Vec<_> = b.frames().iter().filter(|f| f.answers(&only)).collect();
@@ -207,8 +208,11 @@ async fn ws_021(ctx: Ctx) -> CheckResult {
 async fn core_026(ctx: Ctx) -> CheckResult {
     let mut agent = Agent::start_on(&ctx, Transport::Ws, PLAIN).await?;
     let mut conn = agent.connect().await?;
-    conn.send_binary(br#"{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":1}}"#.to_vec())
-        .await?;
+    conn.send_binary(
+        br#"{"jsonrpc":"2.0","id":99,"method":"initialize","params":{"protocolVersion":1}}"#
+            .to_vec(),
+    )
+    .await?;
     initialize(&mut conn).await?;
     new_session(&ctx, &mut conn).await?;
     conn.quiet(QUIET).await;
@@ -218,7 +222,11 @@ async fn core_026(ctx: Ctx) -> CheckResult {
         "{}",
         conn.closed().unwrap_or_default()
     );
-    let answered: Vec<_> = conn.frames().iter().filter(|f| f.answers(&json!(99))).collect();
+    let answered: Vec<_> = conn
+        .frames()
+        .iter()
+        .filter(|f| f.answers(&json!(99)))
+        .collect();
     ensure!(
         answered.is_empty(),
         "a binary frame gets no reply",

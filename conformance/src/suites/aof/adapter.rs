@@ -1,0 +1,323 @@
+//! The AOF adapter as the checks drive it: one command template `adapter` of the profile, followed
+//! by the adapter's own command and arguments (`conformance/targets/aof-adapter.md`).
+//!
+//! Every call starts one process through [`Ctx::spawn`], writes its stdin, collects stdout and
+//! stderr until both close and returns the exit code with the output. Nothing here knows how the
+//! target is built; the checks judge the printed JSON, the exit code and the data dir.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::{CheckError, Ctx, Failure, OrFail};
+
+/// The profile's command that starts the adapter.
+pub const COMMAND: &str = "adapter";
+
+/// Exit code of a successful command.
+pub const EXIT_OK: i32 = 0;
+/// Exit code of invalid input or a rejected message.
+pub const EXIT_INVALID: i32 = 2;
+/// Exit code of a handler or internal failure.
+pub const EXIT_FAILED: i32 = 5;
+
+/// What one adapter run left behind: its command line, exit code and output.
+#[derive(Debug, Clone)]
+pub struct Output {
+    /// The adapter command and its arguments, for messages.
+    pub command: String,
+    /// The exit code; `None` when the process was ended by a signal.
+    pub code: Option<i32>,
+    /// Everything written to stdout.
+    pub stdout: String,
+    /// Everything written to stderr.
+    pub stderr: String,
+}
+
+impl Output {
+    /// Stdout as one JSON document; a failure of the target when it is not one.
+    pub fn json(&self) -> Result<Value, CheckError> {
+        serde_json::from_str(self.stdout.trim()).map_err(|error| {
+            Failure::new(
+                format!("`{}` prints JSON", self.command),
+                format!(
+                    "`{}` prints exactly one JSON document on stdout",
+                    self.command
+                ),
+            )
+            .actual(format!(
+                "{error}; stdout: {:?}; stderr: {:?}",
+                clip(&self.stdout),
+                clip(&self.stderr)
+            ))
+            .into()
+        })
+    }
+
+    /// Stdout as one JSON object per non-empty line (`route --ndjson`).
+    pub fn json_lines(&self) -> Result<Vec<Value>, CheckError> {
+        self.stdout
+            .lines()
+            .filter(|line| !line.trim().is_empty())
+            .map(|line| {
+                serde_json::from_str(line).or_fail(format!(
+                    "`{}` prints one JSON object per line, got {line:?}",
+                    self.command
+                ))
+            })
+            .collect()
+    }
+
+    /// The exit code in words: the number, or "a signal".
+    pub fn exit(&self) -> String {
+        self.code
+            .map_or_else(|| "a signal".to_owned(), |c| c.to_string())
+    }
+
+    /// Fails unless the exit code is `code`.
+    pub fn ensure_code(&self, code: i32) -> Result<(), CheckError> {
+        if self.code == Some(code) {
+            return Ok(());
+        }
+        Err(Failure::new(
+            format!("`{}` exits {code}", self.command),
+            format!("`{}` exits with code {code}", self.command),
+        )
+        .actual(format!(
+            "exit {}; stdout: {:?}; stderr: {:?}",
+            self.exit(),
+            clip(&self.stdout),
+            clip(&self.stderr)
+        ))
+        .into())
+    }
+
+    /// Fails unless the command succeeded, then parses stdout as JSON.
+    pub fn ok_json(&self) -> Result<Value, CheckError> {
+        self.ensure_code(EXIT_OK)?;
+        self.json()
+    }
+}
+
+/// Shortens long output for an Actual line.
+fn clip(text: &str) -> String {
+    const LIMIT: usize = 2000;
+    let text = text.trim_end();
+    match text.char_indices().nth(LIMIT) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// The adapter of one scenario, bound to the scenario's data dir.
+#[derive(Debug, Clone)]
+pub struct Adapter {
+    ctx: Ctx,
+    data_dir: PathBuf,
+}
+
+impl Adapter {
+    /// The adapter over `{temp_dir}/data`.
+    pub fn new(ctx: &Ctx) -> Result<Self, CheckError> {
+        Ok(Self {
+            ctx: ctx.clone(),
+            data_dir: ctx.data_dir()?,
+        })
+    }
+
+    /// The data dir every command of this adapter uses.
+    pub fn data_dir(&self) -> &Path {
+        &self.data_dir
+    }
+
+    /// The check's context.
+    pub fn ctx(&self) -> &Ctx {
+        &self.ctx
+    }
+
+    /// Runs `adapter ARGS…` with `stdin` as its input (nothing when `None`) and waits for it.
+    pub async fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<Output, CheckError> {
+        let spec = self.ctx.command(COMMAND, &[])?.args(args);
+        let command = format!("{} {}", COMMAND, args.join(" "));
+        let command = command.trim_end().to_owned();
+        let mut child = self.ctx.spawn(spec)?;
+        let what = format!("`{command}` to finish");
+        let output = self
+            .ctx
+            .within(&what, async {
+                if let Some(text) = stdin {
+                    child
+                        .send_line(text)
+                        .await
+                        .or_fail(format!("`{command}` reads its input from stdin"))?;
+                }
+                child.close_stdin();
+                let mut stdout = String::new();
+                let mut stderr = String::new();
+                while let Some((stream, line)) = child.next_output_line().await {
+                    let buffer = match stream {
+                        ski::transport::child::OutputStream::Stdout => &mut stdout,
+                        ski::transport::child::OutputStream::Stderr => &mut stderr,
+                    };
+                    buffer.push_str(&line);
+                    buffer.push('\n');
+                }
+                let status = child
+                    .wait()
+                    .await
+                    .or_error(format!("waiting for `{command}`"))?;
+                Ok::<_, CheckError>(Output {
+                    command: command.clone(),
+                    code: status.code(),
+                    stdout,
+                    stderr,
+                })
+            })
+            .await??;
+        Ok(output)
+    }
+
+    /// `ARGS… --data-dir D` with `--now T` when given.
+    pub async fn run_data(
+        &self,
+        args: &[&str],
+        now: Option<&str>,
+        stdin: Option<&str>,
+    ) -> Result<Output, CheckError> {
+        let data_dir = self.data_dir.display().to_string();
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["--data-dir", data_dir.as_str()]);
+        if let Some(now) = now {
+            all.extend(["--now", now]);
+        }
+        self.run(&all, stdin).await
+    }
+
+    /// `validate --kind KIND` of `text`.
+    pub async fn validate(&self, kind: &str, text: &str) -> Result<Output, CheckError> {
+        self.run(&["validate", "--kind", kind], Some(text)).await
+    }
+
+    /// `route` of one message given as text.
+    pub async fn route_text(&self, text: &str, now: &str) -> Result<Output, CheckError> {
+        self.run_data(&["route"], Some(now), Some(text)).await
+    }
+
+    /// `route` of one message given as a JSON value (sent compact, on one line).
+    pub async fn route(&self, message: &Value, now: &str) -> Result<Output, CheckError> {
+        self.route_text(&message.to_string(), now).await
+    }
+
+    /// `route --ndjson` of several messages, one per line.
+    pub async fn route_ndjson(&self, messages: &[Value], now: &str) -> Result<Output, CheckError> {
+        let text: Vec<String> = messages.iter().map(Value::to_string).collect();
+        self.run_data(&["route", "--ndjson"], Some(now), Some(&text.join("\n")))
+            .await
+    }
+
+    /// `run show --task ID`: `{taskId, dir, run, heartbeat, runResult}`.
+    pub async fn run_show(&self, task: &str) -> Result<Value, CheckError> {
+        self.run_data(&["run", "show", "--task", task], None, None)
+            .await?
+            .ok_json()
+    }
+
+    /// `run result --task ID` with `result` on stdin.
+    pub async fn run_result(&self, task: &str, result: &Value) -> Result<Output, CheckError> {
+        self.run_data(
+            &["run", "result", "--task", task],
+            None,
+            Some(&result.to_string()),
+        )
+        .await
+    }
+
+    /// `run start --task ID --agent A` at `now`; the target's fault when it fails.
+    pub async fn run_start(&self, task: &str, agent: &str, now: &str) -> Result<(), CheckError> {
+        self.run_data(
+            &["run", "start", "--task", task, "--agent", agent],
+            Some(now),
+            None,
+        )
+        .await?
+        .ensure_code(EXIT_OK)
+    }
+
+    /// `run heartbeat --task ID --agent A --expires-at T2` at `now`.
+    pub async fn run_heartbeat(
+        &self,
+        task: &str,
+        agent: &str,
+        expires_at: &str,
+        now: &str,
+    ) -> Result<(), CheckError> {
+        self.run_data(
+            &[
+                "run",
+                "heartbeat",
+                "--task",
+                task,
+                "--agent",
+                agent,
+                "--expires-at",
+                expires_at,
+            ],
+            Some(now),
+            None,
+        )
+        .await?
+        .ensure_code(EXIT_OK)
+    }
+
+    /// `poll` at `now` with a heartbeat TTL, optionally as a dry run.
+    pub async fn poll(&self, now: &str, ttl_ms: u64, dry_run: bool) -> Result<Output, CheckError> {
+        let ttl = ttl_ms.to_string();
+        let mut args = vec!["poll", "--heartbeat-ttl-ms", ttl.as_str()];
+        if dry_run {
+            args.push("--dry-run");
+        }
+        self.run_data(&args, Some(now), None).await
+    }
+
+    /// `session-end` at `now`.
+    pub async fn session_end(&self, now: &str) -> Result<Output, CheckError> {
+        self.run_data(&["session-end"], Some(now), None).await
+    }
+
+    /// `resolve --status S --outcome O --review-required R`.
+    pub async fn resolve(
+        &self,
+        status: &str,
+        outcome: &str,
+        review_required: bool,
+    ) -> Result<Output, CheckError> {
+        let review = review_required.to_string();
+        self.run(
+            &[
+                "resolve",
+                "--status",
+                status,
+                "--outcome",
+                outcome,
+                "--review-required",
+                review.as_str(),
+            ],
+            None,
+        )
+        .await
+    }
+
+    /// `events`: the whole log as a JSON array.
+    pub async fn events(&self) -> Result<Vec<Value>, CheckError> {
+        let printed = self.run_data(&["events"], None, None).await?.ok_json()?;
+        match printed {
+            Value::Array(events) => Ok(events),
+            other => Err(Failure::new(
+                "`events` prints an array",
+                "`events` prints a JSON array of events",
+            )
+            .actual(other.to_string())
+            .into()),
+        }
+    }
+}

@@ -1,0 +1,423 @@
+//! The command line of `ski-mock-agent`: options, environment variables, and the kiro-cli form
+//! `acp --agent NAME [--model M] [--trust-all-tools]` so that the binary can be installed as
+//! `kiro-cli`.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use super::config::{Config, Overrides};
+use super::runtime::ProcessInfo;
+use super::script::{FaultSpec, Handshake, Personality, PromptMode, Quirk, Script};
+use super::{Launch, expand_path};
+
+const ABOUT: &str = "A scriptable fake agent: put it where a real ACP agent, kiro-cli or an \
+intercom headless agent goes, and it behaves exactly as scripted, including the broken ways \
+real agents behave.";
+
+const AFTER_HELP: &str = "\
+Ready scripts (give the name to --script): echo, testy, faults, kiro, intercom, intercom-jsonrpc.
+Print one with --print-script NAME to start your own.
+
+Faults (--fault, repeatable):
+  ignore-eof                    keep running after stdin closes
+  ignore-cancel                 behave as if session/cancel never arrived
+  update-before-session-result  send an update for a new session before its result
+  updates-after-prompt-result   send an update after every prompt result
+  duplicate-responses           write every response twice
+  fragment-lines=N              write every line in N flushed pieces
+  fragment-delay-ms=MS          pause between the pieces
+  delay-ms=MS                   pause before every line
+  hang-on=METHOD                never answer METHOD (repeatable)
+  exit-on=METHOD[:CODE]         exit with CODE (default 1) when METHOD arrives
+  startup-stderr-bytes=N        write N bytes to stderr at start
+
+Kiro quirks (--quirk, repeatable, with the kiro personality):
+  exit-on-missing-mcp-servers, silent-malformed-load, exit-on-unknown-load,
+  context-usage-after-result
+
+Paths given to --transcript and --control may contain {pid} and {env:NAME}, so that every
+agent spawned with the same arguments gets its own files.
+
+Examples:
+  ski-mock-agent --script echo --transcript /tmp/agent.ndjson
+  ski-mock-agent --script faults --fault update-before-session-result
+  ski-mock-agent --script kiro acp --agent my-agent --model auto
+  ski-mock-agent --script intercom --control '/tmp/agent-{env:INTERCOM_SESSION_ID}.sock'
+  ski-mock-agent control /tmp/agent-sess-1.sock '{\"cmd\":\"state\"}'";
+
+/// `ski-mock-agent` options.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ski-mock-agent",
+    version,
+    about = ABOUT,
+    after_help = AFTER_HELP,
+    max_term_width = 100
+)]
+pub struct Cli {
+    /// Script file, or the name of a ready script.
+    #[arg(
+        short,
+        long,
+        value_name = "FILE|NAME",
+        env = "SKI_MOCK_AGENT_SCRIPT",
+        hide_env_values = true
+    )]
+    pub script: Option<String>,
+
+    /// Built-in behaviour; default: the script's, else `kiro` when called as kiro-cli or with
+    /// `acp`, else `standard`.
+    #[arg(short, long, value_enum)]
+    pub personality: Option<PersonalityArg>,
+
+    /// Record every line in and out, argv, cwd, environment names and the exit code (NDJSON).
+    #[arg(
+        long,
+        value_name = "FILE",
+        env = "SKI_MOCK_AGENT_TRANSCRIPT",
+        hide_env_values = true
+    )]
+    pub transcript: Option<String>,
+
+    /// Listen for control commands on this Unix socket.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "SKI_MOCK_AGENT_CONTROL",
+        hide_env_values = true
+    )]
+    pub control: Option<String>,
+
+    /// Connect to a runner's Unix socket, say hello and take control commands from it.
+    #[arg(
+        long,
+        value_name = "PATH",
+        env = "SKI_MOCK_AGENT_CONTROL_CONNECT",
+        hide_env_values = true
+    )]
+    pub control_connect: Option<String>,
+
+    /// Read prompts as commands of the official test agent (help, echo <msg>, full, ...).
+    #[arg(long)]
+    pub commands: bool,
+
+    /// Inject a fault (see below).
+    #[arg(long = "fault", value_name = "NAME[=VALUE]")]
+    pub faults: Vec<String>,
+
+    /// Switch on a kiro quirk (see below).
+    #[arg(long = "quirk", value_name = "NAME")]
+    pub quirks: Vec<String>,
+
+    /// The handshake of the intercom personality.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub intercom_handshake: Option<HandshakeArg>,
+
+    /// Check the script and print a summary, then exit.
+    #[arg(long)]
+    pub check: bool,
+
+    /// Print a ready script and exit.
+    #[arg(long, value_name = "NAME")]
+    pub print_script: Option<String>,
+
+    /// `acp`: kiro-cli's command line; `control`: send a command to a running agent.
+    #[command(subcommand)]
+    pub command: Option<SubCommand>,
+}
+
+/// `--personality`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum PersonalityArg {
+    /// Standard ACP v1.
+    Standard,
+    /// kiro-cli stand-in.
+    Kiro,
+    /// intercom stream dialect.
+    Intercom,
+}
+
+/// `--intercom-handshake`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum HandshakeArg {
+    /// No handshake; prompts arrive as prompt/send.
+    Stream,
+    /// JSON-RPC initialize, initialized, session/new, session/prompt.
+    Jsonrpc,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SubCommand {
+    /// `kiro-cli acp`: speak ACP on stdio (selects the kiro personality), so that this binary
+    /// can stand in for `kiro-cli`.
+    Acp(KiroArgs),
+    /// Send one control command to a running agent's socket and print the reply; exits 1 if
+    /// the reply is not ok. Waits up to 10 s for the socket to accept.
+    Control(ControlArgs),
+}
+
+/// `control` arguments.
+#[derive(Debug, Args)]
+pub struct ControlArgs {
+    /// The agent's control socket.
+    pub socket: PathBuf,
+    /// The command, as JSON, for example '{"cmd":"state"}'.
+    pub command: String,
+}
+
+/// `kiro-cli acp` options.
+#[derive(Debug, Args)]
+pub struct KiroArgs {
+    /// The agent configuration to use.
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The model to use.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Trust every tool.
+    #[arg(long)]
+    pub trust_all_tools: bool,
+    /// Trust these tools (comma separated).
+    #[arg(long, value_name = "TOOLS")]
+    pub trust_tools: Option<String>,
+    /// The agent engine.
+    #[arg(long, value_name = "ENGINE")]
+    pub agent_engine: Option<String>,
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Action {
+    /// Run an agent.
+    Run(Box<Launch>),
+    /// Print this text and exit 0.
+    Print(String),
+    /// Send a control command to a running agent.
+    Control(ControlArgs),
+}
+
+/// Parses one `--fault` value into the fault table.
+pub fn apply_fault(faults: &mut FaultSpec, text: &str) -> Result<(), String> {
+    let (name, value) = match text.split_once('=') {
+        Some((name, value)) => (name, Some(value)),
+        None => (text, None),
+    };
+    let number = |value: Option<&str>| -> Result<u64, String> {
+        value
+            .ok_or_else(|| format!("fault {name} needs a value: {name}=N"))?
+            .parse::<u64>()
+            .map_err(|_| format!("fault {name}: {value:?} is not a number"))
+    };
+    let flag = |value: Option<&str>| -> Result<bool, String> {
+        match value {
+            None | Some("true") => Ok(true),
+            Some("false") => Ok(false),
+            Some(other) => Err(format!("fault {name}: {other:?} is not true or false")),
+        }
+    };
+    match name {
+        "ignore-eof" => faults.ignore_eof = Some(flag(value)?),
+        "ignore-cancel" => faults.ignore_cancel = Some(flag(value)?),
+        "update-before-session-result" => {
+            faults.update_before_session_result = Some(flag(value)?);
+        }
+        "updates-after-prompt-result" => {
+            faults.updates_after_prompt_result = Some(flag(value)?);
+        }
+        "duplicate-responses" => faults.duplicate_responses = Some(flag(value)?),
+        "fragment-lines" => {
+            faults.fragment_lines = Some(u32::try_from(number(value)?).unwrap_or(u32::MAX));
+        }
+        "fragment-delay-ms" => faults.fragment_delay_ms = Some(number(value)?),
+        "delay-ms" => faults.delay_ms = Some(number(value)?),
+        "hang-on" => {
+            let method = value.ok_or("fault hang-on needs a method: hang-on=METHOD")?;
+            faults
+                .hang_on
+                .get_or_insert_with(Vec::new)
+                .push(method.to_owned());
+        }
+        "exit-on" => {
+            let value = value.ok_or("fault exit-on needs a method: exit-on=METHOD[:CODE]")?;
+            let (method, code) = match value.rsplit_once(':') {
+                Some((method, code)) if code.parse::<i32>().is_ok() => {
+                    (method, code.parse::<i32>().ok())
+                }
+                _ => (value, None),
+            };
+            faults.exit_on = Some(method.to_owned());
+            faults.exit_code = code.or(faults.exit_code);
+        }
+        "startup-stderr-bytes" => faults.startup_stderr_bytes = Some(number(value)?),
+        other => {
+            return Err(format!("unknown fault {other:?}; see --help for the list"));
+        }
+    }
+    Ok(())
+}
+
+fn called_as_kiro(argv0: Option<&str>) -> bool {
+    argv0
+        .and_then(|arg| Path::new(arg).file_name())
+        .and_then(|name| name.to_str())
+        .is_some_and(|name| name.starts_with("kiro-cli"))
+}
+
+impl Cli {
+    /// Turns the parsed command line into what to do; `argv` is the full command line.
+    pub fn into_action(self, argv: Vec<String>) -> Result<Action, String> {
+        if let Some(SubCommand::Control(args)) = self.command {
+            return Ok(Action::Control(args));
+        }
+        if let Some(name) = &self.print_script {
+            return super::script::BUILTIN_SCRIPTS
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, text)| Action::Print((*text).to_owned()))
+                .ok_or_else(|| {
+                    format!(
+                        "no ready script {name:?}; ready: {}",
+                        Script::builtin_names().collect::<Vec<_>>().join(", ")
+                    )
+                });
+        }
+        let script = match &self.script {
+            Some(name) => Script::load(name).map_err(|e| e.to_string())?,
+            None => Script::empty(),
+        };
+        let mut overrides = Overrides::default();
+        for fault in &self.faults {
+            apply_fault(&mut overrides.faults, fault)?;
+        }
+        for quirk in &self.quirks {
+            overrides.quirks.push(Quirk::parse(quirk).ok_or_else(|| {
+                format!(
+                    "unknown quirk {quirk:?}; known: {}",
+                    Quirk::NAMES.join(", ")
+                )
+            })?);
+        }
+        if self.commands {
+            overrides.prompt_mode = Some(PromptMode::Commands);
+        }
+        overrides.handshake = self.intercom_handshake.map(|h| match h {
+            HandshakeArg::Stream => Handshake::Stream,
+            HandshakeArg::Jsonrpc => Handshake::Jsonrpc,
+        });
+        overrides.personality = match self.personality {
+            Some(PersonalityArg::Standard) => Some(Personality::Standard),
+            Some(PersonalityArg::Kiro) => Some(Personality::Kiro),
+            Some(PersonalityArg::Intercom) => Some(Personality::Intercom),
+            None if self.command.is_some() && script.spec.personality.is_none() => {
+                Some(Personality::Kiro)
+            }
+            None if called_as_kiro(argv.first().map(String::as_str))
+                && script.spec.personality.is_none() =>
+            {
+                Some(Personality::Kiro)
+            }
+            None => None,
+        };
+        if let Some(SubCommand::Acp(kiro)) = &self.command {
+            overrides.kiro_agent.clone_from(&kiro.agent);
+            overrides.kiro_model.clone_from(&kiro.model);
+            overrides.kiro_trust_all_tools = kiro.trust_all_tools;
+            overrides.kiro_trust_tools.clone_from(&kiro.trust_tools);
+            overrides.kiro_engine.clone_from(&kiro.agent_engine);
+        }
+        let config = Config::resolve(script, &overrides);
+        if self.check {
+            return Ok(Action::Print(summary(&config)));
+        }
+        let pid = std::process::id();
+        let path = |value: &Option<String>| -> Option<PathBuf> {
+            value
+                .as_deref()
+                .filter(|v| !v.is_empty())
+                .map(|v| expand_path(v, pid))
+        };
+        Ok(Action::Run(Box::new(Launch {
+            transcript: path(&self.transcript),
+            control: path(&self.control),
+            control_connect: path(&self.control_connect),
+            process: ProcessInfo::current(argv),
+            handle_signals: true,
+            config,
+        })))
+    }
+}
+
+/// The `--check` summary of a configuration.
+pub fn summary(config: &Config) -> String {
+    let mut out = String::new();
+    let origin = if config.script.origin.is_empty() {
+        "(no script)"
+    } else {
+        config.script.origin.as_str()
+    };
+    out.push_str(&format!("script: {origin}: ok\n"));
+    out.push_str(&format!("personality: {}\n", config.personality.name()));
+    out.push_str(&format!("prompt mode: {:?}\n", config.prompt_mode).to_lowercase());
+    out.push_str(&format!("rules: {}\n", config.script.rules.len()));
+    for rule in &config.script.rules {
+        let trigger = match &rule.trigger {
+            super::script::Trigger::Method(m) => format!("method {m}"),
+            super::script::Trigger::Prompt { matcher, glob } => {
+                format!(
+                    "prompt {} {:?}",
+                    if *glob { "glob" } else { "regex" },
+                    matcher.source
+                )
+            }
+            super::script::Trigger::Control(name) => format!("control {name}"),
+            super::script::Trigger::Timer { after, every } => match every {
+                Some(every) => format!("after {after:?}, every {every:?}"),
+                None => format!("after {after:?}"),
+            },
+        };
+        out.push_str(&format!(
+            "  {}: {trigger}: {} step(s)\n",
+            rule.at,
+            rule.steps.len()
+        ));
+    }
+    if config.faults != super::config::Faults::none() {
+        out.push_str(&format!("faults: {:?}\n", config.faults));
+    }
+    out
+}
+
+/// Sends one control command and returns the reply line; waits up to 10 s for the socket.
+pub async fn send_control(args: &ControlArgs) -> Result<serde_json::Value, String> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let command: serde_json::Value =
+        serde_json::from_str(&args.command).map_err(|e| format!("the command is not json: {e}"))?;
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let stream = loop {
+        match tokio::net::UnixStream::connect(&args.socket).await {
+            Ok(stream) => break stream,
+            Err(error) if tokio::time::Instant::now() >= deadline => {
+                return Err(format!(
+                    "cannot connect to {}: {error}",
+                    args.socket.display()
+                ));
+            }
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
+        }
+    };
+    let (read, mut write) = stream.into_split();
+    let mut line = command.to_string();
+    line.push('\n');
+    write
+        .write_all(line.as_bytes())
+        .await
+        .map_err(|e| format!("cannot send the command: {e}"))?;
+    let mut reply = String::new();
+    BufReader::new(read)
+        .read_line(&mut reply)
+        .await
+        .map_err(|e| format!("cannot read the reply: {e}"))?;
+    serde_json::from_str(reply.trim_end()).map_err(|e| format!("the reply is not json: {e}"))
+}

@@ -1,0 +1,194 @@
+//! The agent's output path: every byte it writes to stdout goes through a raw [`LineWriter`],
+//! so a line can be written whole, in flushed fragments, without its newline, or not at all
+//! after stdout was closed. Each line is also recorded in the transcript.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Map, Value, json};
+use ski::jsonrpc::LineWriter;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
+use tokio::sync::Semaphore;
+
+use super::script::step::FragmentPlan;
+use super::transcript::{Kind, Transcript};
+
+/// A boxed byte sink.
+pub type BoxWrite = Box<dyn AsyncWrite + Send + Unpin + 'static>;
+
+/// Named gates that a step can wait on and the control channel can release, one pass per
+/// release.
+#[derive(Debug, Default)]
+pub struct Gates {
+    gates: Mutex<HashMap<String, Arc<Semaphore>>>,
+}
+
+impl Gates {
+    fn gate(&self, name: &str) -> Arc<Semaphore> {
+        let mut gates = self
+            .gates
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        Arc::clone(
+            gates
+                .entry(name.to_owned())
+                .or_insert_with(|| Arc::new(Semaphore::new(0))),
+        )
+    }
+
+    /// Waits for one release of `name`.
+    pub async fn wait(&self, name: &str) {
+        let gate = self.gate(name);
+        if let Ok(permit) = gate.acquire().await {
+            permit.forget();
+        }
+    }
+
+    /// Lets one waiter (present or future) of `name` pass.
+    pub fn release(&self, name: &str) {
+        self.gate(name).add_permits(1);
+    }
+}
+
+/// What happened to a write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
+    /// Written and flushed.
+    Ok,
+    /// Dropped because stdout is closed.
+    Closed,
+    /// Writing failed (the reader went away).
+    Failed,
+}
+
+/// Stdout as the agent writes it.
+pub struct Output {
+    writer: Option<LineWriter<BoxWrite>>,
+    lines: u64,
+}
+
+impl std::fmt::Debug for Output {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Output")
+            .field("open", &self.writer.is_some())
+            .field("lines", &self.lines)
+            .finish()
+    }
+}
+
+impl Output {
+    /// Wraps stdout.
+    pub fn new(stdout: BoxWrite) -> Self {
+        Self {
+            writer: Some(LineWriter::new(stdout)),
+            lines: 0,
+        }
+    }
+
+    /// Whether stdout is still open.
+    pub fn is_open(&self) -> bool {
+        self.writer.is_some()
+    }
+
+    /// How many lines were written.
+    pub fn lines(&self) -> u64 {
+        self.lines
+    }
+
+    /// Writes `bytes` (and a newline if asked), in fragments if the plan says so, recording
+    /// the line in the transcript.
+    pub async fn write(
+        &mut self,
+        bytes: &[u8],
+        newline: bool,
+        plan: &FragmentPlan,
+        gates: &Gates,
+        transcript: &Transcript,
+    ) -> Written {
+        let mut extra = Map::new();
+        if !newline {
+            extra.insert("newline".to_owned(), Value::Bool(false));
+        }
+        let Some(writer) = self.writer.as_mut() else {
+            extra.insert("dropped".to_owned(), json!("stdout is closed"));
+            transcript.line(Kind::Out, bytes, Some(extra));
+            return Written::Closed;
+        };
+        let mut line = Vec::with_capacity(bytes.len() + 1);
+        line.extend_from_slice(bytes);
+        if newline {
+            line.push(b'\n');
+        }
+        let pieces = match &plan.fragments {
+            Some(fragments) => fragments.split(line.len()),
+            None => std::iter::once(0..line.len()).collect(),
+        };
+        if pieces.len() > 1 {
+            extra.insert(
+                "fragments".to_owned(),
+                json!(pieces.iter().map(|r| r.len()).collect::<Vec<_>>()),
+            );
+        }
+        // The line is recorded before it is written, so a transcript read after the client saw
+        // the line always contains it.
+        transcript.line(
+            Kind::Out,
+            bytes,
+            if extra.is_empty() { None } else { Some(extra) },
+        );
+        let count = pieces.len();
+        for (index, range) in pieces.into_iter().enumerate() {
+            if writer.write_raw(&line[range]).await.is_err() {
+                transcript.note("write to stdout failed");
+                return Written::Failed;
+            }
+            if index + 1 < count {
+                if let Some(delay) = plan.delay {
+                    tokio::time::sleep(delay).await;
+                }
+                if let Some(gate) = &plan.gate {
+                    gates.wait(gate).await;
+                }
+            }
+        }
+        self.lines += 1;
+        Written::Ok
+    }
+
+    /// Closes stdout: the reader sees end of stream; later writes are dropped.
+    pub async fn close(&mut self, transcript: &Transcript) {
+        if let Some(mut writer) = self.writer.take() {
+            let _ = writer.shutdown().await;
+            transcript.note("stdout closed");
+        }
+    }
+}
+
+/// Stderr as the agent writes it.
+pub struct ErrorOutput {
+    writer: BoxWrite,
+}
+
+impl std::fmt::Debug for ErrorOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ErrorOutput").finish_non_exhaustive()
+    }
+}
+
+impl ErrorOutput {
+    /// Wraps stderr.
+    pub fn new(writer: BoxWrite) -> Self {
+        Self { writer }
+    }
+
+    /// Writes bytes to stderr and records them.
+    pub async fn write(&mut self, bytes: &[u8], transcript: &Transcript) {
+        transcript.line(
+            Kind::Stderr,
+            bytes.strip_suffix(b"\n").unwrap_or(bytes),
+            None,
+        );
+        let _ = self.writer.write_all(bytes).await;
+        let _ = self.writer.flush().await;
+    }
+}

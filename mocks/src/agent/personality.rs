@@ -1,0 +1,129 @@
+//! Built-in behaviour: how the agent answers a message no rule took, per personality, and the
+//! prompt turn they share.
+//!
+//! - [`standard`]: ACP v1 as the specification says.
+//! - [`kiro`]: kiro-cli's extensions, ids and quirks on top of the standard behaviour.
+//! - [`intercom`]: the intercom stream dialect, with the optional JSON-RPC handshake.
+
+pub mod intercom;
+pub mod kiro;
+pub mod standard;
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use ski::jsonrpc::RpcError;
+
+use super::commands;
+use super::runtime::Agent;
+use super::runtime::sequence::Ctx;
+use super::script::{Personality, PromptMode};
+
+/// Runs the built-in handling of the context's trigger.
+pub async fn builtin(agent: &Arc<Agent>, ctx: &mut Ctx) {
+    match agent.config.personality {
+        Personality::Standard => standard::handle(agent, ctx).await,
+        Personality::Kiro => kiro::handle(agent, ctx).await,
+        Personality::Intercom => intercom::handle(agent, ctx).await,
+    }
+}
+
+/// Answers the trigger (if it is a request) and marks the context answered.
+pub async fn reply(agent: &Arc<Agent>, ctx: &mut Ctx, result: Result<Value, RpcError>) {
+    // The turn is over for the agent before the client can see its result, so a cancel sent
+    // right after the result finds no running turn.
+    ctx.turn.take();
+    if let Some(trigger) = ctx.trigger.clone() {
+        agent.respond(&trigger, result, None).await;
+        ctx.answered = true;
+    }
+}
+
+/// What the start of a prompt turn sends (kiro: a `turn_start` marker).
+pub async fn begin_turn(agent: &Arc<Agent>, ctx: &Ctx) {
+    if agent.config.personality == Personality::Kiro {
+        kiro::turn_start(agent, ctx).await;
+    }
+}
+
+/// Ends a prompt turn: the personality's closing messages, the result, and the faults that
+/// send updates after it.
+pub async fn finish_turn(agent: &Arc<Agent>, ctx: &mut Ctx, stop_reason: &str) {
+    let session = ctx.session_id();
+    if agent.config.personality == Personality::Kiro {
+        kiro::turn_end(agent, ctx, stop_reason).await;
+    }
+    reply(agent, ctx, Ok(json!({ "stopReason": stop_reason }))).await;
+    if agent.config.faults.updates_after_prompt_result {
+        agent
+            .update(
+                &session,
+                json!({"sessionUpdate": "agent_message_chunk",
+                       "content": {"type": "text", "text": "late update after the prompt result"}}),
+            )
+            .await;
+    }
+    if agent.config.personality == Personality::Kiro {
+        kiro::after_turn(agent, ctx).await;
+    }
+}
+
+/// The stop reason of a turn that ran to its end: `cancelled` if the session was cancelled
+/// meanwhile, else the configured one.
+pub fn stop_reason(agent: &Agent, ctx: &Ctx) -> String {
+    if ctx.cancelled() {
+        "cancelled".to_owned()
+    } else {
+        ctx.vars.expand_str(&agent.config.stop_reason)
+    }
+}
+
+/// The built-in prompt turn: echo, commands or silence, framed by the personality's markers.
+pub async fn prompt_turn(agent: &Arc<Agent>, ctx: &mut Ctx) {
+    let session = ctx.session_id();
+    let known = agent.state().session(&session).is_some();
+    if !known {
+        reply(
+            agent,
+            ctx,
+            Err(RpcError::new(
+                ski::jsonrpc::ErrorCode::RESOURCE_NOT_FOUND,
+                "Resource not found",
+            )
+            .with_data(json!({ "sessionId": session }))),
+        )
+        .await;
+        return;
+    }
+    match agent.config.prompt_mode {
+        PromptMode::Commands => commands::run_prompt(agent, ctx).await,
+        PromptMode::Echo => {
+            let text = ctx.vars.prompt.clone().unwrap_or_default();
+            text_turn(agent, ctx, &text).await;
+        }
+        PromptMode::Silent => {
+            begin_turn(agent, ctx).await;
+            let reason = stop_reason(agent, ctx);
+            finish_turn(agent, ctx, &reason).await;
+        }
+    }
+}
+
+/// A whole prompt turn answering with `text`: in ACP one `agent_message_chunk` and the result
+/// (with kiro's markers and metadata); in the intercom stream dialect a `status/update`.
+pub async fn text_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &str) {
+    if agent.config.personality == Personality::Intercom {
+        intercom::text_turn(agent, ctx, text).await;
+        return;
+    }
+    begin_turn(agent, ctx).await;
+    agent
+        .update(
+            &ctx.session_id(),
+            json!({"sessionUpdate": "agent_message_chunk",
+                   "content": {"type": "text", "text": text}}),
+        )
+        .await;
+    let reason = stop_reason(agent, ctx);
+    finish_turn(agent, ctx, &reason).await;
+}

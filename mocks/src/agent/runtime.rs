@@ -1,0 +1,959 @@
+//! The running agent: shared state, the write path with its faults, and the dispatch of every
+//! inbound line to a script rule or to the personality's built-in handling.
+
+pub mod sequence;
+pub mod state;
+
+use std::future::Future;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use ski::jsonrpc::{
+    DecodeError, ErrorCode, Message, RequestId, Response, RpcError, VersionField, classify,
+    encode_into,
+};
+use tokio::sync::{Notify, oneshot, watch};
+use tokio::task::AbortHandle;
+
+use super::config::Config;
+use super::output::{ErrorOutput, Gates, Output, Written};
+use super::personality;
+use super::script::step::{FragmentPlan, Fragments};
+use super::script::{IdStyle, Personality, Trigger};
+use super::template::Vars;
+use super::transcript::Transcript;
+use sequence::{Ctx, TurnGuard};
+use state::{Pending, Reply, Running, Seen, State, id_key};
+
+/// How the agent process was started, as the transcript and the state report show it.
+#[derive(Debug, Clone, Default)]
+pub struct ProcessInfo {
+    /// The command line, program first.
+    pub argv: Vec<String>,
+    /// The working directory.
+    pub cwd: String,
+    /// The environment.
+    pub env: Vec<(String, String)>,
+    /// The process id.
+    pub pid: u32,
+}
+
+/// Why and with which code the agent ends.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Exit {
+    /// The exit code.
+    pub code: i32,
+    /// Why.
+    pub reason: String,
+}
+
+/// An inbound request or notification.
+#[derive(Debug, Clone)]
+pub struct Inbound {
+    /// The method.
+    pub method: String,
+    /// The id, for a request.
+    pub id: Option<RequestId>,
+    /// The params.
+    pub params: Option<Value>,
+    /// Whether the message carried `"jsonrpc"`.
+    pub jsonrpc: bool,
+}
+
+impl Inbound {
+    /// A member of the params.
+    pub fn param(&self, key: &str) -> Option<&Value> {
+        self.params.as_ref()?.get(key)
+    }
+
+    /// A string member of the params.
+    pub fn param_str(&self, key: &str) -> Option<&str> {
+        self.param(key)?.as_str()
+    }
+}
+
+/// The intercom stream dialect's own methods, written without `"jsonrpc"`.
+pub fn is_intercom_bespoke(method: &str) -> bool {
+    matches!(
+        method,
+        "clearance/request"
+            | "clearance/response"
+            | "status/update"
+            | "prompt/forward"
+            | "prompt/response"
+            | "prompt/send"
+            | "heartbeat"
+            | "session/interrupt"
+            | "nudge"
+    )
+}
+
+/// The text of a prompt: the text blocks of `session/prompt` joined by spaces, or the `text`
+/// of an intercom `prompt/send`.
+pub fn prompt_text(inbound: &Inbound) -> Option<String> {
+    match inbound.method.as_str() {
+        "session/prompt" => {
+            let blocks = inbound.param("prompt")?.as_array()?;
+            Some(
+                blocks
+                    .iter()
+                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                    .filter_map(|b| b.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+            )
+        }
+        "prompt/send" => inbound.param_str("text").map(str::to_owned),
+        _ => None,
+    }
+}
+
+/// The running agent.
+pub struct Agent {
+    /// What it runs with.
+    pub config: Config,
+    /// How it was started.
+    pub process: ProcessInfo,
+    /// Its identity (`INTERCOM_SESSION_ID`).
+    pub identity: Option<String>,
+    /// The transcript.
+    pub transcript: Transcript,
+    /// Gates released by the control channel.
+    pub gates: Gates,
+    /// The control socket path, if any.
+    pub control_path: Option<String>,
+    out: tokio::sync::Mutex<Output>,
+    err: tokio::sync::Mutex<ErrorOutput>,
+    state: Mutex<State>,
+    seen: Notify,
+    exit: watch::Sender<Option<Exit>>,
+    stdin_closed: watch::Sender<bool>,
+    tasks: Mutex<Vec<AbortHandle>>,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("personality", &self.config.personality)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Agent {
+    /// A new agent writing to the given outputs.
+    pub fn new(
+        config: Config,
+        process: ProcessInfo,
+        transcript: Transcript,
+        out: Output,
+        err: ErrorOutput,
+        control_path: Option<String>,
+    ) -> Arc<Self> {
+        let identity = process
+            .env
+            .iter()
+            .find(|(name, _)| name == "INTERCOM_SESSION_ID")
+            .map(|(_, value)| value.clone());
+        Arc::new(Self {
+            config,
+            process,
+            identity,
+            transcript,
+            gates: Gates::default(),
+            control_path,
+            out: tokio::sync::Mutex::new(out),
+            err: tokio::sync::Mutex::new(err),
+            state: Mutex::new(State::default()),
+            seen: Notify::new(),
+            exit: watch::channel(None).0,
+            stdin_closed: watch::channel(false).0,
+            tasks: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The state, locked. Never hold the guard across an await.
+    pub fn state(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Spawns a task that ends with the agent.
+    pub fn spawn<F>(self: &Arc<Self>, future: F) -> AbortHandle
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        let handle = tokio::spawn(future).abort_handle();
+        let mut tasks = self
+            .tasks
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        tasks.retain(|task| !task.is_finished());
+        tasks.push(handle.clone());
+        handle
+    }
+
+    /// Stops every task the agent spawned.
+    pub fn abort_tasks(&self) {
+        let tasks = std::mem::take(
+            &mut *self
+                .tasks
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for task in tasks {
+            task.abort();
+        }
+    }
+
+    /// Asks the agent to exit; the first request wins.
+    pub fn request_exit(&self, code: i32, reason: &str) {
+        self.exit.send_if_modified(|current| {
+            if current.is_some() {
+                return false;
+            }
+            *current = Some(Exit {
+                code,
+                reason: reason.to_owned(),
+            });
+            true
+        });
+    }
+
+    /// Waits until an exit was requested.
+    pub async fn exit_requested(&self) -> Exit {
+        let mut receiver = self.exit.subscribe();
+        match receiver.wait_for(Option::is_some).await {
+            Ok(exit) => exit.clone().unwrap_or_else(|| Exit {
+                code: 0,
+                reason: "exit".to_owned(),
+            }),
+            Err(_) => Exit {
+                code: 0,
+                reason: "exit".to_owned(),
+            },
+        }
+    }
+
+    /// Records that stdin reached its end.
+    pub fn mark_stdin_closed(&self) {
+        self.stdin_closed.send_replace(true);
+    }
+
+    /// Waits until stdin reached its end.
+    pub async fn stdin_closed(&self) {
+        let mut receiver = self.stdin_closed.subscribe();
+        let _ = receiver.wait_for(|closed| *closed).await;
+    }
+
+    /// Whether stdout is still open.
+    pub async fn stdout_open(&self) -> bool {
+        self.out.lock().await.is_open()
+    }
+
+    /// Lines written so far.
+    pub async fn lines_out(&self) -> u64 {
+        self.out.lock().await.lines()
+    }
+
+    // ---- writing -------------------------------------------------------------------------
+
+    fn plan(&self, step: Option<&FragmentPlan>) -> FragmentPlan {
+        match step {
+            Some(plan) if plan.fragments.is_some() => plan.clone(),
+            _ => match self.config.faults.fragment_lines {
+                Some(count) => FragmentPlan {
+                    fragments: Some(Fragments::Count(count)),
+                    delay: self.config.faults.fragment_delay,
+                    gate: None,
+                },
+                None => FragmentPlan::default(),
+            },
+        }
+    }
+
+    /// Writes bytes to stdout, with the global delay and the given (or global) fragments.
+    pub async fn write_bytes(
+        &self,
+        bytes: &[u8],
+        newline: bool,
+        plan: Option<&FragmentPlan>,
+    ) -> Written {
+        if let Some(delay) = self.config.faults.delay {
+            tokio::time::sleep(delay).await;
+        }
+        let plan = self.plan(plan);
+        let mut out = self.out.lock().await;
+        out.write(bytes, newline, &plan, &self.gates, &self.transcript)
+            .await
+    }
+
+    /// Writes one message as a line; a response is written twice under `duplicate_responses`.
+    pub async fn write_message(
+        &self,
+        message: &Message,
+        jsonrpc: bool,
+        plan: Option<&FragmentPlan>,
+    ) -> Written {
+        let mut line = Vec::with_capacity(256);
+        let version = if jsonrpc {
+            VersionField::Required
+        } else {
+            VersionField::Optional
+        };
+        if let Err(error) = encode_into(message, version, &mut line) {
+            self.transcript
+                .note(&format!("cannot encode a message: {error}"));
+            return Written::Failed;
+        }
+        let times =
+            if matches!(message, Message::Response(_)) && self.config.faults.duplicate_responses {
+                2
+            } else {
+                1
+            };
+        let mut written = Written::Ok;
+        for _ in 0..times {
+            written = self.write_bytes(&line, true, plan).await;
+        }
+        written
+    }
+
+    /// Writes stderr bytes.
+    pub async fn write_stderr(&self, bytes: &[u8]) {
+        self.err.lock().await.write(bytes, &self.transcript).await;
+    }
+
+    /// Writes a diagnostic line to stderr.
+    pub async fn log(&self, text: &str) {
+        self.write_stderr(format!("ski-mock-agent: {text}\n").as_bytes())
+            .await;
+    }
+
+    /// Closes stdout and keeps running.
+    pub async fn close_stdout(&self) {
+        self.out.lock().await.close(&self.transcript).await;
+    }
+
+    /// Whether a message with this method is written with `"jsonrpc"` by default.
+    pub fn jsonrpc_for(&self, method: Option<&str>, trigger: Option<&Inbound>) -> bool {
+        if self.config.personality != Personality::Intercom {
+            return true;
+        }
+        match method {
+            Some(method) => !is_intercom_bespoke(method),
+            None => trigger.is_none_or(|t| t.jsonrpc),
+        }
+    }
+
+    /// Answers a request.
+    pub async fn respond(
+        &self,
+        trigger: &Inbound,
+        result: Result<Value, RpcError>,
+        plan: Option<&FragmentPlan>,
+    ) -> Written {
+        let Some(id) = trigger.id.clone() else {
+            self.transcript.note(&format!(
+                "no response: {} was a notification",
+                trigger.method
+            ));
+            return Written::Ok;
+        };
+        let jsonrpc = self.jsonrpc_for(None, Some(trigger));
+        let message = Message::Response(Response { id, result });
+        self.write_message(&message, jsonrpc, plan).await
+    }
+
+    /// Sends a notification.
+    pub async fn notify(&self, method: &str, params: Option<Value>) -> Written {
+        let jsonrpc = self.jsonrpc_for(Some(method), None);
+        self.write_message(&Message::notification(method, params), jsonrpc, None)
+            .await
+    }
+
+    /// Sends a `session/update`.
+    pub async fn update(&self, session: &str, update: Value) -> Written {
+        self.record_agent_text(session, &update);
+        self.notify(
+            "session/update",
+            Some(json!({"sessionId": session, "update": update})),
+        )
+        .await
+    }
+
+    /// Keeps agent text of an update in the session's history, for `session/load`.
+    pub fn record_agent_text(&self, session: &str, update: &Value) {
+        if update.get("sessionUpdate").and_then(Value::as_str) == Some("agent_message_chunk")
+            && let Some(text) = update.pointer("/content/text").and_then(Value::as_str)
+            && let Some(session) = self.state().session(session)
+        {
+            session.history.push(("agent".to_owned(), text.to_owned()));
+        }
+    }
+
+    /// The next id for a request of the agent's own.
+    pub fn next_request_id(&self) -> RequestId {
+        let mut state = self.state();
+        let n = state.next_request;
+        state.next_request += 1;
+        match self.config.agent.request_ids {
+            IdStyle::Number => RequestId::Number(n as i64),
+            IdStyle::Uuid => RequestId::String(uuid::Uuid::new_v4().to_string()),
+            IdStyle::String => RequestId::String(format!("s2c-{n}")),
+        }
+    }
+
+    /// Registers a wait for the reply to `id`.
+    pub fn expect_reply(
+        &self,
+        id: &RequestId,
+        reply_method: Option<String>,
+    ) -> oneshot::Receiver<Reply> {
+        let (sender, receiver) = oneshot::channel();
+        self.state().pending.insert(
+            id_key(id),
+            Pending {
+                reply: sender,
+                reply_method,
+            },
+        );
+        receiver
+    }
+
+    /// Sends a request of the agent's own and, if `wait`, waits for the reply up to
+    /// `timeout`. `None` when not waiting, or on time-out. `jsonrpc` overrides whether the
+    /// message carries `"jsonrpc"`.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn request(
+        &self,
+        method: &str,
+        params: Option<Value>,
+        id: Option<RequestId>,
+        reply_method: Option<String>,
+        wait: Option<Duration>,
+        plan: Option<&FragmentPlan>,
+        jsonrpc: Option<bool>,
+    ) -> Option<Reply> {
+        let id = id.unwrap_or_else(|| self.next_request_id());
+        let reply_method = reply_method.or_else(|| match method {
+            "clearance/request" => Some("clearance/response".to_owned()),
+            "prompt/forward" => Some("prompt/response".to_owned()),
+            _ => None,
+        });
+        // Registered even when not waiting, so that the reply is taken quietly when it comes.
+        let receiver = self.expect_reply(&id, reply_method);
+        let jsonrpc = jsonrpc.unwrap_or_else(|| self.jsonrpc_for(Some(method), None));
+        let message = Message::request(id.clone(), method, params);
+        self.write_message(&message, jsonrpc, plan).await;
+        let timeout = wait?;
+        match tokio::time::timeout(timeout, receiver).await {
+            Ok(Ok(reply)) => Some(reply),
+            _ => {
+                self.state().pending.remove(&id_key(&id));
+                self.transcript.note(&format!(
+                    "no reply to {method} (id {id}) within {} ms",
+                    timeout.as_millis()
+                ));
+                None
+            }
+        }
+    }
+
+    // ---- reading -------------------------------------------------------------------------
+
+    /// The inbound log position a new sequence starts searching from.
+    pub fn seen_len(&self) -> usize {
+        self.state().seen.len()
+    }
+
+    /// Waits for an inbound message with `method` (and `id`) at or after `*cursor`; moves the
+    /// cursor past it and returns it.
+    pub async fn wait_for(&self, method: &str, id: Option<&RequestId>, cursor: &mut usize) -> Seen {
+        loop {
+            let notified = self.seen.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let state = self.state();
+                let start = (*cursor).min(state.seen.len());
+                if let Some(offset) = state.seen[start..].iter().position(|seen| {
+                    seen.method == method && id.is_none_or(|id| seen.id.as_ref() == Some(id))
+                }) {
+                    *cursor = start + offset + 1;
+                    return state.seen[start + offset].clone();
+                }
+                *cursor = state.seen.len();
+            }
+            notified.await;
+        }
+    }
+
+    /// Waits until `count` messages with `method` arrived; returns how many did.
+    pub async fn wait_count(&self, method: &str, count: u64) -> u64 {
+        loop {
+            let notified = self.seen.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            let seen = self.state().method_counts.get(method).copied().unwrap_or(0);
+            if seen >= count {
+                return seen;
+            }
+            notified.await;
+        }
+    }
+
+    /// Handles one line read from stdin.
+    pub async fn handle_line(self: &Arc<Self>, line: &[u8]) {
+        self.transcript
+            .line(super::transcript::Kind::In, line, None);
+        self.state().lines_in += 1;
+        let value: Value = match serde_json::from_slice(line) {
+            Ok(value) => value,
+            Err(error) => {
+                self.bad_input(DecodeError::Parse {
+                    reason: error.to_string(),
+                })
+                .await;
+                return;
+            }
+        };
+        let jsonrpc = value.get("jsonrpc").is_some();
+        let version = if self.config.personality == Personality::Intercom {
+            VersionField::Optional
+        } else {
+            VersionField::Required
+        };
+        match classify(value, version) {
+            Err(error) => self.bad_input(error).await,
+            Ok(Message::Response(response)) => self.on_response(response).await,
+            Ok(Message::Request(request)) => {
+                self.on_call(Inbound {
+                    method: request.method,
+                    id: Some(request.id),
+                    params: request.params,
+                    jsonrpc,
+                })
+                .await;
+            }
+            Ok(Message::Notification(notification)) => {
+                self.on_call(Inbound {
+                    method: notification.method,
+                    id: None,
+                    params: notification.params,
+                    jsonrpc,
+                })
+                .await;
+            }
+        }
+    }
+
+    async fn bad_input(&self, error: DecodeError) {
+        if self.config.personality == Personality::Intercom {
+            self.log(&format!("skipping a malformed line: {error}"))
+                .await;
+            return;
+        }
+        match error.error_response() {
+            Some(response) => {
+                self.write_message(&Message::Response(response), true, None)
+                    .await;
+            }
+            None => {
+                self.log(&format!("ignoring a malformed response: {error}"))
+                    .await
+            }
+        }
+    }
+
+    async fn on_response(&self, response: Response) {
+        let pending = self.state().pending.remove(&id_key(&response.id));
+        match pending {
+            Some(pending) => {
+                let result = response
+                    .result
+                    .map_err(|error| serde_json::to_value(error).unwrap_or(Value::Null));
+                let _ = pending.reply.send(Reply { result });
+            }
+            None => {
+                self.log(&format!(
+                    "got a response to unknown request id {}",
+                    response.id
+                ))
+                .await;
+            }
+        }
+    }
+
+    async fn on_call(self: &Arc<Self>, inbound: Inbound) {
+        {
+            let mut state = self.state();
+            state.seen.push(Seen {
+                method: inbound.method.clone(),
+                id: inbound.id.clone(),
+                params: inbound.params.clone(),
+            });
+            *state
+                .method_counts
+                .entry(inbound.method.clone())
+                .or_insert(0) += 1;
+        }
+        self.seen.notify_waiters();
+
+        // A bespoke reply (intercom `clearance/response`, `prompt/response`) to a request the
+        // agent waits on.
+        if let Some(id) = &inbound.id {
+            let mut state = self.state();
+            let key = id_key(id);
+            if state
+                .pending
+                .get(&key)
+                .is_some_and(|p| p.reply_method.as_deref() == Some(inbound.method.as_str()))
+                && let Some(pending) = state.pending.remove(&key)
+            {
+                let _ = pending.reply.send(Reply {
+                    result: Ok(inbound.params.clone().unwrap_or(Value::Null)),
+                });
+                return;
+            }
+        }
+
+        let faults = &self.config.faults;
+        if faults.exit_on.as_deref() == Some(inbound.method.as_str()) {
+            self.transcript.note(&format!(
+                "fault: exit with code {} on {}",
+                faults.exit_code, inbound.method
+            ));
+            self.request_exit(
+                faults.exit_code,
+                &format!("fault: exit on {}", inbound.method),
+            );
+            return;
+        }
+        if faults.hang_on.contains(&inbound.method) {
+            self.transcript
+                .note(&format!("fault: never answering {}", inbound.method));
+            return;
+        }
+
+        if matches!(
+            inbound.method.as_str(),
+            "session/cancel" | "$/cancel_request"
+        ) && !self.rule_matches(&inbound)
+        {
+            self.cancel(&inbound).await;
+            return;
+        }
+
+        let mut ctx = self.context_for(&inbound);
+        let (parker, parked) = oneshot::channel();
+        ctx.parker = Some(parker);
+        let agent = Arc::clone(self);
+        let id = inbound.id.clone();
+        let task = if let Some((index, rule_once)) = self.matching_rule(&inbound, &mut ctx) {
+            if rule_once {
+                self.state().fired.insert(index);
+            }
+            self.spawn(async move {
+                let steps = agent.config.script.rules[index].steps.clone();
+                sequence::run_steps(&agent, &steps, &mut ctx).await;
+                agent.finish_running(ctx.trigger.as_ref());
+            })
+        } else {
+            self.spawn(async move {
+                personality::builtin(&agent, &mut ctx).await;
+                agent.finish_running(ctx.trigger.as_ref());
+            })
+        };
+        self.track_running(id.as_ref(), task);
+        // The next input line is handled once this message's sequence ended or waits.
+        let _ = parked.await;
+    }
+
+    fn track_running(&self, id: Option<&RequestId>, task: AbortHandle) {
+        if let Some(id) = id
+            && !task.is_finished()
+        {
+            self.state().running.insert(id_key(id), Running { task });
+        }
+    }
+
+    fn finish_running(&self, trigger: Option<&Inbound>) {
+        if let Some(id) = trigger.and_then(|t| t.id.as_ref()) {
+            self.state().running.remove(&id_key(id));
+        }
+    }
+
+    fn rule_matches(&self, inbound: &Inbound) -> bool {
+        let mut ctx = Ctx::detached(Vars::default(), None, 0);
+        self.matching_rule(inbound, &mut ctx).is_some()
+    }
+
+    /// The index of the first rule that fires for `inbound` (and whether it is `once`); prompt
+    /// captures go into the context.
+    fn matching_rule(&self, inbound: &Inbound, ctx: &mut Ctx) -> Option<(usize, bool)> {
+        let fired = self.state().fired.clone();
+        let text = prompt_text(inbound);
+        for (index, rule) in self.config.script.rules.iter().enumerate() {
+            if rule.once && fired.contains(&index) {
+                continue;
+            }
+            match &rule.trigger {
+                Trigger::Method(method) if *method == inbound.method => {
+                    return Some((index, rule.once));
+                }
+                Trigger::Prompt { matcher, glob } => {
+                    let Some(text) = &text else { continue };
+                    let subject = if *glob { text.trim() } else { text.as_str() };
+                    if let Some(captures) = matcher.captures(subject) {
+                        ctx.vars.captures = captures;
+                        return Some((index, rule.once));
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
+
+    /// The context a sequence for `inbound` runs in: variables, the session (a `session/new`
+    /// reserves and registers the new one), and the turn of a prompt.
+    fn context_for(self: &Arc<Self>, inbound: &Inbound) -> Ctx {
+        let mut vars = Vars {
+            id: inbound
+                .id
+                .as_ref()
+                .map(|id| serde_json::to_value(id).unwrap_or(Value::Null)),
+            method: Some(inbound.method.clone()),
+            params: inbound.params.clone(),
+            agent: Some(self.config.kiro.agent.clone()),
+            model: Some(self.config.kiro.model.clone()),
+            identity: self.identity.clone(),
+            ..Vars::default()
+        };
+        let mut state = self.state();
+        let mut turn = None;
+        let mut cancel = None;
+        let session = match inbound.method.as_str() {
+            "session/new" => {
+                state.next_session += 1;
+                let id = match &self.config.agent.session_ids {
+                    super::config::SessionIds::Uuid => uuid::Uuid::new_v4().to_string(),
+                    super::config::SessionIds::Prefix(prefix) => {
+                        format!("{prefix}{}", state.next_session)
+                    }
+                };
+                let cwd = inbound.param_str("cwd").map(str::to_owned);
+                let mode = if self.config.personality == Personality::Kiro {
+                    self.config.kiro.agent.clone()
+                } else {
+                    "default".to_owned()
+                };
+                state
+                    .sessions
+                    .push(state::Session::new(id.clone(), cwd, &mode));
+                state.last_session = Some(id.clone());
+                Some(id)
+            }
+            "session/prompt" | "prompt/send" => {
+                state.prompts += 1;
+                vars.turn = state.prompts;
+                let text = prompt_text(inbound).unwrap_or_default();
+                vars.prompt = Some(text.clone());
+                let id = inbound
+                    .param_str("sessionId")
+                    .map(str::to_owned)
+                    .or_else(|| state.last_session.clone());
+                if let Some(id) = &id {
+                    if let Some(session) = state.session(id) {
+                        session.history.push(("user".to_owned(), text));
+                        session.active_prompts += 1;
+                        cancel = Some(session.cancel.subscribe());
+                        turn = Some(TurnGuard::new(Arc::clone(self), id.clone()));
+                    }
+                    state.last_session = Some(id.clone());
+                }
+                id
+            }
+            _ => inbound
+                .param_str("sessionId")
+                .map(str::to_owned)
+                .or_else(|| state.last_session.clone()),
+        };
+        vars.turn = state.prompts;
+        vars.session = session.clone();
+        let cursor = state.seen.len();
+        drop(state);
+        let mut ctx = Ctx::detached(vars, session, cursor);
+        ctx.trigger = Some(inbound.clone());
+        ctx.cancel = cancel;
+        ctx.turn = turn;
+        ctx
+    }
+
+    /// `session/cancel` and `$/cancel_request`.
+    async fn cancel(&self, inbound: &Inbound) {
+        if self.config.faults.ignore_cancel {
+            self.transcript
+                .note(&format!("fault: ignoring {}", inbound.method));
+            return;
+        }
+        if inbound.method == "session/cancel" {
+            let Some(id) = inbound.param_str("sessionId") else {
+                return;
+            };
+            let mut state = self.state();
+            if let Some(session) = state.session(id) {
+                if session.active_prompts == 0 {
+                    session.pending_cancel = true;
+                }
+                session.cancel.send_modify(|generation| *generation += 1);
+            }
+            return;
+        }
+        // `$/cancel_request {requestId}`: stop working on it and answer -32800.
+        let Some(raw) = inbound.param("requestId") else {
+            return;
+        };
+        let Ok(id) = serde_json::from_value::<RequestId>(raw.clone()) else {
+            return;
+        };
+        let running = self.state().running.remove(&id_key(&id));
+        if let Some(running) = running {
+            running.task.abort();
+            let trigger = Inbound {
+                method: "$/cancel_request".to_owned(),
+                id: Some(id),
+                params: None,
+                jsonrpc: true,
+            };
+            self.respond(
+                &trigger,
+                Err(RpcError::from_code(ErrorCode::REQUEST_CANCELLED)),
+                None,
+            )
+            .await;
+        }
+    }
+
+    /// Runs the rules with a `control` trigger of this name, one after the other; returns how
+    /// many ran.
+    pub async fn fire_control(self: &Arc<Self>, name: &str) -> usize {
+        let indices: Vec<usize> = self
+            .config
+            .script
+            .rules
+            .iter()
+            .enumerate()
+            .filter(|(_, rule)| matches!(&rule.trigger, Trigger::Control(n) if n == name))
+            .map(|(index, _)| index)
+            .collect();
+        let mut ran = 0;
+        for index in indices {
+            let rule = &self.config.script.rules[index];
+            if rule.once {
+                let mut state = self.state();
+                if !state.fired.insert(index) {
+                    continue;
+                }
+            }
+            let mut ctx = self.detached_context();
+            sequence::run_steps(self, &rule.steps.clone(), &mut ctx).await;
+            ran += 1;
+        }
+        ran
+    }
+
+    /// A context with no trigger: the last session, the current counters.
+    pub fn detached_context(&self) -> Ctx {
+        let state = self.state();
+        let vars = Vars {
+            session: state.last_session.clone(),
+            turn: state.prompts,
+            agent: Some(self.config.kiro.agent.clone()),
+            model: Some(self.config.kiro.model.clone()),
+            identity: self.identity.clone(),
+            ..Vars::default()
+        };
+        Ctx::detached(vars, state.last_session.clone(), state.seen.len())
+    }
+
+    /// Starts the timer rules.
+    pub fn start_timers(self: &Arc<Self>) {
+        for (index, rule) in self.config.script.rules.iter().enumerate() {
+            let Trigger::Timer { after, every } = rule.trigger else {
+                continue;
+            };
+            let agent = Arc::clone(self);
+            self.spawn(async move {
+                tokio::time::sleep(after).await;
+                loop {
+                    let steps = agent.config.script.rules[index].steps.clone();
+                    let mut ctx = agent.detached_context();
+                    sequence::run_steps(&agent, &steps, &mut ctx).await;
+                    match every {
+                        Some(period) if !agent.config.script.rules[index].once => {
+                            tokio::time::sleep(period).await;
+                        }
+                        _ => break,
+                    }
+                }
+            });
+        }
+    }
+
+    /// The state report of the control channel.
+    pub async fn report(&self) -> Value {
+        let stdout_open = self.stdout_open().await;
+        let lines_out = self.lines_out().await;
+        let state = self.state();
+        let sessions: Vec<Value> = state
+            .sessions
+            .iter()
+            .map(|s| {
+                json!({
+                    "sessionId": s.id,
+                    "cwd": s.cwd,
+                    "mode": s.mode,
+                    "model": s.model,
+                    "activePrompts": s.active_prompts,
+                    "cancelled": *s.cancel.borrow(),
+                    "closed": s.closed,
+                    "terminated": s.terminated,
+                    "messages": s.history.len(),
+                })
+            })
+            .collect();
+        let pending: Vec<String> = state.pending.keys().cloned().collect();
+        json!({
+            "pid": self.process.pid,
+            "identity": {"INTERCOM_SESSION_ID": self.identity},
+            "personality": self.config.personality.name(),
+            "script": if self.config.script.origin.is_empty() { Value::Null } else { json!(self.config.script.origin) },
+            "argv": self.process.argv,
+            "cwd": self.process.cwd,
+            "control": self.control_path,
+            "transcript": self.transcript.path().map(|p| p.display().to_string()),
+            "uptimeSeconds": self.transcript.elapsed(),
+            "initialized": state.initialized,
+            "authenticated": state.authenticated,
+            "sessions": sessions,
+            "prompts": state.prompts,
+            "linesIn": state.lines_in,
+            "linesOut": lines_out,
+            "stdoutOpen": stdout_open,
+            "stdinOpen": !*self.stdin_closed.borrow(),
+            "methods": state.method_counts,
+            "pendingRequests": pending,
+            "lastMethod": state.seen.last().map(|s| s.method.clone()),
+            "kiro": {
+                "agent": self.config.kiro.agent,
+                "model": self.config.kiro.model,
+                "trustAllTools": self.config.kiro.trust_all_tools,
+                "trustTools": self.config.kiro.trust_tools,
+                "agentEngine": self.config.kiro.engine,
+            },
+        })
+    }
+}

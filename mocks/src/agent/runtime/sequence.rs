@@ -1,0 +1,383 @@
+//! Running a list of steps: the context a sequence runs in and what each action does.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use ski::jsonrpc::{ErrorCode, Message, RequestId, RpcError};
+use tokio::sync::{oneshot, watch};
+
+use super::{Agent, Inbound};
+use crate::agent::commands;
+use crate::agent::personality;
+use crate::agent::script::step::{Action, RawBytes, Step};
+use crate::agent::template::Vars;
+
+/// Ends a prompt turn when dropped: the session's count of running prompts goes down.
+#[derive(Debug)]
+pub struct TurnGuard {
+    agent: Arc<Agent>,
+    session: String,
+}
+
+impl TurnGuard {
+    /// A turn of `session`.
+    pub fn new(agent: Arc<Agent>, session: String) -> Self {
+        Self { agent, session }
+    }
+}
+
+impl Drop for TurnGuard {
+    fn drop(&mut self) {
+        if let Some(session) = self.agent.state().session(&self.session) {
+            session.active_prompts = session.active_prompts.saturating_sub(1);
+        }
+    }
+}
+
+/// What a sequence knows while it runs.
+#[derive(Debug)]
+pub struct Ctx {
+    /// The message that started it, if any.
+    pub trigger: Option<Inbound>,
+    /// Placeholder values.
+    pub vars: Vars,
+    /// The current session.
+    pub session: Option<String>,
+    /// Where `wait_for` searches from in the inbound log.
+    pub cursor: usize,
+    /// Whether the trigger was answered.
+    pub answered: bool,
+    /// The session's cancel counter, for a prompt turn.
+    pub cancel: Option<watch::Receiver<u64>>,
+    /// The prompt turn this sequence is part of.
+    pub turn: Option<TurnGuard>,
+    /// Told when the sequence first waits (or ends, by being dropped), so that the reader of
+    /// stdin handles the next message only then: input is handled in order, as a serial agent
+    /// would, yet a sequence that waits for the client never blocks the input.
+    pub parker: Option<oneshot::Sender<()>>,
+}
+
+impl Ctx {
+    /// A context without a trigger.
+    pub fn detached(vars: Vars, session: Option<String>, cursor: usize) -> Self {
+        Self {
+            trigger: None,
+            vars,
+            session,
+            cursor,
+            answered: false,
+            cancel: None,
+            turn: None,
+            parker: None,
+        }
+    }
+
+    /// Lets the reader of stdin go on: this sequence is about to wait.
+    pub fn park(&mut self) {
+        if let Some(parker) = self.parker.take() {
+            let _ = parker.send(());
+        }
+    }
+
+    /// Whether the session was cancelled since this turn started.
+    pub fn cancelled(&self) -> bool {
+        self.cancel
+            .as_ref()
+            .is_some_and(|receiver| receiver.has_changed().unwrap_or(false))
+    }
+
+    /// Waits until the session is cancelled (forever if this is not a prompt turn).
+    pub async fn wait_cancelled(&mut self) {
+        self.park();
+        match self.cancel.as_mut() {
+            Some(receiver) => {
+                if receiver.has_changed().unwrap_or(false) {
+                    return;
+                }
+                if receiver.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+                // Leave the change visible to `cancelled`.
+                receiver.mark_changed();
+            }
+            None => std::future::pending::<()>().await,
+        }
+    }
+
+    /// The session id, or an empty string.
+    pub fn session_id(&self) -> String {
+        self.session.clone().unwrap_or_default()
+    }
+}
+
+/// Turns a JSON value into a request id, if it is one.
+pub fn request_id(value: &Value) -> Option<RequestId> {
+    serde_json::from_value(value.clone()).ok()
+}
+
+/// Runs steps in order. Returns when the last step is done; `exit` and `hang` never return.
+pub async fn run_steps(agent: &Arc<Agent>, steps: &[Step], ctx: &mut Ctx) {
+    for step in steps {
+        if let Some(delay) = step.delay {
+            ctx.park();
+            tokio::time::sleep(delay).await;
+        }
+        if step.fragments.delay.is_some() || step.fragments.gate.is_some() {
+            ctx.park();
+        }
+        for _ in 0..step.repeat {
+            run_action(agent, step, ctx).await;
+        }
+    }
+}
+
+async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
+    let plan = Some(&step.fragments);
+    match &step.action {
+        Action::Respond { result, id } => {
+            let result = ctx.vars.expand(result);
+            respond(agent, step, ctx, id.as_ref(), Ok(result)).await;
+        }
+        Action::Error { error, id } => {
+            let code = ErrorCode(error.code);
+            let message = error.message.as_ref().map_or_else(
+                || code.default_message().unwrap_or("Error").to_owned(),
+                |m| ctx.vars.expand_str(m),
+            );
+            let mut rpc = RpcError::new(code, message);
+            if let Some(data) = &error.data {
+                rpc = rpc.with_data(ctx.vars.expand(data));
+            }
+            respond(agent, step, ctx, id.as_ref(), Err(rpc)).await;
+        }
+        Action::Notify { method, params } => {
+            let method = ctx.vars.expand_str(method);
+            let params = params.as_ref().map(|p| ctx.vars.expand(p));
+            let jsonrpc = step
+                .jsonrpc
+                .unwrap_or_else(|| agent.jsonrpc_for(Some(&method), None));
+            agent
+                .write_message(&Message::notification(method, params), jsonrpc, plan)
+                .await;
+        }
+        Action::Update { update, session } => {
+            let session = session
+                .as_ref()
+                .map(|s| ctx.vars.expand_str(s))
+                .unwrap_or_else(|| ctx.session_id());
+            let update = ctx.vars.expand(update);
+            agent.record_agent_text(&session, &update);
+            let params = json!({"sessionId": session, "update": update});
+            let jsonrpc = step
+                .jsonrpc
+                .unwrap_or_else(|| agent.jsonrpc_for(Some("session/update"), None));
+            agent
+                .write_message(
+                    &Message::notification("session/update", Some(params)),
+                    jsonrpc,
+                    plan,
+                )
+                .await;
+        }
+        Action::Request {
+            method,
+            params,
+            id,
+            wait,
+            timeout,
+            reply_method,
+        } => {
+            let method = ctx.vars.expand_str(method);
+            let params = params.as_ref().map(|p| ctx.vars.expand(p));
+            let id = id.as_ref().and_then(|v| request_id(&ctx.vars.expand(v)));
+            if *wait {
+                ctx.park();
+            }
+            let reply = agent
+                .request(
+                    &method,
+                    params,
+                    id,
+                    reply_method.clone(),
+                    wait.then_some(*timeout),
+                    plan,
+                    step.jsonrpc,
+                )
+                .await;
+            ctx.vars.reply = reply.map(|r| r.as_value());
+        }
+        Action::Send(value) => {
+            let value = ctx.vars.expand(value);
+            let line = value.to_string();
+            agent.write_bytes(line.as_bytes(), true, plan).await;
+        }
+        Action::Raw { bytes, newline } => {
+            let bytes = match bytes {
+                RawBytes::Text(text) => ctx.vars.expand_str(text).into_bytes(),
+                RawBytes::Bytes(bytes) => bytes.clone(),
+            };
+            agent.write_bytes(&bytes, *newline, plan).await;
+        }
+        Action::Oversize(size) => {
+            let line = oversize_line(agent, &ctx.session_id(), *size);
+            agent.write_bytes(&line, true, plan).await;
+        }
+        Action::Stderr(text) => {
+            let mut text = ctx.vars.expand_str(text);
+            text.push('\n');
+            agent.write_stderr(text.as_bytes()).await;
+        }
+        Action::StderrBytes(count) => {
+            agent.write_stderr(&stderr_filler(*count)).await;
+        }
+        Action::Sleep(duration) => {
+            ctx.park();
+            tokio::time::sleep(*duration).await;
+        }
+        Action::WaitFor {
+            method,
+            id,
+            timeout,
+        } => {
+            let id = id.as_ref().and_then(|v| request_id(&ctx.vars.expand(v)));
+            ctx.park();
+            let mut cursor = ctx.cursor;
+            let wait = agent.wait_for(method, id.as_ref(), &mut cursor);
+            let seen = match timeout {
+                Some(limit) => tokio::time::timeout(*limit, wait).await.ok(),
+                None => Some(wait.await),
+            };
+            match seen {
+                Some(seen) => {
+                    ctx.cursor = cursor;
+                    ctx.vars.reply = seen.params;
+                }
+                None => {
+                    agent
+                        .transcript
+                        .note(&format!("wait_for {method}: timed out"));
+                    ctx.vars.reply = None;
+                }
+            }
+        }
+        Action::Gate(name) => {
+            ctx.park();
+            agent.gates.wait(name).await;
+        }
+        Action::Exit(code) => {
+            agent
+                .transcript
+                .note(&format!("script: exit with code {code}"));
+            agent.request_exit(*code, "script exit");
+            ctx.park();
+            std::future::pending::<()>().await;
+        }
+        Action::Hang => {
+            agent.transcript.note("script: hang");
+            ctx.park();
+            std::future::pending::<()>().await;
+        }
+        Action::CloseStdout => agent.close_stdout().await,
+        Action::Default => personality::builtin(agent, ctx).await,
+        Action::Scenario(scenario) => commands::run_scenario_turn(agent, ctx, *scenario).await,
+        Action::Turn(text) => {
+            let text = ctx.vars.expand_str(text);
+            personality::text_turn(agent, ctx, &text).await;
+        }
+    }
+}
+
+async fn respond(
+    agent: &Arc<Agent>,
+    step: &Step,
+    ctx: &mut Ctx,
+    id: Option<&Value>,
+    result: Result<Value, RpcError>,
+) {
+    let plan = Some(&step.fragments);
+    let id = match id {
+        Some(value) => {
+            let value = ctx.vars.expand(value);
+            match request_id(&value) {
+                Some(id) => Some(id),
+                None => {
+                    // An id no JSON-RPC message can carry (an object, a boolean): written as
+                    // given, which is the point of such a step.
+                    let mut message = json!({"id": value});
+                    let key = if result.is_ok() { "result" } else { "error" };
+                    message[key] = match result {
+                        Ok(v) => v,
+                        Err(e) => serde_json::to_value(e).unwrap_or(Value::Null),
+                    };
+                    if step
+                        .jsonrpc
+                        .unwrap_or_else(|| agent.jsonrpc_for(None, ctx.trigger.as_ref()))
+                    {
+                        message["jsonrpc"] = json!("2.0");
+                    }
+                    agent
+                        .write_bytes(message.to_string().as_bytes(), true, plan)
+                        .await;
+                    return;
+                }
+            }
+        }
+        None => ctx.trigger.as_ref().and_then(|t| t.id.clone()),
+    };
+    let Some(id) = id else {
+        agent
+            .transcript
+            .note("respond: the trigger is not a request and no id was given");
+        return;
+    };
+    let jsonrpc = step
+        .jsonrpc
+        .unwrap_or_else(|| agent.jsonrpc_for(None, ctx.trigger.as_ref()));
+    if ctx.trigger.as_ref().and_then(|t| t.id.as_ref()) == Some(&id) {
+        // Answering the trigger ends its turn before the client can see the answer.
+        ctx.turn.take();
+    }
+    let message = Message::Response(ski::jsonrpc::Response { id, result });
+    agent.write_message(&message, jsonrpc, plan).await;
+    ctx.answered = true;
+}
+
+/// A line of exactly `size` bytes (newline excluded): a valid notification whose text is padded
+/// with `x`, or only `x` when `size` is too small for one.
+pub fn oversize_line(agent: &Agent, session: &str, size: u64) -> Vec<u8> {
+    let size = usize::try_from(size).unwrap_or(usize::MAX);
+    let template = if agent.config.personality == crate::agent::script::Personality::Intercom {
+        json!({"method": "status/update", "params": {"message": ""}}).to_string()
+    } else {
+        json!({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": session,
+            "update": {"sessionUpdate": "agent_message_chunk",
+                       "content": {"type": "text", "text": ""}}}})
+        .to_string()
+    };
+    if size < template.len() {
+        return vec![b'x'; size];
+    }
+    let padding = "x".repeat(size - template.len());
+    // The empty string is the only `""` in the template.
+    template
+        .replacen("\"\"", &format!("\"{padding}\""), 1)
+        .into_bytes()
+}
+
+/// `count` bytes of stderr: lines of 79 `x` and a newline; the last line may be shorter and
+/// ends with a newline when there is room.
+pub fn stderr_filler(count: u64) -> Vec<u8> {
+    let count = usize::try_from(count).unwrap_or(usize::MAX);
+    let mut bytes = Vec::with_capacity(count);
+    while bytes.len() < count {
+        let remaining = count - bytes.len();
+        if remaining <= 80 {
+            bytes.extend(std::iter::repeat_n(b'x', remaining.saturating_sub(1)));
+            bytes.push(b'\n');
+        } else {
+            bytes.extend(std::iter::repeat_n(b'x', 79));
+            bytes.push(b'\n');
+        }
+    }
+    bytes
+}

@@ -1,0 +1,242 @@
+//! Rules and their triggers: a method arriving, a prompt matching a glob or a regex, a control
+//! command, or a timer.
+
+use std::time::Duration;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use super::millis;
+use super::step::{Step, StepSpec};
+
+/// A rule as written: one trigger key and the steps under `do`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleSpec {
+    /// A note for the reader; not used.
+    pub name: Option<String>,
+    /// Trigger: a request or notification with this method arrived.
+    pub method: Option<String>,
+    /// Trigger: a prompt whose text matches this glob (`*` any text, `?` one character).
+    pub prompt: Option<String>,
+    /// Trigger: a prompt whose text matches this regular expression (searched, not anchored).
+    pub prompt_regex: Option<String>,
+    /// Trigger: the control command `{"cmd":"trigger","name":...}`.
+    pub control: Option<String>,
+    /// Trigger: this long after start.
+    pub after_ms: Option<u64>,
+    /// With `after_ms`: again every this many milliseconds.
+    pub every_ms: Option<u64>,
+    /// Fire at most once.
+    pub once: Option<bool>,
+    /// The steps.
+    #[serde(rename = "do", default)]
+    pub steps: Vec<StepSpec>,
+}
+
+/// How a prompt's text is matched.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    /// The pattern as written.
+    pub source: String,
+    /// The compiled expression (a glob is compiled to an anchored one).
+    pub regex: Regex,
+}
+
+impl PartialEq for Matcher {
+    fn eq(&self, other: &Self) -> bool {
+        self.source == other.source && self.regex.as_str() == other.regex.as_str()
+    }
+}
+
+impl Matcher {
+    /// A glob: `*` matches any text (newlines too), `?` one character, the rest itself; the
+    /// whole trimmed prompt must match. Each wildcard is a numbered capture.
+    pub fn glob(pattern: &str) -> Result<Self, String> {
+        let mut expression = String::from("(?s)^");
+        for ch in pattern.chars() {
+            match ch {
+                '*' => expression.push_str("(.*)"),
+                '?' => expression.push_str("(.)"),
+                other => expression.push_str(&regex::escape(&other.to_string())),
+            }
+        }
+        expression.push('$');
+        let regex = Regex::new(&expression).map_err(|e| format!("bad glob {pattern:?}: {e}"))?;
+        Ok(Self {
+            source: pattern.to_owned(),
+            regex,
+        })
+    }
+
+    /// A regular expression, searched anywhere in the prompt text.
+    pub fn regex(pattern: &str) -> Result<Self, String> {
+        let regex = Regex::new(pattern).map_err(|e| format!("bad regex {pattern:?}: {e}"))?;
+        Ok(Self {
+            source: pattern.to_owned(),
+            regex,
+        })
+    }
+
+    /// The captures if `text` matches: index 0 is the whole match; named groups come as well.
+    pub fn captures(&self, text: &str) -> Option<Captures> {
+        let found = self.regex.captures(text)?;
+        let numbered = found
+            .iter()
+            .map(|m| m.map(|m| m.as_str().to_owned()))
+            .collect();
+        let named = self
+            .regex
+            .capture_names()
+            .flatten()
+            .filter_map(|name| Some((name.to_owned(), found.name(name)?.as_str().to_owned())))
+            .collect();
+        Some(Captures { numbered, named })
+    }
+}
+
+/// The captured groups of a matching prompt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Captures {
+    /// By number (0 is the whole match).
+    pub numbered: Vec<Option<String>>,
+    /// By name.
+    pub named: Vec<(String, String)>,
+}
+
+impl Captures {
+    /// The group with this number or name.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        if let Ok(index) = key.parse::<usize>() {
+            return self.numbered.get(index)?.as_deref();
+        }
+        self.named
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// What makes a rule fire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Trigger {
+    /// A request or notification with this method.
+    Method(String),
+    /// A prompt (`session/prompt`, or `prompt/send` in the intercom dialect) whose text
+    /// matches.
+    Prompt {
+        /// The pattern.
+        matcher: Matcher,
+        /// Whether the pattern is a glob (matched against the trimmed text).
+        glob: bool,
+    },
+    /// A control command.
+    Control(String),
+    /// A timer from start.
+    Timer {
+        /// The first firing.
+        after: Duration,
+        /// The period after that, if any.
+        every: Option<Duration>,
+    },
+}
+
+/// A checked rule.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rule {
+    /// The trigger.
+    pub trigger: Trigger,
+    /// Whether it fires at most once.
+    pub once: bool,
+    /// The steps.
+    pub steps: Vec<Step>,
+    /// Where it is in the script, for messages.
+    pub at: String,
+}
+
+impl Rule {
+    /// Checks a rule spec; `at` names it in errors.
+    pub fn from_spec(spec: &RuleSpec, at: &str) -> Result<Self, (String, String)> {
+        let fail = |message: String| (at.to_owned(), message);
+        let mut triggers = Vec::new();
+        if let Some(method) = &spec.method {
+            triggers.push(Trigger::Method(method.clone()));
+        }
+        if let Some(glob) = &spec.prompt {
+            triggers.push(Trigger::Prompt {
+                matcher: Matcher::glob(glob).map_err(fail)?,
+                glob: true,
+            });
+        }
+        if let Some(regex) = &spec.prompt_regex {
+            triggers.push(Trigger::Prompt {
+                matcher: Matcher::regex(regex).map_err(fail)?,
+                glob: false,
+            });
+        }
+        if let Some(name) = &spec.control {
+            triggers.push(Trigger::Control(name.clone()));
+        }
+        if let Some(after) = spec.after_ms {
+            triggers.push(Trigger::Timer {
+                after: millis(after),
+                every: spec.every_ms.map(millis),
+            });
+        } else if spec.every_ms.is_some() {
+            return Err(fail("`every_ms` needs `after_ms`".to_owned()));
+        }
+        if spec.every_ms == Some(0) {
+            return Err(fail("`every_ms` must be at least 1".to_owned()));
+        }
+        let trigger = match triggers.len() {
+            1 => triggers.remove(0),
+            0 => {
+                return Err(fail(
+                    "a rule needs one trigger: method, prompt, prompt_regex, control or after_ms"
+                        .to_owned(),
+                ));
+            }
+            _ => return Err(fail("a rule has exactly one trigger".to_owned())),
+        };
+        if spec.steps.is_empty() {
+            return Err(fail("a rule needs at least one step under `do`".to_owned()));
+        }
+        let steps = spec
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(index, step)| Step::from_spec(step, &format!("{at}.do[{index}]")))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            trigger,
+            once: spec.once.unwrap_or(false),
+            steps,
+            at: at.to_owned(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_match_the_whole_text_and_capture_wildcards() {
+        let matcher = Matcher::glob("say *!").unwrap();
+        let captures = matcher.captures("say hello world!").unwrap();
+        assert_eq!(captures.get("1"), Some("hello world"));
+        assert!(matcher.captures("please say hi!").is_none());
+        let literal = Matcher::glob("a.b").unwrap();
+        assert!(literal.captures("a.b").is_some());
+        assert!(literal.captures("axb").is_none());
+    }
+
+    #[test]
+    fn regexes_search_and_capture_names() {
+        let matcher = Matcher::regex(r"exit (?P<code>\d+)").unwrap();
+        let captures = matcher.captures("please exit 3 now").unwrap();
+        assert_eq!(captures.get("code"), Some("3"));
+        assert_eq!(captures.get("1"), Some("3"));
+        assert!(Matcher::regex("(").is_err());
+    }
+}

@@ -1,0 +1,348 @@
+//! Classifying an incoming JSON text as a request, notification or response, or as the error a
+//! peer must answer.
+//!
+//! Decoding reads the top level of the text straight into its six JSON-RPC members instead of
+//! building a generic map first, so parsing a message costs no more than parsing it into a
+//! `serde_json::Value`; unknown members are still parsed (and so validated) and then dropped.
+
+use std::fmt;
+
+use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::Value;
+
+use super::{DecodeError, JSONRPC_VERSION, Message, Notification, Request, Response, VersionField};
+use crate::jsonrpc::error::RpcError;
+use crate::jsonrpc::id::RequestId;
+
+/// Decodes one JSON text (a line without its terminator, or a WebSocket text frame).
+///
+/// Invalid JSON, including invalid UTF-8, is [`DecodeError::Parse`]; valid JSON that is not a
+/// message is [`DecodeError::InvalidRequest`] or [`DecodeError::InvalidResponse`].
+pub fn decode(bytes: &[u8], version: VersionField) -> Result<Message, DecodeError> {
+    let shape: Shape = serde_json::from_slice(bytes).map_err(|e| DecodeError::Parse {
+        reason: e.to_string(),
+    })?;
+    shape.into_message(version)
+}
+
+/// Classifies an already parsed JSON value as a message.
+pub fn classify(value: Value, version: VersionField) -> Result<Message, DecodeError> {
+    let shape = match value {
+        Value::Object(mut map) => Shape::Object(Members {
+            jsonrpc: map.remove("jsonrpc"),
+            id: map.remove("id"),
+            method: map.remove("method"),
+            params: map.remove("params"),
+            result: map.remove("result"),
+            error: map.remove("error"),
+        }),
+        Value::Array(_) => Shape::Array,
+        _ => Shape::Scalar,
+    };
+    shape.into_message(version)
+}
+
+/// The top-level shape of a JSON text.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "a short-lived value on the decode path; boxing would add an allocation per message"
+)]
+pub(super) enum Shape {
+    Object(Members),
+    Array,
+    Scalar,
+}
+
+/// The JSON-RPC members of an object; `Some(Value::Null)` is a member present with `null`.
+#[derive(Default)]
+pub(super) struct Members {
+    jsonrpc: Option<Value>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+impl Shape {
+    pub(super) fn into_message(self, version: VersionField) -> Result<Message, DecodeError> {
+        match self {
+            Shape::Object(members) => members.into_message(version),
+            Shape::Array => Err(invalid_request(
+                RequestId::Null,
+                "batch requests are not supported",
+            )),
+            Shape::Scalar => Err(invalid_request(
+                RequestId::Null,
+                "message is not a json object",
+            )),
+        }
+    }
+}
+
+impl Members {
+    fn into_message(self, version: VersionField) -> Result<Message, DecodeError> {
+        let is_response = self.method.is_none() && (self.result.is_some() || self.error.is_some());
+        self.check_version(version, is_response)?;
+        if is_response {
+            self.into_response()
+        } else {
+            self.into_call()
+        }
+    }
+
+    fn check_version(&self, version: VersionField, is_response: bool) -> Result<(), DecodeError> {
+        let reason = match &self.jsonrpc {
+            Some(Value::String(v)) if v == JSONRPC_VERSION => return Ok(()),
+            None if version == VersionField::Optional => return Ok(()),
+            None => "missing \"jsonrpc\":\"2.0\"",
+            Some(_) => "\"jsonrpc\" must be \"2.0\"",
+        };
+        let id = self.id.as_ref().and_then(id_from_value);
+        Err(if is_response {
+            DecodeError::InvalidResponse {
+                id,
+                reason: reason.to_owned(),
+            }
+        } else {
+            invalid_request(id.unwrap_or(RequestId::Null), reason)
+        })
+    }
+
+    fn into_call(self) -> Result<Message, DecodeError> {
+        let id = match &self.id {
+            None => None,
+            Some(raw) => match id_from_value(raw) {
+                Some(id) => Some(id),
+                None => {
+                    return Err(invalid_request(
+                        RequestId::Null,
+                        "\"id\" must be an integer, a string or null",
+                    ));
+                }
+            },
+        };
+        let answer_id = || id.clone().unwrap_or(RequestId::Null);
+        let method = match self.method {
+            Some(Value::String(method)) => method,
+            Some(_) => return Err(invalid_request(answer_id(), "\"method\" must be a string")),
+            None => return Err(invalid_request(answer_id(), "missing \"method\"")),
+        };
+        let params = match self.params {
+            None => None,
+            Some(p @ (Value::Object(_) | Value::Array(_) | Value::Null)) => Some(p),
+            Some(_) => {
+                return Err(invalid_request(
+                    answer_id(),
+                    "\"params\" must be an object or an array",
+                ));
+            }
+        };
+        Ok(match id {
+            Some(id) => Message::Request(Request { id, method, params }),
+            None => Message::Notification(Notification { method, params }),
+        })
+    }
+
+    fn into_response(self) -> Result<Message, DecodeError> {
+        let Some(id) = self.id.as_ref().and_then(id_from_value) else {
+            return Err(DecodeError::InvalidResponse {
+                id: None,
+                reason: if self.id.is_some() {
+                    "\"id\" must be an integer, a string or null".to_owned()
+                } else {
+                    "missing \"id\"".to_owned()
+                },
+            });
+        };
+        let invalid = |id: RequestId, reason: String| DecodeError::InvalidResponse {
+            id: Some(id),
+            reason,
+        };
+        match (self.result, self.error) {
+            (Some(_), Some(_)) => Err(invalid(
+                id,
+                "a response must not carry both \"result\" and \"error\"".to_owned(),
+            )),
+            (Some(result), None) => Ok(Message::Response(Response::success(id, result))),
+            (None, Some(error)) => match serde_json::from_value::<RpcError>(error) {
+                Ok(error) => Ok(Message::Response(Response::error(id, error))),
+                Err(e) => Err(invalid(id, format!("malformed error object: {e}"))),
+            },
+            (None, None) => Err(invalid(id, "missing \"result\" or \"error\"".to_owned())),
+        }
+    }
+}
+
+fn id_from_value(value: &Value) -> Option<RequestId> {
+    match value {
+        Value::Null => Some(RequestId::Null),
+        Value::Number(n) => n.as_i64().map(RequestId::Number),
+        Value::String(s) => Some(RequestId::String(s.clone())),
+        _ => None,
+    }
+}
+
+fn invalid_request(id: RequestId, reason: &str) -> DecodeError {
+    DecodeError::InvalidRequest {
+        id,
+        reason: reason.to_owned(),
+    }
+}
+
+/// A top-level member name.
+enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MemberVisitor;
+
+        impl Visitor<'_> for MemberVisitor {
+            type Value = Member;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<Member, E> {
+                Ok(match name {
+                    "jsonrpc" => Member::Jsonrpc,
+                    "id" => Member::Id,
+                    "method" => Member::Method,
+                    "params" => Member::Params,
+                    "result" => Member::Result,
+                    "error" => Member::Error,
+                    _ => Member::Other,
+                })
+            }
+        }
+
+        deserializer.deserialize_str(MemberVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ShapeVisitor)
+    }
+}
+
+struct ShapeVisitor;
+
+impl<'de> Visitor<'de> for ShapeVisitor {
+    type Value = Shape;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a json value")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
+        let mut members = Members::default();
+        // A repeated member keeps its last value, as a `serde_json::Value` map does.
+        while let Some(member) = map.next_key::<Member>()? {
+            let slot = match member {
+                Member::Jsonrpc => &mut members.jsonrpc,
+                Member::Id => &mut members.id,
+                Member::Method => &mut members.method,
+                Member::Params => &mut members.params,
+                Member::Result => &mut members.result,
+                Member::Error => &mut members.error,
+                Member::Other => {
+                    // Parsed in full, so invalid UTF-8 in an unknown member is still an error.
+                    map.next_value::<Value>()?;
+                    continue;
+                }
+            };
+            *slot = Some(map.next_value()?);
+        }
+        Ok(Shape::Object(members))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+        while seq.next_element::<Value>()?.is_some() {}
+        Ok(Shape::Array)
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Shape, E> {
+        Ok(Shape::Scalar)
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Shape, D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The streaming decoder and the `Value` classifier agree on every input.
+    #[test]
+    fn decode_and_classify_agree() {
+        let inputs = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1,2]},"extra":{"x":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"m","method":"n"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"m"},"result":2}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"id":1,"method":"m"}"#,
+            r#"[1,2]"#,
+            r#""s""#,
+            r#"null"#,
+            r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":9223372036854775808,"method":"m"}"#,
+        ];
+        for input in inputs {
+            for version in [VersionField::Required, VersionField::Optional] {
+                let value: Value = serde_json::from_str(input).unwrap();
+                assert_eq!(
+                    decode(input.as_bytes(), version),
+                    classify(value, version),
+                    "{input}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn invalid_utf8_in_an_unknown_member_is_a_parse_error() {
+        let line = b"{\"jsonrpc\":\"2.0\",\"method\":\"m\",\"x\":\"\xc3\x28\"}";
+        assert!(matches!(
+            decode(line, VersionField::Required),
+            Err(DecodeError::Parse { .. })
+        ));
+    }
+}

@@ -1,0 +1,252 @@
+//! `cargo xtask bench`: runs the benchmarks, merges their figures into
+//! `target/bench/report.json` and prints them as a table.
+//!
+//! The contract with a benchmark: `cargo xtask bench` sets `SKI_BENCH_DIR` (the `bench` directory
+//! under the target directory) and `CRITERION_HOME` (where criterion writes its estimates), then
+//! runs each entry of [`BENCHES`]. A benchmark writes `$SKI_BENCH_DIR/rows/<name>.json` holding
+//! `{"rows": [...]}`; each row has `group` and `name` and any of `id`, `baseline` (the `id` of the
+//! row in the same group it is compared with), `median_ns`, `bytes`, `messages`, `mb_per_s` and
+//! `msgs_per_s`, `ratio` and `ratio_method`. The report keeps every row as written; a row with a
+//! baseline but no `ratio` gets one: its throughput (messages per second, else MB/s, else inverse
+//! median time) over its baseline's.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde_json::{Value, json};
+use xshell::{Shell, cmd};
+
+use crate::ci::workspace_root;
+
+/// The benchmarks `cargo xtask bench` runs: (package, bench target).
+const BENCHES: &[(&str, &str)] = &[("ski", "ndjson"), ("ski-mocks", "startup")];
+
+/// Options of `cargo xtask bench`.
+#[derive(Debug, Args)]
+pub struct BenchArgs {
+    /// Run only the bench targets with this name (repeatable); default: all.
+    #[arg(long = "bench")]
+    pub benches: Vec<String>,
+    /// Only merge the rows already written and print the table.
+    #[arg(long)]
+    pub report_only: bool,
+}
+
+/// Runs the benchmarks and writes the report.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let sh = Shell::new()?;
+    let root = workspace_root();
+    sh.change_dir(&root);
+    let bench_dir = target_dir(&sh, &root)?.join("bench");
+    let rows_dir = bench_dir.join("rows");
+    fs::create_dir_all(&rows_dir)
+        .with_context(|| format!("cannot create {}", rows_dir.display()))?;
+    if !args.report_only {
+        let selected: Vec<_> = BENCHES
+            .iter()
+            .filter(|(_, name)| args.benches.is_empty() || args.benches.iter().any(|b| b == name))
+            .collect();
+        if selected.is_empty() {
+            bail!("no benchmark matches {:?}", args.benches);
+        }
+        sh.set_var("SKI_BENCH_DIR", &bench_dir);
+        sh.set_var("CRITERION_HOME", bench_dir.join("criterion"));
+        for (package, name) in selected {
+            let stale = rows_dir.join(format!("{name}.json"));
+            if stale.exists() {
+                fs::remove_file(&stale)
+                    .with_context(|| format!("cannot remove {}", stale.display()))?;
+            }
+            cmd!(sh, "cargo bench -p {package} --bench {name}")
+                .run()
+                .with_context(|| format!("benchmark {package}/{name} failed"))?;
+        }
+    }
+    let rows = collect_rows(&rows_dir)?;
+    if rows.is_empty() {
+        bail!("no bench rows in {}", rows_dir.display());
+    }
+    let report = json!({ "rows": rows });
+    let report_path = bench_dir.join("report.json");
+    fs::write(&report_path, serde_json::to_string_pretty(&report)?)
+        .with_context(|| format!("cannot write {}", report_path.display()))?;
+    print!("{}", table(&rows));
+    println!("report: {}", report_path.display());
+    Ok(())
+}
+
+/// The target directory: `CARGO_TARGET_DIR` when set, else what `cargo metadata` says.
+fn target_dir(sh: &Shell, root: &Path) -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        let dir = PathBuf::from(dir);
+        return Ok(if dir.is_absolute() {
+            dir
+        } else {
+            root.join(dir)
+        });
+    }
+    let metadata = cmd!(sh, "cargo metadata --format-version 1 --no-deps")
+        .quiet()
+        .read()
+        .context("cargo metadata failed")?;
+    let metadata: Value = serde_json::from_str(&metadata).context("cargo metadata output")?;
+    metadata["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("cargo metadata has no target_directory")
+}
+
+/// Reads every rows file, in name order, and adds each row's ratio to its baseline.
+fn collect_rows(rows_dir: &Path) -> Result<Vec<Value>> {
+    let mut files: Vec<PathBuf> = fs::read_dir(rows_dir)
+        .with_context(|| format!("cannot read {}", rows_dir.display()))?
+        .filter_map(|entry| entry.ok().map(|entry| entry.path()))
+        .filter(|path| path.extension().is_some_and(|ext| ext == "json"))
+        .collect();
+    files.sort();
+    let mut rows = Vec::new();
+    for file in files {
+        let text =
+            fs::read_to_string(&file).with_context(|| format!("cannot read {}", file.display()))?;
+        let value: Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not json", file.display()))?;
+        let Some(file_rows) = value["rows"].as_array() else {
+            bail!("{} has no \"rows\" array", file.display());
+        };
+        for row in file_rows {
+            if !row.is_object() || !row["group"].is_string() || !row["name"].is_string() {
+                bail!(
+                    "{}: every row needs \"group\" and \"name\": {row}",
+                    file.display()
+                );
+            }
+            rows.push(row.clone());
+        }
+    }
+    Ok(with_ratios(rows))
+}
+
+/// Adds `ratio` to every row that has a baseline with a comparable figure and no ratio of its
+/// own (a bench may measure its ratio better, for example by interleaving both sides).
+fn with_ratios(mut rows: Vec<Value>) -> Vec<Value> {
+    let ratios: Vec<Option<f64>> = rows
+        .iter()
+        .map(|row| row["ratio"].as_f64().or_else(|| ratio(row, &rows)))
+        .collect();
+    for (row, ratio) in rows.iter_mut().zip(ratios) {
+        if let (Some(object), Some(ratio)) = (row.as_object_mut(), ratio) {
+            object.insert("ratio".to_owned(), json!(ratio));
+        }
+    }
+    rows
+}
+
+/// The row's throughput relative to its baseline row.
+fn ratio(row: &Value, rows: &[Value]) -> Option<f64> {
+    let baseline_id = row["baseline"].as_str()?;
+    let baseline = rows.iter().find(|other| {
+        other["group"] == row["group"] && other["id"].as_str() == Some(baseline_id)
+    })?;
+    for key in ["msgs_per_s", "mb_per_s"] {
+        if let (Some(ours), Some(theirs)) = (row[key].as_f64(), baseline[key].as_f64()) {
+            return (theirs > 0.0).then(|| ours / theirs);
+        }
+    }
+    let (ours, theirs) = (row["median_ns"].as_f64()?, baseline["median_ns"].as_f64()?);
+    (ours > 0.0).then(|| theirs / ours)
+}
+
+/// The rows as an aligned text table.
+fn table(rows: &[Value]) -> String {
+    let header = ["group", "name", "MB/s", "msgs/s", "median", "ratio"];
+    let mut lines: Vec<[String; 6]> = vec![header.map(str::to_owned)];
+    for row in rows {
+        let number = |key: &str, digits: usize| {
+            row[key]
+                .as_f64()
+                .map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
+        };
+        let median = row["median_ns"].as_f64().map_or_else(
+            || "-".to_owned(),
+            |ns| {
+                if ns >= 1e6 {
+                    format!("{:.2} ms", ns / 1e6)
+                } else {
+                    format!("{:.2} µs", ns / 1e3)
+                }
+            },
+        );
+        let ratio = match (row["ratio"].as_f64(), row["baseline"].as_str()) {
+            (Some(ratio), Some(baseline)) => format!("{ratio:.2} × {baseline}"),
+            _ => "-".to_owned(),
+        };
+        lines.push([
+            text(row, "group"),
+            text(row, "name"),
+            number("mb_per_s", 1),
+            number("msgs_per_s", 0),
+            median,
+            ratio,
+        ]);
+    }
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            lines
+                .iter()
+                .map(|l| l[i].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for (n, line) in lines.iter().enumerate() {
+        let cells: Vec<String> = line
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (cell, width))| {
+                let pad = width - cell.chars().count();
+                if (2..5).contains(&i) {
+                    format!("{}{cell}", " ".repeat(pad))
+                } else {
+                    format!("{cell}{}", " ".repeat(pad))
+                }
+            })
+            .collect();
+        out.push_str(cells.join("  ").trim_end());
+        out.push('\n');
+        if n == 0 {
+            let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+            out.push_str(&rule.join("  "));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn text(row: &Value, key: &str) -> String {
+    row[key].as_str().unwrap_or("-").to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ratios_compare_with_the_baseline_of_the_same_group() {
+        let rows = vec![
+            json!({"group": "g", "name": "ours", "id": "a", "baseline": "b", "msgs_per_s": 80.0}),
+            json!({"group": "g", "name": "theirs", "id": "b", "msgs_per_s": 100.0}),
+            json!({"group": "h", "name": "other", "id": "b", "msgs_per_s": 1.0}),
+            json!({"group": "h", "name": "timed", "id": "t", "baseline": "u", "median_ns": 200.0}),
+            json!({"group": "h", "name": "base", "id": "u", "median_ns": 100.0}),
+        ];
+        let rows = with_ratios(rows);
+        let ratios: Vec<_> = rows.iter().map(|row| row["ratio"].as_f64()).collect();
+        assert_eq!(ratios, vec![Some(0.8), None, None, Some(0.5), None]);
+        let rendered = table(&rows);
+        assert!(rendered.contains("0.80 × b"), "{rendered}");
+    }
+}
