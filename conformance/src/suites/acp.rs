@@ -18,6 +18,7 @@
 
 pub mod agent;
 pub mod cancellation;
+pub mod client;
 pub mod connection;
 pub mod exchange;
 pub mod execution;
@@ -46,6 +47,7 @@ pub fn checks() -> Vec<Check> {
         lifecycle::checks(),
         schema::checks(),
         harness::checks(),
+        client::checks(),
     ]
     .into_iter()
     .flatten()
