@@ -14,8 +14,8 @@ pub fn checks() -> Vec<Check> {
         Check::new(
             "WS-022",
             "The mock sends session/request_permission (id \"perm-22\") during a turn; the client, \
-             set to allow, must answer with a result (not an error) on that same id, and the turn \
-             end end_turn.",
+             set to allow, must answer with a result (not an error) holding an outcome on that same \
+             id, and the turn end end_turn.",
             ws_022,
         ),
         Check::new(
@@ -64,6 +64,11 @@ async fn ws_022(ctx: Ctx) -> CheckResult {
     ensure!(
         answer.get("result").is_some_and(Value::is_object) && answer.get("error").is_none(),
         "a JSON-RPC result on the request's id",
+        "{answer}"
+    );
+    ensure!(
+        answer.pointer("/result/outcome").is_some_and(Value::is_object),
+        "the result carries the permission decision (an outcome object)",
         "{answer}"
     );
     run.expect_turns(&["end_turn"], "the turn goes on after the decision")?;
