@@ -176,7 +176,11 @@ async fn ws_009(ctx: Ctx) -> CheckResult {
         .iter()
         .map(|o| o.get("id").map(Value::to_string).unwrap_or_default())
         .collect();
-    ensure_eq!(40, distinct.len(), "distinct request ids among the outcomes");
+    ensure_eq!(
+        40,
+        distinct.len(),
+        "distinct request ids among the outcomes"
+    );
     run.expect_clear("pending and timeout state after the burst")?;
     Ok(())
 }
@@ -262,7 +266,10 @@ async fn ws_014(ctx: Ctx) -> CheckResult {
         numbers.len() == ids.len(),
         "every request id is an integer",
         "ids {:?}",
-        ids.iter().filter(|v| !v.is_i64()).take(5).collect::<Vec<_>>()
+        ids.iter()
+            .filter(|v| !v.is_i64())
+            .take(5)
+            .collect::<Vec<_>>()
     );
     let distinct: BTreeSet<i64> = numbers.iter().copied().collect();
     ensure_eq!(numbers.len(), distinct.len(), "distinct request ids");
@@ -320,7 +327,10 @@ async fn ws_018(ctx: Ctx) -> CheckResult {
         names.extend(run.outcome_names(step));
     }
     ensure_eq!(210, names.len(), "outcomes, one per request");
-    let odd: Vec<&String> = names.iter().filter(|n| !ALLOWED.contains(&n.as_str())).collect();
+    let odd: Vec<&String> = names
+        .iter()
+        .filter(|n| !ALLOWED.contains(&n.as_str()))
+        .collect();
     ensure!(
         odd.is_empty(),
         "only success, eof, not_connected and request_timeout",
@@ -350,7 +360,11 @@ fn signal(pid: i32, signal: Signal) -> Result<(), CheckError> {
 /// A stalled run: the driver's steps up to and including a `stats` step at `stall`, which the
 /// runner reads while the mock is stopped; then the mock continues. Returns the stall's stats
 /// line and the whole run.
-async fn stalled(ctx: &Ctx, flood: &[Value], stall: usize) -> Result<(Value, ClientRun), CheckError> {
+async fn stalled(
+    ctx: &Ctx,
+    flood: &[Value],
+    stall: usize,
+) -> Result<(Value, ClientRun), CheckError> {
     let (mut control, args) = Control::listen(ctx)?;
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let script = format!(
@@ -478,7 +492,12 @@ async fn ws_005(ctx: Ctx) -> CheckResult {
         "{}",
         run.describe()
     );
-    expect_outcomes(&run, 4, &["success"; 64], "the burst once the peer reads again")?;
+    expect_outcomes(
+        &run,
+        4,
+        &["success"; 64],
+        "the burst once the peer reads again",
+    )?;
     expect_fifo(&run, 4)?;
     run.expect_clear("pending and timeout state")?;
     Ok(())
@@ -511,7 +530,12 @@ async fn ws_016(ctx: Ctx) -> CheckResult {
     let mut want = vec!["success"; 15];
     want.push("cancelled");
     expect_outcomes(&run, 4, &want, "the burst with one waiter cancelled")?;
-    expect_outcomes(&run, 6, &["success"], "a send issued after the cancellation")?;
+    expect_outcomes(
+        &run,
+        6,
+        &["success"],
+        "a send issued after the cancellation",
+    )?;
     let cancelled_id = run
         .outcomes(4)
         .iter()
@@ -531,7 +555,9 @@ async fn ws_016(ctx: Ctx) -> CheckResult {
     let last = run.of_type("stats").into_iter().last().cloned();
     ensure_eq!(
         Some(json!(n)),
-        last.as_ref().and_then(|s| s.get("sendPermitsAvailable")).cloned(),
+        last.as_ref()
+            .and_then(|s| s.get("sendPermitsAvailable"))
+            .cloned(),
         "free send permits at the end (the cancelled waiter took no quota)"
     );
     let methods: Vec<&str> = run

@@ -121,7 +121,10 @@ async fn ws_034(ctx: Ctx) -> CheckResult {
         &[
             request(
                 "fs/write_text_file",
-                &format!("path = {}, content = \"written by the agent\\n\"", toml_str(&path)),
+                &format!(
+                    "path = {}, content = \"written by the agent\\n\"",
+                    toml_str(&path)
+                ),
             ),
             request(
                 "fs/write_text_file",

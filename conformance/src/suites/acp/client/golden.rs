@@ -66,7 +66,9 @@ const AGENT_MESSAGE_CHUNK_ID: (&str, &str) = (
 );
 const AGENT_MESSAGE_CHUNK_LINK: (&str, &str) = (
     "agent_message_chunk--resource-link",
-    include_str!("../../../../../golden/acp/session-update/agent_message_chunk--resource-link.json"),
+    include_str!(
+        "../../../../../golden/acp/session-update/agent_message_chunk--resource-link.json"
+    ),
 );
 const AVAILABLE_COMMANDS: (&str, &str) = (
     "available_commands_update",
@@ -124,7 +126,14 @@ async fn round_trip(ctx: &Ctx, fixtures: &[(&str, &str)]) -> CheckResult {
 
 async fn ws_044(ctx: Ctx) -> CheckResult {
     let full = update_of(TOOL_CALL_FULL)?;
-    for field in ["kind", "status", "locations", "content", "rawInput", "rawOutput"] {
+    for field in [
+        "kind",
+        "status",
+        "locations",
+        "content",
+        "rawInput",
+        "rawOutput",
+    ] {
         ensure!(
             full.get(field).is_some(),
             "the full tool_call fixture carries every standard field",
@@ -132,7 +141,10 @@ async fn ws_044(ctx: Ctx) -> CheckResult {
         );
     }
     let partial = update_of(TOOL_CALL_UPDATE)?;
-    let keys: Vec<&String> = partial.as_object().map(|o| o.keys().collect()).unwrap_or_default();
+    let keys: Vec<&String> = partial
+        .as_object()
+        .map(|o| o.keys().collect())
+        .unwrap_or_default();
     ensure_eq!(
         3,
         keys.len(),

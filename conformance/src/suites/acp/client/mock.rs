@@ -428,7 +428,10 @@ impl Control {
     pub async fn accept(&mut self, ctx: &Ctx) -> Result<(), CheckError> {
         use tokio::io::AsyncBufReadExt;
         let (stream, _) = ctx
-            .within("the mock agent to connect to the control socket", self.listener.accept())
+            .within(
+                "the mock agent to connect to the control socket",
+                self.listener.accept(),
+            )
             .await??;
         let mut stream = tokio::io::BufStream::new(stream);
         let mut hello = String::new();
@@ -517,7 +520,9 @@ pub async fn ask(
     let transcript = mock.transcript()?;
     let answers = transcript.answers_to(method);
     let (request, answer) = answers.last().ok_or_else(|| {
-        CheckError::Harness(format!("the mock's {method} request is not in its transcript"))
+        CheckError::Harness(format!(
+            "the mock's {method} request is not in its transcript"
+        ))
     })?;
     Ok(((*request).clone(), answer.cloned()))
 }
@@ -541,7 +546,10 @@ pub fn raw_update(update: &Value) -> String {
 
 /// A turn rule for a mock script: on any prompt run `steps` (TOML inline tables, one per item).
 pub fn on_prompt(steps: &[&str]) -> String {
-    format!("[[on]]\nprompt = \"*\"\ndo = [\n  {},\n]\n", steps.join(",\n  "))
+    format!(
+        "[[on]]\nprompt = \"*\"\ndo = [\n  {},\n]\n",
+        steps.join(",\n  ")
+    )
 }
 
 /// The permission request step with `id` (a TOML value) for the current session.
@@ -604,8 +612,10 @@ impl ClientRun {
         if counters == Some((Some(Value::from(0)), Some(Value::from(0)))) {
             return Ok(());
         }
-        Err(Failure::new(check, "a summary with pending 0 and timeouts 0")
-            .actual(format!("summary {summary:?}; {}", self.describe()))
-            .into())
+        Err(
+            Failure::new(check, "a summary with pending 0 and timeouts 0")
+                .actual(format!("summary {summary:?}; {}", self.describe()))
+                .into(),
+        )
     }
 }

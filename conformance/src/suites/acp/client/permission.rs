@@ -37,7 +37,10 @@ pub fn checks() -> Vec<Check> {
 }
 
 /// One turn with one permission request of `id`; the client's answer.
-async fn ask_once(ctx: &Ctx, id: &str) -> Result<(super::mock::ClientRun, Value), crate::CheckError> {
+async fn ask_once(
+    ctx: &Ctx,
+    id: &str,
+) -> Result<(super::mock::ClientRun, Value), crate::CheckError> {
     let mock = Mock::new(
         ctx,
         "mock",
@@ -60,14 +63,20 @@ async fn ask_once(ctx: &Ctx, id: &str) -> Result<(super::mock::ClientRun, Value)
 
 async fn ws_022(ctx: Ctx) -> CheckResult {
     let (run, answer) = ask_once(&ctx, "\"perm-22\"").await?;
-    ensure_eq!(Some(&json!("perm-22")), answer.get("id"), "the id of the answer");
+    ensure_eq!(
+        Some(&json!("perm-22")),
+        answer.get("id"),
+        "the id of the answer"
+    );
     ensure!(
         answer.get("result").is_some_and(Value::is_object) && answer.get("error").is_none(),
         "a JSON-RPC result on the request's id",
         "{answer}"
     );
     ensure!(
-        answer.pointer("/result/outcome").is_some_and(Value::is_object),
+        answer
+            .pointer("/result/outcome")
+            .is_some_and(Value::is_object),
         "the result carries the permission decision (an outcome object)",
         "{answer}"
     );
@@ -114,10 +123,7 @@ async fn core_030(ctx: Ctx) -> CheckResult {
     let mock = Mock::new(
         &ctx,
         "mock",
-        &on_prompt(&[
-            &permission_step("\"perm-30\""),
-            &end_turn_step("cancelled"),
-        ]),
+        &on_prompt(&[&permission_step("\"perm-30\""), &end_turn_step("cancelled")]),
         &[],
     )?;
     let steps = json!([

@@ -64,11 +64,18 @@ struct Seen {
 async fn scenario(ctx: &Ctx, run_name: &str, drop_at: Cut) -> CheckResult {
     let base = match ctx.setting("reconnect_base_delay_ms")? {
         Some(ms) => Duration::from_millis(ms.parse().map_err(|_| {
-            CheckError::Harness(format!("settings.reconnect_base_delay_ms {ms:?} is no number"))
+            CheckError::Harness(format!(
+                "settings.reconnect_base_delay_ms {ms:?} is no number"
+            ))
         })?),
         None => Duration::from_millis(200),
     };
-    let mock = Mock::new(ctx, run_name, &on_prompt(&["{ turn = \"after reconnect\" }"]), &[])?;
+    let mock = Mock::new(
+        ctx,
+        run_name,
+        &on_prompt(&["{ turn = \"after reconnect\" }"]),
+        &[],
+    )?;
     let spec = ChildSpec::from_argv(format!("{run_name}-mock"), &mock.argv)
         .ok_or_else(|| CheckError::Harness("empty mock command".into()))?;
     let mut agent = ctx.spawn(spec)?;
@@ -155,7 +162,12 @@ async fn scenario(ctx: &Ctx, run_name: &str, drop_at: Cut) -> CheckResult {
         }
     });
     let url = format!("ws://{addr}/");
-    let client = start_client(ctx, "client_ws", &mock, &[("url", &url), ("prompt", "hello")])?;
+    let client = start_client(
+        ctx,
+        "client_ws",
+        &mock,
+        &[("url", &url), ("prompt", "hello")],
+    )?;
     let run = client.finish(ctx, &mock).await;
     peer.abort();
     let _ = peer.await;
@@ -168,7 +180,10 @@ async fn scenario(ctx: &Ctx, run_name: &str, drop_at: Cut) -> CheckResult {
         .map(|(_, d, m)| format!("{m:?}{}", if d.is_some() { " dropped" } else { "" }))
         .collect::<Vec<_>>()
         .join("; ");
-    run.expect_turns(&["end_turn"], &format!("{run_name}: the turn completes after the reconnect"))?;
+    run.expect_turns(
+        &["end_turn"],
+        &format!("{run_name}: the turn completes after the reconnect"),
+    )?;
     ensure!(
         seen.connections.len() >= 2,
         format!("{run_name}: the client reconnects"),
@@ -177,7 +192,10 @@ async fn scenario(ctx: &Ctx, run_name: &str, drop_at: Cut) -> CheckResult {
     let (_, dropped, _) = &seen.connections[0];
     let (accepted, _, methods) = &seen.connections[1];
     let Some(dropped) = dropped else {
-        fail!(format!("{run_name}: the first connection is dropped"), "connections: {report}");
+        fail!(
+            format!("{run_name}: the first connection is dropped"),
+            "connections: {report}"
+        );
     };
     let delay = accepted.saturating_duration_since(*dropped);
     let slack = Duration::from_millis(5);

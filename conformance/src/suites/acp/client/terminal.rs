@@ -155,7 +155,11 @@ async fn ws_035(ctx: Ctx) -> CheckResult {
         .await?;
     let exit = live.on(&ctx, "terminal/wait_for_exit", &id).await?;
     let exit = result(&exit, "terminal/wait_for_exit")?;
-    ensure_eq!(Some(&json!(3)), exit.get("exitCode"), "wait_for_exit exitCode");
+    ensure_eq!(
+        Some(&json!(3)),
+        exit.get("exitCode"),
+        "wait_for_exit exitCode"
+    );
     let output = live.on(&ctx, "terminal/output", &id).await?;
     let output = result(&output, "terminal/output")?;
     ensure!(

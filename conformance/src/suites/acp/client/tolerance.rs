@@ -140,7 +140,9 @@ async fn core_028(ctx: Ctx) -> CheckResult {
     );
     let t = &run.transcript;
     let init = t.client_requests("initialize");
-    let version = init.first().and_then(|v| v.pointer("/params/protocolVersion"));
+    let version = init
+        .first()
+        .and_then(|v| v.pointer("/params/protocolVersion"));
     ensure_eq!(
         Some(&json!(1)),
         version,
@@ -156,14 +158,17 @@ async fn core_028(ctx: Ctx) -> CheckResult {
         "{new:?}"
     );
     ensure!(
-        new.and_then(|p| p.get("mcpServers")).is_some_and(Value::is_array),
+        new.and_then(|p| p.get("mcpServers"))
+            .is_some_and(Value::is_array),
         "session/new carries an mcpServers array",
         "{new:?}"
     );
     let prompts = t.client_requests("session/prompt");
     ensure!(
-        prompts.iter().all(|p| p.pointer("/params/prompt").is_some_and(Value::is_array)
-            && p.pointer("/params/content").is_none()),
+        prompts
+            .iter()
+            .all(|p| p.pointer("/params/prompt").is_some_and(Value::is_array)
+                && p.pointer("/params/content").is_none()),
         "session/prompt carries prompt (not content)",
         "{prompts:?}"
     );
@@ -179,10 +184,14 @@ async fn core_029(ctx: Ctx) -> CheckResult {
     let run = one_turn(&ctx, &mock, "hello").await?;
     run.expect_turns(&["end_turn"], "the client completes the turn")?;
     let t = &run.transcript;
-    let answer = t
-        .lines
-        .iter()
-        .position(|l| !l.from_client && l.value.as_ref().is_some_and(|v| v.get("result").and_then(|r| r.get("protocolVersion")).is_some()));
+    let answer = t.lines.iter().position(|l| {
+        !l.from_client
+            && l.value.as_ref().is_some_and(|v| {
+                v.get("result")
+                    .and_then(|r| r.get("protocolVersion"))
+                    .is_some()
+            })
+    });
     let Some(answer) = answer else {
         fail!("the mock answered initialize", "{}", t.describe());
     };
@@ -311,10 +320,9 @@ async fn core_033(ctx: Ctx) -> CheckResult {
     let run = one_turn(&ctx, &mock, "hello").await?;
     run.expect_turns(&["end_turn"], "the client completes the turn")?;
     let t = &run.transcript;
-    let prompt_at = t
-        .lines
-        .iter()
-        .position(|l| l.from_client && l.value.as_ref().and_then(method_of) == Some("session/prompt"));
+    let prompt_at = t.lines.iter().position(|l| {
+        l.from_client && l.value.as_ref().and_then(method_of) == Some("session/prompt")
+    });
     let after: Vec<&str> = t.lines[prompt_at.map_or(0, |i| i + 1)..]
         .iter()
         .filter(|l| l.from_client)
@@ -334,8 +342,7 @@ async fn core_033(ctx: Ctx) -> CheckResult {
     let foreign: Vec<&&Value> = updates
         .iter()
         .filter(|u| {
-            u.get("sessionId") == own_session.as_ref()
-                && u.to_string().contains("subagent text")
+            u.get("sessionId") == own_session.as_ref() && u.to_string().contains("subagent text")
         })
         .collect();
     ensure!(
@@ -369,7 +376,10 @@ async fn core_034(ctx: Ctx) -> CheckResult {
         "answers {answers:?}; transcript:\n{}",
         run.transcript.describe()
     );
-    run.expect_turns(&["end_turn"], "initialize, session/new and the turn complete")?;
+    run.expect_turns(
+        &["end_turn"],
+        "initialize, session/new and the turn complete",
+    )?;
     Ok(())
 }
 
@@ -386,7 +396,10 @@ async fn core_035(ctx: Ctx) -> CheckResult {
     ]);
     let mock = Mock::new(&ctx, "mock", &script, &[])?;
     let run = one_turn(&ctx, &mock, "hello").await?;
-    run.expect_turns(&["end_turn"], "the client reports the stop reason of the result")?;
+    run.expect_turns(
+        &["end_turn"],
+        "the client reports the stop reason of the result",
+    )?;
     Ok(())
 }
 
@@ -428,7 +441,10 @@ async fn core_036(ctx: Ctx) -> CheckResult {
 }
 
 async fn core_037(ctx: Ctx) -> CheckResult {
-    for (name, extra) in [("eof", &[][..]), ("stubborn", &["--fault", "ignore-eof"][..])] {
+    for (name, extra) in [
+        ("eof", &[][..]),
+        ("stubborn", &["--fault", "ignore-eof"][..]),
+    ] {
         let mock = Mock::new(&ctx, name, &on_prompt(&["{ turn = \"ok\" }"]), extra)?;
         let run = one_turn(&ctx, &mock, "hello").await?;
         run.expect_turns(&["end_turn"], "the client completes the turn")?;
@@ -440,7 +456,11 @@ async fn core_037(ctx: Ctx) -> CheckResult {
             .and_then(|v| v.get("pid").and_then(Value::as_u64))
             .and_then(|p| u32::try_from(p).ok());
         let Some(pid) = pid else {
-            fail!("the mock agent ran", "no start record in {}", mock.transcript.display());
+            fail!(
+                "the mock agent ran",
+                "no start record in {}",
+                mock.transcript.display()
+            );
         };
         let t = &run.transcript;
         ensure!(
@@ -449,8 +469,8 @@ async fn core_037(ctx: Ctx) -> CheckResult {
             "mock notes: {:?}",
             t.notes
         );
-        let alive = ski::transport::child::process_exists(pid)
-            || ski::transport::child::group_exists(pid);
+        let alive =
+            ski::transport::child::process_exists(pid) || ski::transport::child::group_exists(pid);
         ensure!(
             !alive,
             format!("no process of the {name} agent's group remains once the client exited"),
@@ -476,7 +496,10 @@ async fn core_038(ctx: Ctx) -> CheckResult {
         &[("prompt", "again"), ("session_id", "sess-1")],
     )
     .await?;
-    second.expect_turns(&["end_turn"], "the client completes a turn on the reused session")?;
+    second.expect_turns(
+        &["end_turn"],
+        "the client completes a turn on the reused session",
+    )?;
     const GATED: &[&str] = &[
         "session/load",
         "session/list",
@@ -526,8 +549,12 @@ async fn core_039(ctx: Ctx) -> CheckResult {
          initialize_result = {{ _meta = {{ vendor = {{ build = \"x\" }} }}, futureTop = {{ a = 1 }} }}\n\
          session_result = {{ _meta = {{ vendor = {{ s = 1 }} }}, futureSession = [1, 2] }}\n{}",
         on_prompt(&[
-            &raw_update(&json!({"sessionUpdate": "turn_end", "stopReason": "end_turn", "_meta": {"x": 1}})),
-            &raw_update(&json!({"sessionUpdate": "tool_call_chunk", "toolCallId": "t1", "delta": "{"})),
+            &raw_update(
+                &json!({"sessionUpdate": "turn_end", "stopReason": "end_turn", "_meta": {"x": 1}})
+            ),
+            &raw_update(
+                &json!({"sessionUpdate": "tool_call_chunk", "toolCallId": "t1", "delta": "{"})
+            ),
             &raw_update(&json!({"sessionUpdate": "agent_message_chunk",
                 "content": {"type": "text", "text": "known chunk", "_meta": {"z": 3}}, "_meta": {"w": 4}})),
             "{ respond = { stopReason = \"end_turn\", _meta = { vendor = { t = 1 } } } }",
@@ -535,7 +562,10 @@ async fn core_039(ctx: Ctx) -> CheckResult {
     );
     let mock = Mock::new(&ctx, "mock", &script, &[])?;
     let run = one_turn(&ctx, &mock, "hello").await?;
-    run.expect_turns(&["end_turn"], "the client accepts every message and ends the turn")?;
+    run.expect_turns(
+        &["end_turn"],
+        "the client accepts every message and ends the turn",
+    )?;
     ensure!(
         run.of_type("session_update")
             .iter()
