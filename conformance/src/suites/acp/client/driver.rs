@@ -9,7 +9,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 
-use super::mock::{ClientRun, Control, Mock, is_request, method_of, run_drive, start_client};
+use super::control::Control;
+use super::mock::{ClientRun, Mock, is_request, method_of, run_drive, start_client};
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
 use crate::{ensure, ensure_eq, fail};

@@ -4,7 +4,8 @@
 
 use serde_json::{Value, json};
 
-use super::mock::{ClientRun, Control, Mock, Running, ask, on_prompt, start_client};
+use super::control::{Control, ask};
+use super::mock::{ClientRun, Mock, Running, on_prompt, start_client};
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
 use crate::{ensure, ensure_eq, fail};
