@@ -61,12 +61,19 @@ pub struct Suite {
     pub checks: fn() -> Vec<Check>,
 }
 
+pub mod acp;
 pub mod aof;
 
 /// Every registered suite, in the order of the list: one line per suite.
 pub fn all() -> Vec<Suite> {
-    vec![Suite {
-        name: "aof",
-        checks: aof::checks,
-    }]
+    vec![
+        Suite {
+            name: "acp",
+            checks: acp::checks,
+        },
+        Suite {
+            name: "aof",
+            checks: aof::checks,
+        },
+    ]
 }

@@ -93,6 +93,12 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "url",
     // The rendered `agent` command of the same section as one shell-quoted string.
     "agent_cmd",
+    // Client commands of the ACP suite: the prompt texts of a run, a session id to reuse and the
+    // path of a driver script.
+    "prompt",
+    "prompt2",
+    "session_id",
+    "script",
 ];
 
 /// A command template: a list of words, or one string split like a shell would.

@@ -1,0 +1,55 @@
+//! The ACP suite: the rows of `conformance/catalog/acp.toml`, judged by driving the agent (and,
+//! for client rows, the client) of the target over its real wire.
+//!
+//! Infrastructure, shared by every check:
+//! - [`agent`]: starts the agent through the profile over stdio or WebSocket, in named variants
+//!   (`agent_hold`, `agent_permission`, ...), and picks the transport of a row that names none;
+//! - [`connection`]: one raw JSON-RPC connection with ski's framing, every frame kept and logged,
+//!   and a responder for the agent's requests to the client;
+//! - [`oracle`]: the schema oracle that judges every frame the agent sends;
+//! - [`exchange`]: typed steps (initialize, session/new, prompt turns, cancel) and shared
+//!   judgements.
+//!
+//! Checks, grouped by what they drive: [`jsonrpc`] (framing and JSON-RPC rules), [`turns`]
+//! (prompt turns and their updates), [`cancellation`], [`permissions`], [`execution`] (execution
+//! state and retries), [`sessions`] (session methods, auth), [`websocket`] (the WebSocket
+//! server), [`lifecycle`] (the agent process), [`schema`] (the wire against the ACP schema) and
+//! [`harness`] (the rows that judge the runner itself).
+
+pub mod agent;
+pub mod cancellation;
+pub mod client;
+pub mod connection;
+pub mod exchange;
+pub mod execution;
+pub mod harness;
+pub mod jsonrpc;
+pub mod lifecycle;
+pub mod oracle;
+pub mod permissions;
+pub mod schema;
+pub mod sessions;
+pub mod turns;
+pub mod websocket;
+
+use crate::check::Check;
+
+/// Every check of the ACP suite.
+pub fn checks() -> Vec<Check> {
+    [
+        jsonrpc::checks(),
+        turns::checks(),
+        cancellation::checks(),
+        permissions::checks(),
+        execution::checks(),
+        sessions::checks(),
+        websocket::checks(),
+        lifecycle::checks(),
+        schema::checks(),
+        harness::checks(),
+        client::checks(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}

@@ -1,0 +1,471 @@
+//! Starting the ACP agent under test through the target profile, over stdio or WebSocket.
+//!
+//! The profile's `[suites.acp]` section describes the agent:
+//!
+//! - `commands.agent` starts it on stdio; `commands.agent_<variant>` starts a variant (the same
+//!   agent configured to hold its turns, ask for permission, retry, ...). A variant the profile
+//!   does not name falls back to `agent`.
+//! - `settings.ws_args` are the words added to an agent command to serve WebSocket instead. The
+//!   agent must then print its address (`ws://HOST:PORT/PATH`) on stdout or stderr; when the words
+//!   use `{listen}`, `{host}` or `{port}`, the harness picks the address and starts the agent again
+//!   on a new port when it reports the address in use.
+//! - `urls.ws` is an agent that is already running (only the base variant).
+//!
+//! Rows that name no transport run over stdio when the target declares it, else over WebSocket
+//! ([`pick`]).
+
+use std::time::Duration;
+
+use ski::transport::child::{Child, ChildSpec};
+use tokio::io::AsyncReadExt;
+
+use super::connection::Connection;
+use crate::check::{CheckError, Failure};
+use crate::context::Ctx;
+use crate::port::{StartError, says_addr_in_use};
+use crate::target::split_words;
+
+/// How long an agent may take to start and report its WebSocket address.
+const START_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// The transport a check talks to the agent over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// Newline-delimited JSON-RPC on the agent's stdin and stdout.
+    Stdio,
+    /// One JSON-RPC message per WebSocket text frame.
+    Ws,
+}
+
+impl Transport {
+    /// The capability that declares it, which is also its name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Transport::Stdio => "stdio",
+            Transport::Ws => "ws",
+        }
+    }
+}
+
+/// The transport for a row that names none: stdio when the target declares it, else WebSocket.
+pub fn pick(ctx: &Ctx) -> Result<Transport, CheckError> {
+    if ctx.has("stdio") {
+        Ok(Transport::Stdio)
+    } else if ctx.has("ws") {
+        Ok(Transport::Ws)
+    } else {
+        Err(CheckError::Skip(format!(
+            "target {} declares neither stdio nor ws for the acp suite",
+            ctx.target().name
+        )))
+    }
+}
+
+/// Every transport the target declares, stdio first.
+pub fn declared(ctx: &Ctx) -> Vec<Transport> {
+    [Transport::Stdio, Transport::Ws]
+        .into_iter()
+        .filter(|t| ctx.has(t.name()))
+        .collect()
+}
+
+/// A named configuration of the agent: `""` is the plain agent, anything else a variant the
+/// profile may start with other arguments (`agent_<name>`).
+pub type Variant = &'static str;
+
+/// The plain agent.
+pub const PLAIN: Variant = "";
+
+/// A started agent (or an already running WebSocket endpoint) that checks connect to.
+pub struct Agent {
+    ctx: Ctx,
+    transport: Transport,
+    child: Option<Child>,
+    url: Option<String>,
+    connections: usize,
+}
+
+impl std::fmt::Debug for Agent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Agent")
+            .field("transport", &self.transport)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+fn command_name(variant: Variant) -> String {
+    if variant.is_empty() {
+        "agent".to_owned()
+    } else {
+        format!("agent_{variant}")
+    }
+}
+
+/// The name of the profile command that starts `variant`, falling back to the plain agent.
+fn resolve_command(ctx: &Ctx, variant: Variant) -> Option<String> {
+    let commands = &ctx.section().commands;
+    let name = command_name(variant);
+    if commands.contains_key(&name) {
+        return Some(name);
+    }
+    if commands.contains_key("agent") {
+        if !variant.is_empty() {
+            ctx.note(format!(
+                "the profile has no command {name}; variant {variant} uses the agent command"
+            ));
+        }
+        return Some("agent".to_owned());
+    }
+    None
+}
+
+impl Agent {
+    /// Starts the agent over the transport a row without a named transport uses.
+    pub async fn start(ctx: &Ctx, variant: Variant) -> Result<Self, CheckError> {
+        let transport = pick(ctx)?;
+        Self::start_on(ctx, transport, variant).await
+    }
+
+    /// Starts `variant` of the agent over `transport`.
+    pub async fn start_on(
+        ctx: &Ctx,
+        transport: Transport,
+        variant: Variant,
+    ) -> Result<Self, CheckError> {
+        ctx.require(transport.name())?;
+        prerequisites(ctx)?;
+        match transport {
+            Transport::Stdio => {
+                let name = resolve_command(ctx, variant).ok_or_else(|| {
+                    CheckError::Harness(format!(
+                        "target {} declares stdio but has no command agent",
+                        ctx.target().name
+                    ))
+                })?;
+                let child = ctx.spawn_target(&name, &[])?;
+                Ok(Self {
+                    ctx: ctx.clone(),
+                    transport,
+                    child: Some(child),
+                    url: None,
+                    connections: 0,
+                })
+            }
+            Transport::Ws => Self::start_ws(ctx, variant).await,
+        }
+    }
+
+    async fn start_ws(ctx: &Ctx, variant: Variant) -> Result<Self, CheckError> {
+        let ws_args = ctx.section().settings.get("ws_args").cloned();
+        let name = resolve_command(ctx, variant);
+        let (Some(name), Some(ws_args)) = (name, ws_args) else {
+            let url = ctx.url("ws")?.ok_or_else(|| {
+                CheckError::Harness(format!(
+                    "target {} declares ws but has neither settings.ws_args with an agent \
+                     command nor urls.ws",
+                    ctx.target().name
+                ))
+            })?;
+            if !variant.is_empty() {
+                ctx.note(format!(
+                    "variant {variant} uses the running agent at {url}: no command starts it"
+                ));
+            }
+            return Ok(Self {
+                ctx: ctx.clone(),
+                transport: Transport::Ws,
+                child: None,
+                url: Some(url),
+                connections: 0,
+            });
+        };
+        let words = split_words(&ws_args).map_err(|e| {
+            CheckError::Harness(format!("settings.ws_args {ws_args:?} is malformed: {e}"))
+        })?;
+        let picks_address = words
+            .iter()
+            .any(|w| w.contains("{listen}") || w.contains("{port}") || w.contains("{host}"));
+        if !picks_address {
+            let spec = ws_spec(ctx, &name, &words, &[])?;
+            let (child, url) = launch_ws(ctx, spec).await.map_err(|e| match e {
+                StartError::AddrInUse(output) => Failure::new(
+                    "the agent starts",
+                    "the WebSocket agent starts and prints its ws:// address",
+                )
+                .actual(format!("its address was in use: {output}"))
+                .into(),
+                StartError::Other(e) => e,
+            })?;
+            return Ok(Self::with_child(ctx, child, url));
+        }
+        let started = ctx
+            .ports()
+            .start(None, |addr| {
+                let listen = addr.to_string();
+                let host = addr.ip().to_string();
+                let port = addr.port().to_string();
+                let spec = ws_spec(
+                    ctx,
+                    &name,
+                    &words,
+                    &[("listen", &listen), ("host", &host), ("port", &port)],
+                );
+                async move {
+                    match spec {
+                        Ok(spec) => launch_ws(ctx, spec).await,
+                        Err(e) => Err(StartError::Other(e)),
+                    }
+                }
+            })
+            .await;
+        match started {
+            Ok(started) => {
+                let (child, url) = started.value;
+                ctx.note(format!(
+                    "ws agent on {url} after {} attempt(s)",
+                    started.attempts.len()
+                ));
+                Ok(Self::with_child(ctx, child, url))
+            }
+            Err((StartError::Other(e), _)) => Err(e),
+            Err((StartError::AddrInUse(detail), attempts)) => Err(CheckError::Harness(format!(
+                "the ws agent could not get a free port: {detail} ({} attempts)",
+                attempts.len()
+            ))),
+        }
+    }
+
+    fn with_child(ctx: &Ctx, child: Child, url: String) -> Self {
+        Self {
+            ctx: ctx.clone(),
+            transport: Transport::Ws,
+            child: Some(child),
+            url: Some(url),
+            connections: 0,
+        }
+    }
+
+    /// The transport.
+    pub fn transport(&self) -> Transport {
+        self.transport
+    }
+
+    /// The WebSocket URL, for a WebSocket agent.
+    pub fn url(&self) -> Option<&str> {
+        self.url.as_deref()
+    }
+
+    /// The agent's process, when the harness started it.
+    pub fn child(&self) -> Option<&Child> {
+        self.child.as_ref()
+    }
+
+    /// The agent's process, mutably (to close its stdin or wait for it).
+    pub fn child_mut(&mut self) -> Option<&mut Child> {
+        self.child.as_mut()
+    }
+
+    /// Whether the agent process is still running (an agent the harness did not start counts
+    /// as running).
+    pub fn is_running(&self) -> bool {
+        self.child.as_ref().is_none_or(|c| c.try_status().is_none())
+    }
+
+    /// A new connection: on stdio the agent's stdin and stdout (only once), on WebSocket a new
+    /// client connection to the agent's URL.
+    pub async fn connect(&mut self) -> Result<Connection, CheckError> {
+        self.connections += 1;
+        match self.transport {
+            Transport::Stdio => {
+                if self.connections > 1 {
+                    return Err(CheckError::Harness(
+                        "an agent on stdio has exactly one connection".to_owned(),
+                    ));
+                }
+                let child = self
+                    .child
+                    .as_mut()
+                    .ok_or_else(|| CheckError::Harness("the stdio agent has no process".into()))?;
+                Connection::over_stdio(&self.ctx, child)
+            }
+            Transport::Ws => {
+                let url = self
+                    .url
+                    .clone()
+                    .ok_or_else(|| CheckError::Harness("the ws agent has no url".into()))?;
+                let channel = format!("ws{}", self.connections);
+                Connection::over_ws(&self.ctx, &channel, &url).await
+            }
+        }
+    }
+
+    /// A new WebSocket connection to `path` on the agent's host instead of its advertised URL.
+    pub async fn connect_path(&mut self, path: &str) -> Result<Connection, CheckError> {
+        let url = self
+            .url
+            .clone()
+            .ok_or_else(|| CheckError::Harness("the agent has no ws url".into()))?;
+        self.connections += 1;
+        let channel = format!("ws{}", self.connections);
+        Connection::over_ws(&self.ctx, &channel, &with_path(&url, path)).await
+    }
+}
+
+/// Checks the profile's prerequisites before an agent is started: every program of
+/// `settings.requires_programs` must be on the `PATH` (else the check is skipped, so a machine
+/// without, say, Node.js runs the rest), and every path of `settings.requires_files` must exist
+/// (else the harness fails: the target was not installed). `settings.install_hint` says how to
+/// fix either.
+fn prerequisites(ctx: &Ctx) -> Result<(), CheckError> {
+    let hint = ctx
+        .setting("install_hint")?
+        .map(|h| format!("; {h}"))
+        .unwrap_or_default();
+    if let Some(programs) = ctx.setting("requires_programs")? {
+        for program in programs.split_whitespace() {
+            if !on_path(program) {
+                return Err(CheckError::Skip(format!(
+                    "the target needs the program {program}, which is not installed{hint}"
+                )));
+            }
+        }
+    }
+    if let Some(files) = ctx.setting("requires_files")? {
+        for file in files.split_whitespace() {
+            if !std::path::Path::new(file).exists() {
+                return Err(CheckError::Harness(format!(
+                    "the target is not installed: {file} is missing{hint}"
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `program` names an existing file, or a file in a directory of `PATH`.
+fn on_path(program: &str) -> bool {
+    if program.contains('/') {
+        return std::path::Path::new(program).is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+/// `url` with its path replaced by `path`.
+pub fn with_path(url: &str, path: &str) -> String {
+    let scheme_end = url.find("://").map_or(0, |i| i + 3);
+    let authority_end = url[scheme_end..]
+        .find('/')
+        .map_or(url.len(), |i| scheme_end + i);
+    format!("{}{}", &url[..authority_end], path)
+}
+
+fn ws_spec(
+    ctx: &Ctx,
+    name: &str,
+    ws_words: &[String],
+    extra: &[(&str, &str)],
+) -> Result<ChildSpec, CheckError> {
+    let mut spec = ctx.command(name, extra)?;
+    for word in ws_words {
+        spec = spec.arg(ctx.render(word, extra)?);
+    }
+    Ok(spec)
+}
+
+/// Starts a WebSocket agent and reads its output until it prints a `ws://` URL.
+async fn launch_ws(ctx: &Ctx, spec: ChildSpec) -> Result<(Child, String), StartError<CheckError>> {
+    let mut child = ctx.spawn(spec).map_err(StartError::Other)?;
+    let mut output = String::new();
+    let waited = tokio::time::timeout(ctx.timeouts().scale(START_TIMEOUT), async {
+        while let Some((_, line)) = child.next_output_line().await {
+            if let Some(url) = find_ws_url(&line) {
+                return Some(url);
+            }
+            output.push_str(&line);
+            output.push('\n');
+        }
+        None
+    })
+    .await;
+    match waited {
+        Ok(Some(url)) => {
+            // Nothing else reads stdout from now on; drain it so the agent never blocks on it.
+            if let Ok(mut stdout) = child.take_stdout() {
+                tokio::spawn(async move {
+                    let mut sink = Vec::new();
+                    let _ = stdout.read_to_end(&mut sink).await;
+                });
+            }
+            Ok((child, url))
+        }
+        Ok(None) => {
+            let status = child
+                .wait()
+                .await
+                .map(|s| s.to_string())
+                .unwrap_or_else(|_| "ended".to_owned());
+            if says_addr_in_use(&output) {
+                Err(StartError::AddrInUse(output))
+            } else {
+                Err(StartError::Other(
+                    Failure::new(
+                        "the agent starts",
+                        "the WebSocket agent starts and prints its ws:// address",
+                    )
+                    .actual(format!("it exited ({status}) first; its output: {output}"))
+                    .into(),
+                ))
+            }
+        }
+        Err(_) => Err(StartError::Other(
+            Failure::new(
+                "the agent starts",
+                format!(
+                    "the WebSocket agent prints its ws:// address within {:?}",
+                    ctx.timeouts().scale(START_TIMEOUT)
+                ),
+            )
+            .actual(format!("no address; its output so far: {output}"))
+            .into(),
+        )),
+    }
+}
+
+/// The first `ws://` or `wss://` URL in a line of output.
+pub fn find_ws_url(line: &str) -> Option<String> {
+    let start = [line.find("wss://"), line.find("ws://")]
+        .into_iter()
+        .flatten()
+        .min()?;
+    let url: String = line[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | ',' | '}' | ')'))
+        .collect();
+    (url.len() > "ws://".len()).then_some(url)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ws_urls_are_found_in_log_lines() {
+        assert_eq!(
+            find_ws_url("listening on ws://127.0.0.1:4000/acp").as_deref(),
+            Some("ws://127.0.0.1:4000/acp")
+        );
+        assert_eq!(
+            find_ws_url(r#"{"event":"listening","url":"wss://h:1/x"}"#).as_deref(),
+            Some("wss://h:1/x")
+        );
+        assert_eq!(find_ws_url("no address here"), None);
+    }
+
+    #[test]
+    fn paths_are_replaced() {
+        assert_eq!(with_path("ws://h:1/acp", "/"), "ws://h:1/");
+        assert_eq!(with_path("ws://h:1", "/acp"), "ws://h:1/acp");
+    }
+}

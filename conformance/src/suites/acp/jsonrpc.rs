@@ -1,0 +1,412 @@
+//! Checks of framing and the JSON-RPC rules every agent must keep: ids, errors for bad input,
+//! extension methods, batches, fragmented writes, tolerated additions, protocol version.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::agent::{Agent, PLAIN, Transport};
+use super::connection::{Connection, describe};
+use super::exchange::{
+    self, QUIET, bare_capabilities, expect_error, expect_result, initialize, initialize_params,
+    new_session_params,
+};
+use crate::check::{Check, CheckResult};
+use crate::context::Ctx;
+use crate::{ensure, ensure_eq, fail};
+
+/// The checks of this module.
+pub fn checks() -> Vec<Check> {
+    vec![
+        Check::new(
+            "ACP-CORE-006",
+            "Initializes, sends the request _ski.conformance/unknown and requires error -32601 for \
+             its id, then requires session/new to succeed.",
+            core_006,
+        ),
+        Check::new(
+            "ACP-CORE-007",
+            "Initializes, sends the notification _ski.conformance/notice, then session/new; no \
+             response other than the session/new result may arrive, during a quiet period too.",
+            core_007,
+        ),
+        Check::new(
+            "ACP-CORE-012",
+            "Sends initialize with protocolVersion 1 and requires the result's protocolVersion \
+             to be the JSON integer 1.",
+            core_012,
+        ),
+        Check::new(
+            "ACP-CORE-014",
+            "Sends a JSON array of two session/new requests as one message; requires one error \
+             -32600 with id null, no answer for either entry, and a working next request.",
+            core_014,
+        ),
+        Check::new(
+            "ACP-CORE-015",
+            "Sends session/new with ids \"req-1\", a UUID string, 0 and 2147483648; each \
+             response must carry the same JSON id.",
+            core_015,
+        ),
+        Check::new(
+            "ACP-CORE-016",
+            "Sends the text {\"jsonrpc\":\"2.0\", as a message, then session/new; requires error \
+             -32700 with id null and a normal answer to the request.",
+            core_016,
+        ),
+        Check::new(
+            "ACP-CORE-017",
+            "Sends 42, then {\"jsonrpc\":\"2.0\",\"method\":7,\"id\":3}, then session/new; requires \
+             -32600 with id null, -32600 with id 3 or null, and a result.",
+            core_017,
+        ),
+        Check::new(
+            "ACP-CORE-019",
+            "Over stdio, writes initialize in three pieces (split inside a string and inside a \
+             UTF-8 character) with pauses, then two session/new requests in one write; all three \
+             must be answered normally.",
+            core_019,
+        ),
+        Check::new(
+            "ACP-CORE-020",
+            "Sends initialize, session/new and (with prompt) a prompt carrying _meta and an \
+             unknown optional field; every request must succeed.",
+            core_020,
+        ),
+        Check::new(
+            "ACP-CORE-021",
+            "Sends session/new without mcpServers (error -32602 required), then a valid one \
+             (result required) and checks the agent still runs.",
+            core_021,
+        ),
+        Check::new(
+            "WS-023",
+            "Initializes with protocolVersion 2, 99 and the string \"1\"; each must be refused \
+             with -32602 whose message names the version; version 1 then succeeds.",
+            ws_023,
+        ),
+    ]
+}
+
+/// A started agent with one initialized connection.
+async fn initialized(ctx: &Ctx) -> Result<(Agent, Connection), crate::CheckError> {
+    let mut agent = Agent::start(ctx, PLAIN).await?;
+    let mut conn = agent.connect().await?;
+    initialize(&mut conn).await?;
+    Ok((agent, conn))
+}
+
+/// Requires a working `session/new` on the connection.
+async fn still_serves(ctx: &Ctx, conn: &mut Connection) -> CheckResult {
+    let reply = conn.call("session/new", new_session_params(ctx)).await?;
+    expect_result(reply, "the next request is answered normally")?;
+    Ok(())
+}
+
+async fn core_006(ctx: Ctx) -> CheckResult {
+    let (_agent, mut conn) = initialized(&ctx).await?;
+    let reply = conn
+        .call("_ski.conformance/unknown", json!({"probe": true}))
+        .await?;
+    expect_error(
+        &reply,
+        &[-32601],
+        "an unknown extension request answers -32601",
+    )?;
+    still_serves(&ctx, &mut conn).await
+}
+
+async fn core_007(ctx: Ctx) -> CheckResult {
+    let (_agent, mut conn) = initialized(&ctx).await?;
+    let from = conn.cursor();
+    conn.notify("_ski.conformance/notice", json!({"probe": true}))
+        .await?;
+    let id = conn
+        .request("session/new", new_session_params(&ctx))
+        .await?;
+    let reply = conn.reply(&id, "session/new").await?;
+    expect_result(reply, "the next request is answered normally")?;
+    conn.quiet(QUIET).await;
+    let stray: Vec<_> = exchange::since(&conn, from)
+        .into_iter()
+        .filter(|f| f.is_response() && !f.answers(&id))
+        .collect();
+    ensure!(
+        stray.is_empty(),
+        "no frame answers the unknown notification",
+        "{}",
+        exchange::list(&stray)
+    );
+    Ok(())
+}
+
+async fn core_012(ctx: Ctx) -> CheckResult {
+    let mut agent = Agent::start(&ctx, PLAIN).await?;
+    let mut conn = agent.connect().await?;
+    let result = initialize(&mut conn).await?;
+    let version = result.get("protocolVersion").cloned();
+    ensure!(
+        version.as_ref().is_some_and(|v| v.as_u64() == Some(1)),
+        "the initialize result's protocolVersion is the JSON integer 1",
+        "protocolVersion is {}",
+        version.map_or_else(|| "absent".to_owned(), |v| v.to_string())
+    );
+    Ok(())
+}
+
+async fn core_014(ctx: Ctx) -> CheckResult {
+    let (_agent, mut conn) = initialized(&ctx).await?;
+    let params = new_session_params(&ctx);
+    let batch = json!([
+        {"jsonrpc": "2.0", "id": "batch-1", "method": "session/new", "params": params},
+        {"jsonrpc": "2.0", "id": "batch-2", "method": "session/new", "params": params},
+    ]);
+    let from = conn.cursor();
+    conn.send_text(&batch.to_string()).await?;
+    let index = conn
+        .wait_for("an error response to the batch", from, |f| f.is_response())
+        .await?;
+    let frame = conn.frames()[index].clone();
+    ensure_eq!(
+        Some(json!(null)),
+        frame.id().cloned(),
+        "the id of the batch error"
+    );
+    let reply = frame.reply().unwrap_or(Ok(Value::Null));
+    expect_error(&reply, &[-32600], "a batch answers -32600")?;
+    still_serves(&ctx, &mut conn).await?;
+    conn.quiet(QUIET).await;
+    let answered: Vec<_> = exchange::since(&conn, from)
+        .into_iter()
+        .filter(|f| f.answers(&json!("batch-1")) || f.answers(&json!("batch-2")))
+        .collect();
+    ensure!(
+        answered.is_empty(),
+        "neither entry of the batch is answered",
+        "{}",
+        exchange::list(&answered)
+    );
+    let errors = exchange::since(&conn, from)
+        .into_iter()
+        .filter(|f| f.is_response() && f.id() == Some(&Value::Null))
+        .count();
+    ensure_eq!(1, errors, "error responses with id null to the one batch");
+    Ok(())
+}
+
+async fn core_015(ctx: Ctx) -> CheckResult {
+    let (_agent, mut conn) = initialized(&ctx).await?;
+    let ids = [
+        json!("req-1"),
+        json!("1b4e28ba-2fa1-41d2-883f-0016d3cca427"),
+        json!(0),
+        json!(2_147_483_648_u64),
+    ];
+    for id in &ids {
+        conn.request_with_id(id.clone(), "session/new", new_session_params(&ctx))
+            .await?;
+        let what = format!("a response carrying the id {id}");
+        let index = conn
+            .wait_for(&what, 0, |f| {
+                f.is_response() && f.id().is_some_and(|got| same_id(got, id))
+            })
+            .await?;
+        let got = conn.frames()[index].id().cloned().unwrap_or(Value::Null);
+        ensure!(
+            got == *id,
+            "a response id keeps the JSON type and value of its request id",
+            "request id {id} was answered with id {got}"
+        );
+    }
+    Ok(())
+}
+
+/// Whether `got` could be meant as `id` (same value, possibly another JSON type), so that a
+/// type change is reported instead of a timeout.
+fn same_id(got: &Value, id: &Value) -> bool {
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    got == id || text(got) == text(id) || (id.as_u64().is_some() && got.as_f64() == id.as_f64())
+}
+
+async fn core_016(ctx: Ctx) -> CheckResult {
+    let (_agent, mut conn) = initialized(&ctx).await?;
+    let from = conn.cursor();
+    conn.send_text(r#"{"jsonrpc":"2.0","#).await?;
+    let index = conn
+        .wait_for("an error response to the malformed message", from, |f| {
+            f.is_response()
+        })
+        .await?;
+    let frame = conn.frames()[index].clone();
+    let reply = frame.reply().unwrap_or(Ok(Value::Null));
+    expect_error(&reply, &[-32700], "a malformed message answers -32700")?;
+    ensure_eq!(
+        Some(json!(null)),
+        frame.id().cloned(),
+        "the id of the parse error"
+    );
+    still_serves(&ctx, &mut conn).await
+}
+
+async fn core_017(ctx: Ctx) -> CheckResult {
+    let (_agent, mut conn) = initialized(&ctx).await?;
+    let from = conn.cursor();
+    conn.send_text("42").await?;
+    let first = conn
+        .wait_for("an error response to the message 42", from, |f| {
+            f.is_response()
+        })
+        .await?;
+    let frame = conn.frames()[first].clone();
+    expect_error(
+        &frame.reply().unwrap_or(Ok(Value::Null)),
+        &[-32600],
+        "a JSON value that is not an object answers -32600",
+    )?;
+    ensure_eq!(
+        Some(json!(null)),
+        frame.id().cloned(),
+        "the id of the error for 42"
+    );
+    conn.send_text(r#"{"jsonrpc":"2.0","method":7,"id":3}"#)
+        .await?;
+    let second = conn
+        .wait_for(
+            "an error response to the request with method 7",
+            first + 1,
+            |f| f.is_response(),
+        )
+        .await?;
+    let frame = conn.frames()[second].clone();
+    expect_error(
+        &frame.reply().unwrap_or(Ok(Value::Null)),
+        &[-32600],
+        "a request whose method is not a string answers -32600",
+    )?;
+    let id = frame.id().cloned().unwrap_or(Value::Null);
+    ensure!(
+        id == json!(3) || id.is_null(),
+        "the error for the bad request carries id 3 or null",
+        "id {id}"
+    );
+    still_serves(&ctx, &mut conn).await
+}
+
+async fn core_019(ctx: Ctx) -> CheckResult {
+    let mut agent = Agent::start_on(&ctx, Transport::Stdio, PLAIN).await?;
+    let mut conn = agent.connect().await?;
+    let mut params = initialize_params(bare_capabilities());
+    params["clientInfo"]["title"] = json!("ski conformance · 日本");
+    let line = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
+        .to_string()
+        + "\n";
+    let bytes = line.as_bytes();
+    // One cut inside the string "ski-conformance", one inside the three bytes of 日.
+    let in_string = line
+        .find("ski-conformance")
+        .map(|i| i + 4)
+        .unwrap_or(bytes.len() / 3);
+    let in_char = line.find('日').map(|i| i + 1).unwrap_or(bytes.len() / 2);
+    let (a, rest) = bytes.split_at(in_string);
+    let (b, c) = rest.split_at(in_char - in_string);
+    for piece in [a, b, c] {
+        conn.send_bytes(piece).await?;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let reply = conn.reply(&json!(1), "initialize").await?;
+    let result = expect_result(reply, "the fragmented initialize is answered normally")?;
+    ensure_eq!(
+        Some(json!(1)),
+        result.get("protocolVersion").cloned(),
+        "the protocolVersion of the fragmented initialize"
+    );
+    let session = new_session_params(&ctx);
+    let two = format!(
+        "{}\n{}\n",
+        json!({"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": session}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "session/new", "params": session}),
+    );
+    conn.send_bytes(two.as_bytes()).await?;
+    for id in [2, 3] {
+        let reply = conn.reply(&json!(id), "session/new").await?;
+        let result = expect_result(reply, "both requests of one write are answered normally")?;
+        exchange::session_id_of(&result, "session/new")?;
+    }
+    Ok(())
+}
+
+async fn core_020(ctx: Ctx) -> CheckResult {
+    let mut agent = Agent::start(&ctx, PLAIN).await?;
+    let mut conn = agent.connect().await?;
+    let mut params = initialize_params(bare_capabilities());
+    params["_meta"] = json!({"ski.conformance/trace": "abc"});
+    params["clientCapabilities"]["_meta"] = json!({"ski.conformance": {"probe": true}});
+    params["clientCapabilities"]["futureCapability"] = json!({"enabled": false});
+    let reply = conn.call("initialize", params).await?;
+    expect_result(
+        reply,
+        "initialize with _meta and an unknown optional field succeeds",
+    )?;
+    let mut session = new_session_params(&ctx);
+    session["_meta"] = json!({"ski.conformance/trace": "def"});
+    let reply = conn.call("session/new", session).await?;
+    let result = expect_result(reply, "session/new with _meta succeeds")?;
+    let id = exchange::session_id_of(&result, "session/new")?;
+    if ctx.has("prompt") {
+        let prompt = json!([{"type": "text", "text": "hello", "_meta": {"ski.conformance": 1}}]);
+        let (rid, start) = exchange::start_prompt(&mut conn, &id, prompt).await?;
+        let turn = exchange::finish_prompt(&mut conn, &id, rid, start).await?;
+        turn.expect_stop(
+            "end_turn",
+            "a prompt whose text block carries _meta ends end_turn",
+        )?;
+    }
+    Ok(())
+}
+
+async fn core_021(ctx: Ctx) -> CheckResult {
+    let (agent, mut conn) = initialized(&ctx).await?;
+    let cwd = ctx.temp_dir().display().to_string();
+    let reply = conn.call("session/new", json!({"cwd": cwd})).await?;
+    expect_error(
+        &reply,
+        &[-32602],
+        "session/new without mcpServers answers -32602",
+    )?;
+    still_serves(&ctx, &mut conn).await?;
+    ensure!(agent.is_running(), "the agent keeps running");
+    Ok(())
+}
+
+async fn ws_023(ctx: Ctx) -> CheckResult {
+    let mut agent = Agent::start(&ctx, PLAIN).await?;
+    let mut conn = agent.connect().await?;
+    for version in [json!(2), json!(99), json!("1")] {
+        let mut params = initialize_params(bare_capabilities());
+        params["protocolVersion"] = version.clone();
+        let reply = conn.call("initialize", params).await?;
+        let fault = match &reply {
+            Err(fault) if fault.code == Some(-32602) => fault.clone(),
+            other => fail!(
+                format!("initialize with protocolVersion {version} answers -32602"),
+                "{}",
+                describe(other)
+            ),
+        };
+        let named = match &version {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        ensure!(
+            fault.message.contains(&named),
+            "the error message names the received protocolVersion",
+            "message {:?} for protocolVersion {version}",
+            fault.message
+        );
+    }
+    initialize(&mut conn).await?;
+    Ok(())
+}

@@ -1,0 +1,236 @@
+//! Checks of the agent process on stdio: it exits at end of input with its whole process group,
+//! writes only ACP messages to stdout, and releases every terminal it creates.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use ski::jsonrpc::{VersionField, classify};
+use tokio::time::Instant;
+
+use super::agent::{Agent, PLAIN, Transport};
+use super::connection::FrameKind;
+use super::exchange::{self, initialize_with, new_session, prompt_ok};
+use crate::check::{Check, CheckError, CheckResult, Failure};
+use crate::context::Ctx;
+use crate::{ensure, fail};
+
+/// The checks of this module.
+pub fn checks() -> Vec<Check> {
+    vec![
+        Check::new(
+            "ACP-CORE-008",
+            "Starts the agent on stdio, initializes, opens a session, closes stdin and requires \
+             the process to exit on its own within the timeout.",
+            core_008,
+        ),
+        Check::new(
+            "ACP-CORE-009",
+            "Starts the agent on stdio (its own process group), runs a session and a turn, \
+             closes stdin; after the agent exits no live process may remain in its group.",
+            core_009,
+        ),
+        Check::new(
+            "ACP-CORE-011",
+            "Advertises terminal, serves terminal/* with a fake terminal, runs a turn of the \
+             terminal variant and closes stdin; every created terminal must be released exactly \
+             once before the agent exits and never named after its release.",
+            core_011,
+        ),
+        Check::new(
+            "ACP-CORE-018",
+            "Runs initialize, session/new, a turn and stdin EOF on stdio, reads stdout to its \
+             end, and requires every byte to be in newline-terminated lines of one JSON-RPC 2.0 \
+             message each.",
+            core_018,
+        ),
+    ]
+}
+
+/// Waits until the agent's process exits by itself; fails after the scenario's timeout.
+async fn exits(ctx: &Ctx, agent: &Agent) -> CheckResult {
+    let child = agent
+        .child()
+        .ok_or_else(|| CheckError::Harness("the stdio agent has no process".into()))?;
+    let status = ctx
+        .within("the agent exits after its stdin is closed", child.wait())
+        .await?;
+    ctx.note(format!("the agent exited: {status:?}"));
+    Ok(())
+}
+
+async fn core_008(ctx: Ctx) -> CheckResult {
+    let opened = exchange::open_on(&ctx, Transport::Stdio, PLAIN).await?;
+    opened.conn.close().await;
+    exits(&ctx, &opened.agent).await
+}
+
+/// The members of process group `pgid` that are alive (not zombies), as `pid (name) state`.
+fn live_members(pgid: u32) -> Option<Vec<String>> {
+    let entries = std::fs::read_dir("/proc").ok()?;
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
+        let Some(close) = stat.rfind(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+        let (Some(state), Some(pgrp)) = (fields.first(), fields.get(2)) else {
+            continue;
+        };
+        if pgrp.parse::<u32>().ok() == Some(pgid) && *state != "Z" && *state != "X" {
+            let comm = stat
+                .find('(')
+                .map(|open| &stat[open + 1..close])
+                .unwrap_or_default();
+            found.push(format!("{pid} ({comm}) {state}"));
+        }
+    }
+    Some(found)
+}
+
+async fn core_009(ctx: Ctx) -> CheckResult {
+    let mut opened = exchange::open_on(&ctx, Transport::Stdio, PLAIN).await?;
+    if ctx.has("prompt") {
+        prompt_ok(&mut opened.conn, &opened.session, "before the end").await?;
+    }
+    opened.conn.close().await;
+    exits(&ctx, &opened.agent).await?;
+    let pgid = opened
+        .agent
+        .child()
+        .map(ski::transport::child::Child::pid)
+        .ok_or_else(|| CheckError::Harness("the stdio agent has no process".into()))?;
+    let deadline = Instant::now() + ctx.timeout();
+    loop {
+        let members = match live_members(pgid) {
+            Some(members) => members,
+            // Without /proc, any member, a zombie included, counts.
+            None if ski::transport::child::group_exists(pgid) => {
+                vec![format!("a member of group {pgid}")]
+            }
+            None => Vec::new(),
+        };
+        if members.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            fail!(
+                "no process of the agent's process group outlives the agent",
+                "still alive in group {pgid} {:?} after the agent exited: {}",
+                ctx.timeout(),
+                members.join(", ")
+            );
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn core_011(ctx: Ctx) -> CheckResult {
+    let mut agent = Agent::start_on(&ctx, Transport::Stdio, "terminal").await?;
+    let mut conn = agent.connect().await?;
+    conn.set_responder(|r| r.terminals = true);
+    let mut caps = exchange::bare_capabilities();
+    caps["terminal"] = json!(true);
+    initialize_with(&mut conn, caps).await?;
+    let session = new_session(&ctx, &mut conn).await?;
+    let turn = exchange::prompt(&mut conn, &session, "run the command").await?;
+    conn.close().await;
+    exits(&ctx, &agent).await?;
+    conn.wait_closed(ctx.timeouts().scale(Duration::from_secs(2)))
+        .await;
+    let requests: Vec<(String, Option<String>, usize)> = conn
+        .frames()
+        .iter()
+        .filter(|f| f.is_request() && f.method().is_some_and(|m| m.starts_with("terminal/")))
+        .map(|f| {
+            (
+                f.method().unwrap_or_default().to_owned(),
+                f.params()
+                    .and_then(|p| p.get("terminalId"))
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                f.seq,
+            )
+        })
+        .collect();
+    let created = requests
+        .iter()
+        .filter(|(m, _, _)| m == "terminal/create")
+        .count();
+    ensure!(
+        created > 0,
+        "the terminal variant creates a terminal through terminal/create",
+        "no terminal/create; {}",
+        turn.describe()
+    );
+    for n in 1..=created {
+        let id = format!("term-{n}");
+        let releases: Vec<usize> = requests
+            .iter()
+            .filter(|(m, t, _)| m == "terminal/release" && t.as_deref() == Some(id.as_str()))
+            .map(|(_, _, seq)| *seq)
+            .collect();
+        if releases.len() != 1 {
+            return Err(Failure::new(
+                "every terminal is released exactly once",
+                format!("one terminal/release of {id} before the agent exits"),
+            )
+            .actual(format!(
+                "{} release(s); terminal requests {requests:?}",
+                releases.len()
+            ))
+            .into());
+        }
+        let after: Vec<_> = requests
+            .iter()
+            .filter(|(_, t, seq)| t.as_deref() == Some(id.as_str()) && *seq > releases[0])
+            .collect();
+        ensure!(
+            after.is_empty(),
+            "no terminal/* request names a terminal after its release",
+            "{after:?}"
+        );
+    }
+    Ok(())
+}
+
+async fn core_018(ctx: Ctx) -> CheckResult {
+    let mut opened = exchange::open_on(&ctx, Transport::Stdio, PLAIN).await?;
+    if ctx.has("prompt") {
+        prompt_ok(&mut opened.conn, &opened.session, "only messages on stdout").await?;
+    }
+    opened.conn.close().await;
+    exits(&ctx, &opened.agent).await?;
+    opened
+        .conn
+        .wait_closed(ctx.timeouts().scale(Duration::from_secs(2)))
+        .await;
+    for frame in opened.conn.frames() {
+        let valid = frame.kind == FrameKind::Text
+            && frame
+                .value
+                .clone()
+                .is_some_and(|v| v.is_object() && classify(v, VersionField::Required).is_ok());
+        if !valid {
+            let why = match frame.kind {
+                FrameKind::Unterminated => "a last line without a newline",
+                _ if frame.text.trim().is_empty() => "a blank line",
+                _ => "a line that is not one JSON-RPC 2.0 message",
+            };
+            fail!(
+                "every byte on stdout is in a newline-terminated line of one JSON-RPC message",
+                "{why}: #{} {:?}",
+                frame.seq,
+                frame.short(200)
+            );
+        }
+    }
+    Ok(())
+}
