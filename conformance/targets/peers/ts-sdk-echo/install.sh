@@ -13,6 +13,7 @@ fi
 mkdir -p "$dir"
 cp "$here/package.json" "$here/echo-agent.mjs" "$dir/"
 cd "$dir"
-# package.json pins exact versions of the SDK and of zod, its one peer dependency.
+# package.json pins exact versions of the SDK, zod (its one peer dependency) and ws (the
+# WebSocket server the SDK's experimental Node adapter needs).
 npm install --no-audit --no-fund --loglevel=error
 echo "installed the TypeScript SDK echo agent in $dir"
