@@ -462,7 +462,14 @@ impl Connection {
 
     /// Every schema problem the oracle found in a frame of the agent so far.
     pub fn problems(&self) -> Vec<Problem> {
-        lock(&self.shared.oracle).problems().to_vec()
+        lock(&self.shared.oracle)
+            .problems()
+            .iter()
+            .map(|p| Problem {
+                channel: self.shared.channel.clone(),
+                ..p.clone()
+            })
+            .collect()
     }
 
     /// The method of the request this connection sent with `id`.

@@ -95,6 +95,8 @@ pub struct Opened {
     pub init: Value,
     /// The session id.
     pub session: String,
+    /// The `session/new` result.
+    pub created: Value,
 }
 
 /// Starts `variant` over the row's transport, initializes and opens a session.
@@ -112,12 +114,14 @@ pub async fn open_on(
     let mut agent = Agent::start_on(ctx, transport, variant).await?;
     let mut conn = agent.connect().await?;
     let init = initialize(&mut conn).await?;
-    let session = new_session(ctx, &mut conn).await?;
+    let created = conn.call_ok("session/new", new_session_params(ctx)).await?;
+    let session = session_id_of(&created, "session/new")?;
     Ok(Opened {
         agent,
         conn,
         init,
         session,
+        created,
     })
 }
 

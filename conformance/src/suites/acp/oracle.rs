@@ -30,7 +30,9 @@ pub enum ProblemKind {
 /// One problem with one frame of the agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Problem {
-    /// The frame's position among the agent's frames on its connection.
+    /// The wire-log channel of the connection (set by the connection).
+    pub channel: String,
+    /// The frame's position among the judged side's frames on its connection.
     pub seq: usize,
     /// What kind of problem.
     pub kind: ProblemKind,
@@ -42,7 +44,11 @@ pub struct Problem {
 
 impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "frame #{} {}: {}", self.seq, self.frame, self.error)
+        write!(
+            f,
+            "{} frame #{} {}: {}",
+            self.channel, self.seq, self.frame, self.error
+        )
     }
 }
 
@@ -97,6 +103,7 @@ impl Oracle {
 
     fn report(&mut self, seq: usize, text: &str, kind: ProblemKind, error: String) {
         self.problems.push(Problem {
+            channel: String::new(),
             seq,
             kind,
             frame: super::connection::clip(text, 400),

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::agent::{Agent, PLAIN, Transport};
 use super::connection::Connection;
 use super::exchange::{
-    self, Opened, QUIET, expect_error, expect_result, initialize, new_session, open, prompt_ok,
+    self, QUIET, expect_error, expect_result, initialize, new_session, open, prompt_ok,
     session_id_of,
 };
 use crate::check::{Check, CheckError, CheckResult, Failure};
@@ -247,18 +247,6 @@ async fn ws_030(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
-/// The session/new result of an opened session (the frame answering request 2).
-fn new_result(opened: &Opened) -> Value {
-    opened
-        .conn
-        .frames()
-        .iter()
-        .find(|f| f.answers(&json!(2)))
-        .and_then(|f| f.reply())
-        .and_then(Result::ok)
-        .unwrap_or(Value::Null)
-}
-
 /// Waits until a `session/update` of `kind` for `session` arrives at or after `from`.
 async fn update_of(
     conn: &mut Connection,
@@ -284,7 +272,7 @@ fn conn_short() -> std::time::Duration {
 
 async fn ws_031(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, PLAIN).await?;
-    let result = new_result(&opened);
+    let result = opened.created.clone();
     let current = result.pointer("/modes/currentModeId").cloned();
     let other = result
         .pointer("/modes/availableModes")
@@ -367,7 +355,7 @@ fn current_value(options: &Value, id: &Value) -> Option<Value> {
 
 async fn ws_032(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, PLAIN).await?;
-    let result = new_result(&opened);
+    let result = opened.created.clone();
     let options = result.get("configOptions").cloned().unwrap_or(Value::Null);
     let Some((config, value)) = other_config_value(&options) else {
         fail!(
@@ -451,7 +439,7 @@ fn state_problems(result: &Value) -> Vec<String> {
 
 async fn ws_038(ctx: Ctx) -> CheckResult {
     let opened = open(&ctx, PLAIN).await?;
-    let result = new_result(&opened);
+    let result = opened.created.clone();
     session_id_of(&result, "session/new")?;
     let problems = state_problems(&result);
     ensure!(
@@ -491,7 +479,7 @@ async fn ws_039(ctx: Ctx) -> CheckResult {
 
 async fn ws_049(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, PLAIN).await?;
-    let result = new_result(&opened);
+    let result = opened.created.clone();
     let current = result.pointer("/models/currentModelId").cloned();
     let Some(model) = result
         .pointer("/models/availableModels")
@@ -655,7 +643,7 @@ async fn ws_051(ctx: Ctx) -> CheckResult {
 
 async fn ws_052(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, PLAIN).await?;
-    let created = new_result(&opened);
+    let created = opened.created.clone();
     let session = opened.session.clone();
     let conn = &mut opened.conn;
     let mut mode = created.pointer("/modes/currentModeId").cloned();

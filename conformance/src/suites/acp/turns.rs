@@ -429,18 +429,11 @@ async fn ws_058(ctx: Ctx) -> CheckResult {
             entry.get("title").cloned(),
             "the title in session/list"
         );
-        if let Some(updated) = info.get("updatedAt").and_then(Value::as_str) {
-            let listed = entry.get("updatedAt").and_then(Value::as_str);
-            let at = |text: &str| {
-                time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-                    .ok()
-            };
-            ensure!(
-                listed
-                    .and_then(at)
-                    .is_some_and(|l| at(updated).is_some_and(|u| l >= u)),
-                "session/list shows an updatedAt no earlier than the session_info_update's",
-                "update {updated:?}, list {listed:?}"
+        if let Some(updated) = info.get("updatedAt").filter(|v| !v.is_null()) {
+            ensure_eq!(
+                Some(updated.clone()),
+                entry.get("updatedAt").cloned(),
+                "the updatedAt in session/list (the session_info_update's)"
             );
         }
     }

@@ -1,12 +1,17 @@
 // An echo agent on the official TypeScript ACP SDK (@agentclientprotocol/sdk 2.4.0): a target
 // built by nobody in this project, for the ski ACP conformance suite (profile ts-sdk-echo.toml).
 //
-// It answers initialize, session/new and session/prompt over stdio; a prompt's reply is the text
-// of its text blocks, sent as one agent_message_chunk, and the turn ends end_turn. session/cancel
-// is accepted (turns end at once, so there is nothing to stop). Everything else is left to the
-// SDK, which answers unknown requests with -32601.
+// It answers initialize, session/new and session/prompt; a prompt's reply is the text of its text
+// blocks, sent as one agent_message_chunk, and the turn ends end_turn. session/cancel is accepted
+// (turns end at once, so there is nothing to stop). Everything else is left to the SDK, which
+// answers unknown requests with -32601.
+//
+// By default it serves one client on stdio. With `--ws HOST:PORT` (port 0 picks a free one) it
+// serves WebSocket clients through the SDK's experimental AcpServer on /acp and prints
+// `listening on ws://HOST:PORT/acp` on stderr once it accepts connections.
 
 import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
 import { Readable, Writable } from "node:stream";
 
 import {
@@ -16,6 +21,12 @@ import {
   methods,
   ndJsonStream,
 } from "@agentclientprotocol/sdk";
+import {
+  createNodeHttpHandler,
+  createNodeWebSocketUpgradeHandler,
+} from "@agentclientprotocol/sdk/experimental/node";
+import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
+import { WebSocketServer } from "ws";
 
 const sessions = new Set();
 
@@ -46,7 +57,26 @@ const app = agent({ name: "ski-ts-sdk-echo" })
   })
   .onNotification(methods.agent.session.cancel, () => {});
 
-const connection = app.connect(
-  ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)),
-);
-await connection.closed;
+const wsAt = process.argv.indexOf("--ws");
+if (wsAt === -1) {
+  const connection = app.connect(
+    ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)),
+  );
+  await connection.closed;
+} else {
+  const listen = process.argv[wsAt + 1] ?? "127.0.0.1:0";
+  const split = listen.lastIndexOf(":");
+  const host = listen.slice(0, split);
+  const port = Number(listen.slice(split + 1));
+  const server = new AcpServer({ agent: app });
+  const sockets = new WebSocketServer({ noServer: true });
+  const http = createServer(createNodeHttpHandler(server));
+  http.on("upgrade", createNodeWebSocketUpgradeHandler(server, sockets));
+  http.on("error", (error) => {
+    console.error(`cannot listen on ${listen}: ${error.message}`);
+    process.exit(4);
+  });
+  http.listen(port, host, () => {
+    console.error(`listening on ws://${host}:${http.address().port}/acp`);
+  });
+}

@@ -11,7 +11,9 @@ if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
     exit 1
 fi
 mkdir -p "$dir"
-cp "$here/package.json" "$here/package-lock.json" "$here/echo-agent.mjs" "$dir/"
+cp "$here/package.json" "$here/echo-agent.mjs" "$dir/"
 cd "$dir"
-npm ci --no-audit --no-fund --loglevel=error
+# package.json pins exact versions of the SDK, zod (its one peer dependency) and ws (the
+# WebSocket server the SDK's experimental Node adapter needs).
+npm install --no-audit --no-fund --loglevel=error
 echo "installed the TypeScript SDK echo agent in $dir"
