@@ -261,7 +261,7 @@ async fn update_before_the_session_new_result() {
     let first = agent.line().await;
     assert_eq!(
         first,
-        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess-1","update":{"content":{"text":"update before the session/new result","type":"text"},"sessionUpdate":"agent_message_chunk"}}}"#
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"update before the session/new result"}}}}"#
     );
     let response = agent.json().await;
     assert_eq!(response["id"], id);

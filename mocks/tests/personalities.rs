@@ -17,10 +17,10 @@ async fn standard_initialize_answers_exact_bytes() {
     assert_eq!(
         agent.line().await,
         concat!(
-            r#"{"jsonrpc":"2.0","id":0,"result":{"agentCapabilities":{"auth":{"logout":{}},"loadSession":true,"#,
-            r#""mcpCapabilities":{"http":true,"sse":false},"promptCapabilities":{"audio":true,"embeddedContext":true,"image":true},"#,
-            r#""sessionCapabilities":{"close":{},"delete":{},"list":{},"resume":{}}},"#,
-            r#""agentInfo":{"name":"ski-mock-agent","title":"ski mock agent","version":"0.1.0"},"authMethods":[],"protocolVersion":1}}"#
+            r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true,"#,
+            r#""promptCapabilities":{"image":true,"audio":true,"embeddedContext":true},"mcpCapabilities":{"http":true,"sse":false},"#,
+            r#""sessionCapabilities":{"list":{},"resume":{},"close":{},"delete":{}},"auth":{"logout":{}}},"authMethods":[],"#,
+            r#""agentInfo":{"name":"ski-mock-agent","title":"ski mock agent","version":"0.1.0"}}}"#
         )
     );
 }
@@ -33,7 +33,7 @@ async fn standard_prompt_turn_echoes_and_load_replays_history() {
     let id = agent.prompt(&session, "hello there").await;
     assert_eq!(
         agent.line().await,
-        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess-1","update":{"content":{"text":"hello there","type":"text"},"sessionUpdate":"agent_message_chunk"}}}"#
+        r#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"sess-1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hello there"}}}}"#
     );
     assert_eq!(
         agent.line().await,
@@ -316,16 +316,16 @@ async fn kiro_turn_has_markers_and_metadata() {
         lines,
         [
             format!(
-                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"_meta":{{"kiro":{{"kind":"turn_start"}}}},"sessionUpdate":"session_info_update"}}}}}}"#
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"sessionUpdate":"session_info_update","_meta":{{"kiro":{{"kind":"turn_start"}}}}}}}}}}"#
             ),
             format!(
-                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"content":{{"text":"HELLO_ACP_TEST","type":"text"}},"sessionUpdate":"agent_message_chunk"}}}}}}"#
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"HELLO_ACP_TEST"}}}}}}}}"#
             ),
             format!(
-                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"_meta":{{"kiro":{{"kind":"turn_end","stopReason":"end_turn","turnEnd":{{"stopReason":"end_turn"}}}}}},"sessionUpdate":"session_info_update"}}}}}}"#
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"sessionUpdate":"session_info_update","_meta":{{"kiro":{{"kind":"turn_end","stopReason":"end_turn","turnEnd":{{"stopReason":"end_turn"}}}}}}}}}}}}"#
             ),
             format!(
-                r#"{{"jsonrpc":"2.0","method":"_kiro.dev/metadata","params":{{"contextUsagePercentage":1.5,"meteringUsage":[{{"unit":"credit","unitPlural":"credits","value":0.01}}],"sessionId":"{session}","turnDurationMs":0}}}}"#
+                r#"{{"jsonrpc":"2.0","method":"_kiro.dev/metadata","params":{{"sessionId":"{session}","contextUsagePercentage":1.5,"meteringUsage":[{{"value":0.01,"unit":"credit","unitPlural":"credits"}}],"turnDurationMs":0}}}}"#
             ),
             format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"stopReason":"end_turn"}}}}"#),
         ]

@@ -113,7 +113,7 @@ async fn the_three_examples_run_as_written() {
             "\"message\":\"hello from the runner\"",
             "\"id\":\"req-001\",\"method\":\"clearance/request\"",
             "agent exit code: 3",
-            "\"code\":3,\"kind\":\"exit\",\"reason\":\"control exit\"",
+            "\"code\":3,\"reason\":\"control exit\",\"kind\":\"exit\"",
         ],
     ];
     for (index, (example, expected)) in examples.iter().zip(expectations).enumerate() {
