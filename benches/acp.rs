@@ -146,7 +146,10 @@ fn official_bin_dir() -> Result<PathBuf> {
     )?;
     for program in ["official-agent", "official-client"] {
         if !dir.join(program).is_file() {
-            bail!("{} has no {program}; run `cargo xtask bench`", dir.display());
+            bail!(
+                "{} has no {program}; run `cargo xtask bench`",
+                dir.display()
+            );
         }
     }
     Ok(dir)
@@ -160,7 +163,11 @@ fn wire_rows(wire: Wire, ours: &[Figures], theirs: &[Figures]) -> Vec<Value> {
         ("ski client + ski agent", ours, Some("official")),
         ("official SDK client + agent", theirs, None),
     ] {
-        let id_side = if baseline.is_some() { "ski" } else { "official" };
+        let id_side = if baseline.is_some() {
+            "ski"
+        } else {
+            "official"
+        };
         let mut latencies: Vec<u64> = figures
             .iter()
             .flat_map(|f| f.round_trips_ns.iter().copied())
@@ -220,8 +227,11 @@ fn write_rows(rows: &[Value]) -> Result<()> {
         .join("rows");
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let path = dir.join("acp.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&json!({ "rows": rows }))?)
-        .with_context(|| format!("cannot write {}", path.display()))?;
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&json!({ "rows": rows }))?,
+    )
+    .with_context(|| format!("cannot write {}", path.display()))?;
     for row in rows {
         eprintln!("{row}");
     }

@@ -293,7 +293,9 @@ mod tests {
             .unwrap();
         let url = server.url();
         let client = tokio::spawn(async move {
-            tokio_tungstenite::connect_async(url.as_str()).await.unwrap()
+            tokio_tungstenite::connect_async(url.as_str())
+                .await
+                .unwrap()
         });
         let connection = server.accept().await.unwrap();
         let socket = connection.into_socket();

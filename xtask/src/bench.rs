@@ -180,7 +180,9 @@ fn ratio(row: &Value, rows: &[Value]) -> Option<f64> {
 
 /// The rows as an aligned text table.
 fn table(rows: &[Value]) -> String {
-    let header = ["group", "name", "MB/s", "msgs/s", "median", "p50", "p99", "ratio"];
+    let header = [
+        "group", "name", "MB/s", "msgs/s", "median", "p50", "p99", "ratio",
+    ];
     let mut lines: Vec<[String; 8]> = vec![header.map(str::to_owned)];
     for row in rows {
         let number = |key: &str, digits: usize| {
@@ -273,6 +275,9 @@ mod tests {
         let rendered = table(&rows);
         assert!(rendered.contains("0.80 × b"), "{rendered}");
         assert!(rendered.contains("2.50 µs"), "{rendered}");
-        assert!(rendered.lines().next().is_some_and(|h| h.contains("p99")), "{rendered}");
+        assert!(
+            rendered.lines().next().is_some_and(|h| h.contains("p99")),
+            "{rendered}"
+        );
     }
 }

@@ -63,8 +63,10 @@ impl PromptDirectives {
         }
         if let Some(chunks) = self.flood_chunks {
             if chunks == 0 {
-                return Err("invalid _meta.ski prompt directives: floodChunks must be at least 1"
-                    .to_owned());
+                return Err(
+                    "invalid _meta.ski prompt directives: floodChunks must be at least 1"
+                        .to_owned(),
+                );
             }
             plan.reply_chunks = chunks;
         }
@@ -218,8 +220,16 @@ mod tests {
     fn flood_chunks_repeat_the_reply_and_must_be_positive() {
         let meta = json!({"ski": {"floodChunks": 3}});
         let directives = PromptDirectives::from_meta(meta.as_object()).unwrap();
-        assert_eq!(directives.apply(&EchoConfig::default()).unwrap().reply_chunks, 3);
-        let none = PromptDirectives::default().apply(&EchoConfig::default()).unwrap();
+        assert_eq!(
+            directives
+                .apply(&EchoConfig::default())
+                .unwrap()
+                .reply_chunks,
+            3
+        );
+        let none = PromptDirectives::default()
+            .apply(&EchoConfig::default())
+            .unwrap();
         assert_eq!(none.reply_chunks, 1);
         let zero = json!({"ski": {"floodChunks": 0}});
         let error = PromptDirectives::from_meta(zero.as_object())

@@ -20,7 +20,12 @@ use ski_bench_official::{flood_chunks, ws_lines};
 #[tokio::main]
 async fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    match args.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         [] => serve(Stdio::new(), Arc::default()).await,
         ["--ws"] => serve_ws().await,
         _ => bail!("usage: official-agent [--ws]"),

@@ -94,7 +94,8 @@ async fn measure(
             cx.send_request(InitializeRequest::new(ProtocolVersion::V1))
                 .block_task()
                 .await?;
-            let cwd = std::env::current_dir().map_err(agent_client_protocol::Error::into_internal_error)?;
+            let cwd = std::env::current_dir()
+                .map_err(agent_client_protocol::Error::into_internal_error)?;
             let session = cx
                 .send_request(NewSessionRequest::new(cwd))
                 .block_task()
