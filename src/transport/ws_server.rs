@@ -253,6 +253,11 @@ async fn handshake(
     remote: SocketAddr,
     options: WsServerOptions,
 ) -> Result<WsConnection, tokio_tungstenite::tungstenite::Error> {
+    // Small JSON-RPC messages must not wait for Nagle's algorithm (a round trip would take the
+    // peer's delayed-ACK time, some 40 ms).
+    if let Err(error) = stream.set_nodelay(true) {
+        tracing::debug!(%remote, %error, "cannot turn off Nagle's algorithm");
+    }
     let id = uuid::Uuid::new_v4().to_string();
     let mut path = String::new();
     let header_id = id.clone();
@@ -275,4 +280,26 @@ async fn handshake(
         path,
         socket,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn accepted_connections_send_without_nagle_delay() {
+        let mut server = WsServer::bind("127.0.0.1:0", WsServerOptions::default())
+            .await
+            .unwrap();
+        let url = server.url();
+        let client = tokio::spawn(async move {
+            tokio_tungstenite::connect_async(url.as_str())
+                .await
+                .unwrap()
+        });
+        let connection = server.accept().await.unwrap();
+        let socket = connection.into_socket();
+        assert!(socket.get_ref().nodelay().unwrap());
+        drop(client.await.unwrap());
+    }
 }

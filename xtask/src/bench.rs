@@ -6,9 +6,15 @@
 //! runs each entry of [`BENCHES`]. A benchmark writes `$SKI_BENCH_DIR/rows/<name>.json` holding
 //! `{"rows": [...]}`; each row has `group` and `name` and any of `id`, `baseline` (the `id` of the
 //! row in the same group it is compared with), `median_ns`, `bytes`, `messages`, `mb_per_s` and
-//! `msgs_per_s`, `ratio` and `ratio_method`. The report keeps every row as written; a row with a
-//! baseline but no `ratio` gets one: its throughput (messages per second, else MB/s, else inverse
-//! median time) over its baseline's.
+//! `msgs_per_s`, `ratio` and `ratio_method`, and latency quantiles `p50_ns` and `p99_ns`. The
+//! report keeps every row as written; a row with a baseline but no `ratio` gets one: its
+//! throughput (messages per second, else MB/s, else inverse median time) over its baseline's.
+//!
+//! The `acp` benchmark compares ski's ACP client and agent with a pair written on the official
+//! Rust SDK. That pair lives in `xtask/bench-peers/official`, a package outside the workspace
+//! (its own lock file; the SDK's features must not reach ski's builds): before the benchmark
+//! runs, `cargo xtask bench` builds it in release mode into `bench-peers` under the target
+//! directory and passes that directory's `release` folder as `SKI_BENCH_OFFICIAL_BIN_DIR`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -23,10 +29,13 @@ use crate::ci::workspace_root;
 mod suite_timing;
 
 /// The benchmarks `cargo xtask bench` runs: (package, bench target).
-const BENCHES: &[(&str, &str)] = &[("ski", "ndjson"), ("ski-mocks", "startup")];
+const BENCHES: &[(&str, &str)] = &[("ski", "ndjson"), ("ski", "acp"), ("ski-mocks", "startup")];
 
 /// Measurements run by xtask itself rather than by `cargo bench`, selected by the same names.
 const SUITE_TIMING: &str = "conformance";
+
+/// The manifest of the official-SDK benchmark peers, relative to the workspace root.
+const OFFICIAL_PEERS: &str = "xtask/bench-peers/official/Cargo.toml";
 
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Args)]
@@ -45,7 +54,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let sh = Shell::new()?;
     let root = workspace_root();
     sh.change_dir(&root);
-    let bench_dir = target_dir(&sh, &root)?.join("bench");
+    let target = target_dir(&sh, &root)?;
+    let bench_dir = target.join("bench");
     let rows_dir = bench_dir.join("rows");
     fs::create_dir_all(&rows_dir)
         .with_context(|| format!("cannot create {}", rows_dir.display()))?;
@@ -60,6 +70,16 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         }
         sh.set_var("SKI_BENCH_DIR", &bench_dir);
         sh.set_var("CRITERION_HOME", bench_dir.join("criterion"));
+        if selected.iter().any(|(_, name)| *name == "acp") {
+            let peers_target = target.join("bench-peers");
+            cmd!(
+                sh,
+                "cargo build --release --locked --manifest-path {OFFICIAL_PEERS} --target-dir {peers_target}"
+            )
+            .run()
+            .context("building the official-SDK benchmark peers failed")?;
+            sh.set_var("SKI_BENCH_OFFICIAL_BIN_DIR", peers_target.join("release"));
+        }
         for (package, name) in selected {
             let stale = rows_dir.join(format!("{name}.json"));
             if stale.exists() {
@@ -71,7 +91,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
                 .with_context(|| format!("benchmark {package}/{name} failed"))?;
         }
         if time_suite {
-            suite_timing::run(&sh, &target_dir(&sh, &root)?, &rows_dir)?;
+            suite_timing::run(&sh, &target, &rows_dir)?;
         }
     }
     let rows = collect_rows(&rows_dir)?;
@@ -170,24 +190,28 @@ fn ratio(row: &Value, rows: &[Value]) -> Option<f64> {
 
 /// The rows as an aligned text table.
 fn table(rows: &[Value]) -> String {
-    let header = ["group", "name", "MB/s", "msgs/s", "median", "ratio"];
-    let mut lines: Vec<[String; 6]> = vec![header.map(str::to_owned)];
+    let header = [
+        "group", "name", "MB/s", "msgs/s", "median", "p50", "p99", "ratio",
+    ];
+    let mut lines: Vec<[String; 8]> = vec![header.map(str::to_owned)];
     for row in rows {
         let number = |key: &str, digits: usize| {
             row[key]
                 .as_f64()
                 .map_or_else(|| "-".to_owned(), |v| format!("{v:.digits$}"))
         };
-        let median = row["median_ns"].as_f64().map_or_else(
-            || "-".to_owned(),
-            |ns| {
-                if ns >= 1e6 {
-                    format!("{:.2} ms", ns / 1e6)
-                } else {
-                    format!("{:.2} µs", ns / 1e3)
-                }
-            },
-        );
+        let duration = |key: &str| {
+            row[key].as_f64().map_or_else(
+                || "-".to_owned(),
+                |ns| {
+                    if ns >= 1e6 {
+                        format!("{:.2} ms", ns / 1e6)
+                    } else {
+                        format!("{:.2} µs", ns / 1e3)
+                    }
+                },
+            )
+        };
         let ratio = match (row["ratio"].as_f64(), row["baseline"].as_str()) {
             (Some(ratio), Some(baseline)) => format!("{ratio:.2} × {baseline}"),
             _ => "-".to_owned(),
@@ -197,7 +221,9 @@ fn table(rows: &[Value]) -> String {
             text(row, "name"),
             number("mb_per_s", 1),
             number("msgs_per_s", 0),
-            median,
+            duration("median_ns"),
+            duration("p50_ns"),
+            duration("p99_ns"),
             ratio,
         ]);
     }
@@ -218,7 +244,7 @@ fn table(rows: &[Value]) -> String {
             .enumerate()
             .map(|(i, (cell, width))| {
                 let pad = width - cell.chars().count();
-                if (2..5).contains(&i) {
+                if (2..7).contains(&i) {
                     format!("{}{cell}", " ".repeat(pad))
                 } else {
                     format!("{cell}{}", " ".repeat(pad))
@@ -251,12 +277,17 @@ mod tests {
             json!({"group": "g", "name": "theirs", "id": "b", "msgs_per_s": 100.0}),
             json!({"group": "h", "name": "other", "id": "b", "msgs_per_s": 1.0}),
             json!({"group": "h", "name": "timed", "id": "t", "baseline": "u", "median_ns": 200.0}),
-            json!({"group": "h", "name": "base", "id": "u", "median_ns": 100.0}),
+            json!({"group": "h", "name": "base", "id": "u", "median_ns": 100.0, "p99_ns": 2500.0}),
         ];
         let rows = with_ratios(rows);
         let ratios: Vec<_> = rows.iter().map(|row| row["ratio"].as_f64()).collect();
         assert_eq!(ratios, vec![Some(0.8), None, None, Some(0.5), None]);
         let rendered = table(&rows);
         assert!(rendered.contains("0.80 × b"), "{rendered}");
+        assert!(rendered.contains("2.50 µs"), "{rendered}");
+        assert!(
+            rendered.lines().next().is_some_and(|h| h.contains("p99")),
+            "{rendered}"
+        );
     }
 }

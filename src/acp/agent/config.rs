@@ -317,7 +317,7 @@ pub enum TurnUpdates {
 }
 
 /// The default behaviour of the echo back end.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EchoConfig {
     /// How long each model attempt takes.
     pub delay: Duration,
@@ -327,6 +327,21 @@ pub struct EchoConfig {
     pub fail_attempts: u32,
     /// Tool calls every turn makes, in order.
     pub tool_calls: Vec<ToolCallSpec>,
+    /// How many times the reply's `agent_message_chunk` is sent (1 normally; more makes a
+    /// notification flood for benchmarks).
+    pub reply_chunks: u32,
+}
+
+impl Default for EchoConfig {
+    fn default() -> Self {
+        Self {
+            delay: Duration::ZERO,
+            hold: false,
+            fail_attempts: 0,
+            tool_calls: Vec::new(),
+            reply_chunks: 1,
+        }
+    }
 }
 
 /// A tool call the echo back end makes during a turn, through the client.

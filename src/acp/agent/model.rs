@@ -15,7 +15,8 @@ use super::config::{EchoConfig, ToolCallSpec};
 use crate::acp::ContentBlock;
 
 /// Per-prompt overrides of the echo back end, read from `_meta.ski` of `session/prompt` params,
-/// e.g. `{"_meta": {"ski": {"delayMs": 200, "failAttempts": 1, "toolCalls": ["read:a.txt"]}}}`.
+/// e.g. `{"_meta": {"ski": {"delayMs": 200, "failAttempts": 1, "toolCalls": ["read:a.txt"]}}}`
+/// or `{"_meta": {"ski": {"floodChunks": 100000}}}` (the reply sent as that many chunks).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PromptDirectives {
@@ -27,6 +28,9 @@ pub struct PromptDirectives {
     pub fail_attempts: Option<u32>,
     /// The tool calls of this turn, in the syntax of [`ToolCallSpec`].
     pub tool_calls: Option<Vec<String>>,
+    /// How many times the reply's `agent_message_chunk` is sent (at least 1): a notification
+    /// flood for benchmarks.
+    pub flood_chunks: Option<u32>,
 }
 
 impl PromptDirectives {
@@ -56,6 +60,15 @@ impl PromptDirectives {
                 .iter()
                 .map(|call| call.parse::<ToolCallSpec>())
                 .collect::<Result<_, _>>()?;
+        }
+        if let Some(chunks) = self.flood_chunks {
+            if chunks == 0 {
+                return Err(
+                    "invalid _meta.ski prompt directives: floodChunks must be at least 1"
+                        .to_owned(),
+                );
+            }
+            plan.reply_chunks = chunks;
         }
         Ok(plan)
     }
@@ -201,6 +214,29 @@ mod tests {
             ..Default::default()
         };
         assert!(bad_tool.apply(&EchoConfig::default()).is_err());
+    }
+
+    #[test]
+    fn flood_chunks_repeat_the_reply_and_must_be_positive() {
+        let meta = json!({"ski": {"floodChunks": 3}});
+        let directives = PromptDirectives::from_meta(meta.as_object()).unwrap();
+        assert_eq!(
+            directives
+                .apply(&EchoConfig::default())
+                .unwrap()
+                .reply_chunks,
+            3
+        );
+        let none = PromptDirectives::default()
+            .apply(&EchoConfig::default())
+            .unwrap();
+        assert_eq!(none.reply_chunks, 1);
+        let zero = json!({"ski": {"floodChunks": 0}});
+        let error = PromptDirectives::from_meta(zero.as_object())
+            .unwrap()
+            .apply(&EchoConfig::default())
+            .unwrap_err();
+        assert!(error.contains("at least 1"), "{error}");
     }
 
     #[test]

@@ -10,8 +10,8 @@
 //!    `retrying` and `retry_update`, after a delay of the base delay times the attempt number.
 //! 4. The content updates: `available_commands_update`, `plan`, a tool call lifecycle
 //!    (`tool_call` then `tool_call_update`; the injected tool calls when there are any),
-//!    `agent_message_chunk` with the reply, and `session_info_update` with a title after the
-//!    session's first turn.
+//!    `agent_message_chunk` with the reply (repeated `reply_chunks` times, a flood for
+//!    benchmarks), and `session_info_update` with a title after the session's first turn.
 //! 5. The terminal execution state (`completed`, `cancelled`, `timed_out` or `failed`), then the
 //!    request handler answers.
 //!
@@ -301,13 +301,15 @@ async fn steps(
             tools::run(agent, session, control, spec, &reply).await?;
         }
     }
-    content(
-        agent,
-        session,
-        control,
-        SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::text(reply.clone()))),
-    )
-    .await?;
+    for _ in 0..plan.reply_chunks.max(1) {
+        content(
+            agent,
+            session,
+            control,
+            SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::text(reply.clone()))),
+        )
+        .await?;
+    }
     agent.record(session, HistoryEntry::Agent(reply));
     if full && let Some(info) = agent.title_session(session, prompt) {
         control.reported_update.store(true, Ordering::SeqCst);

@@ -42,6 +42,11 @@ Examples:
   ski acp serve --minimal
       Advertise no optional capability (no loadSession, no sessionCapabilities, no logout).
 
+A prompt may override the echo back end under `_meta.ski` of its params: delayMs, hold,
+failAttempts, toolCalls (a list of tool call specs), and floodChunks (send the reply's
+agent_message_chunk that many times, a notification flood for benchmarks), e.g.
+  {\"_meta\": {\"ski\": {\"delayMs\": 200, \"floodChunks\": 100000}}}
+
 Exit codes: 0 ok, 2 invalid arguments, 3 configuration error, 4 cannot listen, 5 internal error.";
 
 /// Which transport to serve on.
@@ -333,6 +338,7 @@ impl ServeArgs {
                 hold: self.hold,
                 fail_attempts: self.fail_attempts,
                 tool_calls,
+                ..EchoConfig::default()
             },
             ..AgentConfig::default()
         };
