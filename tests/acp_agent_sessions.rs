@@ -82,7 +82,8 @@ async fn minimal_agent_advertises_nothing_optional_and_gates_with_32601() {
     assert!(caps.get("auth").is_none(), "{caps}");
     assert!(caps.get("_meta").is_none(), "{caps}");
     let session = client.new_session().await;
-    let probe = json!({"sessionId": session, "cwd": "/work", "mcpServers": [], "modelId": "echo"});
+    let probe =
+        json!({"sessionId": session, "cwd": "/srv/project", "mcpServers": [], "modelId": "echo"});
     for method in [
         "session/load",
         "session/list",
@@ -248,7 +249,7 @@ async fn list_pages_through_every_session_and_refuses_bad_cursors() {
     let other = client.new_session_in("/elsewhere").await;
     let mut seen = Vec::new();
     let mut page = client
-        .call("session/list", json!({"cwd": "/work"}))
+        .call("session/list", json!({"cwd": "/srv/project"}))
         .await
         .unwrap();
     let mut pages = 0;
@@ -256,7 +257,7 @@ async fn list_pages_through_every_session_and_refuses_bad_cursors() {
         pages += 1;
         let entries = page["sessions"].as_array().unwrap().clone();
         for entry in &entries {
-            assert_eq!(entry["cwd"], "/work");
+            assert_eq!(entry["cwd"], "/srv/project");
             assert!(entry["updatedAt"].is_string());
             seen.push(entry["sessionId"].as_str().unwrap().to_owned());
         }
@@ -264,7 +265,10 @@ async fn list_pages_through_every_session_and_refuses_bad_cursors() {
             Some(cursor) => {
                 assert_eq!(entries.len(), 2, "every page but the last is full");
                 page = client
-                    .call("session/list", json!({"cwd": "/work", "cursor": cursor}))
+                    .call(
+                        "session/list",
+                        json!({"cwd": "/srv/project", "cursor": cursor}),
+                    )
                     .await
                     .unwrap();
             }
@@ -285,7 +289,10 @@ async fn list_pages_through_every_session_and_refuses_bad_cursors() {
     let cursor = first["nextCursor"].as_str().unwrap().to_owned();
     for (params, why) in [
         (json!({"cursor": "not-a-cursor"}), "garbage"),
-        (json!({"cursor": cursor, "cwd": "/work"}), "another filter"),
+        (
+            json!({"cursor": cursor, "cwd": "/srv/project"}),
+            "another filter",
+        ),
         (json!({"cursor": "76313a3939393a30"}), "unknown listing"),
     ] {
         let (code, message) = client.call_err("session/list", params).await;
@@ -365,7 +372,10 @@ async fn fork_gets_a_new_id_inherits_settings_and_names_its_parent() {
         .await
         .unwrap();
     let fork = client
-        .call("session/fork", json!({"sessionId": source, "cwd": "/work"}))
+        .call(
+            "session/fork",
+            json!({"sessionId": source, "cwd": "/srv/project"}),
+        )
         .await
         .unwrap();
     let fork_id = fork["sessionId"].as_str().unwrap();
@@ -471,7 +481,7 @@ async fn load_replays_history_before_answering_and_resume_does_not() {
     let result = second
         .call(
             "session/load",
-            json!({"sessionId": session, "cwd": "/work", "mcpServers": []}),
+            json!({"sessionId": session, "cwd": "/srv/project", "mcpServers": []}),
         )
         .await
         .unwrap();
@@ -492,7 +502,7 @@ async fn load_replays_history_before_answering_and_resume_does_not() {
     let result = third
         .call(
             "session/resume",
-            json!({"sessionId": session, "cwd": "/work"}),
+            json!({"sessionId": session, "cwd": "/srv/project"}),
         )
         .await
         .unwrap();
@@ -570,14 +580,14 @@ async fn export_is_jsonl_with_a_header_and_the_conversation() {
     assert_eq!(lines[0]["type"], "session");
     assert_eq!(lines[0]["version"], 1);
     assert_eq!(lines[0]["id"], json!(session));
-    assert_eq!(lines[0]["cwd"], "/work");
+    assert_eq!(lines[0]["cwd"], "/srv/project");
     assert!(lines[0]["timestamp"].is_string());
     assert!(
         content
             .lines()
             .next()
             .unwrap()
-            .starts_with(r#"{"cwd":"/work","id":"#)
+            .starts_with(r#"{"cwd":"/srv/project","id":"#)
     );
     assert_eq!(
         lines[1]["message"],

@@ -586,7 +586,7 @@ async fn tool_calls_go_through_the_client_and_terminals_are_released() {
         .files
         .lock()
         .unwrap()
-        .insert("/work/notes.txt".into(), "line two".into());
+        .insert("/srv/project/notes.txt".into(), "line two".into());
     let session = client.new_session().await;
     let result = client.prompt(&session, "tools please").await.unwrap();
     assert_eq!(result["stopReason"], "end_turn");
@@ -604,7 +604,7 @@ async fn tool_calls_go_through_the_client_and_terminals_are_released() {
     let read = &client.requests("fs/read_text_file")[0];
     assert_eq!(
         read,
-        &json!({"sessionId": session, "path": "/work/notes.txt", "line": 2, "limit": 1})
+        &json!({"sessionId": session, "path": "/srv/project/notes.txt", "line": 2, "limit": 1})
     );
     assert_eq!(
         client
@@ -619,7 +619,7 @@ async fn tool_calls_go_through_the_client_and_terminals_are_released() {
     let create = &client.requests("terminal/create")[0];
     assert_eq!(create["command"], "echo");
     assert_eq!(create["args"], json!(["hello"]));
-    assert_eq!(create["cwd"], "/work");
+    assert_eq!(create["cwd"], "/srv/project");
     assert_eq!(
         client.content_kinds(&session),
         [
@@ -927,7 +927,7 @@ async fn session_cancel_written_with_its_prompt_always_ends_it_cancelled() {
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
                "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
         json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-               "params": {"cwd": "/work", "mcpServers": []}}),
+               "params": {"cwd": "/srv/project", "mcpServers": []}}),
     ))
     .await;
     assert!(

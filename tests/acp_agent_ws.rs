@@ -207,7 +207,7 @@ async fn updates_go_to_the_connection_that_last_named_the_session() {
     assert!(b.all_updates().is_empty());
     b.call(
         "session/resume",
-        json!({"sessionId": session, "cwd": "/work"}),
+        json!({"sessionId": session, "cwd": "/srv/project"}),
     )
     .await
     .unwrap();
@@ -427,7 +427,7 @@ async fn connections_closing_mid_prompt_leave_the_agent_consistent() {
         client
             .call(
                 "session/resume",
-                json!({"sessionId": session, "cwd": "/work"}),
+                json!({"sessionId": session, "cwd": "/srv/project"}),
             )
             .await
             .unwrap();

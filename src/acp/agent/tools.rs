@@ -389,8 +389,11 @@ mod tests {
 
     #[test]
     fn relative_paths_resolve_against_the_session_cwd() {
-        assert_eq!(resolve("/work/dir", "a.txt"), "/work/dir/a.txt");
-        assert_eq!(resolve("/work/dir", "/etc/x"), "/etc/x");
+        assert_eq!(
+            resolve("/srv/project/dir", "a.txt"),
+            "/srv/project/dir/a.txt"
+        );
+        assert_eq!(resolve("/srv/project/dir", "/etc/x"), "/etc/x");
     }
 
     #[test]
