@@ -24,7 +24,7 @@ use clap::Args;
 use serde_json::{Value, json};
 use xshell::{Shell, cmd};
 
-use crate::ci::workspace_root;
+use crate::ci::{target_dir, workspace_root};
 
 mod suite_timing;
 
@@ -105,27 +105,6 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     print!("{}", table(&rows));
     println!("report: {}", report_path.display());
     Ok(())
-}
-
-/// The target directory: `CARGO_TARGET_DIR` when set, else what `cargo metadata` says.
-fn target_dir(sh: &Shell, root: &Path) -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
-        let dir = PathBuf::from(dir);
-        return Ok(if dir.is_absolute() {
-            dir
-        } else {
-            root.join(dir)
-        });
-    }
-    let metadata = cmd!(sh, "cargo metadata --format-version 1 --no-deps")
-        .quiet()
-        .read()
-        .context("cargo metadata failed")?;
-    let metadata: Value = serde_json::from_str(&metadata).context("cargo metadata output")?;
-    metadata["target_directory"]
-        .as_str()
-        .map(PathBuf::from)
-        .context("cargo metadata has no target_directory")
 }
 
 /// Reads every rows file, in name order, and adds each row's ratio to its baseline.

@@ -1,7 +1,10 @@
 //! `cargo xtask ci`: the project's test command, the same locally and in CI.
 
+use std::path::{Path, PathBuf};
+
 use anyhow::{Context, Result};
 use clap::Args;
+use serde_json::Value;
 use xshell::{Shell, cmd};
 
 /// Options of `cargo xtask ci`.
@@ -60,9 +63,30 @@ fn ensure_component(sh: &Shell, component: &str, subcommand: &str) -> Result<()>
 }
 
 /// The workspace root: the parent of this package's manifest directory.
-pub fn workspace_root() -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .map(std::path::Path::to_path_buf)
-        .unwrap_or_else(|| std::path::PathBuf::from("."))
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// The target directory: `CARGO_TARGET_DIR` when set, else what `cargo metadata` says.
+pub fn target_dir(sh: &Shell, root: &Path) -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        let dir = PathBuf::from(dir);
+        return Ok(if dir.is_absolute() {
+            dir
+        } else {
+            root.join(dir)
+        });
+    }
+    let metadata = cmd!(sh, "cargo metadata --format-version 1 --no-deps")
+        .quiet()
+        .read()
+        .context("cargo metadata failed")?;
+    let metadata: Value = serde_json::from_str(&metadata).context("cargo metadata output")?;
+    metadata["target_directory"]
+        .as_str()
+        .map(PathBuf::from)
+        .context("cargo metadata has no target_directory")
 }

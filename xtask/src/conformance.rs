@@ -1,13 +1,11 @@
 //! `cargo xtask conformance`: builds every binary and runs `ski-conformance run` against a target,
 //! writing `report.md`, `junit.xml` and `results.json` into `<target dir>/conformance`.
 
-use std::path::PathBuf;
-
 use anyhow::{Context, Result};
 use clap::Args;
 use xshell::{Shell, cmd};
 
-use crate::ci::workspace_root;
+use crate::ci::{target_dir, workspace_root};
 
 /// Options of `cargo xtask conformance`; anything else is passed to `ski-conformance run`.
 #[derive(Debug, Args)]
@@ -38,16 +36,7 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
     cmd!(sh, "cargo build --workspace --bins")
         .run()
         .context("building the binaries failed")?;
-    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .map(|dir| {
-            if dir.is_absolute() {
-                dir
-            } else {
-                root.join(dir)
-            }
-        })
-        .unwrap_or_else(|| root.join("target"));
+    let target_dir = target_dir(&sh, &root)?;
     let runner = target_dir.join("debug").join("ski-conformance");
     let out = target_dir.join("conformance");
     let mut forwarded: Vec<String> = Vec::new();
