@@ -404,7 +404,14 @@ async fn the_send_gate_applies_backpressure_and_a_cancelled_waiter_takes_no_perm
         let peer = peer.clone();
         async move { peer.notify("fourth", None).await }
     });
-    assert!(!first.is_finished() && !second.is_finished());
+    // Notifications return once queued; their permits stay taken until they are written, so
+    // the fourth sender waits.
+    tokio::task::yield_now().await;
+    assert!(
+        !fourth.is_finished(),
+        "the fourth sender waits for a permit"
+    );
+    assert_eq!(peer.stats().available_send_permits, 0);
     // Now drain the pipe: everything but the cancelled message arrives, in order.
     let (their_read, _their_write) = tokio::io::split(theirs);
     let mut reader = LineReader::new(their_read);

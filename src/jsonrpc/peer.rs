@@ -567,16 +567,27 @@ impl Peer {
     }
 
     /// Sends a notification.
+    ///
+    /// Returns once the notification is queued for writing, in order with everything sent after
+    /// it, without waiting for its flush: a sender streaming updates thus lets the writer put many
+    /// into one write. The send gate still bounds what is queued and unwritten, and a write that
+    /// fails later closes the connection (later sends fail with `NotConnected`).
     pub async fn notify(
         &self,
         method: impl Into<String>,
         params: Option<Value>,
     ) -> Result<(), SendError> {
-        self.send_message(&Message::Notification(Notification {
+        if self.is_closed() {
+            return Err(SendError::NotConnected);
+        }
+        let mut bytes = Vec::with_capacity(256);
+        let message = Message::Notification(Notification {
             method: method.into(),
             params,
-        }))
-        .await
+        });
+        encode_into(&message, self.shared.config.version, &mut bytes)?;
+        let permit = self.shared.acquire_permit().await?;
+        self.shared.enqueue(bytes, false, permit)
     }
 
     /// Sends a notification with typed params.
@@ -833,6 +844,25 @@ impl Shared {
             })
             .map_err(|_| SendError::NotConnected)?;
         written.await.unwrap_or(Err(SendError::NotConnected))
+    }
+
+    /// Queues bytes for the writer without waiting for them to be written; the permit is held
+    /// until they are.
+    fn enqueue(
+        &self,
+        bytes: Vec<u8>,
+        raw: bool,
+        permit: OwnedSemaphorePermit,
+    ) -> Result<(), SendError> {
+        let (done, _written) = oneshot::channel();
+        self.writes
+            .send(WriteCommand::Write {
+                bytes,
+                raw,
+                permit,
+                done,
+            })
+            .map_err(|_| SendError::NotConnected)
     }
 
     /// Marks the peer closed and starts the shutdown; idempotent.
