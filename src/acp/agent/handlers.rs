@@ -594,6 +594,25 @@ async fn close_session(
     Ok(json!({}))
 }
 
+/// Changes one session's settings (mode, model or a config option) and marks the session touched;
+/// returns the complete config option list after the change. An unknown session or a refused value
+/// is -32602.
+fn change_settings(
+    agent: &Inner,
+    session: &str,
+    change: impl FnOnce(&mut super::store::Settings) -> Result<(), String>,
+) -> Result<Vec<crate::acp::config::SessionConfigOption>, RpcError> {
+    let now = agent.now();
+    let mut store = agent.store();
+    let entry = store
+        .get_mut(session)
+        .ok_or_else(|| unknown_session(session))?;
+    change(&mut entry.settings).map_err(invalid_params)?;
+    let options = entry.settings.config_options();
+    store.touch(session, now);
+    Ok(options)
+}
+
 async fn set_mode(
     agent: Arc<Inner>,
     _connection: ConnectionId,
@@ -602,18 +621,9 @@ async fn set_mode(
 ) -> Result<Value, RpcError> {
     let request: SetSessionModeRequest = params(raw)?;
     let session = request.session_id;
-    {
-        let now = agent.now();
-        let mut store = agent.store();
-        let entry = store
-            .get_mut(&session)
-            .ok_or_else(|| unknown_session(&session))?;
-        entry
-            .settings
-            .set_mode(&request.mode_id)
-            .map_err(invalid_params)?;
-        store.touch(&session, now);
-    }
+    change_settings(&agent, &session, |settings| {
+        settings.set_mode(&request.mode_id)
+    })?;
     agent
         .update(
             &session,
@@ -634,20 +644,9 @@ async fn set_config_option(
 ) -> Result<Value, RpcError> {
     let request: SetSessionConfigOptionRequest = params(raw)?;
     let session = request.session_id;
-    let options = {
-        let now = agent.now();
-        let mut store = agent.store();
-        let entry = store
-            .get_mut(&session)
-            .ok_or_else(|| unknown_session(&session))?;
-        entry
-            .settings
-            .set_config(&request.config_id, &request.value)
-            .map_err(invalid_params)?;
-        let options = entry.settings.config_options();
-        store.touch(&session, now);
-        options
-    };
+    let options = change_settings(&agent, &session, |settings| {
+        settings.set_config(&request.config_id, &request.value)
+    })?;
     agent
         .update(
             &session,
@@ -671,20 +670,9 @@ async fn set_model(
 ) -> Result<Value, RpcError> {
     let request: SetSessionModelRequest = params(raw)?;
     let session = request.session_id;
-    let options = {
-        let now = agent.now();
-        let mut store = agent.store();
-        let entry = store
-            .get_mut(&session)
-            .ok_or_else(|| unknown_session(&session))?;
-        entry
-            .settings
-            .set_model(&request.model_id)
-            .map_err(invalid_params)?;
-        let options = entry.settings.config_options();
-        store.touch(&session, now);
-        options
-    };
+    let options = change_settings(&agent, &session, |settings| {
+        settings.set_model(&request.model_id)
+    })?;
     agent
         .update(
             &session,
