@@ -641,6 +641,18 @@ async fn ws_051(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
+/// The `key` of the first entry of the list at `pointer` in `value` that differs from `current`
+/// (another mode or model to switch to).
+fn another_id(value: &Value, pointer: &str, key: &str, current: Option<&Value>) -> Option<Value> {
+    value
+        .pointer(pointer)?
+        .as_array()?
+        .iter()
+        .filter_map(|entry| entry.get(key))
+        .find(|id| Some(*id) != current)
+        .cloned()
+}
+
 async fn ws_052(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, PLAIN).await?;
     let created = opened.created.clone();
@@ -648,15 +660,7 @@ async fn ws_052(ctx: Ctx) -> CheckResult {
     let conn = &mut opened.conn;
     let mut mode = created.pointer("/modes/currentModeId").cloned();
     if ctx.has("set-mode")
-        && let Some(other) = created
-            .pointer("/modes/availableModes")
-            .and_then(Value::as_array)
-            .and_then(|m| {
-                m.iter()
-                    .filter_map(|m| m.get("id"))
-                    .find(|id| Some(*id) != mode.as_ref())
-                    .cloned()
-            })
+        && let Some(other) = another_id(&created, "/modes/availableModes", "id", mode.as_ref())
     {
         conn.call_ok(
             "session/set_mode",
@@ -679,15 +683,12 @@ async fn ws_052(ctx: Ctx) -> CheckResult {
     }
     let mut model = created.pointer("/models/currentModelId").cloned();
     if ctx.has("set-model")
-        && let Some(other) = created
-            .pointer("/models/availableModels")
-            .and_then(Value::as_array)
-            .and_then(|m| {
-                m.iter()
-                    .filter_map(|m| m.get("modelId"))
-                    .find(|id| Some(*id) != model.as_ref())
-                    .cloned()
-            })
+        && let Some(other) = another_id(
+            &created,
+            "/models/availableModels",
+            "modelId",
+            model.as_ref(),
+        )
     {
         conn.call_ok(
             "session/set_model",
