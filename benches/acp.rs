@@ -4,7 +4,8 @@
 //! Each pair gets the same measurement: spawn the agent, `initialize`, `session/new`, some
 //! untimed prompts, then [`PROMPTS`] sequential prompts timed one by one (each answered with one
 //! `agent_message_chunk`), then one prompt with `_meta.ski.floodChunks` = [`FLOOD`], timed until
-//! its result and every update consumed. Ours runs in this process on `ski::acp::client` against
+//! its result and every update consumed. Ours runs in this process, as a task (as in an
+//! application, and as `ski acp client` runs it), on `ski::acp::client` against
 //! `ski acp serve --turn-updates message --permission-mode disabled`; the official pair runs as
 //! the `official-client` and `official-agent` programs of `xtask/bench-peers/official`, which
 //! `cargo xtask bench` builds (outside the workspace) and names in `SKI_BENCH_OFFICIAL_BIN_DIR`;
@@ -118,7 +119,12 @@ fn main() -> Result<()> {
         let mut ours = Vec::new();
         let mut theirs = Vec::new();
         for round in 0..ROUNDS {
-            let figures = runtime.block_on(ours_round(&ski, wire))?;
+            // Like an application (and `ski acp client`), the client code runs as a task.
+            let figures = runtime.block_on(async {
+                tokio::spawn(ours_round(ski.clone(), wire))
+                    .await
+                    .context("the measuring task failed")?
+            })?;
             figures.check("ski pair")?;
             let other = runtime.block_on(official_round(&official, wire))?;
             other.check("official pair")?;
@@ -239,7 +245,7 @@ fn write_rows(rows: &[Value]) -> Result<()> {
 }
 
 /// One round of our pair: `ski acp serve` driven by `ski::acp::client`.
-async fn ours_round(ski: &Path, wire: Wire) -> Result<Figures> {
+async fn ours_round(ski: PathBuf, wire: Wire) -> Result<Figures> {
     let mut args = vec![
         "acp",
         "serve",
@@ -253,7 +259,7 @@ async fn ours_round(ski: &Path, wire: Wire) -> Result<Figures> {
     if wire == Wire::Ws {
         args.extend(["--transport", "ws", "--listen", "127.0.0.1:0"]);
     }
-    let spec = ChildSpec::new("ski-agent", ski).args(&args);
+    let spec = ChildSpec::new("ski-agent", &ski).args(&args);
     let mut child = child::spawn(spec).context("cannot start ski acp serve")?;
     let client = match wire {
         Wire::Stdio => {

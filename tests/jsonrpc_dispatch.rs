@@ -592,3 +592,50 @@ async fn a_notification_right_behind_a_request_sees_what_its_handler_registered_
         assert_eq!(response.result.unwrap(), json!(key));
     }
 }
+
+#[tokio::test]
+async fn a_panicking_notification_handler_spares_later_notifications_and_responses() {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let builder = Peer::builder()
+        .first_id(1)
+        .on_notification("boom", |_cx, params: Option<Value>| async move {
+            // Panics at its first poll (on the read loop) or after a suspension (on the
+            // notification task).
+            if params.is_some_and(|params| params["late"] == json!(true)) {
+                tokio::task::yield_now().await;
+            }
+            panic!("handler bug");
+        })
+        .on_notification("tick", {
+            let seen = seen.clone();
+            move |_cx, params: Option<Value>| {
+                let seen = seen.clone();
+                async move { seen.lock().unwrap().push(params.unwrap()["n"].clone()) }
+            }
+        });
+    let (peer, mut remote) = peer_with_remote(builder);
+    let call = peer
+        .start_request("session/prompt", Some(json!({})), Default::default())
+        .await
+        .unwrap();
+    let _ = remote.recv().await;
+    remote.send(r#"{"jsonrpc":"2.0","method":"boom"}"#).await;
+    remote
+        .send(r#"{"jsonrpc":"2.0","method":"tick","params":{"n":1}}"#)
+        .await;
+    remote
+        .send(r#"{"jsonrpc":"2.0","method":"boom","params":{"late":true}}"#)
+        .await;
+    remote
+        .send(r#"{"jsonrpc":"2.0","method":"tick","params":{"n":2}}"#)
+        .await;
+    remote.send(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#).await;
+    // The response waits for the four notifications before it, panics included; a peer whose
+    // read loop died with the panic would never deliver it.
+    let answer = tokio::time::timeout(Duration::from_secs(30), call)
+        .await
+        .expect("the response was never delivered");
+    assert_eq!(answer.unwrap(), json!({}));
+    assert_eq!(*seen.lock().unwrap(), vec![json!(1), json!(2)]);
+    assert!(!peer.is_closed());
+}

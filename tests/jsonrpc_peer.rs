@@ -449,3 +449,55 @@ async fn a_finished_connection_without_handles_shuts_its_output() {
     remote.writer.shutdown().await.unwrap();
     assert_eq!(remote.recv_line().await, None);
 }
+
+/// An output whose every write fails, as a pipe whose reader is gone.
+struct BrokenOutput;
+
+impl tokio::io::AsyncWrite for BrokenOutput {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+        _buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[tokio::test]
+async fn a_request_whose_write_fails_ends_with_the_write_error_and_closes_the_peer() {
+    // The input stays open, so only the failed write can end the request.
+    let (input, _keep_open) = tokio::io::duplex(64);
+    let peer = Peer::builder().spawn(ski::jsonrpc::Transport::bytes(input, BrokenOutput));
+    let call = peer
+        .start_request("a", None, RequestOptions::timeout(Duration::from_secs(60)))
+        .await
+        .expect("a request is queued while the peer is open");
+    match call.await {
+        Err(CallError::Send(ski::jsonrpc::SendError::Write(error))) => {
+            assert_eq!(error.kind(), std::io::ErrorKind::BrokenPipe);
+        }
+        other => panic!("expected the write error, got {other:?}"),
+    }
+    assert!(matches!(
+        peer.request("b", None).await,
+        Err(CallError::NotConnected)
+    ));
+    assert!(matches!(
+        peer.notify("c", None).await,
+        Err(ski::jsonrpc::SendError::NotConnected)
+    ));
+}

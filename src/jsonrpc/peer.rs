@@ -485,8 +485,10 @@ impl Peer {
         serde_json::from_value(result).map_err(CallError::Decode)
     }
 
-    /// Sends a request and returns once it is written, with a future for its result that also
-    /// tells its id (for `$/cancel_request`). Dropping the future forgets the request.
+    /// Sends a request and returns once it is queued for writing (in order with everything sent
+    /// after it), with a future for its result that also tells its id (for `$/cancel_request`).
+    /// A write that fails later ends that future with [`SendError::Write`]. Dropping the future
+    /// forgets the request.
     pub async fn start_request(
         &self,
         method: impl Into<String>,
@@ -526,7 +528,9 @@ impl Peer {
             shared: shared.clone(),
             id: id.clone(),
         };
-        shared.write(bytes, false, permit).await?;
+        // The caller waits for the response, not for the flush: a failed write completes the
+        // pending entry with its error instead (one wake-up less per round trip).
+        shared.enqueue(bytes, false, permit, WriteDone::Request(id.clone()))?;
         let shared = shared.clone();
         let fut_id = id.clone();
         let fut = async move {
@@ -577,17 +581,22 @@ impl Peer {
         method: impl Into<String>,
         params: Option<Value>,
     ) -> Result<(), SendError> {
-        if self.is_closed() {
-            return Err(SendError::NotConnected);
-        }
-        let mut bytes = Vec::with_capacity(256);
         let message = Message::Notification(Notification {
             method: method.into(),
             params,
         });
-        encode_into(&message, self.shared.config.version, &mut bytes)?;
+        self.queue_message(&message).await
+    }
+
+    /// Queues a message for writing without waiting for its flush (see [`Peer::notify`]).
+    pub(crate) async fn queue_message(&self, message: &Message) -> Result<(), SendError> {
+        if self.is_closed() {
+            return Err(SendError::NotConnected);
+        }
+        let mut bytes = Vec::with_capacity(256);
+        encode_into(message, self.shared.config.version, &mut bytes)?;
         let permit = self.shared.acquire_permit().await?;
-        self.shared.enqueue(bytes, false, permit)
+        self.shared.enqueue(bytes, false, permit, WriteDone::Nobody)
     }
 
     /// Sends a notification with typed params.
@@ -775,9 +784,20 @@ enum WriteCommand {
         bytes: Vec<u8>,
         raw: bool,
         permit: OwnedSemaphorePermit,
-        done: oneshot::Sender<Result<(), SendError>>,
+        done: WriteDone,
     },
     Shutdown,
+}
+
+/// Who learns how a queued write ended.
+enum WriteDone {
+    /// A sender waiting for the flush: told the outcome either way.
+    Waiter(oneshot::Sender<Result<(), SendError>>),
+    /// A request's caller, which waits for the response anyway: only a failed write completes
+    /// its pending entry (with the write error), so a successful write wakes nobody.
+    Request(RequestId),
+    /// Nobody (a notification: a failed write closes the connection).
+    Nobody,
 }
 
 struct Shared {
@@ -835,26 +855,19 @@ impl Shared {
         permit: OwnedSemaphorePermit,
     ) -> Result<(), SendError> {
         let (done, written) = oneshot::channel();
-        self.writes
-            .send(WriteCommand::Write {
-                bytes,
-                raw,
-                permit,
-                done,
-            })
-            .map_err(|_| SendError::NotConnected)?;
+        self.enqueue(bytes, raw, permit, WriteDone::Waiter(done))?;
         written.await.unwrap_or(Err(SendError::NotConnected))
     }
 
     /// Queues bytes for the writer without waiting for them to be written; the permit is held
-    /// until they are.
+    /// until they are, and `done` learns how the write ended.
     fn enqueue(
         &self,
         bytes: Vec<u8>,
         raw: bool,
         permit: OwnedSemaphorePermit,
+        done: WriteDone,
     ) -> Result<(), SendError> {
-        let (done, _written) = oneshot::channel();
         self.writes
             .send(WriteCommand::Write {
                 bytes,

@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value, json};
-use tokio::sync::oneshot;
 
 use super::config::Feature;
 use super::export;
@@ -782,32 +781,28 @@ async fn prompt(
     // Nothing awaits before the turn is registered: the peer polls a handler once before it
     // reads the next message, so a `session/cancel` or `session/stop` written right behind this
     // prompt finds the turn running. Nothing awaits between registering the turn and spawning
-    // it either, so a handler dropped with its connection cannot leave the session running.
+    // it either, so a handler dropped with its connection cannot leave the session running: the
+    // turn then goes on on its own task.
     let control = agent.begin_turn(&session, connection)?;
-    let (done, mut outcome) = oneshot::channel();
-    tokio::spawn({
-        let agent = agent.clone();
-        let session = session.clone();
-        let control = control.clone();
-        async move {
-            let outcome = turn::run(agent, session, request.prompt, control, plan).await;
-            let _ = done.send(outcome);
-        }
-    });
+    let mut running = turn::Detached::new(turn::run(
+        agent.clone(),
+        session.clone(),
+        request.prompt,
+        control.clone(),
+        plan,
+    ));
     let outcome = tokio::select! {
         biased;
-        outcome = &mut outcome => outcome,
+        outcome = &mut running => outcome,
         () = cx.cancellation().cancelled() => {
             if cx.peer().is_closed() {
                 // The connection is gone; the turn runs on and nobody reads the answer.
                 return Err(RpcError::request_cancelled());
             }
             control.stop(StopCause::RequestCancelled);
-            outcome.await
+            running.await
         }
     };
-    let outcome =
-        outcome.unwrap_or_else(|_| TurnOutcome::Failed("the turn ended without an outcome".into()));
     tracing::info!(%session, ?outcome, "turn ended");
     match outcome {
         TurnOutcome::EndTurn => to_value(PromptResponse::new(StopReason::EndTurn)),

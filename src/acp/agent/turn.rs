@@ -1,7 +1,9 @@
 //! One prompt turn, from the permission step to its outcome.
 //!
-//! A turn runs on its own task, owned by the agent rather than by the request that started it,
-//! so it ends the same way whatever happens to the connection. Its order:
+//! A turn is owned by the agent rather than by the request that started it, so it ends the same
+//! way whatever happens to the connection: it runs inside the prompt handler (no task switch on
+//! the way to the answer) as a [`Detached`] future, which moves onto its own task if the handler
+//! is dropped before the turn ended. Its order:
 //!
 //! 1. `queued`, once the request handler's session and concurrency checks passed.
 //! 2. The permission step ([`super::permission`]); a refusal ends the turn `cancelled` with no
@@ -18,8 +20,10 @@
 //! Once a turn is stopped (`session/cancel`, `session/stop`, `$/cancel_request`, its timeout,
 //! or the session going away) it sends no further content update.
 
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, ready};
 
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -36,6 +40,43 @@ use crate::acp::{
     RetryInfo, RetryUpdate, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallStatus,
     ToolCallUpdate, ToolKind,
 };
+
+/// A future that runs where it is awaited and, dropped before it finished, goes on running on a
+/// task of its own (on the runtime it was dropped on; a runtime that is shutting down drops it).
+pub(crate) struct Detached<T: Send + 'static> {
+    rest: Option<Pin<Box<dyn Future<Output = T> + Send + 'static>>>,
+}
+
+impl<T: Send + 'static> Detached<T> {
+    pub(crate) fn new(future: impl Future<Output = T> + Send + 'static) -> Self {
+        Self {
+            rest: Some(Box::pin(future)),
+        }
+    }
+}
+
+impl<T: Send + 'static> Future for Detached<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+        let Some(rest) = self.rest.as_mut() else {
+            panic!("a Detached future was polled after it finished");
+        };
+        let output = ready!(rest.as_mut().poll(cx));
+        self.rest = None;
+        Poll::Ready(output)
+    }
+}
+
+impl<T: Send + 'static> Drop for Detached<T> {
+    fn drop(&mut self) {
+        if let Some(rest) = self.rest.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(rest);
+        }
+    }
+}
 
 /// Why a turn was stopped before it finished.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -431,5 +472,21 @@ mod tests {
             TurnOutcome::Failed("x".into()).final_state(),
             ExecutionStateKind::Failed
         );
+    }
+
+    #[tokio::test]
+    async fn a_detached_future_runs_where_awaited_and_on_after_a_drop() {
+        assert_eq!(Detached::new(async { 7 }).await, 7);
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let (finished, finish) = tokio::sync::oneshot::channel();
+        let mut running = Detached::new(async move {
+            let _ = released.await;
+            let _ = finished.send("ran to its end");
+        });
+        // One poll starts it; then its owner gives up on it.
+        assert!(futures::poll!(&mut running).is_pending());
+        drop(running);
+        release.send(()).unwrap();
+        assert_eq!(finish.await.unwrap(), "ran to its end");
     }
 }

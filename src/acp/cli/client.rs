@@ -237,12 +237,21 @@ impl ClientCommand {
                     .report();
             }
         };
-        let result = runtime.block_on(async move {
+        let command = async move {
             match self {
                 ClientCommand::Connect(args) => connect(args).await,
                 ClientCommand::Stop(args) => stop(args).await,
                 ClientCommand::Drive(args) => drive(args).await,
             }
+        };
+        // The command runs as a task on the workers, beside the connection's tasks: waking
+        // each other there costs no hand-over to the main thread.
+        let result = runtime.block_on(async move {
+            tokio::spawn(command).await.unwrap_or_else(|error| {
+                Err(CommandError::internal(anyhow!(
+                    "the client command failed: {error}"
+                )))
+            })
         });
         // Tasks still running (a stuck agent's stderr reader) must not keep the process alive.
         runtime.shutdown_timeout(Duration::from_millis(100));

@@ -31,7 +31,8 @@
 //!   permission requests wait for a decision (with the `hold` permission policy).
 //! - `{"op": "cancel_waiting", "count"?: 1}`: gives up the most recently issued requests that
 //!   still wait for a send permit (the send gate is full).
-//! - `{"op": "await_sent"}`: waits until every request issued so far was written (or ended).
+//! - `{"op": "await_sent"}`: waits until every request issued so far passed the send gate and
+//!   was queued for writing, in order (or ended).
 //! - `{"op": "sleep", "ms"}`, `{"op": "await"}` (every background request has ended),
 //!   `{"op": "close"}`, `{"op": "stats"}`.
 //!

@@ -7,6 +7,12 @@
 //! next message, and spawns the rest only if the handler is still pending. A request handler thus
 //! runs until its first await before any later message is dispatched: state it registers
 //! synchronously is visible to a `$/cancel_request` or notification written right behind it.
+//!
+//! A notification that arrives while every earlier one is handled is started the same way, on
+//! the read loop: a handler that finishes at its first poll (the usual case, such as handing an
+//! update to a channel) costs no task switch; one still pending goes on to the notification
+//! task, which finishes it before any later notification. Notifications thus still run one at a
+//! time, in arrival order.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Weak};
@@ -21,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::handler::{BoxFuture, CallFlags, NotificationContext, RequestContext};
 use super::pending::Delivery;
-use super::{CANCEL_REQUEST_METHOD, CallError, Peer, SendError, Shared, WriteCommand};
+use super::{CANCEL_REQUEST_METHOD, CallError, Peer, SendError, Shared, WriteCommand, WriteDone};
 use crate::jsonrpc::error::RpcError;
 use crate::jsonrpc::framing::FrameError;
 use crate::jsonrpc::id::RequestId;
@@ -41,10 +47,18 @@ pub(super) fn in_notification_handler() -> bool {
     IN_NOTIFICATION_HANDLER.try_with(|()| ()).is_ok()
 }
 
+/// A notification handed to the notification task.
+pub(super) enum QueuedNotification {
+    /// Not started: earlier notifications were still being handled when it arrived.
+    Waiting(Notification),
+    /// Started by the read loop and still running.
+    Started(BoxFuture<()>),
+}
+
 pub(super) async fn read_loop(
     peer: Peer,
     mut input: Input,
-    notifications: mpsc::UnboundedSender<Notification>,
+    notifications: mpsc::UnboundedSender<QueuedNotification>,
 ) {
     let shared = peer.shared.clone();
     let mut notifications_seen: u64 = 0;
@@ -96,7 +110,7 @@ pub(super) async fn read_loop(
 fn route(
     peer: &Peer,
     message: Message,
-    notifications: &mpsc::UnboundedSender<Notification>,
+    notifications: &mpsc::UnboundedSender<QueuedNotification>,
     notifications_seen: &mut u64,
 ) -> Option<BoxFuture<()>> {
     let shared = &peer.shared;
@@ -106,9 +120,17 @@ fn route(
             cancel_inbound(shared, notification.params);
         }
         Message::Notification(notification) => {
+            let earlier_handled = *shared.notifications_handled.borrow() == *notifications_seen;
             *notifications_seen += 1;
+            let queued = if earlier_handled {
+                start_notification(peer, notification).map(QueuedNotification::Started)
+            } else {
+                Some(QueuedNotification::Waiting(notification))
+            };
             // The notification task only stops at close, when nothing is routed any more.
-            let _ = notifications.send(notification);
+            if let Some(queued) = queued {
+                let _ = notifications.send(queued);
+            }
         }
         Message::Response(response) => deliver(
             shared,
@@ -263,8 +285,10 @@ fn dispatch_request(peer: &Peer, request: Request) -> BoxFuture<()> {
         if flags.suppressed.load(Ordering::SeqCst) {
             return;
         }
+        // Queued, not flushed: a handler that finishes at its first poll then needs no task of
+        // its own. A write that fails later closes the connection (and is logged there).
         match peer
-            .send_message(&Message::Response(Response { id, result }))
+            .queue_message(&Message::Response(Response { id, result }))
             .await
         {
             Ok(()) | Err(SendError::NotConnected) => {}
@@ -304,39 +328,79 @@ async fn run_handler(
     }
 }
 
+/// Starts handling a notification on the read loop, every earlier one being handled: polls its
+/// handler once and returns it if it is still pending (the notification task finishes it).
+fn start_notification(peer: &Peer, notification: Notification) -> Option<BoxFuture<()>> {
+    let mut run = notification_task(peer, notification)?;
+    let waker = futures::task::noop_waker();
+    // The first poll registers no waker that matters: a pending handler is polled again by the
+    // notification task, which registers its own.
+    let first = run
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(&waker));
+    if first.is_pending() {
+        return Some(run);
+    }
+    mark_notification_handled(&peer.shared);
+    None
+}
+
+/// The future that handles one notification (marked as running in a notification handler, a
+/// panic logged), or `None` when no handler takes its method: it is then handled already.
+fn notification_task(peer: &Peer, notification: Notification) -> Option<BoxFuture<()>> {
+    let Notification { method, params } = notification;
+    let Some(handler) = peer.shared.router.notification(&method).cloned() else {
+        tracing::debug!(%method, "notification for an unknown method ignored");
+        mark_notification_handled(&peer.shared);
+        return None;
+    };
+    let method: Arc<str> = method.into();
+    let cx = NotificationContext {
+        peer: peer.clone(),
+        method: method.clone(),
+    };
+    let run = AssertUnwindSafe(IN_NOTIFICATION_HANDLER.scope((), handler.call(cx, params)))
+        .catch_unwind()
+        .map(move |result| {
+            if result.is_err() {
+                tracing::error!(%method, "a notification handler panicked");
+            }
+        });
+    Some(Box::pin(run))
+}
+
+fn mark_notification_handled(shared: &Shared) {
+    shared
+        .notifications_handled
+        .send_modify(|handled| *handled = handled.saturating_add(1));
+}
+
 pub(super) async fn notification_loop(
     peer: Peer,
-    mut notifications: mpsc::UnboundedReceiver<Notification>,
+    mut notifications: mpsc::UnboundedReceiver<QueuedNotification>,
 ) {
     let shared = peer.shared.clone();
-    let mut handled: u64 = 0;
     loop {
-        let notification = tokio::select! {
+        let queued = tokio::select! {
             biased;
             () = shared.closing.cancelled() => break,
-            notification = notifications.recv() => match notification {
-                Some(notification) => notification,
+            queued = notifications.recv() => match queued {
+                Some(queued) => queued,
                 None => break,
             },
         };
-        let Notification { method, params } = notification;
-        match shared.router.notification(&method).cloned() {
-            Some(handler) => {
-                let cx = NotificationContext {
-                    peer: peer.clone(),
-                    method: method.into(),
-                };
-                let run = IN_NOTIFICATION_HANDLER.scope((), handler.call(cx, params));
-                tokio::select! {
-                    biased;
-                    () = shared.closing.cancelled() => break,
-                    () = run => {}
-                }
+        let run = match queued {
+            QueuedNotification::Started(run) => Some(run),
+            QueuedNotification::Waiting(notification) => notification_task(&peer, notification),
+        };
+        if let Some(run) = run {
+            tokio::select! {
+                biased;
+                () = shared.closing.cancelled() => break,
+                () = run => {}
             }
-            None => tracing::debug!(%method, "notification for an unknown method ignored"),
+            mark_notification_handled(&shared);
         }
-        handled += 1;
-        shared.notifications_handled.send_replace(handled);
     }
     // Nothing more will be handled: release every caller waiting for earlier notifications.
     shared.notifications_handled.send_replace(u64::MAX);
@@ -421,17 +485,12 @@ pub(super) async fn write_loop(
             };
             failure = flushed.err();
         }
+        let shared = parts.shared.upgrade();
         for (done, permit) in batch.drain(..) {
-            let result = match &failure {
-                None => Ok(()),
-                Some(error) => Err(SendError::Write(std::io::Error::new(
-                    error.kind(),
-                    error.to_string(),
-                ))),
-            };
             drop(permit);
-            let _ = done.send(result);
+            report_write(done, failure.as_ref(), shared.as_deref());
         }
+        drop(shared);
         if let Some(error) = failure {
             tracing::warn!(%error, "writing failed; connection closed");
             failed = true;
@@ -446,7 +505,11 @@ pub(super) async fn write_loop(
     }
     commands.close();
     while let Ok(command) = commands.try_recv() {
-        if let WriteCommand::Write { done, .. } = command {
+        if let WriteCommand::Write {
+            done: WriteDone::Waiter(done),
+            ..
+        } = command
+        {
             let _ = done.send(Err(SendError::NotConnected));
         }
     }
@@ -463,6 +526,31 @@ pub(super) async fn write_loop(
     }
     parts.observe(&WireEvent::OutputClosed);
     parts.writer_done.cancel();
+}
+
+/// Tells whoever waits on a write how it ended: a waiter either way, a request's caller only
+/// when it failed (the pending entry then ends with the write error).
+fn report_write(done: WriteDone, failure: Option<&std::io::Error>, shared: Option<&Shared>) {
+    let error = || {
+        failure.map(|error| SendError::Write(std::io::Error::new(error.kind(), error.to_string())))
+    };
+    match done {
+        WriteDone::Waiter(waiter) => {
+            let _ = waiter.send(error().map_or(Ok(()), Err));
+        }
+        WriteDone::Request(id) => {
+            if let (Some(error), Some(shared)) = (error(), shared) {
+                shared.pending.complete(
+                    &id,
+                    Delivery {
+                        outcome: Err(CallError::Send(error)),
+                        notifications_before: 0,
+                    },
+                );
+            }
+        }
+        WriteDone::Nobody => {}
+    }
 }
 
 fn abandoned() -> std::io::Error {
