@@ -42,4 +42,4 @@ pub use peer::{
     SendError, Timeout,
 };
 pub use transport::Transport;
-pub use wire::{Direction, WireEvent, WireLog, WireObserver};
+pub use wire::{Direction, WireEvent, WireObserver};

@@ -4,7 +4,9 @@
 //! - [`ws_client`]: the WebSocket client side: connecting, heartbeat, reconnect policy and the
 //!   connection-factory seam.
 //! - [`WireLog`]: an ordered record of every line that crossed a channel, with its direction and a
-//!   monotonic time stamp, so that a failed exchange can be shown exactly as it happened.
+//!   monotonic time stamp, so that a failed exchange can be shown exactly as it happened. Byte
+//!   streams record through [`LoggedRead`] and [`LoggedWrite`], peers through
+//!   [`WireLog::observer`].
 //!
 //! The wire log is a shared handle: every channel of one exchange (a child's stdin, stdout and
 //! stderr, a WebSocket, harness notes) records into the same log, which keeps their relative order.
@@ -22,30 +24,12 @@ use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::Instant;
 
+use crate::jsonrpc::{WireEvent, WireObserver};
+
 /// The longest text one wire-log entry keeps; longer lines are cut and say how much was cut.
 pub const MAX_ENTRY_BYTES: usize = 64 * 1024;
 
-/// Which way a wire-log entry travelled, seen from the side that records the log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Direction {
-    /// Written by this side to the peer.
-    Out,
-    /// Read by this side from the peer.
-    In,
-    /// An event of this side (a process started, a signal sent, a stream closed), not wire data.
-    Note,
-}
-
-impl Direction {
-    /// The short lower-case name used in reports: `out`, `in` or `note`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Direction::Out => "out",
-            Direction::In => "in",
-            Direction::Note => "note",
-        }
-    }
-}
+pub use crate::jsonrpc::Direction;
 
 /// One line of a wire log.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,6 +92,25 @@ impl WireLog {
         self.record(channel, Direction::Note, text);
     }
 
+    /// An observer that records a [`crate::jsonrpc::Peer`]'s wire events under `channel`: lines
+    /// and frames read (`in`) and written (`out`, raw writes as written), and as notes an oversize
+    /// line discarded and each side closing.
+    pub fn observer(&self, channel: &str) -> PeerObserver {
+        PeerObserver {
+            log: self.clone(),
+            channel: channel.to_owned(),
+        }
+    }
+
+    /// The text of every entry of `channel` that travelled in `direction`, in order.
+    pub fn texts(&self, channel: &str, direction: Direction) -> Vec<String> {
+        self.lock()
+            .iter()
+            .filter(|entry| entry.channel == channel && entry.direction == direction)
+            .map(|entry| entry.text.clone())
+            .collect()
+    }
+
     /// A copy of every entry so far, in the order they were recorded.
     pub fn entries(&self) -> Vec<WireEntry> {
         self.lock().clone()
@@ -145,6 +148,33 @@ impl WireLog {
             .entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Records a peer's wire events into a [`WireLog`]; see [`WireLog::observer`].
+#[derive(Debug, Clone)]
+pub struct PeerObserver {
+    log: WireLog,
+    channel: String,
+}
+
+impl WireObserver for PeerObserver {
+    fn observe(&self, event: &WireEvent<'_>) {
+        let text = |bytes: &[u8]| String::from_utf8_lossy(bytes).into_owned();
+        match *event {
+            WireEvent::Received(bytes) => {
+                self.log.record(&self.channel, Direction::In, &text(bytes))
+            }
+            WireEvent::Sent(bytes) | WireEvent::SentRaw(bytes) => {
+                self.log.record(&self.channel, Direction::Out, &text(bytes));
+            }
+            WireEvent::Oversize { length } => self.log.note(
+                &self.channel,
+                &format!("an inbound line of {length} bytes was over the limit and discarded"),
+            ),
+            WireEvent::InputClosed => self.log.note(&self.channel, "input closed"),
+            WireEvent::OutputClosed => self.log.note(&self.channel, "output closed"),
+        }
     }
 }
 

@@ -11,8 +11,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use ski::jsonrpc::{
     Direction, ErrorCode, LineReader, Message, Peer, RequestId, RpcError, Transport, VersionField,
-    WireLog, decode,
+    decode,
 };
+use ski::transport::WireLog;
 use tokio::sync::Notify;
 
 mod jsonrpc_support;
@@ -436,7 +437,7 @@ async fn the_send_gate_applies_backpressure_and_a_cancelled_waiter_takes_no_perm
 #[tokio::test]
 async fn raw_writes_suppressed_responses_and_the_wire_log() {
     let log = WireLog::new();
-    let builder = Peer::builder().observer(log.clone()).on_request(
+    let builder = Peer::builder().observer(log.observer("peer")).on_request(
         "misbehave",
         |cx: ski::jsonrpc::RequestContext, _params: Option<Value>| async move {
             // Answer with the wrong id by hand and suppress the real answer.
@@ -467,11 +468,11 @@ async fn raw_writes_suppressed_responses_and_the_wire_log() {
     peer.close().await;
     assert_eq!(remote.recv_line().await, None);
     assert_eq!(
-        log.lines(Direction::Inbound),
+        log.texts("peer", Direction::In),
         vec![r#"{"jsonrpc":"2.0","id":1,"method":"misbehave"}"#]
     );
     assert_eq!(
-        log.lines(Direction::Outbound),
+        log.texts("peer", Direction::Out),
         vec![
             r#"{"jsonrpc":"2.0","id":"wrong","result":1}"#,
             r#"{"jsonrpc":"2.0","#,
@@ -479,8 +480,8 @@ async fn raw_writes_suppressed_responses_and_the_wire_log() {
         ]
     );
     let rendered = log.render();
-    assert!(rendered.contains("<- {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"misbehave\"}"));
-    assert!(rendered.contains("(output closed)"));
+    assert!(rendered.contains("peer in {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"misbehave\"}"));
+    assert!(rendered.contains("peer note output closed"), "{rendered}");
 }
 
 #[tokio::test]
