@@ -27,7 +27,7 @@ pub mod peer;
 pub mod transport;
 pub mod wire;
 
-mod websocket;
+pub(crate) mod websocket;
 
 pub use error::{ErrorCode, RpcError, decode_params};
 pub use framing::{DEFAULT_MAX_LINE_BYTES, FrameError, LineReader, LineWriter};

@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::jsonrpc::Transport;
 use crate::jsonrpc::peer::BoxFuture;
+use crate::jsonrpc::websocket::Frame;
 
 /// The default heartbeat interval.
 pub const DEFAULT_HEARTBEAT: Duration = Duration::from_secs(15);
@@ -365,22 +366,14 @@ where
                     }
                     next = frames.next() => next,
                 };
-                match next? {
-                    Ok(WsMessage::Text(text)) => {
+                match Frame::of(next) {
+                    Frame::Text(text) => {
                         liveness.touch();
-                        let text = text.as_str().to_owned();
                         return Some((Ok(text), (frames, liveness, dead, guard, false)));
                     }
-                    Ok(WsMessage::Binary(bytes)) => {
-                        liveness.touch();
-                        tracing::debug!(length = bytes.len(), "binary websocket frame ignored");
-                    }
-                    Ok(WsMessage::Close(_)) => return None,
-                    Ok(WsMessage::Ping(_) | WsMessage::Pong(_) | WsMessage::Frame(_)) => {
-                        liveness.touch();
-                    }
-                    Err(WsError::ConnectionClosed | WsError::AlreadyClosed) => return None,
-                    Err(error) => {
+                    Frame::Ignored => liveness.touch(),
+                    Frame::End => return None,
+                    Frame::Failed(error) => {
                         return Some((Err(error), (frames, liveness, dead, guard, true)));
                     }
                 }
