@@ -724,11 +724,20 @@ impl Child {
 
     /// Waits until the leader exits by itself and returns its status.
     pub async fn wait(&self) -> Result<ExitStatus, ChildError> {
-        let mut status = self.group.status.clone();
-        let result = status.wait_for(Option::is_some).await;
-        match result {
-            Ok(value) => (*value).ok_or_else(|| self.group.gone()),
-            Err(_) => Err(self.group.gone()),
+        self.exited().await
+    }
+
+    /// The same wait as [`Child::wait`] as a future that borrows nothing, so that it can run
+    /// beside the readers of the child's output (which borrow the child mutably).
+    pub fn exited(&self) -> impl Future<Output = Result<ExitStatus, ChildError>> + Send + 'static {
+        let group = self.group.clone();
+        async move {
+            let mut status = group.status.clone();
+            let result = status.wait_for(Option::is_some).await.map(|value| *value);
+            match result {
+                Ok(Some(status)) => Ok(status),
+                Ok(None) | Err(_) => Err(group.gone()),
+            }
         }
     }
 

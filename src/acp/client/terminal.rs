@@ -31,9 +31,6 @@ use crate::transport::child::{self, Child, ChildSpec};
 /// The output kept when the agent gives no `outputByteLimit`.
 pub const DEFAULT_OUTPUT_LIMIT: usize = 16 * 1024 * 1024;
 
-/// How often a running command is checked for its exit.
-const STATUS_POLL: Duration = Duration::from_millis(10);
-
 /// How long, after a command exits, its output pipes may stay open (held by a process it left
 /// behind) before its exit is reported anyway.
 const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
@@ -331,8 +328,8 @@ async fn supervise(
     let mut stderr_open = true;
     let mut released = None;
     let mut abandoned = false;
-    let mut ticks = tokio::time::interval(STATUS_POLL);
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let exited = child.exited();
+    tokio::pin!(exited);
     let status = loop {
         tokio::select! {
             biased;
@@ -355,11 +352,7 @@ async fn supervise(
                 }
                 None => stderr_open = false,
             },
-            _ = ticks.tick() => {
-                if let Some(status) = child.try_status() {
-                    break status;
-                }
-            }
+            status = &mut exited => break status,
         }
     };
     // Collect what the command wrote before it ended, unless a process it left behind keeps
@@ -380,7 +373,14 @@ async fn supervise(
         }
     };
     let _ = tokio::time::timeout(OUTPUT_DRAIN, drain).await;
-    exit_tx.send_replace(Some(Exit::from_status(status)));
+    let exit = match status {
+        Ok(status) => Exit::from_status(status),
+        Err(error) => {
+            tracing::warn!(%error, "a terminal's exit status is unknown");
+            Exit::unknown()
+        }
+    };
+    exit_tx.send_replace(Some(exit));
     while released.is_none() && !abandoned {
         match commands.recv().await {
             Some(Command::Kill) => {}
