@@ -279,12 +279,7 @@ async fn a_response_is_delivered_after_the_notifications_sent_before_it() {
                 }
             }
         });
-    let (peer, mut remote) = peer_with_remote(builder);
-    let call = peer
-        .start_request("session/prompt", Some(json!({})), Default::default())
-        .await
-        .unwrap();
-    let _ = remote.recv().await;
+    let (_peer, mut remote, call) = prompt_in_flight(builder).await;
     let mut burst = String::new();
     for i in 0..50 {
         burst.push_str(
@@ -614,12 +609,7 @@ async fn a_panicking_notification_handler_spares_later_notifications_and_respons
                 async move { seen.lock().unwrap().push(params.unwrap()["n"].clone()) }
             }
         });
-    let (peer, mut remote) = peer_with_remote(builder);
-    let call = peer
-        .start_request("session/prompt", Some(json!({})), Default::default())
-        .await
-        .unwrap();
-    let _ = remote.recv().await;
+    let (peer, mut remote, call) = prompt_in_flight(builder).await;
     remote.send(r#"{"jsonrpc":"2.0","method":"boom"}"#).await;
     remote
         .send(r#"{"jsonrpc":"2.0","method":"tick","params":{"n":1}}"#)
@@ -639,4 +629,18 @@ async fn a_panicking_notification_handler_spares_later_notifications_and_respons
     assert_eq!(answer.unwrap(), json!({}));
     assert_eq!(*seen.lock().unwrap(), vec![json!(1), json!(2)]);
     assert!(!peer.is_closed());
+}
+
+/// A peer from `builder` with a `session/prompt` (id 1 with `first_id(1)`) sent and read by the
+/// remote end, waiting for its answer.
+async fn prompt_in_flight(
+    builder: ski::jsonrpc::PeerBuilder,
+) -> (Peer, jsonrpc_support::Remote, ski::jsonrpc::ResponseFuture) {
+    let (peer, mut remote) = peer_with_remote(builder);
+    let call = peer
+        .start_request("session/prompt", Some(json!({})), Default::default())
+        .await
+        .unwrap();
+    let _ = remote.recv().await;
+    (peer, remote, call)
 }
