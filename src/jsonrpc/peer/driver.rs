@@ -16,7 +16,6 @@
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Weak};
-use std::task::Poll;
 
 use futures::FutureExt;
 use std::sync::atomic::Ordering;
@@ -77,7 +76,9 @@ pub(super) async fn read_loop(
                         if let Some(task) =
                             route(&peer, message, &notifications, &mut notifications_seen)
                         {
-                            start(task).await;
+                            if let Some(rest) = poll_once(task) {
+                                tokio::spawn(rest);
+                            }
                         }
                     }
                     Err(error) => reject(&peer, error, notifications_seen),
@@ -142,16 +143,18 @@ fn route(
     None
 }
 
-/// Polls a request's task once on the read loop's own task, so that its handler runs until its
-/// first await before the next message is dispatched, then spawns the rest if it is pending. The
-/// spawned task polls it again, which registers the new task's waker, so no wake-up is lost.
-/// A handler that blocks synchronously before its first await blocks the read loop: that is a
-/// bug of the handler.
-async fn start(mut task: BoxFuture<()>) {
-    let first = std::future::poll_fn(|cx| Poll::Ready(task.as_mut().poll(cx))).await;
-    if first.is_pending() {
-        tokio::spawn(task);
-    }
+/// Polls a handler's task once, on the read loop, and returns it if it is still pending: a
+/// request handler (then spawned) or a notification handler (then finished by the notification
+/// task) thus runs until its first await before the next message is dispatched. Whoever takes a
+/// pending task over polls it again, which registers its real waker, so no wake-up is lost. A
+/// handler that blocks synchronously before its first await blocks the read loop: that is a bug
+/// of the handler.
+fn poll_once(mut task: BoxFuture<()>) -> Option<BoxFuture<()>> {
+    let waker = futures::task::noop_waker();
+    let first = task
+        .as_mut()
+        .poll(&mut std::task::Context::from_waker(&waker));
+    first.is_pending().then_some(task)
 }
 
 fn reject(peer: &Peer, error: DecodeError, notifications_seen: u64) {
@@ -331,18 +334,11 @@ async fn run_handler(
 /// Starts handling a notification on the read loop, every earlier one being handled: polls its
 /// handler once and returns it if it is still pending (the notification task finishes it).
 fn start_notification(peer: &Peer, notification: Notification) -> Option<BoxFuture<()>> {
-    let mut run = notification_task(peer, notification)?;
-    let waker = futures::task::noop_waker();
-    // The first poll registers no waker that matters: a pending handler is polled again by the
-    // notification task, which registers its own.
-    let first = run
-        .as_mut()
-        .poll(&mut std::task::Context::from_waker(&waker));
-    if first.is_pending() {
-        return Some(run);
+    let pending = poll_once(notification_task(peer, notification)?);
+    if pending.is_none() {
+        mark_notification_handled(&peer.shared);
     }
-    mark_notification_handled(&peer.shared);
-    None
+    pending
 }
 
 /// The future that handles one notification (marked as running in a notification handler, a
