@@ -75,10 +75,9 @@ pub(super) async fn read_loop(
                     Ok(message) => {
                         if let Some(task) =
                             route(&peer, message, &notifications, &mut notifications_seen)
+                            && let Some(rest) = poll_once(task)
                         {
-                            if let Some(rest) = poll_once(task) {
-                                tokio::spawn(rest);
-                            }
+                            tokio::spawn(rest);
                         }
                     }
                     Err(error) => reject(&peer, error, notifications_seen),
