@@ -1,6 +1,7 @@
 //! Transports that carry protocol messages between processes, and the wire log they record into.
 //!
 //! - [`child`]: child processes in their own process group, killed as a group, with piped stdio.
+//! - [`stdio`]: this process's own stdin and stdout, non-blocking on pipes and sockets.
 //! - [`ws_client`]: the WebSocket client side: connecting, heartbeat, reconnect policy and the
 //!   connection-factory seam.
 //! - [`WireLog`]: an ordered record of every line that crossed a channel, with its direction and a
@@ -12,6 +13,7 @@
 //! stderr, a WebSocket, harness notes) records into the same log, which keeps their relative order.
 
 pub mod child;
+pub mod stdio;
 pub mod ws_client;
 pub mod ws_server;
 
@@ -284,6 +286,11 @@ impl<R> LoggedRead<R> {
     pub fn get_ref(&self) -> &R {
         &self.inner
     }
+
+    /// The wrapped reader, no longer recorded (a line read in part is not recorded).
+    pub fn into_inner(self) -> R {
+        self.inner
+    }
 }
 
 impl<R: AsyncRead + Unpin> AsyncRead for LoggedRead<R> {
@@ -338,6 +345,11 @@ impl<W> LoggedWrite<W> {
     /// The wrapped writer.
     pub fn get_ref(&self) -> &W {
         &self.inner
+    }
+
+    /// The wrapped writer, no longer recorded.
+    pub fn into_inner(self) -> W {
+        self.inner
     }
 }
 

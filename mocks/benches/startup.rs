@@ -16,6 +16,8 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 use ski::transport::child::{ChildSpec, spawn};
 
+mod support;
+
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{}}}"#;
 
 /// The TypeScript SDK version the echo agent is written against.
@@ -53,19 +55,6 @@ struct Figures {
     p90: Duration,
     min: Duration,
     runs: usize,
-}
-
-fn bench_dir() -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("SKI_BENCH_DIR") {
-        return Ok(PathBuf::from(dir));
-    }
-    // target/<profile>/deps/startup-HASH -> target/bench
-    let exe = std::env::current_exe().context("the bench's own path")?;
-    let target = exe
-        .ancestors()
-        .nth(3)
-        .context("the bench runs from target/<profile>/deps")?;
-    Ok(target.join("bench"))
 }
 
 async fn once(peer: &Peer) -> Result<Duration> {
@@ -110,62 +99,25 @@ async fn measure(peer: &Peer, runs: usize) -> Result<Figures> {
     })
 }
 
-/// Whether `program args` exits 0 (stdin closed, output ignored).
-async fn succeeds(program: &Path, args: &[&str], cwd: Option<&Path>) -> bool {
-    let mut spec = ChildSpec::new("probe", program).args(args);
-    if let Some(cwd) = cwd {
-        spec = spec.cwd(cwd);
-    }
-    let Ok(mut child) = spawn(spec) else {
-        return false;
-    };
-    child.close_stdin();
-    while let Ok(Some(_)) = child.next_line().await {}
-    matches!(
-        tokio::time::timeout(Duration::from_secs(600), child.wait()).await,
-        Ok(Ok(status)) if status.success()
-    )
-}
-
 async fn ski_peer(notes: &mut Vec<String>) -> Option<Peer> {
-    let exe = std::env::current_exe().ok()?;
-    let sibling = exe.parent()?.parent()?.join("ski");
-    let program = std::env::var_os("SKI_BIN").map_or(sibling, PathBuf::from);
-    if !program.exists() {
-        let cargo = std::env::var_os("CARGO").map_or_else(|| PathBuf::from("cargo"), PathBuf::from);
-        let built = succeeds(
-            &cargo,
-            &["build", "--release", "-p", "ski", "--bin", "ski"],
-            Some(Path::new(env!("CARGO_MANIFEST_DIR"))),
-        )
-        .await;
-        if !built || !program.exists() {
-            notes.push(format!(
-                "ski acp serve skipped: no ski binary at {} (cargo build --release -p ski)",
-                program.display()
-            ));
-            return None;
+    match support::ski_binary().await {
+        Ok(program) => Some(Peer {
+            id: "ski-acp-serve",
+            name: "spawn to initialize response: ski acp serve",
+            program,
+            args: vec!["acp".into(), "serve".into()],
+            cwd: None,
+        }),
+        Err(error) => {
+            notes.push(format!("ski acp serve skipped: {error}"));
+            None
         }
     }
-    if !succeeds(&program, &["acp", "serve", "--help"], None).await {
-        notes.push(format!(
-            "ski acp serve skipped: {} has no `acp serve` subcommand",
-            program.display()
-        ));
-        return None;
-    }
-    Some(Peer {
-        id: "ski-acp-serve",
-        name: "spawn to initialize response: ski acp serve",
-        program,
-        args: vec!["acp".into(), "serve".into()],
-        cwd: None,
-    })
 }
 
 async fn ts_peer(bench: &Path, notes: &mut Vec<String>) -> Option<Peer> {
     let node = PathBuf::from("node");
-    if !succeeds(&node, &["--version"], None).await {
+    if !support::succeeds(&node, &["--version"], None).await {
         notes.push("typescript sdk echo agent skipped: node is not installed".to_owned());
         return None;
     }
@@ -183,7 +135,7 @@ async fn ts_peer(bench: &Path, notes: &mut Vec<String>) -> Option<Peer> {
             dir.join("package.json"),
             r#"{"name":"ski-bench-ts-echo","private":true,"type":"module"}"#,
         );
-        let ok = succeeds(
+        let ok = support::succeeds(
             Path::new("npm"),
             &["install", "--no-audit", "--no-fund", "--silent", TS_SDK],
             Some(&dir),
@@ -220,7 +172,7 @@ async fn run() -> Result<()> {
         .and_then(|v| v.parse().ok())
         .filter(|n| *n > 0)
         .unwrap_or(200);
-    let bench = bench_dir()?;
+    let bench = support::bench_dir()?;
     std::fs::create_dir_all(bench.join("rows"))
         .with_context(|| format!("cannot create {}", bench.display()))?;
     let mut notes = Vec::new();
@@ -270,19 +222,23 @@ async fn run() -> Result<()> {
         if has_ts && peer.id != "ts-sdk-echo" && peer.id != "cat-floor" {
             row["baseline"] = json!("ts-sdk-echo");
         }
+        // ski's own programs are also compared with the process-start floor: the ratio is the
+        // floor's median over theirs (1/1.5 = 0.67 means "within 1.5x of the floor").
+        if peer.id.starts_with("ski") {
+            let mut versus_floor = row.clone();
+            versus_floor["name"] = json!(format!("{} (vs the cat floor)", peer.name));
+            versus_floor["id"] = json!(format!("{}-vs-floor", peer.id));
+            versus_floor["baseline"] = json!("cat-floor");
+            rows.push(row);
+            rows.push(versus_floor);
+            continue;
+        }
         rows.push(row);
     }
     for note in &notes {
         println!("  note: {note}");
     }
-    let path = bench.join("rows").join("startup.json");
-    std::fs::write(
-        &path,
-        serde_json::to_string_pretty(&json!({ "rows": rows, "notes": notes }))?,
-    )
-    .with_context(|| format!("cannot write {}", path.display()))?;
-    println!("rows: {}", path.display());
-    Ok(())
+    support::write_rows("startup", &rows, &notes)
 }
 
 fn main() -> Result<()> {

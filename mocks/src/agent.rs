@@ -42,7 +42,6 @@ pub mod output;
 pub mod personality;
 pub mod runtime;
 pub mod script;
-pub mod stdio;
 pub mod template;
 pub mod transcript;
 

@@ -60,9 +60,13 @@ impl Transport {
         }
     }
 
-    /// This process's stdin and stdout.
+    /// This process's stdin and stdout ([`crate::transport::stdio`]: no thread hop per message
+    /// when they are pipes or sockets). Call it inside a tokio runtime.
     pub fn stdio() -> Self {
-        Self::bytes(tokio::io::stdin(), tokio::io::stdout())
+        Self::bytes(
+            crate::transport::stdio::ProcessStdin::new(),
+            crate::transport::stdio::ProcessStdout::new(),
+        )
     }
 
     /// A message transport: each stream item and each sink item is one JSON text (for example

@@ -38,8 +38,8 @@ fn main() {
     let _context = runtime.enter();
     let outcome = runtime.block_on(ski_mocks::agent::run(
         *launch,
-        ski_mocks::agent::stdio::ProcessStdin::new(),
-        ski_mocks::agent::stdio::ProcessStdout::new(),
+        ski::transport::stdio::ProcessStdin::new(),
+        ski::transport::stdio::ProcessStdout::new(),
         tokio::io::stderr(),
     ));
     match outcome {

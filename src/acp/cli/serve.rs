@@ -376,12 +376,17 @@ pub fn parse_listen(text: &str) -> Result<String, String> {
 pub fn run(args: ServeArgs) -> CommandResult {
     let (config, listen) = args.config()?;
     args.log.init()?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .map_err(|error| {
-            CommandError::internal(anyhow!("cannot start the async runtime: {error}"))
-        })?;
+    // One connection on stdio needs one thread: reading, handling and writing on it means no
+    // cross-thread hand-off per message. A WebSocket server serves many connections at once.
+    let runtime = match listen {
+        Listen::Stdio => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Listen::Ws(_) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+    }
+    .map_err(|error| CommandError::internal(anyhow!("cannot start the async runtime: {error}")))?;
     let options = ConnectionOptions {
         max_in_flight_sends: args.max_in_flight_sends,
         ..ConnectionOptions::default()
