@@ -303,6 +303,7 @@ where
         launch.control.as_ref().map(|p| p.display().to_string()),
     );
     agent.transcript.start(start_record(&agent, &launch));
+    agent.start_flusher().await;
     if let Some(listener) = listener {
         agent.spawn(control::serve(Arc::clone(&agent), listener));
     }
@@ -316,6 +317,7 @@ where
         });
     }
     let outcome = serve(&agent, &launch, stdin).await;
+    agent.flush_output().await;
     agent.abort_tasks();
     agent.transcript.exit(outcome.code, &outcome.reason);
     if let Some(path) = &launch.control {

@@ -1,6 +1,7 @@
 //! The agent's output path: every byte it writes to stdout goes through a raw [`LineWriter`],
 //! so a line can be written whole, in flushed fragments, without its newline, or not at all
-//! after stdout was closed. Each line is also recorded in the transcript.
+//! after stdout was closed. Whole lines are queued and written together when the writing task
+//! waits. Each line is also recorded in the transcript.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -8,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{Map, Value, json};
 use ski::jsonrpc::LineWriter;
 use tokio::io::{AsyncWrite, AsyncWriteExt};
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 
 use super::script::step::FragmentPlan;
 use super::transcript::{Kind, Transcript};
@@ -53,7 +54,7 @@ impl Gates {
 /// What happened to a write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Written {
-    /// Written and flushed.
+    /// Written, or queued to be written as soon as the writing task waits.
     Ok,
     /// Dropped because stdout is closed.
     Closed,
@@ -62,9 +63,18 @@ pub enum Written {
 }
 
 /// Stdout as the agent writes it.
+///
+/// A whole line is queued, not written at once: everything queued goes out in one write when the
+/// task that queued it waits (the agent's flusher task runs [`Output::flush_queued`] then), so a
+/// turn's update and its response reach the client together, as from any buffered agent. A line
+/// in fragments first writes what is queued, then each fragment on its own, so the order of the
+/// bytes is always the order of the calls.
 pub struct Output {
     writer: Option<LineWriter<BoxWrite>>,
     lines: u64,
+    queued: bool,
+    failed: bool,
+    flush_wanted: Arc<Notify>,
 }
 
 impl std::fmt::Debug for Output {
@@ -72,6 +82,7 @@ impl std::fmt::Debug for Output {
         f.debug_struct("Output")
             .field("open", &self.writer.is_some())
             .field("lines", &self.lines)
+            .field("queued", &self.queued)
             .finish()
     }
 }
@@ -82,7 +93,16 @@ impl Output {
         Self {
             writer: Some(LineWriter::new(stdout)),
             lines: 0,
+            queued: false,
+            failed: false,
+            flush_wanted: Arc::new(Notify::new()),
         }
+    }
+
+    /// Notified whenever a line was queued: the flusher task waits on it, then calls
+    /// [`Output::flush_queued`].
+    pub fn flush_wanted(&self) -> Arc<Notify> {
+        Arc::clone(&self.flush_wanted)
     }
 
     /// Whether stdout is still open.
@@ -90,9 +110,29 @@ impl Output {
         self.writer.is_some()
     }
 
-    /// How many lines were written.
+    /// How many lines were written or queued.
     pub fn lines(&self) -> u64 {
         self.lines
+    }
+
+    /// Writes everything queued. A failure is noted in the transcript once, and every later
+    /// write answers [`Written::Failed`].
+    pub async fn flush_queued(&mut self, transcript: &Transcript) -> Written {
+        if self.failed {
+            return Written::Failed;
+        }
+        let Some(writer) = self.writer.as_mut() else {
+            return Written::Closed;
+        };
+        if !std::mem::take(&mut self.queued) {
+            return Written::Ok;
+        }
+        if writer.flush().await.is_err() {
+            self.failed = true;
+            transcript.note("write to stdout failed");
+            return Written::Failed;
+        }
+        Written::Ok
     }
 
     /// Writes `bytes` (and a newline if asked), in fragments if the plan says so, recording
@@ -109,19 +149,19 @@ impl Output {
         if !newline {
             extra.insert("newline".to_owned(), Value::Bool(false));
         }
-        let Some(writer) = self.writer.as_mut() else {
+        if self.writer.is_none() {
             extra.insert("dropped".to_owned(), json!("stdout is closed"));
             transcript.line(Kind::Out, bytes, Some(extra));
             return Written::Closed;
-        };
-        let mut line = Vec::with_capacity(bytes.len() + 1);
-        line.extend_from_slice(bytes);
-        if newline {
-            line.push(b'\n');
         }
+        if self.failed {
+            transcript.line(Kind::Out, bytes, (!extra.is_empty()).then_some(extra));
+            return Written::Failed;
+        }
+        let length = bytes.len() + usize::from(newline);
         let pieces = match &plan.fragments {
-            Some(fragments) => fragments.split(line.len()),
-            None => std::iter::once(0..line.len()).collect(),
+            Some(fragments) => fragments.split(length),
+            None => std::iter::once(0..length).collect(),
         };
         if pieces.len() > 1 {
             extra.insert(
@@ -136,9 +176,35 @@ impl Output {
             bytes,
             if extra.is_empty() { None } else { Some(extra) },
         );
+        self.lines += 1;
+        if pieces.len() == 1 && plan.delay.is_none() && plan.gate.is_none() {
+            let Some(writer) = self.writer.as_mut() else {
+                return Written::Closed;
+            };
+            writer.queue_raw(bytes);
+            if newline {
+                writer.queue_raw(b"\n");
+            }
+            self.queued = true;
+            self.flush_wanted.notify_one();
+            return Written::Ok;
+        }
+        let flushed = self.flush_queued(transcript).await;
+        if flushed != Written::Ok {
+            return flushed;
+        }
+        let mut line = Vec::with_capacity(length);
+        line.extend_from_slice(bytes);
+        if newline {
+            line.push(b'\n');
+        }
         let count = pieces.len();
         for (index, range) in pieces.into_iter().enumerate() {
+            let Some(writer) = self.writer.as_mut() else {
+                return Written::Closed;
+            };
             if writer.write_raw(&line[range]).await.is_err() {
+                self.failed = true;
                 transcript.note("write to stdout failed");
                 return Written::Failed;
             }
@@ -151,12 +217,12 @@ impl Output {
                 }
             }
         }
-        self.lines += 1;
         Written::Ok
     }
 
     /// Closes stdout: the reader sees end of stream; later writes are dropped.
     pub async fn close(&mut self, transcript: &Transcript) {
+        self.flush_queued(transcript).await;
         if let Some(mut writer) = self.writer.take() {
             let _ = writer.shutdown().await;
             transcript.note("stdout closed");

@@ -331,6 +331,24 @@ impl Agent {
             .await;
     }
 
+    /// Starts the task that writes queued stdout lines whenever a task that queued them waits.
+    pub async fn start_flusher(self: &Arc<Self>) {
+        let wanted = self.out.lock().await.flush_wanted();
+        let agent = Arc::downgrade(self);
+        self.spawn(async move {
+            loop {
+                wanted.notified().await;
+                let Some(agent) = agent.upgrade() else { return };
+                agent.flush_output().await;
+            }
+        });
+    }
+
+    /// Writes every queued stdout line now.
+    pub async fn flush_output(&self) -> Written {
+        self.out.lock().await.flush_queued(&self.transcript).await
+    }
+
     /// Closes stdout and keeps running.
     pub async fn close_stdout(&self) {
         self.out.lock().await.close(&self.transcript).await;
