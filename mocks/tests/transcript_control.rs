@@ -287,3 +287,41 @@ do = [
     let (before, _) = agent.until_response(&json!(id)).await;
     assert_eq!(chunk_text(&before[0]), Some("got go"));
 }
+
+/// Stdout lines are queued and written together when the agent waits; what a control command
+/// wrote must still be on the wire before its reply, because a runner may stop the agent the
+/// moment the reply arrives (the ACP backpressure rows WS-005 and WS-016 do exactly that, and
+/// failed under load before the reply flushed stdout first).
+#[tokio::test]
+async fn a_control_reply_comes_after_what_the_command_wrote() {
+    let mut agent = Agent::start(Start::args(&[
+        "--script",
+        "echo",
+        "--control",
+        "{dir}/c.sock",
+    ]));
+    let session = agent.handshake().await;
+    let mut control = Control::connect(&agent.path("c.sock")).await;
+    let reply = control
+        .call(json!({"cmd": "run", "steps": [
+            {"request": "session/request_permission", "await": false, "params": {
+                "sessionId": "${session}",
+                "toolCall": {"toolCallId": "call-stall", "title": "before the reply"},
+                "options": [{"optionId": "opt-allow", "name": "Allow", "kind": "allow_once"}]}}
+        ]}))
+        .await;
+    assert_eq!(reply["ok"], true, "{reply}");
+    // Stopped, the agent can write nothing more: the line must already be in the pipe.
+    agent
+        .child
+        .signal_group(nix::sys::signal::Signal::SIGSTOP)
+        .expect("stop the agent");
+    let line = agent.json().await;
+    agent
+        .child
+        .signal_group(nix::sys::signal::Signal::SIGCONT)
+        .expect("resume the agent");
+    assert_eq!(line["method"], "session/request_permission");
+    assert_eq!(line["params"]["sessionId"], session.as_str());
+    assert_eq!(line["params"]["toolCall"]["title"], "before the reply");
+}

@@ -74,6 +74,9 @@ pub async fn connect(agent: Arc<Agent>, path: &Path) -> std::io::Result<()> {
 type SharedWriter = Arc<Mutex<Box<dyn AsyncWrite + Send + Unpin>>>;
 
 async fn write_reply(agent: &Agent, writer: &SharedWriter, reply: &Value) {
+    // What the command wrote to stdout is on the wire before the reply says it is done: a
+    // runner may stop the agent (SIGSTOP) as soon as the reply arrives.
+    agent.flush_output().await;
     let mut line = reply.to_string();
     agent
         .transcript

@@ -322,6 +322,8 @@ impl Agent {
 
     /// Writes stderr bytes.
     pub async fn write_stderr(&self, bytes: &[u8]) {
+        // Stdout lines queued before this go out first, so the two streams keep their order.
+        self.flush_output().await;
         self.err.lock().await.write(bytes, &self.transcript).await;
     }
 
@@ -339,14 +341,18 @@ impl Agent {
             loop {
                 wanted.notified().await;
                 let Some(agent) = agent.upgrade() else { return };
-                agent.flush_output().await;
+                agent.out.lock().await.flush_queued(&agent.transcript).await;
             }
         });
     }
 
-    /// Writes every queued stdout line now.
-    pub async fn flush_output(&self) -> Written {
-        self.out.lock().await.flush_queued(&self.transcript).await
+    /// Writes every queued stdout line now, unless a write is under way: a line written in
+    /// fragments holds stdout (it may wait on a gate the caller is about to release) and wrote
+    /// everything queued before its first fragment, so nothing queued can be ahead of it.
+    pub async fn flush_output(&self) {
+        if let Ok(mut out) = self.out.try_lock() {
+            out.flush_queued(&self.transcript).await;
+        }
     }
 
     /// Closes stdout and keeps running.
