@@ -10,6 +10,11 @@
 //! report keeps every row as written; a row with a baseline but no `ratio` gets one: its
 //! throughput (messages per second, else MB/s, else inverse median time) over its baseline's.
 //!
+//! The `roundtrip` benchmark (package `ski-mocks`) measures sequential stdio prompt round trips
+//! of `ski acp serve` and `ski-mock-agent` as a fraction of a zero-work canned responder's, with
+//! meter and agent pinned to one core and unpinned; `startup` measures spawn to `initialize`
+//! response against the `cat` process-start floor.
+//!
 //! The `acp` benchmark compares ski's ACP client and agent with a pair written on the official
 //! Rust SDK. That pair lives in `xtask/bench-peers/official`, a package outside the workspace
 //! (its own lock file; the SDK's features must not reach ski's builds): before the benchmark
