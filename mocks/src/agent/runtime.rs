@@ -55,8 +55,8 @@ pub struct Inbound {
     pub method: String,
     /// The id, for a request.
     pub id: Option<RequestId>,
-    /// The params.
-    pub params: Option<Value>,
+    /// The params, shared with the record of what was seen and the template variables.
+    pub params: Option<Arc<Value>>,
     /// Whether the message carried `"jsonrpc"`.
     pub jsonrpc: bool,
 }
@@ -556,7 +556,7 @@ impl Agent {
                 self.on_call(Inbound {
                     method: request.method,
                     id: Some(request.id),
-                    params: request.params,
+                    params: request.params.map(Arc::new),
                     jsonrpc,
                 })
                 .await;
@@ -565,7 +565,7 @@ impl Agent {
                 self.on_call(Inbound {
                     method: notification.method,
                     id: None,
-                    params: notification.params,
+                    params: notification.params.map(Arc::new),
                     jsonrpc,
                 })
                 .await;
@@ -637,7 +637,7 @@ impl Agent {
                 && let Some(pending) = state.pending.remove(&key)
             {
                 let _ = pending.reply.send(Reply {
-                    result: Ok(inbound.params.clone().unwrap_or(Value::Null)),
+                    result: Ok(inbound.params.as_deref().cloned().unwrap_or(Value::Null)),
                 });
                 return;
             }

@@ -44,7 +44,7 @@ pub struct Vars {
     /// Captures of the prompt pattern.
     pub captures: Captures,
     /// The triggering message's params.
-    pub params: Option<Value>,
+    pub params: Option<std::sync::Arc<Value>>,
     /// The last reply received by a `request` step.
     pub reply: Option<Value>,
     /// The number of prompts received so far.
@@ -159,7 +159,7 @@ impl Vars {
             "id" => self.id.clone(),
             "method" => string(&self.method),
             "prompt" => string(&self.prompt),
-            "params" => self.params.clone(),
+            "params" => self.params.as_deref().cloned(),
             "reply" => self.reply.clone(),
             "uuid" => Some(Value::String(uuid::Uuid::new_v4().to_string())),
             "turn" => Some(Value::from(self.turn)),
@@ -172,7 +172,7 @@ impl Vars {
                     return self.captures.get(key).map(|s| Value::String(s.to_owned()));
                 }
                 if let Some(path) = name.strip_prefix("params.") {
-                    return pointer(self.params.as_ref()?, path);
+                    return pointer(self.params.as_deref()?, path);
                 }
                 if let Some(path) = name.strip_prefix("reply.") {
                     return pointer(self.reply.as_ref()?, path);
@@ -255,7 +255,7 @@ mod tests {
         let vars = Vars {
             id: Some(json!(7)),
             session: Some("s-1".into()),
-            params: Some(json!({"a": {"b": [10, 20]}})),
+            params: Some(std::sync::Arc::new(json!({"a": {"b": [10, 20]}}))),
             ..Vars::default()
         };
         let value = json!({"id": "${id}", "text": "in ${session}: ${params.a.b.1}", "k": "$${x}"});

@@ -250,7 +250,7 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
             match seen {
                 Some(seen) => {
                     ctx.cursor = cursor;
-                    ctx.vars.reply = seen.params;
+                    ctx.vars.reply = seen.params.map(std::sync::Arc::unwrap_or_clone);
                 }
                 None => {
                     agent

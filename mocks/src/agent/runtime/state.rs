@@ -42,7 +42,7 @@ pub struct Seen {
     /// The id, for requests.
     pub id: Option<RequestId>,
     /// The params.
-    pub params: Option<Value>,
+    pub params: Option<std::sync::Arc<Value>>,
 }
 
 /// A session.
