@@ -5,7 +5,9 @@ pub mod sequence;
 pub mod state;
 
 use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -675,22 +677,41 @@ impl Agent {
         ctx.parker = Some(parker);
         let agent = Arc::clone(self);
         let id = inbound.id.clone();
-        let task = if let Some((index, rule_once)) = self.matching_rule(&inbound, &mut ctx) {
-            if rule_once {
-                self.state().fired.insert(index);
+        let mut sequence: Pin<Box<dyn Future<Output = ()> + Send>> =
+            if let Some((index, rule_once)) = self.matching_rule(&inbound, &mut ctx) {
+                if rule_once {
+                    self.state().fired.insert(index);
+                }
+                Box::pin(async move {
+                    let steps = agent.config.script.rules[index].steps.clone();
+                    sequence::run_steps(&agent, &steps, &mut ctx).await;
+                    agent.finish_running(ctx.trigger.as_ref());
+                })
+            } else {
+                Box::pin(async move {
+                    personality::builtin(&agent, &mut ctx).await;
+                    agent.finish_running(ctx.trigger.as_ref());
+                })
+            };
+        // The sequence runs here until it first waits; most end without waiting (an echo turn),
+        // and only one that waits becomes a task of its own. The task polls it again at once,
+        // so the no-op waker of this first poll loses no wake-up.
+        let first_poll = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            sequence
+                .as_mut()
+                .poll(&mut Context::from_waker(Waker::noop()))
+        }));
+        match first_poll {
+            Ok(Poll::Ready(())) => {}
+            Ok(Poll::Pending) => {
+                let task = self.spawn(sequence);
+                self.track_running(id.as_ref(), task);
             }
-            self.spawn(async move {
-                let steps = agent.config.script.rules[index].steps.clone();
-                sequence::run_steps(&agent, &steps, &mut ctx).await;
-                agent.finish_running(ctx.trigger.as_ref());
-            })
-        } else {
-            self.spawn(async move {
-                personality::builtin(&agent, &mut ctx).await;
-                agent.finish_running(ctx.trigger.as_ref());
-            })
-        };
-        self.track_running(id.as_ref(), task);
+            // As in a task of its own, a panicking sequence ends alone.
+            Err(_) => self
+                .transcript
+                .note(&format!("the sequence for {} panicked", inbound.method)),
+        }
         // The next input line is handled once this message's sequence ended or waits.
         let _ = parked.await;
     }
