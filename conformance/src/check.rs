@@ -177,6 +177,14 @@ pub enum CheckError {
     Fail(Box<Failure>),
     /// The check does not apply to this target; the text says why.
     Skip(String),
+    /// The target does not declare a capability the check needs: a skip that coverage
+    /// reports count by capability.
+    Undeclared {
+        /// The target's name.
+        target: String,
+        /// The capability.
+        capability: String,
+    },
     /// The harness failed; the text says how.
     Harness(String),
 }
@@ -196,7 +204,7 @@ impl CheckError {
     pub fn outcome(&self) -> Outcome {
         match self {
             CheckError::Fail(_) => Outcome::Fail,
-            CheckError::Skip(_) => Outcome::Skip,
+            CheckError::Skip(_) | CheckError::Undeclared { .. } => Outcome::Skip,
             CheckError::Harness(_) => Outcome::Error,
         }
     }
@@ -207,9 +215,17 @@ impl fmt::Display for CheckError {
         match self {
             CheckError::Fail(failure) => write!(f, "fail: {failure}"),
             CheckError::Skip(reason) => write!(f, "skip: {reason}"),
+            CheckError::Undeclared { target, capability } => {
+                write!(f, "skip: {}", undeclared_text(target, capability))
+            }
             CheckError::Harness(message) => write!(f, "error: {message}"),
         }
     }
+}
+
+/// The skip message of a capability the target does not declare.
+pub fn undeclared_text(target: &str, capability: &str) -> String {
+    format!("target {target} does not declare capability {capability:?}")
 }
 
 impl From<Failure> for CheckError {

@@ -44,6 +44,11 @@ enum Command {
     List(ListArgs),
     /// Print one scenario and how it is checked.
     Explain(ExplainArgs),
+    /// Combine the results.json files of a sharded run into one report (report.md, junit.xml,
+    /// results.json); exits as the whole run would.
+    Merge(MergeArgs),
+    /// Draft a strict baseline from a run's failures (review every reason before you commit it).
+    Baseline(BaselineArgs),
     /// Processes the engine's own tests start as stand-ins for a target.
     #[command(hide = true, subcommand)]
     Fixture(Fixture),
@@ -129,6 +134,12 @@ struct RunArgs {
     /// Keep each scenario's temp dir (paths go into results.json).
     #[arg(long)]
     keep_temp: bool,
+    /// Fail the run (exit 1) when fewer than P percent of the selected rows ran.
+    #[arg(long, value_name = "P")]
+    min_coverage: Option<f64>,
+    /// Do not print a line for each skipped scenario.
+    #[arg(long, short = 'q')]
+    quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -141,6 +152,31 @@ struct ListArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     json: bool,
+}
+
+#[derive(Debug, Args)]
+struct MergeArgs {
+    #[command(flatten)]
+    catalog: CatalogArgs,
+    /// The results.json files of the shards.
+    #[arg(required = true, value_name = "RESULTS")]
+    results: Vec<PathBuf>,
+    /// Where the merged reports go.
+    #[arg(long, value_name = "DIR", default_value = "target/conformance")]
+    out: PathBuf,
+    /// Fail (exit 1) when fewer than P percent of the merged rows ran.
+    #[arg(long, value_name = "P")]
+    min_coverage: Option<f64>,
+}
+
+#[derive(Debug, Args)]
+struct BaselineArgs {
+    /// The results.json of the run.
+    #[arg(long = "from", value_name = "RESULTS")]
+    from: PathBuf,
+    /// Write the baseline here instead of to stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -174,6 +210,8 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Run(args) => run(*args),
         Command::List(args) => list(args),
         Command::Explain(args) => explain(args),
+        Command::Merge(args) => merge(args),
+        Command::Baseline(args) => baseline(args),
         Command::Fixture(fixture) => Ok(run_fixture(fixture)),
     }
 }
@@ -271,6 +309,7 @@ fn run(args: RunArgs) -> Result<u8> {
     if !(args.timeout_multiplier.is_finite() && args.timeout_multiplier > 0.0) {
         bail!("--timeout-multiplier must be a positive number");
     }
+    check_min_coverage(args.min_coverage)?;
     let mut options = RunOptions {
         timeouts: Timeouts::new(args.timeout_multiplier),
         bin_dir,
@@ -288,7 +327,7 @@ fn run(args: RunArgs) -> Result<u8> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let console = Console::new();
+    let console = Console::new().quiet(args.quiet);
     let mut report = runtime.block_on(runner::run(
         plan,
         Arc::new(target),
@@ -297,6 +336,7 @@ fn run(args: RunArgs) -> Result<u8> {
         &console,
     ));
     report.selection = selection.describe();
+    report.min_coverage = args.min_coverage;
     let written = report::write_all(&report, &args.out)?;
     print!("{}", report::console::summary(&report));
     println!(
@@ -306,6 +346,48 @@ fn run(args: RunArgs) -> Result<u8> {
         written.json.display()
     );
     Ok(report.exit_code())
+}
+
+fn merge(args: MergeArgs) -> Result<u8> {
+    let catalogs = args.catalog.load()?;
+    check_min_coverage(args.min_coverage)?;
+    let mut reports = Vec::new();
+    for path in &args.results {
+        reports.push((path.clone(), crate::merge::load_results(path)?));
+    }
+    let mut report = crate::merge::merge(reports, &catalogs)?;
+    if args.min_coverage.is_some() {
+        report.min_coverage = args.min_coverage;
+    }
+    let written = report::write_all(&report, &args.out)?;
+    print!("{}", report::console::summary(&report));
+    println!(
+        "reports: {}, {}, {}",
+        written.markdown.display(),
+        written.junit.display(),
+        written.json.display()
+    );
+    Ok(report.exit_code())
+}
+
+fn baseline(args: BaselineArgs) -> Result<u8> {
+    let report = crate::merge::load_results(&args.from)?;
+    let text = crate::merge::draft_baseline(&report, &args.from.display().to_string());
+    match &args.out {
+        Some(path) => std::fs::write(path, &text)
+            .with_context(|| format!("cannot write {}", path.display()))?,
+        None => print!("{text}"),
+    }
+    Ok(EXIT_OK)
+}
+
+fn check_min_coverage(min: Option<f64>) -> Result<()> {
+    if let Some(min) = min
+        && !(0.0..=100.0).contains(&min)
+    {
+        bail!("--min-coverage must be a percentage from 0 to 100");
+    }
+    Ok(())
 }
 
 fn list(args: ListArgs) -> Result<u8> {

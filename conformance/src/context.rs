@@ -170,10 +170,10 @@ impl Ctx {
         if self.has(capability) {
             Ok(())
         } else {
-            Err(CheckError::Skip(format!(
-                "target {} does not declare capability {capability:?}",
-                self.inner.target.name
-            )))
+            Err(CheckError::Undeclared {
+                target: self.inner.target.name.clone(),
+                capability: capability.to_owned(),
+            })
         }
     }
 

@@ -8,7 +8,9 @@
 //! - [`select`]: `--suite`, `--id`, `--category` and `--shard` selection.
 //! - [`runner`]: bounded parallel runs, cleanup, solo re-runs of unexpected failures.
 //! - [`baseline`]: strict baselines of known failures.
-//! - [`report`]: console, JUnit XML, `results.json` and `report.md`.
+//! - [`report`]: console, JUnit XML, `results.json` and `report.md`, and how much of a
+//!   selection ran.
+//! - [`merge`]: `results.json` read back: shards merged into one report, baselines drafted.
 //! - [`coverage`]: every catalog row has a check and every check a row.
 //! - [`cli`]: the `ski-conformance` command line and its exit codes.
 //! - [`suites`]: the registry of suites and how to add one (start there to write checks).
@@ -19,6 +21,7 @@ pub mod check;
 pub mod cli;
 pub mod context;
 pub mod coverage;
+pub mod merge;
 pub mod port;
 pub mod report;
 pub mod runner;

@@ -3,6 +3,7 @@
 //! [`write_all`] writes the three files into one directory (by default `target/conformance`).
 
 pub mod console;
+pub mod coverage;
 pub mod json;
 pub mod junit;
 pub mod markdown;

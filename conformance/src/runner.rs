@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use ski::transport::WireEntry;
 use ski::transport::child::{self, Termination};
 use tokio::task::JoinSet;
@@ -120,12 +120,12 @@ impl Default for RunOptions {
 }
 
 /// One wire-log line in a result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WireRecord {
     /// The channel.
     pub channel: String,
     /// `out`, `in` or `note`.
-    pub direction: &'static str,
+    pub direction: String,
     /// Seconds since the scenario started.
     pub t: f64,
     /// The raw text.
@@ -136,7 +136,7 @@ impl From<WireEntry> for WireRecord {
     fn from(entry: WireEntry) -> Self {
         Self {
             channel: entry.channel,
-            direction: entry.direction.as_str(),
+            direction: entry.direction.as_str().to_owned(),
             t: (entry.at.as_secs_f64() * 1e6).round() / 1e6,
             text: entry.text,
         }
@@ -144,7 +144,7 @@ impl From<WireEntry> for WireRecord {
 }
 
 /// How one process of a scenario ended.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProcessRecord {
     /// The name it was started under.
     pub name: String,
@@ -171,7 +171,7 @@ impl From<&Termination> for ProcessRecord {
 }
 
 /// An earlier attempt of a scenario that was re-run.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Attempt {
     /// Its outcome.
     pub outcome: Outcome,
@@ -188,7 +188,7 @@ pub struct Attempt {
 }
 
 /// The result of one scenario.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ScenarioResult {
     /// The suite.
     pub suite: String,
@@ -218,15 +218,18 @@ pub struct ScenarioResult {
     pub failure: Option<Failure>,
     /// The skip reason or harness error.
     pub message: Option<String>,
+    /// For a skip: the capabilities the target does not declare.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undeclared: Vec<String>,
     /// Every process started and how it ended.
     pub processes: Vec<ProcessRecord>,
     /// The wire log of every channel.
     pub wire: Vec<WireRecord>,
     /// The kept temp dir, with `--keep-temp`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temp_dir: Option<String>,
     /// The first attempt, when the scenario was re-run.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_attempt: Option<Box<Attempt>>,
 }
 
@@ -247,6 +250,7 @@ impl ScenarioResult {
             duration: 0.0,
             failure: None,
             message: None,
+            undeclared: Vec::new(),
             processes: Vec::new(),
             wire: Vec::new(),
             temp_dir: None,
@@ -306,7 +310,7 @@ pub struct Silent;
 impl Observer for Silent {}
 
 /// Everything a run produced.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunReport {
     /// The target profile's name.
     pub target: String,
@@ -328,6 +332,9 @@ pub struct RunReport {
     pub results: Vec<ScenarioResult>,
     /// Baseline entries whose scenario passed.
     pub stale: Vec<BaselineEntry>,
+    /// `--min-coverage`: the least percentage of the selected rows that must run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_coverage: Option<f64>,
 }
 
 /// Counts of outcomes.
@@ -398,9 +405,22 @@ impl RunReport {
             .filter(|r| r.expectation == Expectation::Unexpected)
     }
 
-    /// 0 when everything is as expected; 1 on an unexpected failure or a stale baseline entry.
+    /// How much of the selection actually ran.
+    pub fn coverage(&self) -> crate::report::coverage::Coverage {
+        crate::report::coverage::Coverage::of(&self.results)
+    }
+
+    /// Whether fewer rows ran than `--min-coverage` asks for.
+    pub fn below_min_coverage(&self) -> bool {
+        self.min_coverage
+            .is_some_and(|min| self.coverage().percent() < min)
+    }
+
+    /// 0 when everything is as expected; 1 on an unexpected failure, a stale baseline entry or
+    /// a coverage below `--min-coverage`.
     pub fn exit_code(&self) -> u8 {
-        if self.unexpected().next().is_some() || !self.stale.is_empty() {
+        if self.unexpected().next().is_some() || !self.stale.is_empty() || self.below_min_coverage()
+        {
             1
         } else {
             0
@@ -512,6 +532,7 @@ pub async fn run(
         baseline: baseline.map(|b| b.origin.clone()),
         results,
         stale,
+        min_coverage: None,
     }
 }
 
@@ -547,6 +568,7 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
             target.name,
             missing.join(", ")
         ));
+        result.undeclared = missing.iter().map(|c| (*c).to_owned()).collect();
         return result;
     }
     let Some(check) = &entry.check else {
@@ -582,6 +604,7 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
     });
     let limit = ctx.timeout() + options.timeouts.scale(CANCEL_MARGIN);
     let mut handle = tokio::spawn(check.start(ctx.clone()));
+    let mut undeclared = Vec::new();
     let (outcome, failure, message, timed_out) = match tokio::time::timeout(limit, &mut handle)
         .await
     {
@@ -592,6 +615,15 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
                 CheckError::Fail(failure) => (outcome, Some(*failure), None, false),
                 CheckError::Skip(reason) | CheckError::Harness(reason) => {
                     (outcome, None, Some(reason), false)
+                }
+                CheckError::Undeclared { target, capability } => {
+                    undeclared.push(capability.clone());
+                    (
+                        outcome,
+                        None,
+                        Some(crate::check::undeclared_text(&target, &capability)),
+                        false,
+                    )
                 }
             }
         }
@@ -634,6 +666,7 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
     let mut result = ScenarioResult::new(scenario, outcome);
     result.failure = failure;
     result.message = message;
+    result.undeclared = undeclared;
     result.timed_out = timed_out;
     if !survivors.is_empty() {
         let text = format!("teardown left processes behind: {}", survivors.join("; "));

@@ -38,7 +38,13 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
         .context("building the binaries failed")?;
     let target_dir = target_dir(&sh, &root)?;
     let runner = target_dir.join("debug").join("ski-conformance");
-    let out = target_dir.join("conformance");
+    // Each shard keeps its own reports, so that `ski-conformance merge` can combine them.
+    let out = match &args.shard {
+        Some(shard) => target_dir
+            .join("conformance")
+            .join(format!("shard-{}", shard.replace('/', "-of-"))),
+        None => target_dir.join("conformance"),
+    };
     let mut forwarded: Vec<String> = Vec::new();
     for suite in &args.suites {
         forwarded.extend(["--suite".to_owned(), suite.clone()]);

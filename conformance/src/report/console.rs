@@ -15,6 +15,7 @@ use crate::runner::{Observer, Phase, RunReport, ScenarioResult};
 pub struct Console {
     bar: Mutex<Option<ProgressBar>>,
     use_bar: bool,
+    quiet: bool,
 }
 
 impl Console {
@@ -24,7 +25,14 @@ impl Console {
         Self {
             bar: Mutex::new(None),
             use_bar,
+            quiet: false,
         }
+    }
+
+    /// Leaves out the lines of skipped scenarios (the summary still counts them).
+    pub fn quiet(mut self, quiet: bool) -> Self {
+        self.quiet = quiet;
+        self
     }
 
     fn print(&self, line: &str) {
@@ -63,7 +71,9 @@ impl Observer for Console {
     }
 
     fn finished(&self, result: &ScenarioResult, phase: Phase) {
-        self.print(&line(result, phase));
+        if !(self.quiet && result.outcome == Outcome::Skip) {
+            self.print(&line(result, phase));
+        }
         if phase == Phase::Main
             && let Some(bar) = self
                 .bar
@@ -178,6 +188,19 @@ pub fn summary(report: &RunReport) -> String {
         report.duration,
         report.target
     ));
+    let coverage = report.coverage();
+    out.push_str(&format!("coverage: {}\n", coverage.sentence()));
+    if let Some(warning) = coverage.warning() {
+        out.push_str(&format!("{warning}\n"));
+    }
+    if let Some(min) = report.min_coverage
+        && report.below_min_coverage()
+    {
+        out.push_str(&format!(
+            "coverage {:.1}% is below --min-coverage {min}\n",
+            coverage.percent()
+        ));
+    }
     out.push_str(if report.exit_code() == 0 {
         "result: as expected\n"
     } else {

@@ -36,8 +36,16 @@ pub fn render(report: &RunReport) -> String {
         report.baseline.as_deref().unwrap_or("none"),
     );
     let unexpected = report.unexpected().count();
+    let coverage = report.coverage();
     let verdict = if report.exit_code() == 0 {
         "**as expected**".to_owned()
+    } else if report.below_min_coverage() {
+        format!(
+            "**not as expected**: {unexpected} unexpected failure(s), {} stale baseline entr(y/ies), coverage {:.1}% below the required {:.1}%",
+            report.stale.len(),
+            coverage.percent(),
+            report.min_coverage.unwrap_or_default()
+        )
     } else {
         format!(
             "**not as expected**: {unexpected} unexpected failure(s), {} stale baseline entr(y/ies)",
@@ -55,6 +63,10 @@ pub fn render(report: &RunReport) -> String {
         counts.error,
         counts.expected_failures
     );
+    let _ = writeln!(md, "Coverage: {}.\n", coverage.sentence());
+    if let Some(warning) = coverage.warning() {
+        let _ = writeln!(md, "> **{warning}**\n");
+    }
 
     let _ = writeln!(md, "## Summary\n");
     let _ = writeln!(
