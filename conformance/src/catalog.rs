@@ -432,6 +432,19 @@ impl CatalogSet {
         self.catalogs.iter().flat_map(|c| c.scenarios.iter())
     }
 
+    /// The capability vocabulary of a suite: every capability its rows require.
+    pub fn capabilities(&self, suite: &str) -> BTreeSet<String> {
+        self.suite(suite)
+            .map(|catalog| {
+                catalog
+                    .scenarios
+                    .iter()
+                    .flat_map(|s| s.requires.iter().cloned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The scenario with this ID, in any suite.
     pub fn find(&self, id: &str) -> Option<&Scenario> {
         self.scenarios().find(|s| s.id == id)

@@ -4,10 +4,12 @@
 //! 1 an unexpected failure or error, or a stale baseline entry; 2 a usage or configuration error
 //! (bad arguments, an invalid catalog, profile or baseline, nothing selected).
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
+
 use clap::{Args, Parser, Subcommand};
 
 use crate::baseline::Baseline;
@@ -49,6 +51,9 @@ enum Command {
     Merge(MergeArgs),
     /// Draft a strict baseline from a run's failures (review every reason before you commit it).
     Baseline(BaselineArgs),
+    /// Start an ACP agent once, print what it declares and the target profile (TOML) that
+    /// tests it.
+    Probe(ProbeArgs),
     /// Processes the engine's own tests start as stand-ins for a target.
     #[command(hide = true, subcommand)]
     Fixture(Fixture),
@@ -105,9 +110,16 @@ struct RunArgs {
     /// Test the ACP agent at this WebSocket URL (builds an ad-hoc profile).
     #[arg(long, value_name = "URL")]
     agent_url: Option<String>,
-    /// A capability the ad-hoc target declares (repeatable).
+    /// A capability the ad-hoc target declares besides what discovery finds (repeatable).
     #[arg(long = "capability", value_name = "NAME")]
     capabilities: Vec<String>,
+    /// A capability the ad-hoc target does not declare even if discovery finds it (repeatable).
+    #[arg(long = "no-capability", value_name = "NAME")]
+    no_capabilities: Vec<String>,
+    /// Do not start the ad-hoc agent once to discover its capabilities; declare them all with
+    /// --capability.
+    #[arg(long)]
+    no_discover: bool,
     /// The directory of the binaries under test; default: this binary's directory.
     #[arg(long, value_name = "DIR")]
     bin_dir: Option<PathBuf>,
@@ -170,6 +182,24 @@ struct MergeArgs {
 }
 
 #[derive(Debug, Args)]
+struct ProbeArgs {
+    /// The ACP agent command (stdio).
+    #[arg(
+        long,
+        value_name = "CMD",
+        required_unless_present = "agent_url",
+        conflicts_with = "agent_url"
+    )]
+    agent_cmd: Option<String>,
+    /// The ACP agent's WebSocket URL.
+    #[arg(long, value_name = "URL")]
+    agent_url: Option<String>,
+    /// The profile's name.
+    #[arg(long, default_value = "my-agent")]
+    name: String,
+}
+
+#[derive(Debug, Args)]
 struct BaselineArgs {
     /// The results.json of the run.
     #[arg(long = "from", value_name = "RESULTS")]
@@ -212,6 +242,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Explain(args) => explain(args),
         Command::Merge(args) => merge(args),
         Command::Baseline(args) => baseline(args),
+        Command::Probe(args) => probe(args),
         Command::Fixture(fixture) => Ok(run_fixture(fixture)),
     }
 }
@@ -231,13 +262,47 @@ fn all_checks(registry: &[SuiteChecks]) -> Vec<Check> {
 fn run(args: RunArgs) -> Result<u8> {
     let catalogs = args.catalog.load()?;
     let registry = registry();
-    if !args.capabilities.is_empty() && args.agent_cmd.is_none() && args.agent_url.is_none() {
-        bail!("--capability only applies to an ad-hoc target (--agent-cmd or --agent-url)");
+    let ad_hoc = args.agent_cmd.is_some() || args.agent_url.is_some();
+    if !ad_hoc
+        && (!args.capabilities.is_empty() || !args.no_capabilities.is_empty() || args.no_discover)
+    {
+        bail!(
+            "--capability, --no-capability and --no-discover only apply to an ad-hoc target (--agent-cmd or --agent-url)"
+        );
     }
     let target = match (&args.target, &args.agent_cmd, &args.agent_url) {
         (Some(name), _, _) => Target::load(name)?,
         (None, None, None) => Target::load("reference")?,
-        (None, cmd, url) => Target::ad_hoc(cmd.as_deref(), url.as_deref(), &args.capabilities)?,
+        (None, cmd, url) => {
+            let vocabulary = catalogs.capabilities("acp");
+            for name in args.capabilities.iter().chain(&args.no_capabilities) {
+                if !vocabulary.contains(name) {
+                    bail!(
+                        "unknown capability {name:?}; the acp suite knows: {}",
+                        vocabulary.iter().cloned().collect::<Vec<_>>().join(", ")
+                    );
+                }
+            }
+            let mut capabilities: BTreeSet<String> = args.capabilities.iter().cloned().collect();
+            if !args.no_discover {
+                let found = discover_blocking(cmd.as_deref(), url.as_deref())?;
+                println!(
+                    "discovered: {} (ski-conformance probe shows why)",
+                    found
+                        .capabilities
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                capabilities.extend(found.capabilities);
+            }
+            for name in &args.no_capabilities {
+                capabilities.remove(name);
+            }
+            let capabilities: Vec<String> = capabilities.into_iter().collect();
+            Target::ad_hoc(cmd.as_deref(), url.as_deref(), &capabilities)?
+        }
     };
     let registered: Vec<&str> = registry.iter().map(|s| s.name.as_str()).collect();
     let mut selection = Selection {
@@ -378,6 +443,45 @@ fn baseline(args: BaselineArgs) -> Result<u8> {
             .with_context(|| format!("cannot write {}", path.display()))?,
         None => print!("{text}"),
     }
+    Ok(EXIT_OK)
+}
+
+/// Discovers an ad-hoc agent on a runtime of its own.
+fn discover_blocking(
+    agent_cmd: Option<&str>,
+    agent_url: Option<&str>,
+) -> Result<crate::discover::Discovery> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let found = runtime.block_on(async {
+        match (agent_cmd, agent_url) {
+            (Some(cmd), _) => crate::discover::stdio(cmd).await,
+            (None, Some(url)) => crate::discover::websocket(url).await,
+            (None, None) => unreachable_target(),
+        }
+    });
+    found.context("discovering the agent's capabilities failed (--no-discover and --capability declare them by hand)")
+}
+
+fn unreachable_target() -> Result<crate::discover::Discovery, crate::discover::DiscoverError> {
+    Err(crate::discover::DiscoverError::Initialize(
+        "no agent command or URL was given".to_owned(),
+    ))
+}
+
+fn probe(args: ProbeArgs) -> Result<u8> {
+    let found = discover_blocking(args.agent_cmd.as_deref(), args.agent_url.as_deref())?;
+    println!(
+        "{}",
+        crate::discover::profile_toml(
+            &args.name,
+            args.agent_cmd.as_deref(),
+            args.agent_url.as_deref(),
+            &found
+        )
+    );
     Ok(EXIT_OK)
 }
 

@@ -12,6 +12,7 @@
 //!   selection ran.
 //! - [`merge`]: `results.json` read back: shards merged into one report, baselines drafted.
 //! - [`coverage`]: every catalog row has a check and every check a row.
+//! - [`discover`]: what an ACP agent declares, found by starting it once.
 //! - [`cli`]: the `ski-conformance` command line and its exit codes.
 //! - [`suites`]: the registry of suites and how to add one (start there to write checks).
 
@@ -21,6 +22,7 @@ pub mod check;
 pub mod cli;
 pub mod context;
 pub mod coverage;
+pub mod discover;
 pub mod merge;
 pub mod port;
 pub mod report;

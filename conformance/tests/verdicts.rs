@@ -299,3 +299,141 @@ async fn a_baseline_drafted_from_a_run_excuses_exactly_its_failures() {
     let second = ski_conformance(&again, dir.path()).await;
     assert_eq!(second.code, Some(0), "{}{}", second.stdout, second.stderr);
 }
+
+/// The directory of the workspace's binaries (`ski`, `ski-mock-agent`), beside this one.
+fn bin_dir() -> std::path::PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_ski-conformance"))
+        .parent()
+        .expect("the binary's directory")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn probe_reports_what_an_agent_declares_as_a_profile() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let ski = format!(
+        "{} acp serve --permission-mode disabled",
+        bin_dir().join("ski").display()
+    );
+    let probe = ski_conformance(&["probe", "--agent-cmd", &ski, "--name", "ski"], dir.path()).await;
+    assert_eq!(probe.code, Some(0), "{}{}", probe.stdout, probe.stderr);
+    let profile: toml::Value = toml::from_str(&probe.stdout).expect("the probe prints TOML");
+    let declared: Vec<&str> = profile["suites"]["acp"]["capabilities"]
+        .as_array()
+        .expect("capabilities")
+        .iter()
+        .filter_map(toml::Value::as_str)
+        .collect();
+    for capability in [
+        "agent",
+        "stdio",
+        "prompt",
+        "echo",
+        "load-session",
+        "session-list",
+        "session-resume",
+        "session-fork",
+        "session-delete",
+        "logout",
+        "set-mode",
+        "config-options",
+    ] {
+        assert!(
+            declared.contains(&capability),
+            "{capability} missing: {}",
+            probe.stdout
+        );
+    }
+    // Configurations are never guessed.
+    assert!(!declared.contains(&"hold") && !declared.contains(&"auth-required"));
+    assert_eq!(
+        profile["suites"]["acp"]["commands"]["agent"].as_str(),
+        Some(ski.as_str())
+    );
+
+    // An agent whose replies are not the prompt gets every protocol row but no echo row.
+    let mock = format!(
+        "{} --script testy",
+        bin_dir().join("ski-mock-agent").display()
+    );
+    let probe = ski_conformance(&["probe", "--agent-cmd", &mock], dir.path()).await;
+    assert_eq!(probe.code, Some(0), "{}{}", probe.stdout, probe.stderr);
+    assert!(probe.stdout.contains("\"prompt\""), "{}", probe.stdout);
+    assert!(!probe.stdout.contains("\"echo\""), "{}", probe.stdout);
+    assert!(
+        probe.stdout.contains("not the prompt's text"),
+        "{}",
+        probe.stdout
+    );
+
+    let dead = ski_conformance(&["probe", "--agent-cmd", "false"], dir.path()).await;
+    assert_eq!(dead.code, Some(2), "{}", dead.stdout);
+    assert!(
+        dead.stderr.contains("did not answer initialize"),
+        "{}",
+        dead.stderr
+    );
+}
+
+#[tokio::test]
+async fn an_ad_hoc_agent_is_discovered_and_its_rows_run() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let ski = format!(
+        "{} acp serve --permission-mode disabled",
+        bin_dir().join("ski").display()
+    );
+    let base = [
+        "run",
+        "--agent-cmd",
+        &ski,
+        "--suite",
+        "acp",
+        "--id",
+        "ACP-CORE-00*",
+        "--out",
+        "out",
+    ];
+    let run = ski_conformance(&base, dir.path()).await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("discovered: agent,"), "{}", run.stdout);
+    let skipped = results(dir.path(), "out")["counts"]["skip"]
+        .as_u64()
+        .expect("counts");
+    let ran = results(dir.path(), "out")["counts"]["pass"]
+        .as_u64()
+        .expect("counts");
+    assert!(ran >= 5, "{}", run.stdout);
+
+    // Without discovery the same selection skips what it cannot declare.
+    let mut blind = base.to_vec();
+    blind.push("--no-discover");
+    let run = ski_conformance(&blind, dir.path()).await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    let blind_skipped = results(dir.path(), "out")["counts"]["skip"]
+        .as_u64()
+        .expect("counts");
+    assert!(blind_skipped > skipped, "{}", run.stdout);
+
+    // --no-capability takes a discovered capability away; unknown names are refused.
+    let mut less = base.to_vec();
+    less.extend(["--no-capability", "prompt"]);
+    let run = ski_conformance(&less, dir.path()).await;
+    assert!(
+        !run.stdout.contains("discovered: ") || run.code == Some(0),
+        "{}",
+        run.stdout
+    );
+    let fewer = results(dir.path(), "out")["counts"]["pass"]
+        .as_u64()
+        .expect("counts");
+    assert!(fewer < ran, "{}", run.stdout);
+    let mut unknown = base.to_vec();
+    unknown.extend(["--capability", "teleport"]);
+    let run = ski_conformance(&unknown, dir.path()).await;
+    assert_eq!(run.code, Some(2));
+    assert!(
+        run.stderr.contains("unknown capability \"teleport\""),
+        "{}",
+        run.stderr
+    );
+}

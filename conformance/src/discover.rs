@@ -1,0 +1,408 @@
+//! Finding out what an ACP agent can do before testing it: the runner starts the agent once,
+//! reads what its `initialize` result declares and what `session/new` offers, tries one prompt,
+//! and derives the capabilities of the catalog's vocabulary that a profile would declare.
+//!
+//! Only what the agent shows on the wire is derived. Capabilities that need a special
+//! configuration of the agent (`hold`, `permission-mode`, `retry`, ...) are never discovered; a
+//! profile declares them for an agent started in that configuration.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use ski::transport::child::{Child, ChildSpec, spawn};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+use crate::target::split_words;
+
+/// How long discovery waits for one answer (slow-starting agents take a second or more).
+const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The text of the discovery prompt; an agent that answers with exactly it echoes.
+const PROBE_TEXT: &str = "ski-conformance probe: please answer with this text";
+
+/// What discovery found.
+#[derive(Debug, Clone, Default)]
+pub struct Discovery {
+    /// Capabilities of the ACP vocabulary the agent showed.
+    pub capabilities: BTreeSet<String>,
+    /// What was seen, one sentence each (including what could not be discovered and why).
+    pub notes: Vec<String>,
+    /// The `initialize` result as sent.
+    pub initialize: Value,
+    /// From start (or connect) to the `initialize` answer.
+    pub startup: Duration,
+}
+
+/// Errors of discovery: the agent could not be asked at all.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DiscoverError {
+    /// The command could not be started or split.
+    #[error("cannot start the agent {command:?}: {message}")]
+    Start {
+        /// The command.
+        command: String,
+        /// Why.
+        message: String,
+    },
+    /// The WebSocket endpoint could not be reached.
+    #[error("cannot connect to {url}: {message}")]
+    Connect {
+        /// The URL.
+        url: String,
+        /// Why.
+        message: String,
+    },
+    /// The agent did not answer `initialize` with a result.
+    #[error("the agent did not answer initialize: {0}")]
+    Initialize(String),
+}
+
+/// One JSON-RPC exchange channel to the agent.
+enum Channel {
+    Stdio(Box<Child>),
+    Ws(
+        Box<
+            tokio_tungstenite::WebSocketStream<
+                tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+            >,
+        >,
+    ),
+}
+
+impl Channel {
+    async fn send(&mut self, message: &Value) -> Result<(), String> {
+        let text = message.to_string();
+        match self {
+            Channel::Stdio(child) => child.send_line(&text).await.map_err(|e| e.to_string()),
+            Channel::Ws(ws) => ws
+                .send(WsMessage::text(text))
+                .await
+                .map_err(|e| e.to_string()),
+        }
+    }
+
+    /// The next JSON message, or why there is none.
+    async fn next(&mut self) -> Result<Value, String> {
+        loop {
+            let text = match self {
+                Channel::Stdio(child) => match child.next_line().await {
+                    Ok(Some(line)) => line,
+                    Ok(None) => return Err("the agent closed its stdout".to_owned()),
+                    Err(error) => return Err(error.to_string()),
+                },
+                Channel::Ws(ws) => match ws.next().await {
+                    Some(Ok(WsMessage::Text(text))) => text.to_string(),
+                    Some(Ok(WsMessage::Close(_))) | None => {
+                        return Err("the agent closed the connection".to_owned());
+                    }
+                    Some(Ok(_)) => continue,
+                    Some(Err(error)) => return Err(error.to_string()),
+                },
+            };
+            if text.trim().is_empty() {
+                continue;
+            }
+            // Lines that are not JSON (logs on stdout) are passed over.
+            if let Ok(value) = serde_json::from_str::<Value>(&text) {
+                return Ok(value);
+            }
+        }
+    }
+
+    /// Sends request `id` and waits for its answer, answering the agent's own requests with
+    /// "method not found" (and permission requests with a cancellation) meanwhile. Returns the
+    /// answer and the notifications that came before it.
+    async fn call(
+        &mut self,
+        id: u64,
+        method: &str,
+        params: Value,
+    ) -> Result<(Value, Vec<Value>), String> {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await?;
+        let mut notifications = Vec::new();
+        let deadline = tokio::time::Instant::now() + ANSWER_TIMEOUT;
+        loop {
+            let message = tokio::time::timeout_at(deadline, self.next())
+                .await
+                .map_err(|_| format!("no answer to {method} within {ANSWER_TIMEOUT:?}"))??;
+            let is_ours = message.get("id") == Some(&json!(id))
+                && (message.get("result").is_some() || message.get("error").is_some());
+            if is_ours {
+                return Ok((message, notifications));
+            }
+            match (
+                message.get("id"),
+                message.get("method").and_then(Value::as_str),
+            ) {
+                (Some(request_id), Some(request)) => {
+                    let answer = if request == "session/request_permission" {
+                        json!({"jsonrpc": "2.0", "id": request_id, "result": {"outcome": {"outcome": "cancelled"}}})
+                    } else {
+                        json!({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}})
+                    };
+                    self.send(&answer).await?;
+                }
+                (None, Some(_)) => notifications.push(message),
+                _ => {}
+            }
+        }
+    }
+
+    async fn close(self) {
+        match self {
+            Channel::Stdio(child) => {
+                let mut child = *child;
+                child.close_stdin();
+                let _ = child.shutdown().await;
+            }
+            Channel::Ws(mut ws) => {
+                let _ = SinkExt::close(&mut ws).await;
+            }
+        }
+    }
+}
+
+/// Discovers an agent started as `command` (split like a profile command) over stdio.
+pub async fn stdio(command: &str) -> Result<Discovery, DiscoverError> {
+    let start_error = |message: String| DiscoverError::Start {
+        command: command.to_owned(),
+        message,
+    };
+    let words = split_words(command).map_err(start_error)?;
+    let spec = ChildSpec::from_argv("agent", &words)
+        .ok_or_else(|| start_error("the command is empty".to_owned()))?
+        .grace(Duration::from_secs(2));
+    let started = Instant::now();
+    let child = spawn(spec).map_err(|e| start_error(e.to_string()))?;
+    let mut discovery = Discovery::default();
+    discovery.capabilities.insert("stdio".to_owned());
+    run(Channel::Stdio(Box::new(child)), started, discovery).await
+}
+
+/// Discovers the agent at a WebSocket `url`.
+pub async fn websocket(url: &str) -> Result<Discovery, DiscoverError> {
+    let started = Instant::now();
+    let (ws, _) = tokio::time::timeout(ANSWER_TIMEOUT, tokio_tungstenite::connect_async(url))
+        .await
+        .map_err(|_| DiscoverError::Connect {
+            url: url.to_owned(),
+            message: format!("no connection within {ANSWER_TIMEOUT:?}"),
+        })?
+        .map_err(|e| DiscoverError::Connect {
+            url: url.to_owned(),
+            message: e.to_string(),
+        })?;
+    let mut discovery = Discovery::default();
+    discovery.capabilities.insert("ws".to_owned());
+    run(Channel::Ws(Box::new(ws)), started, discovery).await
+}
+
+async fn run(
+    mut channel: Channel,
+    started: Instant,
+    mut discovery: Discovery,
+) -> Result<Discovery, DiscoverError> {
+    let result = explore(&mut channel, started, &mut discovery).await;
+    channel.close().await;
+    result.map(|()| discovery)
+}
+
+async fn explore(
+    channel: &mut Channel,
+    started: Instant,
+    discovery: &mut Discovery,
+) -> Result<(), DiscoverError> {
+    let client_capabilities =
+        json!({"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false});
+    let (answer, _) = channel
+        .call(
+            0,
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": client_capabilities}),
+        )
+        .await
+        .map_err(DiscoverError::Initialize)?;
+    discovery.startup = started.elapsed();
+    let Some(init) = answer.get("result").cloned() else {
+        return Err(DiscoverError::Initialize(format!("it answered {answer}")));
+    };
+    discovery.initialize = init.clone();
+    discovery.capabilities.insert("agent".to_owned());
+    discovery.notes.push(format!(
+        "initialize answered after {:.0} ms",
+        discovery.startup.as_secs_f64() * 1000.0
+    ));
+    derive_from_initialize(&init, discovery);
+
+    let cwd = std::env::temp_dir().display().to_string();
+    let (answer, _) = match channel
+        .call(1, "session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .await
+    {
+        Ok(answer) => answer,
+        Err(message) => {
+            discovery.notes.push(format!("session/new: {message}"));
+            return Ok(());
+        }
+    };
+    let Some(session) = answer.get("result").cloned() else {
+        discovery.notes.push(format!(
+            "session/new failed ({}): rows that need a session cannot run without authentication or set-up",
+            answer.get("error").unwrap_or(&Value::Null)
+        ));
+        return Ok(());
+    };
+    for (field, capability) in [
+        ("modes", "set-mode"),
+        ("configOptions", "config-options"),
+        ("models", "set-model"),
+    ] {
+        if session.get(field).is_some_and(|v| !v.is_null()) {
+            discovery.capabilities.insert(capability.to_owned());
+            discovery
+                .notes
+                .push(format!("session/new returned {field}: {capability}"));
+        }
+    }
+    let Some(session_id) = session.get("sessionId").and_then(Value::as_str) else {
+        discovery
+            .notes
+            .push("session/new returned no sessionId".to_owned());
+        return Ok(());
+    };
+    let prompt = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": PROBE_TEXT}]});
+    match channel.call(2, "session/prompt", prompt).await {
+        Ok((answer, notifications)) => {
+            let stop = answer
+                .pointer("/result/stopReason")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            if stop.as_deref() == Some("end_turn") {
+                discovery.capabilities.insert("prompt".to_owned());
+                discovery
+                    .notes
+                    .push("a prompt turn ended with end_turn: prompt".to_owned());
+                let text: String = notifications
+                    .iter()
+                    .filter(|n| {
+                        n.pointer("/params/update/sessionUpdate")
+                            .and_then(Value::as_str)
+                            == Some("agent_message_chunk")
+                    })
+                    .filter_map(|n| {
+                        n.pointer("/params/update/content/text")
+                            .and_then(Value::as_str)
+                    })
+                    .collect();
+                if text == PROBE_TEXT {
+                    discovery.capabilities.insert("echo".to_owned());
+                    discovery
+                        .notes
+                        .push("the reply repeated the prompt exactly: echo".to_owned());
+                } else {
+                    discovery.notes.push(
+                        "the reply was not the prompt's text: rows that judge a model's answer (echo) are skipped; every protocol row still runs".to_owned(),
+                    );
+                }
+            } else {
+                discovery.notes.push(format!(
+                    "the probe prompt did not end with end_turn ({answer}): rows that need a completed turn (prompt) are skipped"
+                ));
+            }
+        }
+        Err(message) => discovery.notes.push(format!(
+            "the probe prompt: {message}; rows that need a completed turn (prompt) are skipped"
+        )),
+    }
+    Ok(())
+}
+
+/// The capabilities an `initialize` result declares.
+fn derive_from_initialize(init: &Value, discovery: &mut Discovery) {
+    let agent = init
+        .get("agentCapabilities")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let mut found = |capability: &str, why: String| {
+        discovery.capabilities.insert(capability.to_owned());
+        discovery.notes.push(format!("{why}: {capability}"));
+    };
+    if agent.get("loadSession") == Some(&Value::Bool(true)) {
+        found("load-session", "agentCapabilities.loadSession".to_owned());
+    }
+    if let Some(session) = agent.get("sessionCapabilities").and_then(Value::as_object) {
+        for (field, capability) in [
+            ("list", "session-list"),
+            ("resume", "session-resume"),
+            ("fork", "session-fork"),
+            ("delete", "session-delete"),
+        ] {
+            if session.get(field).is_some_and(|v| !v.is_null()) {
+                found(
+                    capability,
+                    format!("agentCapabilities.sessionCapabilities.{field}"),
+                );
+            }
+        }
+    }
+    if init
+        .get("authMethods")
+        .and_then(Value::as_array)
+        .is_some_and(|methods| !methods.is_empty())
+    {
+        found("auth", "authMethods".to_owned());
+    }
+    let logout = agent.pointer("/auth/logout").is_some_and(|v| !v.is_null());
+    if logout {
+        found("logout", "agentCapabilities.auth.logout".to_owned());
+    }
+    if agent
+        .pointer("/_meta/ski/sessionExport")
+        .is_some_and(|v| !v.is_null())
+    {
+        found(
+            "session-export",
+            "agentCapabilities._meta.ski.sessionExport".to_owned(),
+        );
+    }
+}
+
+/// A target profile (TOML) that declares what was discovered, to save and edit.
+pub fn profile_toml(
+    name: &str,
+    agent_cmd: Option<&str>,
+    agent_url: Option<&str>,
+    discovery: &Discovery,
+) -> String {
+    let quote = |text: &str| toml::Value::String(text.to_owned()).to_string();
+    let mut text = String::new();
+    text.push_str(
+        "# Discovered by `ski-conformance probe`; declare more capabilities only for an agent\n",
+    );
+    text.push_str("# started in the configuration they need (conformance/targets/README.md).\n");
+    for note in &discovery.notes {
+        text.push_str(&format!("#   {note}\n"));
+    }
+    text.push_str(&format!("name = {}\n", quote(name)));
+    let from = agent_cmd.or(agent_url).unwrap_or_default();
+    text.push_str(&format!(
+        "description = {}\n\n[suites.acp]\n",
+        quote(&format!("discovered from {from}"))
+    ));
+    let listed: Vec<String> = discovery.capabilities.iter().map(|c| quote(c)).collect();
+    text.push_str(&format!("capabilities = [{}]\n", listed.join(", ")));
+    if let Some(cmd) = agent_cmd {
+        text.push_str(&format!(
+            "\n[suites.acp.commands]\nagent = {}\n",
+            quote(cmd)
+        ));
+    }
+    if let Some(url) = agent_url {
+        text.push_str(&format!("\n[suites.acp.urls]\nws = {}\n", quote(url)));
+    }
+    text
+}
