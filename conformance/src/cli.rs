@@ -270,6 +270,9 @@ fn run(args: RunArgs) -> Result<u8> {
             "--capability, --no-capability and --no-discover only apply to an ad-hoc target (--agent-cmd or --agent-url)"
         );
     }
+    // A slow-starting agent (Node agents take up to a second) must not fail rows by timeout:
+    // discovery measures its start-up, and every timeout class grows with it.
+    let mut startup_scale = 1.0_f64;
     let target = match (&args.target, &args.agent_cmd, &args.agent_url) {
         (Some(name), _, _) => Target::load(name)?,
         (None, None, None) => Target::load("reference")?,
@@ -295,6 +298,13 @@ fn run(args: RunArgs) -> Result<u8> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
+                startup_scale = startup_scale_for(found.startup);
+                if startup_scale > 1.0 {
+                    println!(
+                        "the agent took {:.2} s to answer initialize: every timeout class is scaled by {startup_scale:.1}",
+                        found.startup.as_secs_f64()
+                    );
+                }
                 capabilities.extend(found.capabilities);
             }
             for name in &args.no_capabilities {
@@ -376,7 +386,7 @@ fn run(args: RunArgs) -> Result<u8> {
     }
     check_min_coverage(args.min_coverage)?;
     let mut options = RunOptions {
-        timeouts: Timeouts::new(args.timeout_multiplier),
+        timeouts: Timeouts::new(args.timeout_multiplier * startup_scale),
         bin_dir,
         rerun: !args.no_rerun,
         keep_temp: args.keep_temp,
@@ -444,6 +454,18 @@ fn baseline(args: BaselineArgs) -> Result<u8> {
         None => print!("{text}"),
     }
     Ok(EXIT_OK)
+}
+
+/// How much to scale timeouts for an agent that took `startup` to answer `initialize`: not at
+/// all up to a quarter second, then one more time the classes for each further half second
+/// (a one-second start gets 2.5 times the time).
+fn startup_scale_for(startup: std::time::Duration) -> f64 {
+    let seconds = startup.as_secs_f64();
+    if seconds <= 0.25 {
+        1.0
+    } else {
+        1.0 + (seconds - 0.25) * 2.0
+    }
 }
 
 /// Discovers an ad-hoc agent on a runtime of its own.
@@ -620,5 +642,22 @@ fn run_fixture(fixture: Fixture) -> u8 {
             }
             EXIT_OK
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::startup_scale_for;
+
+    #[test]
+    fn slow_starting_agents_get_longer_timeouts() {
+        assert_eq!(startup_scale_for(Duration::from_millis(10)), 1.0);
+        assert_eq!(startup_scale_for(Duration::from_millis(250)), 1.0);
+        assert!((startup_scale_for(Duration::from_secs(1)) - 2.5).abs() < 1e-9);
+        assert!(
+            startup_scale_for(Duration::from_secs(3)) > startup_scale_for(Duration::from_secs(1))
+        );
     }
 }

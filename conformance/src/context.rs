@@ -264,6 +264,10 @@ impl Ctx {
         let temp = self.inner.temp_dir.display().to_string();
         vars.insert("bin_dir".into(), self.inner.bin_dir.display().to_string());
         vars.insert("data_dir".into(), format!("{temp}/data"));
+        let home = self.inner.temp_dir.join("home");
+        std::fs::create_dir_all(&home)
+            .map_err(|e| CheckError::harness(format!("cannot create {}: {e}", home.display())))?;
+        vars.insert("home".into(), home.display().to_string());
         vars.insert("temp_dir".into(), temp);
         vars.insert("scenario".into(), self.inner.scenario.id.clone());
         vars.insert("suite".into(), self.inner.scenario.suite.clone());

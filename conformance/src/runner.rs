@@ -132,15 +132,34 @@ pub struct WireRecord {
     pub text: String,
 }
 
+/// The longest text a report keeps of one wire-log line: one flood of a huge notification must
+/// not make a report of many megabytes. The cut says how much it left out.
+pub const REPORT_LINE_BYTES: usize = 4096;
+
 impl From<WireEntry> for WireRecord {
     fn from(entry: WireEntry) -> Self {
         Self {
             channel: entry.channel,
             direction: entry.direction.as_str().to_owned(),
             t: (entry.at.as_secs_f64() * 1e6).round() / 1e6,
-            text: entry.text,
+            text: cut_line(entry.text),
         }
     }
+}
+
+fn cut_line(text: String) -> String {
+    if text.len() <= REPORT_LINE_BYTES {
+        return text;
+    }
+    let mut end = REPORT_LINE_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… ({} more bytes not kept in the report)",
+        &text[..end],
+        text.len() - end
+    )
 }
 
 /// How one process of a scenario ended.
@@ -716,4 +735,22 @@ fn sanitize(id: &str) -> String {
     id.chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_wire_line_is_cut_in_reports_and_says_so() {
+        let short = "x".repeat(REPORT_LINE_BYTES);
+        assert_eq!(cut_line(short.clone()), short);
+        let long = "é".repeat(REPORT_LINE_BYTES);
+        let cut = cut_line(long.clone());
+        assert!(cut.len() < REPORT_LINE_BYTES + 64, "{}", cut.len());
+        assert!(cut.ends_with(&format!(
+            "… ({} more bytes not kept in the report)",
+            long.len() - REPORT_LINE_BYTES
+        )));
+    }
 }

@@ -82,6 +82,9 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "temp_dir",
     // `{temp_dir}/data`, for targets that keep state in a directory.
     "data_dir",
+    // `{temp_dir}/home`, created by the harness: a home directory of the scenario's own (for
+    // example `env = { HOME = "{home}" }` for an agent that writes under its home).
+    "home",
     // The scenario ID and its suite.
     "scenario",
     "suite",

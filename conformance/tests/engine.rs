@@ -134,7 +134,7 @@ greeting = "hello from {scenario}"
 
 [suites.synth]
 capabilities = ["stdio"]
-env = { SYNTH_GREETING = "{greeting}" }
+env = { SYNTH_GREETING = "{greeting}", SYNTH_HOME = "{home}" }
 
 [suites.synth.commands]
 echo = "/bin/sh -c 'while read line; do echo \"$line\"; done'"
@@ -794,7 +794,7 @@ async fn profile_env_and_placeholders_reach_the_child() {
         let mut child = ctx.spawn(
             ChildSpec::new("env", "/bin/sh")
                 .arg("-c")
-                .arg("echo \"$SYNTH_GREETING\"; pwd")
+                .arg("echo \"$SYNTH_GREETING\"; pwd; cd \"$SYNTH_HOME\" && pwd")
                 .envs(
                     spec.get_env()
                         .iter()
@@ -810,6 +810,13 @@ async fn profile_env_and_placeholders_reach_the_child() {
         let cwd = child.next_line().await?.unwrap_or_default();
         let temp = ctx.temp_dir().canonicalize()?;
         ensure_eq!(temp.display().to_string(), cwd, "the working directory");
+        // {home} is a directory of the scenario's own that the harness made.
+        let home = child.next_line().await?.unwrap_or_default();
+        ensure_eq!(
+            temp.join("home").display().to_string(),
+            home,
+            "the scenario's home directory"
+        );
         Ok(())
     });
     let selection = Selection {
