@@ -314,6 +314,7 @@ fn run(args: RunArgs) -> Result<u8> {
             Target::ad_hoc(cmd.as_deref(), url.as_deref(), &capabilities)?
         }
     };
+    let target = discover_profile(target, &catalogs, args.bin_dir.as_deref())?;
     let registered: Vec<&str> = registry.iter().map(|s| s.name.as_str()).collect();
     let mut selection = Selection {
         suites: args.suites.clone(),
@@ -372,11 +373,7 @@ fn run(args: RunArgs) -> Result<u8> {
     }
     let bin_dir = match args.bin_dir {
         Some(dir) => dir,
-        None => std::env::current_exe()
-            .context("cannot locate this binary to default --bin-dir")?
-            .parent()
-            .map(PathBuf::from)
-            .context("this binary has no parent directory; pass --bin-dir")?,
+        None => default_bin_dir()?,
     };
     if !bin_dir.is_dir() {
         bail!("--bin-dir {} is not a directory", bin_dir.display());
@@ -454,6 +451,71 @@ fn baseline(args: BaselineArgs) -> Result<u8> {
         None => print!("{text}"),
     }
     Ok(EXIT_OK)
+}
+
+/// With `discover = true` in a profile's ACP section: starts its `agent` command once (rendered
+/// as a check would) and adds what it shows to the section's capabilities.
+fn discover_profile(
+    mut target: Target,
+    catalogs: &CatalogSet,
+    bin_dir: Option<&std::path::Path>,
+) -> Result<Target> {
+    let wants = target.suite("acp").is_some_and(|section| section.discover);
+    if !wants {
+        return Ok(target);
+    }
+    let scenario = catalogs
+        .suite("acp")
+        .and_then(|catalog| catalog.scenarios.first())
+        .cloned()
+        .context("discover = true needs the acp catalog")?;
+    let temp = tempfile::tempdir().context("cannot create a temp dir for discovery")?;
+    let bin_dir = match bin_dir {
+        Some(dir) => dir.to_owned(),
+        None => default_bin_dir()?,
+    };
+    let ctx = crate::Ctx::new(crate::CtxParts {
+        scenario,
+        target: Arc::new(target.clone()),
+        temp_dir: temp.path().to_owned(),
+        bin_dir,
+        timeouts: Timeouts::new(1.0),
+    });
+    let mut spec = ctx
+        .command("agent", &[])
+        .map_err(|e| anyhow::anyhow!("discover = true: {e}"))?;
+    if spec.get_cwd().is_none() {
+        spec = spec.cwd(temp.path());
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let found = runtime
+        .block_on(crate::discover::stdio_spec(spec))
+        .context("discovering the profile's agent failed (set discover = false and declare its capabilities)")?;
+    println!(
+        "discovered: {} (ski-conformance probe shows why)",
+        found
+            .capabilities
+            .iter()
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if let Some(section) = target.suites.get_mut("acp") {
+        section.capabilities.extend(found.capabilities);
+    }
+    Ok(target)
+}
+
+/// The directory of this binary: where `{bin_dir}` points by default.
+fn default_bin_dir() -> Result<PathBuf> {
+    std::env::current_exe()
+        .context("cannot locate this binary to default --bin-dir")?
+        .parent()
+        .map(PathBuf::from)
+        .context("this binary has no parent directory; pass --bin-dir")
 }
 
 /// How much to scale timeouts for an agent that took `startup` to answer `initialize`: not at

@@ -168,16 +168,27 @@ impl Channel {
 
 /// Discovers an agent started as `command` (split like a profile command) over stdio.
 pub async fn stdio(command: &str) -> Result<Discovery, DiscoverError> {
-    let start_error = |message: String| DiscoverError::Start {
+    let words = split_words(command).map_err(|message| DiscoverError::Start {
         command: command.to_owned(),
         message,
+    })?;
+    let spec = ChildSpec::from_argv("agent", &words).ok_or_else(|| DiscoverError::Start {
+        command: command.to_owned(),
+        message: "the command is empty".to_owned(),
+    })?;
+    stdio_spec(spec).await
+}
+
+/// Discovers an agent started as `spec` (a profile's rendered `agent` command) over stdio.
+pub async fn stdio_spec(spec: ChildSpec) -> Result<Discovery, DiscoverError> {
+    let command = spec.display_command();
+    let start_error = |message: String| DiscoverError::Start {
+        command: command.clone(),
+        message,
     };
-    let words = split_words(command).map_err(start_error)?;
-    let spec = ChildSpec::from_argv("agent", &words)
-        .ok_or_else(|| start_error("the command is empty".to_owned()))?
-        .grace(Duration::from_secs(2));
     let started = Instant::now();
-    let child = spawn(spec).map_err(|e| start_error(e.to_string()))?;
+    let child =
+        spawn(spec.grace(Duration::from_secs(2))).map_err(|e| start_error(e.to_string()))?;
     let mut discovery = Discovery::default();
     discovery.capabilities.insert("stdio".to_owned());
     run(Channel::Stdio(Box::new(child)), started, discovery).await

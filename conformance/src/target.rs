@@ -175,6 +175,10 @@ pub struct SuiteTarget {
     /// Per-scenario text overrides: scenario ID, then key, then text.
     #[serde(default)]
     pub overrides: BTreeMap<String, BTreeMap<String, String>>,
+    /// ACP: start the `agent` command once before the run and add the capabilities it shows
+    /// (`ski-conformance probe` explains them) to `capabilities`.
+    #[serde(default)]
+    pub discover: bool,
 }
 
 /// A target profile.

@@ -437,3 +437,61 @@ async fn an_ad_hoc_agent_is_discovered_and_its_rows_run() {
         run.stderr
     );
 }
+
+#[tokio::test]
+async fn a_probed_profile_and_a_discovering_profile_reproduce_the_ad_hoc_run() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let ski = format!(
+        "{} acp serve --permission-mode disabled",
+        bin_dir().join("ski").display()
+    );
+    let select = [
+        "--suite",
+        "acp",
+        "--id",
+        "ACP-CORE-00*",
+        "--id",
+        "ACP-CORE-01*",
+        "--no-rerun",
+    ];
+    let outcomes = |out: &str| -> Vec<(String, String)> {
+        results(dir.path(), out)["results"]
+            .as_array()
+            .expect("results")
+            .iter()
+            .map(|r| (r["id"].to_string(), r["outcome"].to_string()))
+            .collect()
+    };
+
+    let mut ad_hoc = vec!["run", "--agent-cmd", ski.as_str(), "--out", "ad-hoc"];
+    ad_hoc.extend(select);
+    let run = ski_conformance(&ad_hoc, dir.path()).await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+
+    let probe = ski_conformance(&["probe", "--agent-cmd", &ski], dir.path()).await;
+    assert_eq!(probe.code, Some(0), "{}", probe.stderr);
+    std::fs::write(dir.path().join("probed.toml"), &probe.stdout).expect("write the profile");
+    let mut probed = vec!["run", "--target", "probed.toml", "--out", "probed"];
+    probed.extend(select);
+    let run = ski_conformance(&probed, dir.path()).await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert_eq!(outcomes("ad-hoc"), outcomes("probed"));
+
+    std::fs::write(
+        dir.path().join("discovering.toml"),
+        "name = \"discovering\"\n[suites.acp]\ndiscover = true\n[suites.acp.commands]\nagent = \"{bin_dir}/ski acp serve --permission-mode disabled\"\n",
+    )
+    .expect("write the profile");
+    let mut discovering = vec![
+        "run",
+        "--target",
+        "discovering.toml",
+        "--out",
+        "discovering",
+    ];
+    discovering.extend(select);
+    let run = ski_conformance(&discovering, dir.path()).await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("discovered: agent,"), "{}", run.stdout);
+    assert_eq!(outcomes("ad-hoc"), outcomes("discovering"));
+}
