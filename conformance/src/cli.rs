@@ -298,6 +298,9 @@ fn run(args: RunArgs) -> Result<u8> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
+                for problem in &found.problems {
+                    println!("discovery: {problem}");
+                }
                 startup_scale = startup_scale_for(found.startup);
                 if startup_scale > 1.0 {
                     println!(

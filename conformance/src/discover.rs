@@ -29,10 +29,21 @@ pub struct Discovery {
     pub capabilities: BTreeSet<String>,
     /// What was seen, one sentence each (including what could not be discovered and why).
     pub notes: Vec<String>,
+    /// The notes about what kept rows from running (a failed session/new, a turn that did not
+    /// end), which a run prints before it starts.
+    pub problems: Vec<String>,
     /// The `initialize` result as sent.
     pub initialize: Value,
     /// From start (or connect) to the `initialize` answer.
     pub startup: Duration,
+}
+
+impl Discovery {
+    /// Notes something that keeps rows from running.
+    fn problem(&mut self, note: String) {
+        self.notes.push(note.clone());
+        self.problems.push(note);
+    }
 }
 
 /// Errors of discovery: the agent could not be asked at all.
@@ -256,12 +267,12 @@ async fn explore(
     {
         Ok(answer) => answer,
         Err(message) => {
-            discovery.notes.push(format!("session/new: {message}"));
+            discovery.problem(format!("session/new: {message}"));
             return Ok(());
         }
     };
     let Some(session) = answer.get("result").cloned() else {
-        discovery.notes.push(format!(
+        discovery.problem(format!(
             "session/new failed ({}): rows that need a session cannot run without authentication or set-up",
             answer.get("error").unwrap_or(&Value::Null)
         ));
@@ -320,12 +331,12 @@ async fn explore(
                     );
                 }
             } else {
-                discovery.notes.push(format!(
+                discovery.problem(format!(
                     "the probe prompt did not end with end_turn ({answer}): rows that need a completed turn (prompt) are skipped"
                 ));
             }
         }
-        Err(message) => discovery.notes.push(format!(
+        Err(message) => discovery.problem(format!(
             "the probe prompt: {message}; rows that need a completed turn (prompt) are skipped"
         )),
     }

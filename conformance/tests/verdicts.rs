@@ -495,3 +495,35 @@ async fn a_probed_profile_and_a_discovering_profile_reproduce_the_ad_hoc_run() {
     assert!(run.stdout.contains("discovered: agent,"), "{}", run.stdout);
     assert_eq!(outcomes("ad-hoc"), outcomes("discovering"));
 }
+
+#[tokio::test]
+async fn a_run_says_what_kept_discovered_rows_from_running() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // By default `ski acp serve` asks for permission, which discovery refuses: no completed turn.
+    let ski = format!("{} acp serve", bin_dir().join("ski").display());
+    let run = ski_conformance(
+        &[
+            "run",
+            "--agent-cmd",
+            &ski,
+            "--id",
+            "ACP-CORE-012",
+            "--out",
+            "out",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout
+            .contains("discovery: the probe prompt did not end with end_turn"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        !run.stdout.contains("discovered: agent, prompt"),
+        "{}",
+        run.stdout
+    );
+}
