@@ -412,8 +412,13 @@ fn run(args: RunArgs) -> Result<u8> {
     ));
     report.selection = selection.describe();
     report.min_coverage = args.min_coverage;
-    let written = report::write_all(&report, &args.out)?;
-    print!("{}", report::console::summary(&report));
+    write_and_summarise(&report, &args.out)
+}
+
+/// Writes the reports into `out`, prints the summary, and gives the run's exit code.
+fn write_and_summarise(report: &runner::RunReport, out: &std::path::Path) -> Result<u8> {
+    let written = report::write_all(report, out)?;
+    print!("{}", report::console::summary(report));
     println!(
         "reports: {}, {}, {}",
         written.markdown.display(),
@@ -434,15 +439,7 @@ fn merge(args: MergeArgs) -> Result<u8> {
     if args.min_coverage.is_some() {
         report.min_coverage = args.min_coverage;
     }
-    let written = report::write_all(&report, &args.out)?;
-    print!("{}", report::console::summary(&report));
-    println!(
-        "reports: {}, {}, {}",
-        written.markdown.display(),
-        written.junit.display(),
-        written.json.display()
-    );
-    Ok(report.exit_code())
+    write_and_summarise(&report, &args.out)
 }
 
 fn baseline(args: BaselineArgs) -> Result<u8> {

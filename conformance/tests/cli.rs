@@ -1,9 +1,9 @@
 //! The `ski-conformance` command line: exit codes (0 as expected, 1 unexpected or stale, 2 usage
 //! or configuration), the files it writes, `list` and `explain`.
 
-use std::path::Path;
+mod support;
 
-use ski::transport::child::{ChildSpec, spawn};
+use support::ski_conformance;
 
 const CATALOG: &str = r#"
 suite = "cli"
@@ -30,39 +30,6 @@ then = "t"
 source = "cli.md, 2"
 requires = ["teleport"]
 "#;
-
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-async fn ski_conformance(args: &[&str], cwd: &Path) -> Output {
-    let mut child = spawn(
-        ChildSpec::new("ski-conformance", env!("CARGO_BIN_EXE_ski-conformance"))
-            .args(args)
-            .env_remove("CI")
-            .cwd(cwd),
-    )
-    .unwrap();
-    child.close_stdin();
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    while let Some((stream, line)) = child.next_output_line().await {
-        let out = match stream {
-            ski::transport::child::OutputStream::Stdout => &mut stdout,
-            ski::transport::child::OutputStream::Stderr => &mut stderr,
-        };
-        out.push_str(&line);
-        out.push('\n');
-    }
-    let status = child.wait().await.unwrap();
-    Output {
-        code: status.code(),
-        stdout,
-        stderr,
-    }
-}
 
 fn setup() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();

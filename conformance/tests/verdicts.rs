@@ -1,9 +1,11 @@
 //! Honest verdicts and CI fit of `ski-conformance`: how much of a selection ran, `--min-coverage`,
 //! `--quiet`, shards merged back into the report of one run, and baselines drafted from results.
 
+mod support;
+
 use std::path::Path;
 
-use ski::transport::child::{ChildSpec, OutputStream, spawn};
+use support::ski_conformance;
 
 /// Twelve rows: CLI-01 has no check (an error), the others need capabilities the target does
 /// not declare (skips), so every outcome is known without running anything.
@@ -20,39 +22,6 @@ fn catalog() -> String {
         ));
     }
     text
-}
-
-struct Output {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-async fn ski_conformance(args: &[&str], cwd: &Path) -> Output {
-    let mut child = spawn(
-        ChildSpec::new("ski-conformance", env!("CARGO_BIN_EXE_ski-conformance"))
-            .args(args)
-            .env_remove("CI")
-            .cwd(cwd),
-    )
-    .expect("ski-conformance starts");
-    child.close_stdin();
-    let mut stdout = String::new();
-    let mut stderr = String::new();
-    while let Some((stream, line)) = child.next_output_line().await {
-        let out = match stream {
-            OutputStream::Stdout => &mut stdout,
-            OutputStream::Stderr => &mut stderr,
-        };
-        out.push_str(&line);
-        out.push('\n');
-    }
-    let status = child.wait().await.expect("ski-conformance exits");
-    Output {
-        code: status.code(),
-        stdout,
-        stderr,
-    }
 }
 
 fn setup() -> tempfile::TempDir {
