@@ -1,0 +1,2 @@
+//! `ski-fake-slack`: a fake Slack.
+fn main() {}
