@@ -260,6 +260,15 @@ impl FakeSlack {
         }
     }
 
+    /// Waits for the ack of any envelope the fake sent.
+    pub async fn await_ack(
+        &self,
+        envelope_id: &str,
+        timeout: Duration,
+    ) -> Result<Ack, FakeSlackError> {
+        self.shared.await_ack(envelope_id, timeout).await
+    }
+
     /// The ack of an envelope, if it came.
     pub fn ack(&self, envelope_id: &str) -> Option<Ack> {
         self.shared.ack(envelope_id)
