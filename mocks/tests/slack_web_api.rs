@@ -138,7 +138,7 @@ async fn slack_morphism_posts_threads_updates_and_uploads() {
     assert_eq!(user.user.name.as_deref(), Some("alice"));
 
     // The fake's own record agrees.
-    let thread = slack.messages(GENERAL, Some(&parent.to_string()));
+    let thread = slack.messages(GENERAL, Some(parent.as_ref()));
     assert_eq!(thread.len(), 3, "parent, reply and file share");
     assert_eq!(thread[1].ts(), reply.ts.to_string());
     assert_eq!(thread[2].message["files"][0]["size"], 10);
