@@ -388,7 +388,12 @@ async fn connection(stream: TcpStream, shared: Arc<Shared>) {
                 Some(Ok(Frame::Pong(payload))) => {
                     shared.log().frame(id, Direction::In, "pong", String::from_utf8_lossy(&payload).into_owned());
                 }
-                Some(Ok(Frame::Close(_))) | None | Some(Err(_)) => break,
+                Some(Ok(Frame::Close(_))) => {
+                    // Completes the close handshake the client started.
+                    let _ = sink.close().await;
+                    break;
+                }
+                None | Some(Err(_)) => break,
                 Some(Ok(_)) => shared.log().note(format!("connection {id}: a binary frame")),
             },
             out = outgoing.recv() => match out {
