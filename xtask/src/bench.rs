@@ -29,7 +29,12 @@ use crate::ci::{target_dir, workspace_root};
 mod suite_timing;
 
 /// The benchmarks `cargo xtask bench` runs: (package, bench target).
-const BENCHES: &[(&str, &str)] = &[("ski", "ndjson"), ("ski", "acp"), ("ski-mocks", "startup")];
+const BENCHES: &[(&str, &str)] = &[
+    ("ski", "ndjson"),
+    ("ski", "acp"),
+    ("ski-mocks", "startup"),
+    ("ski-mocks", "slack"),
+];
 
 /// Measurements run by xtask itself rather than by `cargo bench`, selected by the same names.
 const SUITE_TIMING: &str = "conformance";
