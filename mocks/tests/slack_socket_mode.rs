@@ -332,3 +332,108 @@ async fn server_pings_carry_a_payload() {
     }
     assert_eq!(payloads, ["ski-fake-slack:1", "ski-fake-slack:2"]);
 }
+
+#[tokio::test]
+async fn response_urls_reply_replace_and_delete() {
+    let mut config = Config::default();
+    config.socket_mode.ping_interval_ms = 0;
+    let slack = FakeSlack::start(config).await.expect("start");
+    let mut socket = connect(&slack).await;
+    assert_eq!(next_json(&mut socket).await["type"], "hello");
+    let post = |url: String, body: Value| async move {
+        slack_support::raw(
+            "POST",
+            &url,
+            Some("application/json"),
+            None,
+            body.to_string().as_bytes(),
+        )
+        .await
+    };
+
+    slack
+        .slash_command(SlashCommand {
+            command: "/ski".into(),
+            text: String::new(),
+            channel: GENERAL.into(),
+            user: ALICE.into(),
+        })
+        .expect("command");
+    let envelope = next_json(&mut socket).await;
+    let url = envelope["payload"]["response_url"]
+        .as_str()
+        .expect("response_url")
+        .to_string();
+    assert_eq!(
+        post(url.clone(), json!({"text": "only you see this"})).await,
+        (200, "ok".to_string())
+    );
+    assert_eq!(slack.ephemerals()[0].text(), "only you see this");
+    assert_eq!(
+        post(
+            url.clone(),
+            json!({"text": "everyone sees this", "response_type": "in_channel"})
+        )
+        .await
+        .0,
+        200
+    );
+    let shown = slack.messages(GENERAL, None);
+    assert_eq!(
+        shown.last().map(|m| m.text().to_string()).as_deref(),
+        Some("everyone sees this")
+    );
+
+    let base = slack.api_base_url();
+    let posted = slack_support::api(
+        &format!("{base}/chat.postMessage"),
+        Some("application/json"),
+        Some("xoxb-1"),
+        json!({"channel": GENERAL, "text": "pick", "blocks": [{"type": "section", "block_id": "b1", "text": {"type": "mrkdwn", "text": "pick"},
+            "accessory": {"type": "button", "action_id": "pick_one", "text": {"type": "plain_text", "text": "One"}, "value": "1"}}]})
+        .to_string()
+        .as_bytes(),
+    )
+    .await;
+    let ts = posted["ts"].as_str().expect("ts").to_string();
+    slack
+        .click(Click {
+            channel: GENERAL.into(),
+            message_ts: ts.clone(),
+            action_id: "pick_one".into(),
+            user: ALICE.into(),
+        })
+        .expect("click on an accessory");
+    let envelope = next_json(&mut socket).await;
+    assert_eq!(envelope["payload"]["actions"][0]["block_id"], "b1");
+    let url = envelope["payload"]["response_url"]
+        .as_str()
+        .expect("response_url")
+        .to_string();
+    assert_eq!(
+        post(
+            url.clone(),
+            json!({"text": "picked one", "replace_original": true})
+        )
+        .await
+        .0,
+        200
+    );
+    let replaced = slack
+        .messages(GENERAL, None)
+        .into_iter()
+        .find(|m| m.ts() == ts)
+        .expect("still there");
+    assert_eq!(replaced.text(), "picked one");
+    assert_eq!(
+        post(url.clone(), json!({"delete_original": true})).await.0,
+        200
+    );
+    assert!(slack.messages(GENERAL, None).iter().all(|m| m.ts() != ts));
+
+    let unknown = format!("{}/response/R404", base.trim_end_matches("/api"));
+    assert_eq!(post(unknown, json!({"text": "x"})).await.0, 404);
+    let malformed =
+        slack_support::raw("POST", &url, Some("application/json"), None, b"{not json").await;
+    assert_eq!(malformed, (400, "invalid_payload".to_string()));
+}
