@@ -1,5 +1,7 @@
 //! ski-mocks: fakes that stand in for real agents and for Slack in tests.
 //!
 //! - [`agent`]: `ski-mock-agent`, a scriptable fake agent process, and its interpreter.
+//! - [`slack`]: `ski-fake-slack`, a fake Slack (Web API, Socket Mode, control API).
 
 pub mod agent;
+pub mod slack;

@@ -39,6 +39,7 @@ const BENCHES: &[(&str, &str)] = &[
     ("ski", "acp"),
     ("ski-mocks", "startup"),
     ("ski-mocks", "roundtrip"),
+    ("ski-mocks", "slack"),
 ];
 
 /// Measurements run by xtask itself rather than by `cargo bench`, selected by the same names.

@@ -1,0 +1,158 @@
+//! The fake Slack's speed: `chat.postMessage` requests per second through slack-morphism (one
+//! keep-alive connection), envelope round trips per second over Socket Mode (inject, client ack,
+//! ack seen), and `ski-fake-slack serve` start to readiness line (median of `SKI_BENCH_RUNS`
+//! runs, default 50). Rows go to `$SKI_BENCH_DIR/rows/slack.json` (group `fake_slack`) for
+//! `cargo xtask bench`. Without `--bench` (as `cargo test --benches` runs it) it only checks that
+//! a short run works.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use futures::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use ski::transport::child::{ChildSpec, spawn};
+use ski_mocks::slack::{Config, FakeSlack, UserMessage};
+use slack_morphism::prelude::*;
+use tokio_tungstenite::tungstenite::Message as Frame;
+
+const WAIT: Duration = Duration::from_secs(10);
+
+async fn posts_per_second(count: usize) -> Result<f64> {
+    let slack = FakeSlack::start(Config::default()).await?;
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_native_roots()?
+        .https_or_http()
+        .enable_http1()
+        .build();
+    let client = Arc::new(SlackClient::new(
+        SlackClientHyperConnector::with_connector(https).with_slack_api_url(&slack.api_base_url()),
+    ));
+    let token = SlackApiToken::new("xoxb-bench".into());
+    let session = client.open_session(&token);
+    let request = SlackApiChatPostMessageRequest::new(
+        "C0000000001".into(),
+        SlackMessageContent::new().with_text("bench".into()),
+    );
+    session.chat_post_message(&request).await?;
+    let started = Instant::now();
+    for _ in 0..count {
+        session.chat_post_message(&request).await?;
+    }
+    Ok(count as f64 / started.elapsed().as_secs_f64())
+}
+
+async fn round_trips_per_second(count: usize) -> Result<f64> {
+    let mut config = Config::default();
+    config.socket_mode.ping_interval_ms = 0;
+    let slack = FakeSlack::start(config).await?;
+    let url = format!("{}?ticket=bench", slack.socket_mode_url());
+    let (socket, _) = tokio_tungstenite::connect_async(url.as_str()).await?;
+    let (mut sink, mut source) = socket.split();
+    // The client: acks every envelope as it arrives.
+    let client = tokio::spawn(async move {
+        while let Some(Ok(frame)) = source.next().await {
+            if let Frame::Text(text) = frame {
+                let frame: Value = serde_json::from_str(text.as_str()).unwrap_or_default();
+                if let Some(id) = frame.get("envelope_id") {
+                    let ack = json!({ "envelope_id": id }).to_string();
+                    if sink.send(Frame::text(ack)).await.is_err() {
+                        return;
+                    }
+                }
+            }
+        }
+    });
+    slack.wait_for_connections(1, WAIT).await?;
+    let message = UserMessage {
+        channel: "C0000000001".into(),
+        thread_ts: None,
+        text: "bench".into(),
+        user: "U0000000002".into(),
+    };
+    let started = Instant::now();
+    for _ in 0..count {
+        slack.user_message(message.clone())?.ack(WAIT).await?;
+    }
+    let rate = count as f64 / started.elapsed().as_secs_f64();
+    client.abort();
+    Ok(rate)
+}
+
+async fn readiness(runs: usize) -> Result<(Duration, Duration)> {
+    let mut times = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let started = Instant::now();
+        let mut child = spawn(
+            ChildSpec::new("ski-fake-slack", env!("CARGO_BIN_EXE_ski-fake-slack"))
+                .arg("serve")
+                .grace(Duration::from_millis(500)),
+        )?;
+        child.next_line().await?.context("no readiness line")?;
+        times.push(started.elapsed());
+        child.shutdown().await?;
+    }
+    times.sort();
+    let p90 = times[(times.len() * 9 / 10).min(times.len() - 1)];
+    Ok((times[times.len() / 2], p90))
+}
+
+fn bench_dir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("SKI_BENCH_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    let exe = std::env::current_exe().context("the bench's own path")?;
+    let target = exe
+        .ancestors()
+        .nth(3)
+        .context("the bench runs from target/<profile>/deps")?;
+    Ok(target.join("bench"))
+}
+
+async fn run(quick: bool) -> Result<()> {
+    let (posts, trips, runs) = if quick {
+        (20, 20, 2)
+    } else {
+        (20_000, 5_000, 50)
+    };
+    let runs = std::env::var("SKI_BENCH_RUNS")
+        .ok()
+        .and_then(|runs| runs.parse().ok())
+        .filter(|_| !quick)
+        .unwrap_or(runs);
+    let post_rate = posts_per_second(posts).await?;
+    let trip_rate = round_trips_per_second(trips).await?;
+    let (median, p90) = readiness(runs).await?;
+    println!("fake_slack: chat.postMessage {post_rate:.0}/s over {posts} requests");
+    println!("fake_slack: socket mode round trips {trip_rate:.0}/s over {trips} envelopes");
+    println!(
+        "fake_slack: start to readiness median {:.1} ms, p90 {:.1} ms over {runs} runs",
+        median.as_secs_f64() * 1e3,
+        p90.as_secs_f64() * 1e3
+    );
+    if quick {
+        return Ok(());
+    }
+    let rows = json!({ "rows": [
+        { "group": "fake_slack", "name": "chat.postMessage via slack-morphism (keep-alive)", "id": "post", "messages": posts, "msgs_per_s": post_rate },
+        { "group": "fake_slack", "name": "socket mode envelope round trip", "id": "envelope", "messages": trips, "msgs_per_s": trip_rate },
+        { "group": "fake_slack", "name": "ski-fake-slack serve start to readiness", "id": "start",
+          "median_ns": u64::try_from(median.as_nanos()).unwrap_or(u64::MAX), "p90_ns": u64::try_from(p90.as_nanos()).unwrap_or(u64::MAX), "runs": runs },
+    ]});
+    let dir = bench_dir()?.join("rows");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join("slack.json");
+    std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
+    println!("rows: {}", path.display());
+    Ok(())
+}
+
+fn main() -> Result<()> {
+    let quick = !std::env::args().any(|arg| arg == "--bench");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    runtime.block_on(run(quick))
+}

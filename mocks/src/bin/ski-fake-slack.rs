@@ -1,0 +1,96 @@
+//! `ski-fake-slack`: a fake Slack (Web API, Socket Mode, control API) for tests (see `--help`).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use serde_json::json;
+use ski::exit::{CommandError, CommandResult};
+use ski_mocks::slack::{Config, FakeSlack};
+use tokio::io::AsyncReadExt;
+use tokio::signal::unix::{SignalKind, signal};
+
+/// A fake Slack that real Slack clients accept unmodified.
+#[derive(Parser)]
+#[command(name = "ski-fake-slack", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the Web API, Socket Mode and the control API on loopback ports until stdin closes or
+    /// SIGTERM. The first stdout line is JSON with the URLs.
+    Serve {
+        /// A workspace TOML file (team, bot, users, channels, socket_mode timings).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// Write every request, response, frame and note as NDJSON to this file.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return CommandError::internal(error).report(),
+    };
+    let outcome = runtime.block_on(run(cli));
+    // The stdin reader sits on a blocking thread that a SIGTERM leaves waiting: do not wait for it.
+    runtime.shutdown_background();
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => error.report(),
+    }
+}
+
+async fn run(cli: Cli) -> CommandResult {
+    let Command::Serve { config, record } = cli.command;
+    let config = match config {
+        Some(path) => Config::load(&path).map_err(CommandError::configuration)?,
+        None => Config::default(),
+    };
+    let transcript = match record {
+        Some(path) => Some(
+            std::fs::File::create(&path)
+                .with_context(|| format!("cannot create {}", path.display()))
+                .map_err(CommandError::invalid_input)?,
+        ),
+        None => None,
+    };
+    // The handler is in place before the readiness line, so a SIGTERM right after it is clean.
+    let mut terminate = signal(SignalKind::terminate()).map_err(CommandError::internal)?;
+    let slack = FakeSlack::start_recording(config, transcript)
+        .await
+        .map_err(CommandError::internal)?;
+    let ready = json!({
+        "api_base_url": slack.api_base_url(),
+        "socket_mode_url": slack.socket_mode_url(),
+        "control_url": slack.control_url(),
+        "team_id": slack.config().team.id,
+        "bot_user_id": slack.config().bot.user_id,
+        "app_id": slack.config().bot.app_id,
+    });
+    println!("{ready}");
+    let mut stdin = tokio::io::stdin();
+    let mut buffer = [0u8; 1024];
+    loop {
+        tokio::select! {
+            read = stdin.read(&mut buffer) => match read {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            },
+            _ = terminate.recv() => break,
+        }
+    }
+    drop(slack);
+    Ok(())
+}

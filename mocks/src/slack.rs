@@ -1,0 +1,361 @@
+//! `ski-fake-slack`: a fake Slack that real Slack clients accept unmodified — the Web API on
+//! `wiremock`, Socket Mode on tokio-tungstenite, and a control API (in-process here, over HTTP in
+//! [`control`]) to inject user actions, read what the app did and inject faults.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), ski_mocks::slack::FakeSlackError> {
+//! use std::time::Duration;
+//! use ski_mocks::slack::{Config, FakeSlack};
+//! let slack = FakeSlack::start(Config::default()).await?;
+//! // Point the client at slack.api_base_url(), then:
+//! let posted = slack
+//!     .wait_for_message(|m| m.text().contains("hello"), Duration::from_secs(5))
+//!     .await?;
+//! assert_eq!(posted.channel, "C0000000001");
+//! # Ok(()) }
+//! ```
+
+mod api;
+pub mod config;
+pub mod control;
+mod envelope;
+pub mod fault;
+mod params;
+mod record;
+mod shared;
+mod socket;
+mod web;
+mod workspace;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use config::Config;
+pub use envelope::EnvelopeKind;
+pub use fault::Fault;
+pub use params::TokenKind;
+pub use record::{Direction, RecordedFrame, RecordedRequest};
+pub use shared::{Ack, Message};
+pub use socket::DisconnectReason;
+
+use shared::Shared;
+
+/// What can go wrong starting or driving the fake.
+#[derive(Debug, thiserror::Error)]
+pub enum FakeSlackError {
+    #[error("cannot listen on loopback: {0}")]
+    Bind(#[source] std::io::Error),
+    #[error("bad workspace config: {0}")]
+    Config(String),
+    #[error("unknown channel {0}")]
+    UnknownChannel(String),
+    #[error("unknown user {0}")]
+    UnknownUser(String),
+    #[error("no message {ts} in channel {channel}")]
+    UnknownMessage { channel: String, ts: String },
+    #[error("no element with action_id {0} in that message")]
+    UnknownAction(String),
+    #[error("unknown view {0}")]
+    UnknownView(String),
+    #[error("unknown envelope {0}")]
+    UnknownEnvelope(String),
+    #[error("timed out after {0:?} waiting for {1}")]
+    Timeout(Duration, String),
+}
+
+/// A slash command a user types.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SlashCommand {
+    /// With its slash: `/ski`.
+    pub command: String,
+    #[serde(default)]
+    pub text: String,
+    pub channel: String,
+    pub user: String,
+}
+
+/// A click on a button (or any block element) of a posted message.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Click {
+    pub channel: String,
+    pub message_ts: String,
+    pub action_id: String,
+    pub user: String,
+}
+
+/// A message a user writes in a channel or a thread.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct UserMessage {
+    pub channel: String,
+    #[serde(default)]
+    pub thread_ts: Option<String>,
+    pub text: String,
+    pub user: String,
+}
+
+/// An envelope the fake sent: its id, and a way to await its ack.
+#[derive(Debug, Clone)]
+pub struct Injected {
+    pub envelope_id: String,
+    /// The `ts` of the message a [`FakeSlack::user_message`] stored.
+    pub ts: Option<String>,
+    /// The `app_mention` envelope sent as well, when the message mentions the bot.
+    pub mention_envelope_id: Option<String>,
+    shared: Arc<Shared>,
+}
+
+impl Injected {
+    /// Waits until the client acks this envelope (with or without a payload).
+    pub async fn ack(&self, timeout: Duration) -> Result<Ack, FakeSlackError> {
+        self.shared.await_ack(&self.envelope_id, timeout).await
+    }
+}
+
+/// A running fake Slack; everything stops when it is dropped.
+pub struct FakeSlack {
+    shared: Arc<Shared>,
+    _server: wiremock::MockServer,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    control_url: String,
+}
+
+impl Drop for FakeSlack {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+        self.shared.close_connections();
+    }
+}
+
+impl FakeSlack {
+    /// Starts the Web API, the Socket Mode listener and the control server on port-0 loopback
+    /// addresses, with no transcript.
+    pub async fn start(config: Config) -> Result<FakeSlack, FakeSlackError> {
+        FakeSlack::start_recording(config, None).await
+    }
+
+    /// Starts the fake, writing every request, response, frame and note as NDJSON to `transcript`.
+    pub async fn start_recording(
+        config: Config,
+        transcript: Option<std::fs::File>,
+    ) -> Result<FakeSlack, FakeSlackError> {
+        let api = std::net::TcpListener::bind("127.0.0.1:0").map_err(FakeSlackError::Bind)?;
+        let socket = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(FakeSlackError::Bind)?;
+        let control = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .map_err(FakeSlackError::Bind)?;
+        let origin = format!("http://{}", api.local_addr().map_err(FakeSlackError::Bind)?);
+        let socket_url = format!(
+            "ws://{}/link",
+            socket.local_addr().map_err(FakeSlackError::Bind)?
+        );
+        let control_url = format!(
+            "http://{}",
+            control.local_addr().map_err(FakeSlackError::Bind)?
+        );
+        let shared = Arc::new(Shared::new(
+            config,
+            api::Site { origin, socket_url },
+            transcript,
+        ));
+        let server = web::serve(api, shared.clone()).await;
+        let tasks = vec![
+            tokio::spawn(socket::serve(socket, shared.clone())),
+            tokio::spawn(control::serve(control, shared.clone())),
+        ];
+        Ok(FakeSlack {
+            shared,
+            _server: server,
+            tasks,
+            control_url,
+        })
+    }
+
+    /// The base URL for clients: `http://127.0.0.1:PORT/api` (add a `/` for slack_sdk and Node).
+    pub fn api_base_url(&self) -> String {
+        format!("{}/api", self.shared.site.origin)
+    }
+
+    /// The Socket Mode URL `apps.connections.open` hands out (without its ticket).
+    pub fn socket_mode_url(&self) -> String {
+        self.shared.site.socket_url.clone()
+    }
+
+    /// The control server: `POST <control_url>/<operation>` with JSON (see the README).
+    pub fn control_url(&self) -> String {
+        self.control_url.clone()
+    }
+
+    /// The workspace's configuration (ids of the team, bot, users and channels).
+    pub fn config(&self) -> Config {
+        self.shared.config()
+    }
+
+    /// A user types a slash command; the envelope goes to a live Socket Mode connection (or waits
+    /// for one).
+    pub fn slash_command(&self, command: SlashCommand) -> Result<Injected, FakeSlackError> {
+        let id = self.shared.slash_command(&command)?;
+        Ok(self.injected(id, None, None))
+    }
+
+    /// A user clicks the element with `action_id` on a posted message.
+    pub fn click(&self, click: Click) -> Result<Injected, FakeSlackError> {
+        let id = self.shared.click(&click)?;
+        Ok(self.injected(id, None, None))
+    }
+
+    /// A user submits an open modal with these input values (`{block_id: {action_id: value}}`).
+    pub fn submit_view(
+        &self,
+        view_id: &str,
+        values: Value,
+        user: &str,
+    ) -> Result<Injected, FakeSlackError> {
+        let id = self.shared.view_event(view_id, &values, user, false)?;
+        Ok(self.injected(id, None, None))
+    }
+
+    /// A user closes an open modal (`view_closed`).
+    pub fn close_view(&self, view_id: &str, user: &str) -> Result<Injected, FakeSlackError> {
+        let id = self.shared.view_event(view_id, &Value::Null, user, true)?;
+        Ok(self.injected(id, None, None))
+    }
+
+    /// A user writes a message: it is stored and sent as a `message` event (and an `app_mention`
+    /// when it mentions the bot).
+    pub fn user_message(&self, message: UserMessage) -> Result<Injected, FakeSlackError> {
+        let (id, ts, mention) = self.shared.user_message(&message)?;
+        Ok(self.injected(id, Some(ts), mention))
+    }
+
+    /// A user adds a reaction to a message (`reaction_added`).
+    pub fn user_reaction(
+        &self,
+        user: &str,
+        channel: &str,
+        ts: &str,
+        name: &str,
+    ) -> Result<Injected, FakeSlackError> {
+        let id = self.shared.user_reaction(user, channel, ts, name)?;
+        Ok(self.injected(id, None, None))
+    }
+
+    fn injected(
+        &self,
+        envelope_id: String,
+        ts: Option<String>,
+        mention: Option<String>,
+    ) -> Injected {
+        Injected {
+            envelope_id,
+            ts,
+            mention_envelope_id: mention,
+            shared: self.shared.clone(),
+        }
+    }
+
+    /// Waits for the ack of any envelope the fake sent.
+    pub async fn await_ack(
+        &self,
+        envelope_id: &str,
+        timeout: Duration,
+    ) -> Result<Ack, FakeSlackError> {
+        self.shared.await_ack(envelope_id, timeout).await
+    }
+
+    /// The ack of an envelope, if it came.
+    pub fn ack(&self, envelope_id: &str) -> Option<Ack> {
+        self.shared.ack(envelope_id)
+    }
+
+    /// Messages of a channel, oldest first: the top level (`thread` `None`) or one thread.
+    pub fn messages(&self, channel: &str, thread: Option<&str>) -> Vec<Message> {
+        self.shared.messages(channel, thread)
+    }
+
+    /// Every message in the workspace, in the order they were stored.
+    pub fn all_messages(&self) -> Vec<Message> {
+        self.shared.all_messages()
+    }
+
+    /// Ephemeral messages (from `chat.postEphemeral`, slash-command ack payloads, response URLs).
+    pub fn ephemerals(&self) -> Vec<Message> {
+        self.shared.ephemerals()
+    }
+
+    /// A view the app opened, by id.
+    pub fn view(&self, view_id: &str) -> Option<Value> {
+        self.shared.view(view_id)
+    }
+
+    /// Every Web API request, in order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.shared.log().requests.clone()
+    }
+
+    /// Every Socket Mode frame both ways, in order.
+    pub fn frames(&self) -> Vec<RecordedFrame> {
+        self.shared.log().frames.clone()
+    }
+
+    /// Observations about the app: late, missing, duplicate or malformed acks, payloads sent to
+    /// envelopes that accept none.
+    pub fn notes(&self) -> Vec<String> {
+        self.shared.log().notes.clone()
+    }
+
+    /// Waits until a message (anywhere, stored now or later) matches `predicate`.
+    pub async fn wait_for_message(
+        &self,
+        predicate: impl Fn(&Message) -> bool,
+        timeout: Duration,
+    ) -> Result<Message, FakeSlackError> {
+        self.shared.wait_for_message(predicate, timeout).await
+    }
+
+    /// Waits until `count` requests of `method` have been recorded.
+    pub async fn wait_for_requests(
+        &self,
+        method: &str,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<Vec<RecordedRequest>, FakeSlackError> {
+        self.shared.wait_for_requests(method, count, timeout).await
+    }
+
+    /// Waits until `count` Socket Mode connections have received their `hello`.
+    pub async fn wait_for_connections(
+        &self,
+        count: usize,
+        timeout: Duration,
+    ) -> Result<(), FakeSlackError> {
+        self.shared.wait_for_connections(count, timeout).await
+    }
+
+    /// The next `count` calls of `method` get `fault`.
+    pub fn fail_next(&self, method: &str, count: usize, fault: Fault) {
+        self.shared.faults().add(method, count, fault);
+    }
+
+    /// Sends `disconnect` with this reason on every live connection.
+    pub fn disconnect(&self, reason: DisconnectReason) {
+        self.shared.disconnect(reason);
+    }
+
+    /// Drops every Socket Mode connection without a close frame.
+    pub fn drop_connections(&self) {
+        self.shared.close_connections();
+    }
+
+    /// Forgets messages, views, files, recordings and faults; ids start again. Live connections
+    /// stay.
+    pub fn reset(&self) {
+        self.shared.reset();
+    }
+}

@@ -1,0 +1,123 @@
+//! The Web API methods: one function per method over the workspace, answering Slack's fields and
+//! Slack's error codes.
+
+mod chat;
+mod conversations;
+mod files;
+mod views;
+
+use serde_json::{Map, Value, json};
+
+use super::params::{Params, TokenKind};
+use super::workspace::Workspace;
+
+/// Slack's longest message text, in characters.
+pub const MAX_TEXT_CHARS: usize = 40_000;
+/// Slack's most blocks in a message.
+pub const MAX_BLOCKS: usize = 50;
+
+/// What a method call needs besides the workspace: where the fake lives.
+#[derive(Debug, Clone)]
+pub struct Site {
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    pub origin: String,
+    /// `ws://127.0.0.1:PORT/link`.
+    pub socket_url: String,
+}
+
+/// A Slack error code, answered as `{"ok":false,"error":code}`.
+pub type Answer = Result<Map<String, Value>, &'static str>;
+
+/// Runs one method; the answer has `ok:true` added by the caller.
+pub fn call(workspace: &mut Workspace, site: &Site, method: &str, params: &Params) -> Answer {
+    check_token(method, params.token_kind())?;
+    match method {
+        "api.test" => Ok(params.map.clone()),
+        "auth.test" => auth_test(workspace, params),
+        "apps.connections.open" => {
+            let ticket = workspace.next_envelope_id();
+            let url = format!(
+                "{}/?ticket={ticket}&app_id={}",
+                site.socket_url, workspace.config.bot.app_id
+            );
+            Ok(object(json!({ "url": url })))
+        }
+        "chat.postMessage" => chat::post_message(workspace, params),
+        "chat.update" => chat::update(workspace, params),
+        "chat.delete" => chat::delete(workspace, params),
+        "chat.postEphemeral" => chat::post_ephemeral(workspace, params),
+        "chat.getPermalink" => chat::permalink(workspace, params),
+        "reactions.add" => chat::react(workspace, params, true),
+        "reactions.remove" => chat::react(workspace, params, false),
+        "conversations.info" => conversations::info(workspace, params),
+        "conversations.history" => conversations::history(workspace, params),
+        "conversations.replies" => conversations::replies(workspace, params),
+        "conversations.list" => conversations::list(workspace),
+        "conversations.members" => conversations::members(workspace, params),
+        "users.info" => conversations::user_info(workspace, params),
+        "users.list" => conversations::users_list(workspace),
+        "views.open" => views::open(workspace, params, false),
+        "views.push" => views::open(workspace, params, true),
+        "views.update" => views::update(workspace, params),
+        "files.getUploadURLExternal" => files::upload_url(workspace, site, params),
+        "files.completeUploadExternal" => files::complete(workspace, site, params),
+        _ => Err("unknown_method"),
+    }
+}
+
+/// Slack's token rules: app tokens only for `apps.connections.open`, which takes nothing else.
+fn check_token(method: &str, kind: TokenKind) -> Result<(), &'static str> {
+    match (method, kind) {
+        ("api.test", _) => Ok(()),
+        (_, TokenKind::Missing) => Err("not_authed"),
+        (_, TokenKind::Other) => Err("invalid_auth"),
+        ("apps.connections.open", TokenKind::App) => Ok(()),
+        ("apps.connections.open", _) | (_, TokenKind::App) => Err("not_allowed_token_type"),
+        _ => Ok(()),
+    }
+}
+
+fn auth_test(workspace: &Workspace, params: &Params) -> Answer {
+    let config = &workspace.config;
+    let mut answer = object(json!({
+        "url": format!("https://{}.slack.com/", config.team.domain),
+        "team": config.team.name,
+        "user": config.bot.name,
+        "team_id": config.team.id,
+        "user_id": config.bot.user_id,
+        "is_enterprise_install": false,
+    }));
+    if params.token_kind() == TokenKind::Bot {
+        answer.insert("bot_id".into(), json!(config.bot.bot_id));
+    }
+    Ok(answer)
+}
+
+/// The members of a JSON object literal.
+pub(crate) fn object(value: Value) -> Map<String, Value> {
+    match value {
+        Value::Object(map) => map,
+        _ => Map::new(),
+    }
+}
+
+/// Checks `text` and `blocks` against Slack's limits and shapes.
+fn check_content(params: &Params) -> Result<(), &'static str> {
+    if params
+        .str("text")
+        .is_some_and(|text| text.chars().count() > MAX_TEXT_CHARS)
+    {
+        return Err("msg_too_long");
+    }
+    if let Some(blocks) = params.get("blocks") {
+        let blocks = blocks.as_array().ok_or("invalid_blocks")?;
+        if blocks.len() > MAX_BLOCKS
+            || blocks
+                .iter()
+                .any(|block| !block.get("type").is_some_and(Value::is_string))
+        {
+            return Err("invalid_blocks");
+        }
+    }
+    Ok(())
+}

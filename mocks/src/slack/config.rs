@@ -1,0 +1,161 @@
+//! The fake workspace's configuration: team, bot, users, channels and Socket Mode timings.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use super::FakeSlackError;
+
+/// Everything the fake is started with; every field has a default.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    pub team: TeamConfig,
+    pub bot: BotConfig,
+    pub users: Vec<UserConfig>,
+    pub channels: Vec<ChannelConfig>,
+    pub socket_mode: SocketModeConfig,
+    /// How long a `trigger_id` stays valid for `views.open`/`views.push`, in milliseconds.
+    pub trigger_ttl_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct TeamConfig {
+    pub id: String,
+    pub name: String,
+    pub domain: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BotConfig {
+    pub user_id: String,
+    pub bot_id: String,
+    pub app_id: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UserConfig {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub real_name: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChannelConfig {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub private: bool,
+    /// Member user ids; empty means every user and the bot.
+    #[serde(default)]
+    pub members: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SocketModeConfig {
+    /// An unacked `events_api` envelope is sent again after this many milliseconds.
+    pub redelivery_ms: u64,
+    /// At most this many redeliveries per envelope.
+    pub max_retries: u32,
+    /// Redeliver every kind of envelope, not only `events_api`.
+    pub redeliver_all: bool,
+    /// Server pings (with a payload) every this many milliseconds; 0 sends none.
+    pub ping_interval_ms: u64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            team: TeamConfig::default(),
+            bot: BotConfig::default(),
+            users: vec![
+                UserConfig {
+                    id: "U0000000002".into(),
+                    name: "alice".into(),
+                    real_name: Some("Alice Example".into()),
+                },
+                UserConfig {
+                    id: "U0000000003".into(),
+                    name: "bob".into(),
+                    real_name: Some("Bob Example".into()),
+                },
+            ],
+            channels: vec![
+                ChannelConfig {
+                    id: "C0000000001".into(),
+                    name: "general".into(),
+                    private: false,
+                    members: Vec::new(),
+                },
+                ChannelConfig {
+                    id: "C0000000002".into(),
+                    name: "random".into(),
+                    private: false,
+                    members: Vec::new(),
+                },
+            ],
+            socket_mode: SocketModeConfig::default(),
+            trigger_ttl_ms: 3_000,
+        }
+    }
+}
+
+impl Default for TeamConfig {
+    fn default() -> Self {
+        TeamConfig {
+            id: "T0000000001".into(),
+            name: "ski".into(),
+            domain: "ski-fake".into(),
+        }
+    }
+}
+
+impl Default for BotConfig {
+    fn default() -> Self {
+        BotConfig {
+            user_id: "U0000000001".into(),
+            bot_id: "B0000000001".into(),
+            app_id: "A0000000001".into(),
+            name: "ski-bot".into(),
+        }
+    }
+}
+
+impl Default for SocketModeConfig {
+    fn default() -> Self {
+        SocketModeConfig {
+            redelivery_ms: 3_000,
+            max_retries: 3,
+            redeliver_all: false,
+            ping_interval_ms: 10_000,
+        }
+    }
+}
+
+impl SocketModeConfig {
+    pub fn redelivery(&self) -> Duration {
+        Duration::from_millis(self.redelivery_ms)
+    }
+}
+
+impl Config {
+    /// Reads a workspace TOML file (every table optional).
+    pub fn load(path: &Path) -> Result<Config, FakeSlackError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| FakeSlackError::Config(format!("{}: {error}", path.display())))?;
+        Config::parse(&text)
+    }
+
+    /// Parses workspace TOML.
+    pub fn parse(text: &str) -> Result<Config, FakeSlackError> {
+        toml::from_str(text).map_err(|error| FakeSlackError::Config(error.to_string()))
+    }
+}

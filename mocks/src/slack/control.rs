@@ -1,0 +1,261 @@
+//! The control API over HTTP, for tests in any language: `POST <control_url>/<operation>` with a
+//! JSON body, answered `{"ok":true,...}` or `{"ok":false,"error":...}`. Waiting operations take
+//! `timeout_ms` and answer when the thing happened (no polling).
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+
+use super::fault::Fault;
+use super::shared::Shared;
+use super::socket::DisconnectReason;
+use super::{Click, SlashCommand, UserMessage};
+
+/// Serves the control API until the task is aborted.
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let shared = shared.clone();
+        tokio::spawn(async move {
+            let service = service_fn(move |request| handle(shared.clone(), request));
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn handle(
+    shared: Arc<Shared>,
+    request: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let operation = request.uri().path().trim_start_matches('/').to_string();
+    let body = match request.into_body().collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(error) => {
+            return Ok(reply(
+                400,
+                &json!({ "ok": false, "error": format!("cannot read the body: {error}") }),
+            ));
+        }
+    };
+    let body: Value = if body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        match serde_json::from_slice(&body) {
+            Ok(body) => body,
+            Err(error) => {
+                return Ok(reply(
+                    400,
+                    &json!({ "ok": false, "error": format!("malformed json: {error}") }),
+                ));
+            }
+        }
+    };
+    Ok(match run(&shared, &operation, body).await {
+        Ok(mut answer) => {
+            answer["ok"] = json!(true);
+            reply(200, &answer)
+        }
+        Err(error) => reply(400, &json!({ "ok": false, "error": error })),
+    })
+}
+
+fn reply(status: u16, body: &Value) -> hyper::Response<Full<Bytes>> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(body.to_string())));
+    *response.status_mut() =
+        hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::BAD_REQUEST);
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+fn args<T: DeserializeOwned>(body: Value) -> Result<T, String> {
+    serde_json::from_value(body).map_err(|error| format!("bad arguments: {error}"))
+}
+
+#[derive(Deserialize)]
+struct Timeout {
+    #[serde(default = "default_timeout")]
+    timeout_ms: u64,
+}
+
+fn default_timeout() -> u64 {
+    10_000
+}
+
+#[derive(Deserialize)]
+struct ViewArgs {
+    view_id: String,
+    #[serde(default)]
+    values: Value,
+    user: String,
+}
+
+#[derive(Deserialize)]
+struct MessageQuery {
+    channel: Option<String>,
+    thread_ts: Option<String>,
+    text_contains: Option<String>,
+    #[serde(default = "default_timeout")]
+    timeout_ms: u64,
+}
+
+#[derive(Deserialize)]
+struct FailNext {
+    method: String,
+    #[serde(default = "one")]
+    count: usize,
+    fault: Fault,
+}
+
+fn one() -> usize {
+    1
+}
+
+async fn run(shared: &Arc<Shared>, operation: &str, body: Value) -> Result<Value, String> {
+    let text = |error: super::FakeSlackError| error.to_string();
+    match operation {
+        "slash_command" => {
+            let command: SlashCommand = args(body)?;
+            Ok(json!({ "envelope_id": shared.slash_command(&command).map_err(text)? }))
+        }
+        "click" => {
+            let click: Click = args(body)?;
+            Ok(json!({ "envelope_id": shared.click(&click).map_err(text)? }))
+        }
+        "submit_view" | "close_view" => {
+            let view: ViewArgs = args(body)?;
+            let id = shared
+                .view_event(
+                    &view.view_id,
+                    &view.values,
+                    &view.user,
+                    operation == "close_view",
+                )
+                .map_err(text)?;
+            Ok(json!({ "envelope_id": id }))
+        }
+        "user_message" => {
+            let message: UserMessage = args(body)?;
+            let (id, ts, mention) = shared.user_message(&message).map_err(text)?;
+            Ok(json!({ "envelope_id": id, "ts": ts, "mention_envelope_id": mention }))
+        }
+        "ack" => {
+            #[derive(Deserialize)]
+            struct AckArgs {
+                envelope_id: String,
+                timeout_ms: Option<u64>,
+            }
+            let ack: AckArgs = args(body)?;
+            let found = match ack.timeout_ms {
+                Some(ms) => Some(
+                    shared
+                        .await_ack(&ack.envelope_id, Duration::from_millis(ms))
+                        .await
+                        .map_err(text)?,
+                ),
+                None => shared.ack(&ack.envelope_id),
+            };
+            Ok(json!({ "ack": found }))
+        }
+        "messages" => {
+            let query: MessageQuery = args(body)?;
+            let channel = query.channel.ok_or("channel is required")?;
+            Ok(json!({ "messages": shared.messages(&channel, query.thread_ts.as_deref()) }))
+        }
+        "ephemerals" => Ok(json!({ "messages": shared.ephemerals() })),
+        "requests" => {
+            let method = body
+                .get("method")
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            let requests: Vec<_> = shared
+                .log()
+                .requests
+                .iter()
+                .filter(|request| method.as_ref().is_none_or(|m| *m == request.method))
+                .cloned()
+                .collect();
+            Ok(json!({ "requests": requests }))
+        }
+        "frames" => Ok(json!({ "frames": shared.log().frames })),
+        "notes" => Ok(json!({ "notes": shared.log().notes })),
+        "view" => {
+            let id = body
+                .get("view_id")
+                .and_then(Value::as_str)
+                .ok_or("view_id is required")?;
+            Ok(json!({ "view": shared.view(id) }))
+        }
+        "wait_for_message" => {
+            let query: MessageQuery = args(body)?;
+            let message = shared
+                .wait_for_message(
+                    |message| {
+                        query.channel.as_ref().is_none_or(|c| *c == message.channel)
+                            && query
+                                .thread_ts
+                                .as_ref()
+                                .is_none_or(|t| Some(t.as_str()) == message.thread_ts())
+                            && query
+                                .text_contains
+                                .as_ref()
+                                .is_none_or(|t| message.text().contains(t.as_str()))
+                    },
+                    Duration::from_millis(query.timeout_ms),
+                )
+                .await
+                .map_err(text)?;
+            Ok(json!({ "message": message }))
+        }
+        "wait_for_connections" => {
+            let count = body.get("count").and_then(Value::as_u64).unwrap_or(1);
+            let timeout: Timeout = args(body)?;
+            shared
+                .wait_for_connections(
+                    usize::try_from(count).unwrap_or(usize::MAX),
+                    Duration::from_millis(timeout.timeout_ms),
+                )
+                .await
+                .map_err(text)?;
+            Ok(json!({}))
+        }
+        "fail_next" => {
+            let fail: FailNext = args(body)?;
+            shared.faults().add(&fail.method, fail.count, fail.fault);
+            Ok(json!({}))
+        }
+        "disconnect" => {
+            let reason: DisconnectReason = match body.get("reason") {
+                Some(reason) => args(reason.clone())?,
+                None => DisconnectReason::RefreshRequested,
+            };
+            shared.disconnect(reason);
+            Ok(json!({}))
+        }
+        "drop_connections" => {
+            shared.close_connections();
+            Ok(json!({}))
+        }
+        "reset" => {
+            shared.reset();
+            Ok(json!({}))
+        }
+        _ => Err(format!("unknown operation {operation:?}")),
+    }
+}

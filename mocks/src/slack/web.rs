@@ -1,0 +1,281 @@
+//! The Web API front: one wiremock `MockServer` whose single responder serves `/api/<method>`
+//! for any verb, the upload URLs of files v2 and the `response_url`s, records every call and
+//! applies injected faults.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::any};
+
+use super::api;
+use super::fault::Fault;
+use super::params::{Params, TokenKind};
+use super::shared::Shared;
+use super::workspace::Stored;
+
+const JSON: &str = "application/json; charset=utf-8";
+
+/// Starts the MockServer on `listener` with the fake's responder.
+pub async fn serve(listener: std::net::TcpListener, shared: Arc<Shared>) -> MockServer {
+    let server = MockServer::builder()
+        .listener(listener)
+        .disable_request_recording()
+        .start()
+        .await;
+    Mock::given(any())
+        .respond_with(Front { shared })
+        .mount(&server)
+        .await;
+    server
+}
+
+struct Front {
+    shared: Arc<Shared>,
+}
+
+/// The method a path names: `/api/<m>`, `/api//<m>` or `/<m>` (bases given without `/api`).
+fn method_of(path: &str) -> Option<&str> {
+    let rest = path.strip_prefix("/api/").map_or(path, |rest| rest);
+    let method = rest.trim_start_matches('/');
+    (method.contains('.') && !method.contains('/')).then_some(method)
+}
+
+fn json_response(status: u16, body: &Value) -> ResponseTemplate {
+    ResponseTemplate::new(status).set_body_raw(body.to_string().into_bytes(), JSON)
+}
+
+impl Respond for Front {
+    fn respond(&self, request: &Request) -> ResponseTemplate {
+        let path = request.url.path().to_string();
+        if let Some(file) = path.strip_prefix("/upload/") {
+            return self.upload(request, file);
+        }
+        if let Some(id) = path.strip_prefix("/response/") {
+            return self.response_url(request, id);
+        }
+        let Some(method) = method_of(&path) else {
+            return ResponseTemplate::new(404)
+                .set_body_raw(b"not a slack api path".to_vec(), "text/plain");
+        };
+        let http_method = request.method.to_string();
+        let params = match Params::from_request(request) {
+            Ok(params) => params,
+            Err(code) => {
+                let body = json!({ "ok": false, "error": code });
+                self.shared.log().request(
+                    &http_method,
+                    method,
+                    Map::new(),
+                    TokenKind::of(None),
+                    200,
+                    body.clone(),
+                );
+                self.shared.bump();
+                return json_response(200, &body);
+            }
+        };
+        let fault = self.shared.faults().take(method);
+        let (status, body, retry_after, delay) = match fault {
+            Some(Fault::Error { error }) => {
+                (200, json!({ "ok": false, "error": error }), None, None)
+            }
+            Some(Fault::RateLimited { retry_after }) => (
+                429,
+                json!({ "ok": false, "error": "ratelimited" }),
+                retry_after,
+                None,
+            ),
+            Some(Fault::Status { status }) => (
+                status,
+                json!({ "ok": false, "error": "fake_http_error" }),
+                None,
+                None,
+            ),
+            Some(Fault::Delay { ms }) => (
+                200,
+                self.answer(method, &params),
+                None,
+                Some(Duration::from_millis(ms)),
+            ),
+            None => (200, self.answer(method, &params), None, None),
+        };
+        self.shared.log().request(
+            &http_method,
+            method,
+            params.map.clone(),
+            params.token_kind(),
+            status,
+            body.clone(),
+        );
+        self.shared.bump();
+        let mut response = json_response(status, &body);
+        if let Some(seconds) = retry_after {
+            response = response.insert_header("retry-after", seconds.to_string().as_str());
+        }
+        if let Some(delay) = delay {
+            response = response.set_delay(delay);
+        }
+        response
+    }
+}
+
+impl Front {
+    fn answer(&self, method: &str, params: &Params) -> Value {
+        let mut workspace = self.shared.workspace();
+        match api::call(&mut workspace, &self.shared.site, method, params) {
+            Ok(fields) => {
+                let mut body = Map::new();
+                body.insert("ok".into(), json!(true));
+                body.extend(fields);
+                Value::Object(body)
+            }
+            Err(code) => json!({ "ok": false, "error": code }),
+        }
+    }
+
+    /// The upload POST of files v2: raw bytes or one multipart file part.
+    fn upload(&self, request: &Request, file: &str) -> ResponseTemplate {
+        let size = multipart_file_len(request).unwrap_or(request.body.len());
+        let known = {
+            let mut workspace = self.shared.workspace();
+            match workspace.uploads.get_mut(file) {
+                Some(upload) => {
+                    upload.received = Some(size);
+                    true
+                }
+                None => false,
+            }
+        };
+        let status = if known { 200 } else { 404 };
+        let text = if known {
+            format!("OK - {size}")
+        } else {
+            "file not found".into()
+        };
+        self.shared.log().request(
+            request.method.as_ref(),
+            "upload",
+            Map::from_iter([
+                ("file_id".to_string(), json!(file)),
+                ("bytes".to_string(), json!(size)),
+            ]),
+            TokenKind::of(bearer(request)),
+            status,
+            json!(text),
+        );
+        self.shared.bump();
+        ResponseTemplate::new(status).set_body_raw(text.into_bytes(), "text/plain; charset=utf-8")
+    }
+
+    /// A post to a `response_url`: a reply (ephemeral unless `in_channel`), or a replacement or
+    /// deletion of the message the interaction came from.
+    fn response_url(&self, request: &Request, id: &str) -> ResponseTemplate {
+        let body: Value = match serde_json::from_slice(&request.body) {
+            Ok(body) => body,
+            Err(_) => {
+                self.shared.log().request(
+                    "POST",
+                    "response_url",
+                    Map::new(),
+                    TokenKind::of(None),
+                    400,
+                    json!("invalid_payload"),
+                );
+                return ResponseTemplate::new(400)
+                    .set_body_raw(b"invalid_payload".to_vec(), "text/plain");
+            }
+        };
+        let outcome = {
+            let mut workspace = self.shared.workspace();
+            match workspace.response_urls.get(id).cloned() {
+                None => None,
+                Some(target) => {
+                    let ts = workspace.next_ts();
+                    let mut fields = Map::new();
+                    fields.insert(
+                        "text".into(),
+                        body.get("text").cloned().unwrap_or(json!("")),
+                    );
+                    if let Some(blocks) = body.get("blocks") {
+                        fields.insert("blocks".into(), blocks.clone());
+                    }
+                    let original = target.message_ts.clone();
+                    if body["delete_original"] == json!(true) {
+                        if let Some(original) = original {
+                            workspace
+                                .messages
+                                .retain(|s| !(s.channel == target.channel && s.ts() == original));
+                        }
+                    } else if body["replace_original"] == json!(true) && original.is_some() {
+                        let original = original.unwrap_or_default();
+                        if let Some(stored) = workspace.find_mut(&target.channel, &original)
+                            && let Some(message) = stored.message.as_object_mut()
+                        {
+                            message.extend(fields);
+                        }
+                    } else {
+                        if let Some(thread) = body.get("thread_ts").and_then(Value::as_str) {
+                            fields.insert("thread_ts".into(), json!(thread));
+                        }
+                        let mut message = workspace.bot_message(&ts, fields);
+                        if body["response_type"] == json!("in_channel") {
+                            workspace.store(&target.channel, message);
+                        } else {
+                            message["ephemeral_to"] = json!(target.user);
+                            workspace.ephemerals.push(Stored {
+                                channel: target.channel.clone(),
+                                message,
+                            });
+                        }
+                    }
+                    Some(())
+                }
+            }
+        };
+        let params = body.as_object().cloned().unwrap_or_default();
+        let status = if outcome.is_some() { 200 } else { 404 };
+        let text = if outcome.is_some() {
+            "ok"
+        } else {
+            "no_active_hooks"
+        };
+        self.shared.log().request(
+            "POST",
+            "response_url",
+            params,
+            TokenKind::of(None),
+            status,
+            json!(text),
+        );
+        self.shared.bump();
+        ResponseTemplate::new(status)
+            .set_body_raw(text.as_bytes().to_vec(), "text/plain; charset=utf-8")
+    }
+}
+
+fn bearer(request: &Request) -> Option<&str> {
+    request
+        .headers
+        .get("authorization")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.strip_prefix("Bearer "))
+}
+
+/// The length of the first part of a `multipart/form-data` body.
+fn multipart_file_len(request: &Request) -> Option<usize> {
+    let content_type = request.headers.get("content-type")?.to_str().ok()?;
+    let boundary = content_type.split("boundary=").nth(1)?.trim_matches('"');
+    let delimiter = format!("--{boundary}");
+    let body = &request.body;
+    let start = find(body, delimiter.as_bytes())?;
+    let headers_end = find(&body[start..], b"\r\n\r\n")? + start + 4;
+    let end = find(&body[headers_end..], format!("\r\n{delimiter}").as_bytes())? + headers_end;
+    Some(end - headers_end)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack
+        .windows(needle.len())
+        .position(|window| window == needle)
+}
