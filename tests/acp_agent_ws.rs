@@ -102,7 +102,9 @@ async fn the_upgrade_carries_a_connection_id_on_acp_and_on_the_root_path() {
 #[tokio::test]
 async fn binary_frames_are_ignored_and_every_frame_holds_one_message() {
     let served = serve(config()).await;
-    let (mut socket, _) = tokio_tungstenite::connect_async(&served.url).await.unwrap();
+    let (mut socket, _) = Box::pin(tokio_tungstenite::connect_async(&served.url))
+        .await
+        .unwrap();
     socket
         .send(Frame::Binary(
             br#"{"jsonrpc":"2.0","id":9,"method":"initialize"}"#.to_vec().into(),
@@ -172,7 +174,9 @@ async fn raw_clients_sending_the_same_id_at_once_each_get_their_answer() {
     let served = serve(config()).await;
     let mut sockets = Vec::new();
     for _ in 0..2 {
-        let (socket, _) = tokio_tungstenite::connect_async(&served.url).await.unwrap();
+        let (socket, _) = Box::pin(tokio_tungstenite::connect_async(&served.url))
+            .await
+            .unwrap();
         sockets.push(socket);
     }
     for (i, socket) in sockets.iter_mut().enumerate() {

@@ -224,7 +224,7 @@ async fn ws_serve_prints_its_address_and_serves_a_prompt() {
         url.starts_with("ws://127.0.0.1:") && url.ends_with("/acp"),
         "{url}"
     );
-    let (socket, _) = within("connect", tokio_tungstenite::connect_async(&url))
+    let (socket, _) = within("connect", Box::pin(tokio_tungstenite::connect_async(&url)))
         .await
         .unwrap();
     let client = Peer::builder().spawn(Transport::websocket(socket));

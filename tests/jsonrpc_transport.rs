@@ -73,7 +73,9 @@ fn agent() -> PeerBuilder {
 #[tokio::test]
 async fn two_peers_over_a_real_websocket() {
     let (url, server_peers) = serve(agent).await;
-    let (socket, response) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let (socket, response) = Box::pin(tokio_tungstenite::connect_async(&url))
+        .await
+        .unwrap();
     assert_eq!(response.status(), 101);
     let updates = Arc::new(Mutex::new(Vec::new()));
     let client = Peer::builder()
@@ -125,7 +127,9 @@ async fn two_peers_over_a_real_websocket() {
 #[tokio::test]
 async fn text_frames_carry_one_message_and_binary_frames_are_ignored() {
     let (url, _server_peers) = serve(agent).await;
-    let (mut socket, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let (mut socket, _) = Box::pin(tokio_tungstenite::connect_async(&url))
+        .await
+        .unwrap();
     let next_text = async |socket: &mut tokio_tungstenite::WebSocketStream<_>| loop {
         match socket.next().await.expect("server closed").unwrap() {
             WsMessage::Text(text) => {

@@ -208,16 +208,19 @@ pub async fn stdio_spec(spec: ChildSpec) -> Result<Discovery, DiscoverError> {
 /// Discovers the agent at a WebSocket `url`.
 pub async fn websocket(url: &str) -> Result<Discovery, DiscoverError> {
     let started = Instant::now();
-    let (ws, _) = tokio::time::timeout(ANSWER_TIMEOUT, tokio_tungstenite::connect_async(url))
-        .await
-        .map_err(|_| DiscoverError::Connect {
-            url: url.to_owned(),
-            message: format!("no connection within {ANSWER_TIMEOUT:?}"),
-        })?
-        .map_err(|e| DiscoverError::Connect {
-            url: url.to_owned(),
-            message: e.to_string(),
-        })?;
+    let (ws, _) = tokio::time::timeout(
+        ANSWER_TIMEOUT,
+        Box::pin(tokio_tungstenite::connect_async(url)),
+    )
+    .await
+    .map_err(|_| DiscoverError::Connect {
+        url: url.to_owned(),
+        message: format!("no connection within {ANSWER_TIMEOUT:?}"),
+    })?
+    .map_err(|e| DiscoverError::Connect {
+        url: url.to_owned(),
+        message: e.to_string(),
+    })?;
     let mut discovery = Discovery::default();
     discovery.capabilities.insert("ws".to_owned());
     run(Channel::Ws(Box::new(ws)), started, discovery).await

@@ -48,7 +48,7 @@ async fn round_trips_per_second(count: usize) -> Result<f64> {
     config.socket_mode.ping_interval_ms = 0;
     let slack = FakeSlack::start(config).await?;
     let url = format!("{}?ticket=bench", slack.socket_mode_url());
-    let (socket, _) = tokio_tungstenite::connect_async(url.as_str()).await?;
+    let (socket, _) = Box::pin(tokio_tungstenite::connect_async(url.as_str())).await?;
     let (mut sink, mut source) = socket.split();
     // The client: acks every envelope as it arrives.
     let client = tokio::spawn(async move {

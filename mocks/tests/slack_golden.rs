@@ -98,9 +98,11 @@ async fn golden_slack_fixtures() {
     let url = format!("{}/apps.connections.open", slack.api_base_url());
     let opened = api(&url, None, Some("xapp-golden"), b"").await;
     pin::<SlackApiAppsConnectionOpenResponse>("apps.connections.open", &opened);
-    let (mut socket, _) = tokio_tungstenite::connect_async(opened["url"].as_str().expect("url"))
-        .await
-        .expect("connect");
+    let (mut socket, _) = Box::pin(tokio_tungstenite::connect_async(
+        opened["url"].as_str().expect("url"),
+    ))
+    .await
+    .expect("connect");
     pin::<Value>("socket_hello", &next_json(&mut socket).await);
 
     pin::<SlackApiAuthTestResponse>("auth.test", &caller.call("auth.test", json!({})).await);

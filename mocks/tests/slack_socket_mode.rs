@@ -160,7 +160,7 @@ async fn connect(
         .apps_connections_open(&SlackApiAppsConnectionOpenRequest::new())
         .await
         .expect("apps.connections.open");
-    let (socket, _) = tokio_tungstenite::connect_async(opened.url.0.as_str())
+    let (socket, _) = Box::pin(tokio_tungstenite::connect_async(opened.url.0.as_str()))
         .await
         .expect("connect");
     socket

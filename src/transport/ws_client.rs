@@ -225,8 +225,11 @@ impl WsConnector {
 
     /// Opens one connection.
     pub async fn open(&self) -> Result<Transport, ConnectError> {
-        let connecting =
-            tokio_tungstenite::connect_async_with_config(self.url.as_str(), None, true);
+        let connecting = Box::pin(tokio_tungstenite::connect_async_with_config(
+            self.url.as_str(),
+            None,
+            true,
+        ));
         let (socket, _response) = tokio::time::timeout(self.connect_timeout, connecting)
             .await
             .map_err(|_| ConnectError::Timeout {

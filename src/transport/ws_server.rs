@@ -293,7 +293,7 @@ mod tests {
             .unwrap();
         let url = server.url();
         let client = tokio::spawn(async move {
-            tokio_tungstenite::connect_async(url.as_str())
+            Box::pin(tokio_tungstenite::connect_async(url.as_str()))
                 .await
                 .unwrap()
         });

@@ -204,7 +204,7 @@ pub fn duplex_client(agent: &Agent) -> (TestClient, AgentConnection) {
 pub async fn ws_client(url: &str) -> (TestClient, tokio_tungstenite::tungstenite::http::HeaderMap) {
     let (socket, response) = within(
         "the websocket handshake",
-        tokio_tungstenite::connect_async(url),
+        Box::pin(tokio_tungstenite::connect_async(url)),
     )
     .await
     .expect("websocket connect");

@@ -408,7 +408,7 @@ impl Connection {
     /// A new WebSocket client connection to `url`.
     pub async fn over_ws(ctx: &Ctx, channel: &str, url: &str) -> Result<Self, CheckError> {
         ctx.wire().note(channel, &format!("connecting to {url}"));
-        let (socket, response) = tokio_tungstenite::connect_async(url)
+        let (socket, response) = Box::pin(tokio_tungstenite::connect_async(url))
             .await
             .or_fail(format!("a WebSocket connection to {url}"))?;
         let headers = response
