@@ -24,6 +24,7 @@ mod params;
 mod record;
 mod shared;
 mod socket;
+pub mod tls;
 mod web;
 mod workspace;
 
@@ -64,6 +65,8 @@ pub enum FakeSlackError {
     UnknownEnvelope(String),
     #[error("timed out after {0:?} waiting for {1}")]
     Timeout(Duration, String),
+    #[error("{0}")]
+    Tls(#[source] tls::TlsError),
 }
 
 /// A slash command a user types.
@@ -120,6 +123,7 @@ pub struct FakeSlack {
     _server: wiremock::MockServer,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     control_url: String,
+    tls: Option<tls::Tls>,
 }
 
 impl Drop for FakeSlack {
@@ -143,16 +147,56 @@ impl FakeSlack {
         config: Config,
         transcript: Option<std::fs::File>,
     ) -> Result<FakeSlack, FakeSlackError> {
+        FakeSlack::start_with(config, transcript, false).await
+    }
+
+    /// Starts the fake in TLS mode: the Web API on HTTPS and Socket Mode on WSS, with a server
+    /// certificate for `127.0.0.1` and `localhost` from a CA made now ([`FakeSlack::ca_pem`]).
+    /// The control server stays on plain HTTP.
+    pub async fn start_tls(
+        config: Config,
+        transcript: Option<std::fs::File>,
+    ) -> Result<FakeSlack, FakeSlackError> {
+        FakeSlack::start_with(config, transcript, true).await
+    }
+
+    async fn start_with(
+        config: Config,
+        transcript: Option<std::fs::File>,
+        secure: bool,
+    ) -> Result<FakeSlack, FakeSlackError> {
+        let tls = if secure {
+            Some(tls::Tls::generate().map_err(FakeSlackError::Tls)?)
+        } else {
+            None
+        };
         let api = std::net::TcpListener::bind("127.0.0.1:0").map_err(FakeSlackError::Bind)?;
+        let api_address = api.local_addr().map_err(FakeSlackError::Bind)?;
+        // In TLS mode clients reach the Web API through the TLS front on a port of its own.
+        let front = match &tls {
+            Some(_) => Some(
+                tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .map_err(FakeSlackError::Bind)?,
+            ),
+            None => None,
+        };
         let socket = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(FakeSlackError::Bind)?;
         let control = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .map_err(FakeSlackError::Bind)?;
-        let origin = format!("http://{}", api.local_addr().map_err(FakeSlackError::Bind)?);
+        let origin = match &front {
+            Some(front) => format!(
+                "https://{}",
+                front.local_addr().map_err(FakeSlackError::Bind)?
+            ),
+            None => format!("http://{api_address}"),
+        };
         let socket_url = format!(
-            "ws://{}/link",
+            "{}://{}/link",
+            if tls.is_some() { "wss" } else { "ws" },
             socket.local_addr().map_err(FakeSlackError::Bind)?
         );
         let control_url = format!(
@@ -165,15 +209,19 @@ impl FakeSlack {
             transcript,
         ));
         let server = web::serve(api, shared.clone()).await;
-        let tasks = vec![
-            tokio::spawn(socket::serve(socket, shared.clone())),
+        let mut tasks = vec![
+            tokio::spawn(socket::serve(socket, shared.clone(), tls.clone())),
             tokio::spawn(control::serve(control, shared.clone())),
         ];
+        if let (Some(front), Some(tls)) = (front, &tls) {
+            tasks.push(tokio::spawn(tls::front(front, api_address, tls.clone())));
+        }
         Ok(FakeSlack {
             shared,
             _server: server,
             tasks,
             control_url,
+            tls,
         })
     }
 
@@ -185,6 +233,12 @@ impl FakeSlack {
     /// The Socket Mode URL `apps.connections.open` hands out (without its ticket).
     pub fn socket_mode_url(&self) -> String {
         self.shared.site.socket_url.clone()
+    }
+
+    /// In TLS mode, the PEM of the CA that signed the fake's certificate (write it to a file and
+    /// point `SSL_CERT_FILE` or the client's CA option at it).
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.tls.as_ref().map(tls::Tls::ca_pem)
     }
 
     /// The control server: `POST <control_url>/<operation>` with JSON (see the README).

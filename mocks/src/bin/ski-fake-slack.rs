@@ -30,6 +30,15 @@ enum Command {
         /// Write every request, response, frame and note as NDJSON to this file.
         #[arg(long, value_name = "FILE")]
         record: Option<PathBuf>,
+        /// Serve the Web API over HTTPS and Socket Mode over WSS, with a certificate from a CA
+        /// made at start and written to --ca-file (point SSL_CERT_FILE or the client's CA option
+        /// at it).
+        #[arg(long)]
+        tls: bool,
+        /// Where --tls writes the CA certificate (PEM); default: a file in the temp directory
+        /// named after this process.
+        #[arg(long, value_name = "FILE", requires = "tls")]
+        ca_file: Option<PathBuf>,
     },
 }
 
@@ -53,7 +62,12 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> CommandResult {
-    let Command::Serve { config, record } = cli.command;
+    let Command::Serve {
+        config,
+        record,
+        tls,
+        ca_file,
+    } = cli.command;
     let config = match config {
         Some(path) => Config::load(&path).map_err(CommandError::configuration)?,
         None => Config::default(),
@@ -68,10 +82,25 @@ async fn run(cli: Cli) -> CommandResult {
     };
     // The handler is in place before the readiness line, so a SIGTERM right after it is clean.
     let mut terminate = signal(SignalKind::terminate()).map_err(CommandError::internal)?;
-    let slack = FakeSlack::start_recording(config, transcript)
-        .await
-        .map_err(CommandError::internal)?;
-    let ready = json!({
+    let slack = if tls {
+        FakeSlack::start_tls(config, transcript).await
+    } else {
+        FakeSlack::start_recording(config, transcript).await
+    }
+    .map_err(CommandError::internal)?;
+    let ca_file = match slack.ca_pem() {
+        Some(pem) => {
+            let path = ca_file.unwrap_or_else(|| {
+                std::env::temp_dir().join(format!("ski-fake-slack-{}-ca.pem", std::process::id()))
+            });
+            std::fs::write(&path, pem)
+                .with_context(|| format!("cannot write the CA to {}", path.display()))
+                .map_err(CommandError::invalid_input)?;
+            Some(path.display().to_string())
+        }
+        None => None,
+    };
+    let mut ready = json!({
         "api_base_url": slack.api_base_url(),
         "socket_mode_url": slack.socket_mode_url(),
         "control_url": slack.control_url(),
@@ -79,6 +108,9 @@ async fn run(cli: Cli) -> CommandResult {
         "bot_user_id": slack.config().bot.user_id,
         "app_id": slack.config().bot.app_id,
     });
+    if let Some(path) = ca_file {
+        ready["ca_file"] = json!(path);
+    }
     println!("{ready}");
     let mut stdin = tokio::io::stdin();
     let mut buffer = [0u8; 1024];

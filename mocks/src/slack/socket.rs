@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message as Frame;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
@@ -334,12 +334,26 @@ impl Shared {
 }
 
 /// Accepts Socket Mode connections until the task is aborted.
-pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>, tls: Option<super::tls::Tls>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
             continue;
         };
-        tokio::spawn(connection(stream, shared.clone()));
+        let shared = shared.clone();
+        match &tls {
+            Some(tls) => {
+                let tls = tls.clone();
+                tokio::spawn(async move {
+                    // A client that gives up during the handshake is simply gone.
+                    if let Ok(secure) = tls.acceptor().accept(stream).await {
+                        connection(secure, shared).await;
+                    }
+                });
+            }
+            None => {
+                tokio::spawn(connection(stream, shared));
+            }
+        }
     }
 }
 
@@ -354,7 +368,10 @@ fn check_path(request: &Request, response: Response) -> Result<Response, ErrorRe
     }
 }
 
-async fn connection(stream: TcpStream, shared: Arc<Shared>) {
+async fn connection<S>(stream: S, shared: Arc<Shared>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let Ok(socket) = tokio_tungstenite::accept_hdr_async(stream, check_path).await else {
         return;
     };
