@@ -1,6 +1,7 @@
 //! The README's examples run as written: every `bash` block of the `## ski-mock-agent` section
-//! of the workspace README, with the built binary on `PATH`; and every `toml` block of
-//! `mocks/README.md` is a valid script.
+//! of the workspace README, with the built binary on `PATH`; the Rust example of the
+//! `## ski-fake-slack` section is the test `slack_readme.rs` (its Python example runs in
+//! `slack_peers.rs`); and every `toml` block of `mocks/README.md` is a valid script.
 
 mod support;
 
@@ -32,10 +33,11 @@ fn blocks(text: &str, info: &str) -> Vec<String> {
     blocks
 }
 
-fn section(readme: &str) -> &str {
+/// The `## <heading>` section of `readme`, up to the next `## ` heading.
+fn section<'a>(readme: &'a str, heading: &str) -> &'a str {
     let start = readme
-        .find("## ski-mock-agent\n")
-        .expect("the README has a `## ski-mock-agent` section");
+        .find(&format!("## {heading}\n"))
+        .unwrap_or_else(|| panic!("the README has a `## {heading}` section"));
     let rest = &readme[start..];
     match rest[3..].find("\n## ") {
         Some(end) => &rest[..end + 3],
@@ -93,7 +95,7 @@ async fn run_bash(script: &str) -> (i32, String) {
 #[tokio::test]
 async fn the_three_examples_run_as_written() {
     let readme = std::fs::read_to_string(workspace_readme()).expect("the workspace README");
-    let examples = blocks(section(&readme), "bash");
+    let examples = blocks(section(&readme, "ski-mock-agent"), "bash");
     assert_eq!(examples.len(), 3, "three worked examples");
     let expectations: [&[&str]; 3] = [
         &[
@@ -140,4 +142,21 @@ fn the_script_snippets_in_the_package_readme_are_valid() {
             panic!("{error}\n{snippet}");
         }
     }
+}
+
+#[test]
+fn the_fake_slack_rust_example_is_a_test_that_runs() {
+    let readme = std::fs::read_to_string(workspace_readme()).expect("the workspace README");
+    let examples = blocks(section(&readme, "ski-fake-slack"), "rust");
+    assert_eq!(examples.len(), 1, "one Rust example");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/slack_readme.rs");
+    let test = std::fs::read_to_string(&path).expect("tests/slack_readme.rs");
+    // The test file is the example after its opening `//!` paragraph.
+    let (_, body) = test
+        .split_once("\n\n")
+        .expect("a header paragraph, then the example");
+    assert_eq!(
+        examples[0], body,
+        "the README's Rust example and tests/slack_readme.rs differ: copy one to the other"
+    );
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
 use ski::transport::child::{Child, ChildSpec, spawn};
-use slack_support::{api, raw};
+use slack_support::{api, https_get, raw};
 
 fn binary() -> &'static str {
     env!("CARGO_BIN_EXE_ski-fake-slack")
@@ -216,5 +216,36 @@ async fn a_workspace_file_sets_the_ids() {
     )
     .await;
     assert_eq!(info["channel"]["id"], "C9");
+    child.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn serve_tls_writes_its_ca_and_answers_over_https() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = dir.path().join("fake-slack-ca.pem");
+    let (child, ready) = start(&[
+        "serve",
+        "--tls",
+        "--ca-file",
+        ca_file.to_str().expect("path"),
+    ])
+    .await;
+    assert_eq!(ready["ca_file"], ca_file.to_str().expect("path"), "{ready}");
+    let base = ready["api_base_url"].as_str().expect("base");
+    assert!(base.starts_with("https://127.0.0.1:"), "{ready}");
+    assert!(
+        ready["socket_mode_url"]
+            .as_str()
+            .is_some_and(|u| u.starts_with("wss://127.0.0.1:")),
+        "{ready}"
+    );
+    let ca = std::fs::read_to_string(&ca_file).expect("the CA file");
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+    let (status, answer) = https_get(&ca, &format!("{base}/auth.test"), "xoxb-1").await;
+    assert_eq!(status, 200);
+    assert_eq!(answer["team_id"], ready["team_id"]);
+    // The control API stays on plain HTTP.
+    let requests = control(&ready, "requests", json!({"method": "auth.test"})).await;
+    assert_eq!(requests["requests"][0]["token_kind"], "bot");
     child.shutdown().await.expect("shutdown");
 }

@@ -101,6 +101,33 @@ async fn python_slack_sdk_runs_the_scenario_unmodified() {
     let scenario = ChildSpec::new("slack-python", venv.join("bin/python"))
         .arg(peers_dir().join("slack-python/scenario.py"));
     run_scenario("slack-python", scenario).await;
+
+    // The README's Python test, as written, with `ski-fake-slack` on PATH.
+    let readme = std::fs::read_to_string(peers_dir().join("../../../README.md")).expect("README");
+    let section = &readme[readme
+        .find("## ski-fake-slack\n")
+        .expect("the fake's section")..];
+    let example = section
+        .split_once("```python\n")
+        .and_then(|(_, rest)| rest.split_once("\n```"))
+        .map(|(code, _)| code)
+        .expect("a Python example");
+    let binary_dir = Path::new(env!("CARGO_BIN_EXE_ski-fake-slack"))
+        .parent()
+        .expect("the binary's directory");
+    let path = format!(
+        "{}:{}",
+        binary_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (code, output) = run_to_end(
+        ChildSpec::new("readme-python", venv.join("bin/python"))
+            .args(["-c", example])
+            .env("PATH", path),
+    )
+    .await;
+    assert_eq!(code, Some(0), "the README's Python test failed:\n{output}");
+    println!("README Python test: ran, ok");
 }
 
 #[tokio::test]

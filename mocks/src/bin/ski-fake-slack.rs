@@ -35,8 +35,8 @@ enum Command {
         /// at it).
         #[arg(long)]
         tls: bool,
-        /// Where --tls writes the CA certificate (PEM); default: a file in the temp directory
-        /// named after this process.
+        /// Where --tls writes the CA certificate (PEM), kept after exit; default: a file in the
+        /// temp directory named after this process, removed when the fake stops.
         #[arg(long, value_name = "FILE", requires = "tls")]
         ca_file: Option<PathBuf>,
     },
@@ -88,11 +88,19 @@ async fn run(cli: Cli) -> CommandResult {
         FakeSlack::start_recording(config, transcript).await
     }
     .map_err(CommandError::internal)?;
+    // A CA file the fake chose itself is removed again when it stops; one the caller named stays.
+    let mut own_ca_file = None;
     let ca_file = match slack.ca_pem() {
         Some(pem) => {
-            let path = ca_file.unwrap_or_else(|| {
-                std::env::temp_dir().join(format!("ski-fake-slack-{}-ca.pem", std::process::id()))
-            });
+            let path = match ca_file {
+                Some(path) => path,
+                None => {
+                    let path = std::env::temp_dir()
+                        .join(format!("ski-fake-slack-{}-ca.pem", std::process::id()));
+                    own_ca_file = Some(path.clone());
+                    path
+                }
+            };
             std::fs::write(&path, pem)
                 .with_context(|| format!("cannot write the CA to {}", path.display()))
                 .map_err(CommandError::invalid_input)?;
@@ -124,5 +132,9 @@ async fn run(cli: Cli) -> CommandResult {
         }
     }
     drop(slack);
+    if let Some(path) = own_ca_file {
+        // Nothing is lost if it is already gone.
+        let _ = std::fs::remove_file(path);
+    }
     Ok(())
 }

@@ -12,6 +12,12 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
+/// The host names the server certificate is valid for, besides `127.0.0.1`: the loopback name,
+/// and Slack's own names, so that a program whose Slack URL cannot be changed can be sent to the
+/// fake by name resolution (a hosts entry, a resolver in a test container) and trust it through
+/// the CA file.
+pub const SERVER_NAMES: &[&str] = &["localhost", "slack.com", "*.slack.com"];
+
 /// Why TLS could not be set up.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot set up TLS: {0}")]
@@ -35,7 +41,7 @@ impl std::fmt::Debug for Tls {
 }
 
 impl Tls {
-    /// A new CA and a server certificate for `127.0.0.1` and `localhost` signed by it.
+    /// A new CA and a server certificate signed by it for [`SERVER_NAMES`] and `127.0.0.1`.
     pub fn generate() -> Result<Self, TlsError> {
         let ca_key = KeyPair::generate().map_err(tls_error)?;
         let mut ca_params = CertificateParams::new(Vec::<String>::new()).map_err(tls_error)?;
@@ -47,8 +53,11 @@ impl Tls {
         let issuer = rcgen::Issuer::new(ca_params, ca_key);
 
         let server_key = KeyPair::generate().map_err(tls_error)?;
-        let mut server_params =
-            CertificateParams::new(vec!["localhost".to_owned()]).map_err(tls_error)?;
+        let names = SERVER_NAMES
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect::<Vec<_>>();
+        let mut server_params = CertificateParams::new(names).map_err(tls_error)?;
         server_params
             .subject_alt_names
             .push(SanType::IpAddress(std::net::IpAddr::from([127, 0, 0, 1])));

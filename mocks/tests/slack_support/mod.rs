@@ -75,3 +75,44 @@ pub async fn api(url: &str, content_type: Option<&str>, token: Option<&str>, bod
     assert_eq!(status, 200, "{text}");
     serde_json::from_str(&text).expect("json answer")
 }
+
+/// A JSON API call over HTTPS that trusts only the CA in `ca_pem`: answers the status and the body.
+pub async fn https_get(ca_pem: &str, url: &str, token: &str) -> (u16, Value) {
+    use tokio_rustls::rustls;
+    use tokio_rustls::rustls::pki_types::CertificateDer;
+    use tokio_rustls::rustls::pki_types::pem::PemObject;
+
+    let mut roots = rustls::RootCertStore::empty();
+    for certificate in CertificateDer::pem_slice_iter(ca_pem.as_bytes()) {
+        roots
+            .add(certificate.expect("a PEM certificate"))
+            .expect("a usable CA");
+    }
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .expect("protocol versions")
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_only()
+        .enable_http1()
+        .build();
+    let client: Client<_, Full<Bytes>> = Client::builder(TokioExecutor::new()).build(https);
+    let request = hyper::Request::builder()
+        .method("GET")
+        .uri(url)
+        .header("authorization", format!("Bearer {token}"))
+        .body(Full::new(Bytes::new()))
+        .expect("request");
+    let response = client.request(request).await.expect("https response");
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, serde_json::from_slice(&body).expect("json answer"))
+}

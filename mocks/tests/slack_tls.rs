@@ -1,0 +1,263 @@
+//! TLS mode: slack-morphism with its default, https-only connector, which trusts the platform's
+//! roots and so the fake's CA through `SSL_CERT_FILE`, posts, threads, updates and uploads over
+//! HTTPS, and its Socket Mode listener receives and acks a slash command and a button click over
+//! WSS.
+//!
+//! The client runs in a process of its own, this test binary started again with `SSL_CERT_FILE`
+//! in its environment from the start (the variable is read when the connector is made, and a
+//! running test may not change its own environment). The test side runs the fake, judges what it
+//! recorded, injects the Socket Mode envelopes and requires the client to exit 0.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use ski::transport::child::{ChildSpec, spawn};
+use ski_mocks::slack::{Click, Config, FakeSlack, SlashCommand};
+use slack_morphism::prelude::*;
+use tokio::io::AsyncBufReadExt;
+
+const GENERAL: &str = "C0000000001";
+const ALICE: &str = "U0000000002";
+const WAIT: Duration = Duration::from_secs(10);
+/// Set in the client process's environment to the fake's API base URL.
+const CLIENT_ROLE: &str = "SKI_FAKE_SLACK_TLS_CLIENT_API";
+
+fn main() {
+    if let Ok(api_base_url) = std::env::var(CLIENT_ROLE) {
+        std::process::exit(client::run(&api_base_url));
+    }
+    let arguments = libtest_mimic::Arguments::from_args();
+    let trial = libtest_mimic::Trial::test(
+        "slack_morphism_default_connector_works_over_https_and_wss",
+        || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|error| error.to_string())?
+                .block_on(judge());
+            Ok(())
+        },
+    );
+    libtest_mimic::run(&arguments, vec![trial]).exit();
+}
+
+async fn judge() {
+    let slack = FakeSlack::start_tls(Config::default(), None)
+        .await
+        .expect("start");
+    assert!(slack.api_base_url().starts_with("https://127.0.0.1:"));
+    assert!(slack.socket_mode_url().starts_with("wss://127.0.0.1:"));
+    let dir = tempfile::tempdir().expect("tempdir");
+    let ca_file = dir.path().join("ca.pem");
+    std::fs::write(&ca_file, slack.ca_pem().expect("a CA in TLS mode")).expect("write CA");
+    let program = std::env::current_exe().expect("this test binary");
+    let mut client = spawn(
+        ChildSpec::new("slack-morphism client", program)
+            .env(CLIENT_ROLE, slack.api_base_url())
+            .env("SSL_CERT_FILE", &ca_file)
+            .grace(Duration::from_secs(2)),
+    )
+    .expect("spawn the client");
+    let mut next = async || match client.next_output_line().await {
+        Some((_, line)) => line,
+        None => panic!("the client ended early: {:?}", client.wait().await),
+    };
+
+    let line = next().await;
+    let posted_ts = line
+        .strip_prefix("posted ")
+        .unwrap_or_else(|| panic!("expected the posted ts, got {line:?}"))
+        .to_owned();
+    let thread = slack.messages(GENERAL, Some(&posted_ts));
+    assert_eq!(thread.len(), 3, "parent, reply and file share: {thread:?}");
+    assert_eq!(thread[0].text(), "approve now?");
+    assert_eq!(thread[2].message["files"][0]["size"], 11);
+    assert_eq!(next().await, "listening");
+    slack
+        .wait_for_connections(1, WAIT)
+        .await
+        .expect("hello over wss");
+
+    let command = slack
+        .slash_command(SlashCommand {
+            command: "/ski".into(),
+            text: "status".into(),
+            channel: GENERAL.into(),
+            user: ALICE.into(),
+        })
+        .expect("inject");
+    let ack = command.ack(WAIT).await.expect("command ack over wss");
+    assert_eq!(
+        ack.payload.as_ref().map(|p| p["text"].clone()),
+        Some(json!("secure status"))
+    );
+    let click = slack
+        .click(Click {
+            channel: GENERAL.into(),
+            message_ts: posted_ts,
+            action_id: "approve_accept".into(),
+            user: ALICE.into(),
+        })
+        .expect("click");
+    click.ack(WAIT).await.expect("click ack over wss");
+
+    client.close_stdin();
+    let status = client.wait().await.expect("client exit");
+    assert!(status.success(), "the client failed: {status:?}");
+    let methods: Vec<String> = slack.requests().iter().map(|r| r.method.clone()).collect();
+    assert_eq!(
+        methods,
+        [
+            "auth.test",
+            "chat.postMessage",
+            "chat.postMessage",
+            "chat.update",
+            "files.getUploadURLExternal",
+            "upload",
+            "files.completeUploadExternal",
+            "apps.connections.open",
+        ]
+    );
+}
+
+/// The client process: slack-morphism exactly as an application configures it, with its default
+/// connector and only the documented base-URL option changed.
+mod client {
+    use super::*;
+
+    type DefaultClient = SlackClient<SlackClientHyperHttpsConnector>;
+
+    /// Runs the Web API part, prints `posted <ts>`, starts the Socket Mode listener, prints
+    /// `listening`, and stops when stdin closes. Answers the exit code.
+    pub fn run(api_base_url: &str) -> i32 {
+        let runtime = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+        {
+            Ok(runtime) => runtime,
+            Err(error) => {
+                eprintln!("client: no runtime: {error}");
+                return 1;
+            }
+        };
+        match runtime.block_on(scenario(api_base_url)) {
+            Ok(()) => 0,
+            Err(error) => {
+                eprintln!("client: {error}");
+                1
+            }
+        }
+    }
+
+    async fn scenario(api_base_url: &str) -> Result<(), Box<dyn std::error::Error>> {
+        let connector = SlackClientHyperConnector::new()?.with_slack_api_url(api_base_url);
+        let client = Arc::new(SlackClient::new(connector));
+        let token = SlackApiToken::new("xoxb-fake-bot".into());
+        let session = client.open_session(&token);
+
+        let auth = session.auth_test().await?;
+        if auth.team_id.to_string() != "T0000000001" {
+            return Err(format!("unexpected team {}", auth.team_id).into());
+        }
+        let blocks: Vec<SlackBlock> = serde_json::from_value(json!([
+            {"type": "actions", "block_id": "approval_1", "elements": [
+                {"type": "button", "action_id": "approve_accept", "text": {"type": "plain_text", "text": "Accept"}, "value": "1"}
+            ]}
+        ]))?;
+        let posted = session
+            .chat_post_message(&SlackApiChatPostMessageRequest::new(
+                GENERAL.into(),
+                SlackMessageContent::new()
+                    .with_text("approve?".into())
+                    .with_blocks(blocks),
+            ))
+            .await?;
+        session
+            .chat_post_message(
+                &SlackApiChatPostMessageRequest::new(
+                    GENERAL.into(),
+                    SlackMessageContent::new().with_text("in thread".into()),
+                )
+                .with_thread_ts(posted.ts.clone()),
+            )
+            .await?;
+        session
+            .chat_update(&SlackApiChatUpdateRequest::new(
+                GENERAL.into(),
+                SlackMessageContent::new().with_text("approve now?".into()),
+                posted.ts.clone(),
+            ))
+            .await?;
+        let bytes = b"secure file".to_vec();
+        let url = session
+            .get_upload_url_external(&SlackApiFilesGetUploadUrlExternalRequest::new(
+                "notes.txt".into(),
+                bytes.len(),
+            ))
+            .await?;
+        if url.upload_url.0.scheme() != "https" {
+            return Err(format!("upload URL not on https: {}", url.upload_url.0).into());
+        }
+        session
+            .files_upload_via_url(&SlackApiFilesUploadViaUrlRequest::new(
+                url.upload_url.clone(),
+                bytes,
+                "text/plain".into(),
+            ))
+            .await?;
+        session
+            .files_complete_upload_external(
+                &SlackApiFilesCompleteUploadExternalRequest::new(vec![SlackApiFilesComplete::new(
+                    url.file_id.clone(),
+                )])
+                .with_channel_id(GENERAL.into())
+                .with_thread_ts(posted.ts.clone()),
+            )
+            .await?;
+        println!("posted {}", posted.ts);
+
+        let callbacks = SlackSocketModeListenerCallbacks::new()
+            .with_command_events(on_command)
+            .with_interaction_events(on_interaction);
+        let environment = Arc::new(SlackClientEventsListenerEnvironment::new(client.clone()));
+        let config = SlackClientSocketModeConfig::new().with_max_connections_count(1);
+        let listener = SlackClientSocketModeListener::new(&config, environment, callbacks);
+        listener
+            .listen_for(&SlackApiToken::new("xapp-fake-app".into()))
+            .await?;
+        listener.start().await;
+        println!("listening");
+        // The judge closes stdin when it has seen both acks.
+        let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+        let mut line = String::new();
+        while stdin.read_line(&mut line).await? > 0 {
+            line.clear();
+        }
+        listener.shutdown().await;
+        Ok(())
+    }
+
+    async fn on_command(
+        event: SlackCommandEvent,
+        _client: Arc<DefaultClient>,
+        _states: SlackClientEventsUserState,
+    ) -> UserCallbackResult<SlackCommandEventResponse> {
+        Ok(SlackCommandEventResponse::new(
+            SlackMessageContent::new()
+                .with_text(format!("secure {}", event.text.unwrap_or_default())),
+        ))
+    }
+
+    async fn on_interaction(
+        event: SlackInteractionEvent,
+        _client: Arc<DefaultClient>,
+        _states: SlackClientEventsUserState,
+    ) -> UserCallbackResult<()> {
+        match event {
+            SlackInteractionEvent::BlockActions(_) => Ok(()),
+            other => Err(format!("unexpected interaction {other:?}").into()),
+        }
+    }
+}
