@@ -49,6 +49,20 @@ async function main() {
     assert.equal(error.retryAfter, 1);
     return true;
   });
+  // By default the client waits Retry-After and sends the call again.
+  await control('fail_next', { method: 'chat.postMessage', fault: { kind: 'rate_limited', retry_after: 1 } });
+  assert.equal((await web.chat.postMessage({ channel: GENERAL, text: 'after the limit' })).ok, true);
+  const retried = (await control('requests', { method: 'chat.postMessage' })).requests
+    .filter((r) => r.params.text === 'after the limit').map((r) => r.status);
+  assert.deepEqual(retried, [429, 200]);
+  // An HTTP 500 is retried by the default client's retry policy; without retries it is an HTTPError.
+  const once = new WebClient('xoxb-node', { slackApiUrl, retryConfig: { retries: 0 } });
+  await control('fail_next', { method: 'chat.postMessage', fault: { kind: 'status', status: 500 } });
+  await assert.rejects(once.chat.postMessage({ channel: GENERAL, text: 'server error' }), (error) => {
+    assert.equal(error.code, ErrorCode.HTTPError);
+    assert.equal(error.statusCode, 500);
+    return true;
+  });
 
   const socket = new SocketModeClient({ appToken: 'xapp-node', clientOptions: { slackApiUrl } });
   socket.on('slash_commands', async ({ ack, body }) => { await ack({ text: `node got ${body.text}` }); });
@@ -60,6 +74,13 @@ async function main() {
   const click = await control('click', { channel: GENERAL, message_ts: ts, action_id: 'approve_accept', user: ALICE });
   const clickAck = (await control('ack', { envelope_id: click.envelope_id, timeout_ms: 10000 })).ack;
   assert.equal(clickAck.payload, null);
+  // A dropped socket: the client opens a new connection and the next command reaches it.
+  await control('drop_connections', {});
+  await control('wait_for_connections', { count: 1, timeout_ms: 20000 });
+  const again = await control('slash_command', { command: '/ski', text: 'again', channel: GENERAL, user: ALICE });
+  const againAck = (await control('ack', { envelope_id: again.envelope_id, timeout_ms: 20000 })).ack;
+  assert.equal(againAck.payload.text, 'node got again');
+  assert.equal((await control('requests', { method: 'apps.connections.open' })).requests.length, 2);
   await socket.disconnect();
   console.log('slack-node: ok');
 }

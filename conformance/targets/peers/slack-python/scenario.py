@@ -11,6 +11,7 @@ import urllib.request
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
+from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from slack_sdk.socket_mode import SocketModeClient
 from slack_sdk.socket_mode.response import SocketModeResponse
 
@@ -62,6 +63,19 @@ try:
 except SlackApiError as error:
     assert error.response.status_code == 429
     assert error.response.headers.get("retry-after", error.response.headers.get("Retry-After")) == "1"
+# With its rate-limit retry handler installed, slack_sdk waits Retry-After and the call succeeds.
+patient = WebClient(token="xoxb-python", base_url=api, retry_handlers=[RateLimitErrorRetryHandler(max_retry_count=1)])
+control("fail_next", {"method": "chat.postMessage", "fault": {"kind": "rate_limited", "retry_after": 1}})
+assert patient.chat_postMessage(channel=GENERAL, text="after the limit")["ok"]
+limited = [r for r in control("requests", {"method": "chat.postMessage"})["requests"]
+           if r["params"].get("text") == "after the limit"]
+assert [r["status"] for r in limited] == [429, 200], limited
+control("fail_next", {"method": "chat.postMessage", "fault": {"kind": "status", "status": 500}})
+try:
+    web.chat_postMessage(channel=GENERAL, text="server error")
+    raise AssertionError("an HTTP 500 must raise")
+except SlackApiError as error:
+    assert error.response.status_code == 500
 
 
 def listener(client, request):
@@ -83,5 +97,13 @@ assert ack["payload"]["text"] == "python got status", ack
 click = control("click", {"channel": GENERAL, "message_ts": ts, "action_id": "approve_accept", "user": ALICE})
 ack = control("ack", {"envelope_id": click["envelope_id"], "timeout_ms": 10000})["ack"]
 assert ack["payload"] is None, ack
+# Slack asks for a fresh connection: the client opens a new one and the next command reaches it.
+control("disconnect", {"reason": "refresh_requested"})
+control("wait_for_connections", {"count": 1, "timeout_ms": 20000})
+command = control("slash_command", {"command": "/ski", "text": "again", "channel": GENERAL, "user": ALICE})
+ack = control("ack", {"envelope_id": command["envelope_id"], "timeout_ms": 20000})["ack"]
+assert ack["payload"]["text"] == "python got again", ack
+opened = control("requests", {"method": "apps.connections.open"})["requests"]
+assert len(opened) == 2, "the client asked for a new connection"
 socket.close()
 print("slack-python: ok")
