@@ -302,12 +302,6 @@ fn run(args: RunArgs) -> Result<u8> {
                     println!("discovery: {problem}");
                 }
                 startup_scale = startup_scale_for(found.startup);
-                if startup_scale > 1.0 {
-                    println!(
-                        "the agent took {:.2} s to answer initialize: every timeout class is scaled by {startup_scale:.1}",
-                        found.startup.as_secs_f64()
-                    );
-                }
                 capabilities.extend(found.capabilities);
             }
             for name in &args.no_capabilities {
@@ -317,7 +311,10 @@ fn run(args: RunArgs) -> Result<u8> {
             Target::ad_hoc(cmd.as_deref(), url.as_deref(), &capabilities)?
         }
     };
-    let target = discover_profile(target, &catalogs, args.bin_dir.as_deref())?;
+    let (target, profile_startup) = discover_profile(target, &catalogs, args.bin_dir.as_deref())?;
+    if let Some(startup) = profile_startup {
+        startup_scale = startup_scale_for(startup);
+    }
     let registered: Vec<&str> = registry.iter().map(|s| s.name.as_str()).collect();
     let mut selection = Selection {
         suites: args.suites.clone(),
@@ -454,15 +451,19 @@ fn baseline(args: BaselineArgs) -> Result<u8> {
 }
 
 /// With `discover = true` in a profile's ACP section: starts its `agent` command once (rendered
-/// as a check would) and adds what it shows to the section's capabilities.
+/// as a check would) and adds what it shows to the section's capabilities, less
+/// `exclude_capabilities`. Answers the target and how long the agent took to answer
+/// `initialize`. When the profile's prerequisites are missing (`requires_programs`,
+/// `requires_files`) it says so and discovers nothing: the rows that start the agent skip or
+/// report the missing install themselves.
 fn discover_profile(
     mut target: Target,
     catalogs: &CatalogSet,
     bin_dir: Option<&std::path::Path>,
-) -> Result<Target> {
+) -> Result<(Target, Option<std::time::Duration>)> {
     let wants = target.suite("acp").is_some_and(|section| section.discover);
     if !wants {
-        return Ok(target);
+        return Ok((target, None));
     }
     let scenario = catalogs
         .suite("acp")
@@ -481,6 +482,10 @@ fn discover_profile(
         bin_dir,
         timeouts: Timeouts::new(1.0),
     });
+    if let Err(missing) = crate::suites::acp::agent::prerequisites(&ctx) {
+        println!("discovery skipped: {missing}");
+        return Ok((target, None));
+    }
     let mut spec = ctx
         .command("agent", &[])
         .map_err(|e| anyhow::anyhow!("discover = true: {e}"))?;
@@ -503,10 +508,19 @@ fn discover_profile(
             .collect::<Vec<_>>()
             .join(", ")
     );
-    if let Some(section) = target.suites.get_mut("acp") {
-        section.capabilities.extend(found.capabilities);
+    for problem in &found.problems {
+        println!("discovery: {problem}");
     }
-    Ok(target)
+    if let Some(section) = target.suites.get_mut("acp") {
+        let excluded = section.exclude_capabilities.clone();
+        section.capabilities.extend(
+            found
+                .capabilities
+                .into_iter()
+                .filter(|c| !excluded.contains(c)),
+        );
+    }
+    Ok((target, Some(found.startup)))
 }
 
 /// The directory of this binary: where `{bin_dir}` points by default.
@@ -518,16 +532,24 @@ fn default_bin_dir() -> Result<PathBuf> {
         .context("this binary has no parent directory; pass --bin-dir")
 }
 
-/// How much to scale timeouts for an agent that took `startup` to answer `initialize`: not at
-/// all up to a quarter second, then one more time the classes for each further half second
-/// (a one-second start gets 2.5 times the time).
+/// The most that a slow start scales the timeout classes by.
+const MAX_STARTUP_SCALE: f64 = 4.0;
+
+/// How much to scale timeouts for an agent that took `startup` to get ready (initialize, or
+/// session/new when that is slower): not at all up to a quarter second, then one more time the
+/// classes for each further half second (a one-second start gets 2.5 times the time), at most
+/// [`MAX_STARTUP_SCALE`]. Says so when it scales.
 fn startup_scale_for(startup: std::time::Duration) -> f64 {
     let seconds = startup.as_secs_f64();
     if seconds <= 0.25 {
-        1.0
-    } else {
-        1.0 + (seconds - 0.25) * 2.0
+        return 1.0;
     }
+    // Capped: an agent that never answers must not keep a row waiting for minutes.
+    let scale = (1.0 + (seconds - 0.25) * 2.0).min(MAX_STARTUP_SCALE);
+    println!(
+        "the agent took {seconds:.2} s to get ready (initialize, session/new): every timeout class is scaled by {scale:.1}"
+    );
+    scale
 }
 
 /// Discovers an ad-hoc agent on a runtime of its own.

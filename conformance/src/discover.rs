@@ -34,7 +34,9 @@ pub struct Discovery {
     pub problems: Vec<String>,
     /// The `initialize` result as sent.
     pub initialize: Value,
-    /// From start (or connect) to the `initialize` answer.
+    /// How long the agent takes to be ready for a prompt: the longer of start (or connect) to the
+    /// `initialize` answer and the `session/new` round trip (some agents start a whole engine
+    /// per session). Timeouts are scaled by it.
     pub startup: Duration,
 }
 
@@ -264,10 +266,19 @@ async fn explore(
     derive_from_initialize(&init, discovery);
 
     let cwd = std::env::temp_dir().display().to_string();
-    let (answer, _) = match channel
+    let asked = Instant::now();
+    let answered = channel
         .call(1, "session/new", json!({"cwd": cwd, "mcpServers": []}))
-        .await
-    {
+        .await;
+    let session_setup = asked.elapsed();
+    if session_setup > discovery.startup {
+        discovery.startup = session_setup;
+        discovery.notes.push(format!(
+            "session/new answered after {:.0} ms, longer than initialize: timeouts scale with it",
+            session_setup.as_secs_f64() * 1000.0
+        ));
+    }
+    let (answer, _) = match answered {
         Ok(answer) => answer,
         Err(message) => {
             discovery.problem(format!("session/new: {message}"));
@@ -281,6 +292,10 @@ async fn explore(
         ));
         return Ok(());
     };
+    discovery.capabilities.insert("session".to_owned());
+    discovery
+        .notes
+        .push("session/new succeeded without set-up: session".to_owned());
     for (field, capability) in [
         ("modes", "set-mode"),
         ("configOptions", "config-options"),

@@ -179,6 +179,10 @@ pub struct SuiteTarget {
     /// (`ski-conformance probe` explains them) to `capabilities`.
     #[serde(default)]
     pub discover: bool,
+    /// ACP with `discover`: capabilities never added by discovery (an auth method that needs a
+    /// person, a session loader that has nothing to load offline).
+    #[serde(default)]
+    pub exclude_capabilities: BTreeSet<String>,
 }
 
 /// A target profile.

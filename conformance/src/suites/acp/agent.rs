@@ -317,7 +317,7 @@ impl Agent {
 /// without, say, Node.js runs the rest), and every path of `settings.requires_files` must exist
 /// (else the harness fails: the target was not installed). `settings.install_hint` says how to
 /// fix either.
-fn prerequisites(ctx: &Ctx) -> Result<(), CheckError> {
+pub fn prerequisites(ctx: &Ctx) -> Result<(), CheckError> {
     let hint = ctx
         .setting("install_hint")?
         .map(|h| format!("; {h}"))

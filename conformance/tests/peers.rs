@@ -1,0 +1,189 @@
+//! Discovery against the foreign agents of `conformance/targets/peers/`, installed by their own
+//! scripts into the target directory: the official SDKs' echo agents (Python, TypeScript) and two
+//! real agents from npm run offline (the Claude Code ACP adapter, Gemini CLI). Each is probed as a
+//! newcomer would (`ski-conformance probe --agent-cmd ...`), and the real agents' profiles are run
+//! on two rows through their `discover = true` sections. When `python3` or `node`/`npm` is missing,
+//! or an install cannot reach its registry, the test says plainly that the peer did not run.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use ski::transport::child::{ChildSpec, spawn};
+use support::ski_conformance;
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// `<target>/peers`, where the profiles look for installed peers (`{bin_dir}/../peers`).
+fn install_root() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_ski-conformance"))
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("."))
+        .join("peers")
+}
+
+/// Runs a peer's install script into `<target>/peers/<name>`; `None` (with a plain note) when it
+/// fails.
+async fn install(name: &str) -> Option<PathBuf> {
+    let dest = install_root().join(name);
+    let script = workspace()
+        .join("conformance/targets/peers")
+        .join(name)
+        .join("install.sh");
+    let mut child = spawn(ChildSpec::new("install", "sh").arg(script).arg(&dest)).expect("sh");
+    child.close_stdin();
+    let mut output = String::new();
+    while let Some((_, line)) = child.next_output_line().await {
+        output.push_str(&line);
+        output.push('\n');
+    }
+    if child.wait().await.is_ok_and(|status| status.success()) {
+        Some(dest)
+    } else {
+        println!("{name} peer: NOT RUN (install.sh failed, registry unreachable?):\n{output}");
+        None
+    }
+}
+
+/// The capabilities a probe's profile declares.
+fn declared(probe: &str) -> Vec<String> {
+    let profile: toml::Value = toml::from_str(probe).expect("the probe prints TOML");
+    profile["suites"]["acp"]["capabilities"]
+        .as_array()
+        .expect("capabilities")
+        .iter()
+        .filter_map(toml::Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
+async fn probe(command: &str, dir: &Path) -> String {
+    let probe = ski_conformance(&["probe", "--agent-cmd", command], dir).await;
+    assert_eq!(probe.code, Some(0), "{}{}", probe.stdout, probe.stderr);
+    probe.stdout
+}
+
+#[tokio::test]
+async fn sdk_echo_agents_are_discovered_with_prompt_echo_and_session() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    if on_path("python3") {
+        if let Some(peer) = install("py-sdk-echo").await {
+            let command = format!(
+                "{} {}",
+                peer.join("venv/bin/python").display(),
+                peer.join("echo_agent.py").display()
+            );
+            let profile = probe(&command, dir.path()).await;
+            let found = declared(&profile);
+            for capability in ["agent", "stdio", "session", "prompt", "echo"] {
+                assert!(found.iter().any(|c| c == capability), "{profile}");
+            }
+            println!("py-sdk-echo peer: probed, {}", found.join(", "));
+        }
+    } else {
+        println!("py-sdk-echo peer: NOT RUN (python3 is not on PATH)");
+    }
+    if on_path("node") && on_path("npm") {
+        if let Some(peer) = install("ts-sdk-echo").await {
+            let command = format!("node {}", peer.join("echo-agent.mjs").display());
+            let profile = probe(&command, dir.path()).await;
+            let found = declared(&profile);
+            for capability in ["agent", "stdio", "session", "prompt", "echo"] {
+                assert!(found.iter().any(|c| c == capability), "{profile}");
+            }
+            println!("ts-sdk-echo peer: probed, {}", found.join(", "));
+        }
+    } else {
+        println!("ts-sdk-echo peer: NOT RUN (node or npm is not on PATH)");
+    }
+}
+
+#[tokio::test]
+async fn real_agents_from_npm_are_discovered_and_judged_without_credentials() {
+    if !on_path("node") || !on_path("npm") {
+        println!("claude-code-acp, gemini-cli peers: NOT RUN (node or npm is not on PATH)");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let home = dir.path().join("home");
+    std::fs::create_dir_all(&home).expect("a home");
+
+    if let Some(peer) = install("claude-code-acp").await {
+        let script = peer.join("node_modules/@zed-industries/claude-code-acp/dist/index.js");
+        let command = format!(
+            "env HOME={} IS_SANDBOX=1 node {}",
+            home.display(),
+            script.display()
+        );
+        let profile = probe(&command, dir.path()).await;
+        let found = declared(&profile);
+        for capability in [
+            "agent",
+            "session",
+            "set-mode",
+            "session-list",
+            "load-session",
+        ] {
+            assert!(found.iter().any(|c| c == capability), "{profile}");
+        }
+        assert!(
+            !found.iter().any(|c| c == "prompt"),
+            "no turn ends offline: {profile}"
+        );
+        assert!(profile.contains("Authentication required"), "{profile}");
+        judge_profile("claude-code-acp", dir.path()).await;
+    }
+
+    if let Some(peer) = install("gemini-cli").await {
+        let script = peer.join("node_modules/@google/gemini-cli/bundle/gemini.js");
+        let command = format!(
+            "env HOME={} node {} --acp",
+            home.display(),
+            script.display()
+        );
+        let profile = probe(&command, dir.path()).await;
+        let found = declared(&profile);
+        assert!(found.iter().any(|c| c == "agent"), "{profile}");
+        assert!(
+            !found.iter().any(|c| c == "session"),
+            "session/new needs a key: {profile}"
+        );
+        assert!(profile.contains("API key is missing"), "{profile}");
+        judge_profile("gemini-cli", dir.path()).await;
+    }
+}
+
+/// Runs the profile's discovery and two rows every ACP agent must pass or skip honestly, with its
+/// baseline: exit 0.
+async fn judge_profile(name: &str, dir: &Path) {
+    let baseline = workspace().join(format!("conformance/baselines/{name}.toml"));
+    let out = dir.join(format!("{name}-report"));
+    let run = ski_conformance(
+        &[
+            "run",
+            "--target",
+            name,
+            "--id",
+            "ACP-CORE-012",
+            "--id",
+            "WS-038",
+            "--baseline",
+            baseline.to_str().expect("a path"),
+            "--out",
+            out.to_str().expect("a path"),
+        ],
+        dir,
+    )
+    .await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(run.stdout.contains("discovered: agent"), "{}", run.stdout);
+    println!("{name} peer: probed and judged on 2 rows");
+}
