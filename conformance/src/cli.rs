@@ -533,7 +533,7 @@ fn default_bin_dir() -> Result<PathBuf> {
 }
 
 /// The most that a slow start scales the timeout classes by.
-const MAX_STARTUP_SCALE: f64 = 4.0;
+const MAX_STARTUP_SCALE: f64 = 6.0;
 
 /// How much to scale timeouts for an agent that took `startup` to get ready (initialize, or
 /// session/new when that is slower): not at all up to a quarter second, then one more time the
