@@ -71,38 +71,36 @@ async fn probe(command: &str, dir: &Path) -> String {
     probe.stdout
 }
 
+/// Probes the echo agent `command` of the peer `name`: a newcomer's run gets the session, prompt
+/// and echo rows.
+async fn probe_echo_agent(name: &str, command: &str, dir: &Path) {
+    let profile = probe(command, dir).await;
+    let found = declared(&profile);
+    for capability in ["agent", "stdio", "session", "prompt", "echo"] {
+        assert!(found.iter().any(|c| c == capability), "{name}: {profile}");
+    }
+    println!("{name} peer: probed, {}", found.join(", "));
+}
+
 #[tokio::test]
 async fn sdk_echo_agents_are_discovered_with_prompt_echo_and_session() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    if on_path("python3") {
-        if let Some(peer) = install("py-sdk-echo").await {
-            let command = format!(
-                "{} {}",
-                peer.join("venv/bin/python").display(),
-                peer.join("echo_agent.py").display()
-            );
-            let profile = probe(&command, dir.path()).await;
-            let found = declared(&profile);
-            for capability in ["agent", "stdio", "session", "prompt", "echo"] {
-                assert!(found.iter().any(|c| c == capability), "{profile}");
-            }
-            println!("py-sdk-echo peer: probed, {}", found.join(", "));
-        }
-    } else {
+    if !on_path("python3") {
         println!("py-sdk-echo peer: NOT RUN (python3 is not on PATH)");
+    } else if let Some(peer) = install("py-sdk-echo").await {
+        let python = peer.join("venv/bin/python");
+        let command = format!(
+            "{} {}",
+            python.display(),
+            peer.join("echo_agent.py").display()
+        );
+        probe_echo_agent("py-sdk-echo", &command, dir.path()).await;
     }
-    if on_path("node") && on_path("npm") {
-        if let Some(peer) = install("ts-sdk-echo").await {
-            let command = format!("node {}", peer.join("echo-agent.mjs").display());
-            let profile = probe(&command, dir.path()).await;
-            let found = declared(&profile);
-            for capability in ["agent", "stdio", "session", "prompt", "echo"] {
-                assert!(found.iter().any(|c| c == capability), "{profile}");
-            }
-            println!("ts-sdk-echo peer: probed, {}", found.join(", "));
-        }
-    } else {
+    if !on_path("node") || !on_path("npm") {
         println!("ts-sdk-echo peer: NOT RUN (node or npm is not on PATH)");
+    } else if let Some(peer) = install("ts-sdk-echo").await {
+        let command = format!("node {}", peer.join("echo-agent.mjs").display());
+        probe_echo_agent("ts-sdk-echo", &command, dir.path()).await;
     }
 }
 

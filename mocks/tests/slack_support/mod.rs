@@ -58,6 +58,17 @@ pub async fn raw(
     let request = request
         .body(Full::new(Bytes::copy_from_slice(body)))
         .expect("request");
+    send(&client, request).await
+}
+
+/// Sends `request` through `client`: answers the status and the body text.
+async fn send<C>(
+    client: &Client<C, Full<Bytes>>,
+    request: hyper::Request<Full<Bytes>>,
+) -> (u16, String)
+where
+    C: hyper_util::client::legacy::connect::Connect + Clone + Send + Sync + 'static,
+{
     let response = client.request(request).await.expect("response");
     let status = response.status().as_u16();
     let body = response
@@ -106,13 +117,6 @@ pub async fn https_get(ca_pem: &str, url: &str, token: &str) -> (u16, Value) {
         .header("authorization", format!("Bearer {token}"))
         .body(Full::new(Bytes::new()))
         .expect("request");
-    let response = client.request(request).await.expect("https response");
-    let status = response.status().as_u16();
-    let body = response
-        .into_body()
-        .collect()
-        .await
-        .expect("body")
-        .to_bytes();
-    (status, serde_json::from_slice(&body).expect("json answer"))
+    let (status, text) = send(&client, request).await;
+    (status, serde_json::from_str(&text).expect("json answer"))
 }
