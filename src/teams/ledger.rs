@@ -237,6 +237,15 @@ fn unusable(path: &Path, error: &rusqlite::Error) -> TeamsError {
     }
 }
 
+/// A busy error stays retryable; any other error means the file cannot be used.
+fn busy_or_unusable(path: &Path, error: rusqlite::Error) -> TeamsError {
+    if is_busy(&error) {
+        TeamsError::Sqlite(error)
+    } else {
+        unusable(path, &error)
+    }
+}
+
 fn json_list(text: &str) -> Vec<String> {
     serde_json::from_str(text).unwrap_or_default()
 }
@@ -379,30 +388,31 @@ impl Ledger {
     fn configure(conn: Connection, path: &Path, busy: BusyPolicy) -> TeamsResult<Self> {
         conn.busy_timeout(SQLITE_BUSY_TIMEOUT)
             .map_err(|e| unusable(path, &e))?;
-        conn.execute_batch(&format!(
-            "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 1000; PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT};"
-        ))
-        .map_err(|e| unusable(path, &e))?;
         let mut ledger = Self {
             conn,
             path: path.to_owned(),
             busy,
             retries: 0,
         };
+        // Opening can meet a lock too: another process's last close checkpoints and removes the
+        // WAL under an exclusive lock. The pragmas are retried like any transaction.
+        let path = ledger.path.clone();
+        ledger.retrying(|conn| {
+            conn.execute_batch(&format!(
+                "PRAGMA synchronous = NORMAL; PRAGMA wal_autocheckpoint = 1000; PRAGMA journal_size_limit = {JOURNAL_SIZE_LIMIT};"
+            ))
+            .map_err(|e| busy_or_unusable(&path, e))
+        })?;
         ledger.migrate()?;
         Ok(ledger)
     }
 
-    fn user_version(&self) -> TeamsResult<i64> {
-        self.conn
-            .query_row("PRAGMA user_version", [], |row| row.get(0))
-            .map_err(|e| {
-                if is_busy(&e) {
-                    TeamsError::Sqlite(e)
-                } else {
-                    unusable(&self.path, &e)
-                }
-            })
+    fn user_version(&mut self) -> TeamsResult<i64> {
+        let path = self.path.clone();
+        self.retrying(|conn| {
+            conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+                .map_err(|e| busy_or_unusable(&path, e))
+        })
     }
 
     fn migrate(&mut self) -> TeamsResult<()> {
@@ -427,13 +437,8 @@ impl Ledger {
                 .enumerate()
                 .skip(usize::try_from(current).unwrap_or(0))
             {
-                tx.execute_batch(sql).map_err(|e| {
-                    if is_busy(&e) {
-                        TeamsError::Sqlite(e)
-                    } else {
-                        unusable(&path, &e)
-                    }
-                })?;
+                tx.execute_batch(sql)
+                    .map_err(|e| busy_or_unusable(&path, e))?;
                 tx.execute_batch(&format!("PRAGMA user_version = {}", index + 1))?;
             }
             Ok(())
@@ -466,16 +471,24 @@ impl Ledger {
         behavior: TransactionBehavior,
         mut work: impl FnMut(&Transaction<'_>) -> TeamsResult<T>,
     ) -> TeamsResult<T> {
+        self.retrying(|conn| {
+            let tx = conn.transaction_with_behavior(behavior)?;
+            let value = work(&tx)?;
+            tx.commit()?;
+            Ok(value)
+        })
+    }
+
+    /// Runs `attempt` until it is not refused as busy or locked: 1 ms doubling to 100 ms, within
+    /// the busy budget, each wait announced (`--trace`) and counted.
+    fn retrying<T>(
+        &mut self,
+        mut attempt: impl FnMut(&mut Connection) -> TeamsResult<T>,
+    ) -> TeamsResult<T> {
         let started = Instant::now();
         let mut delay_ms = FIRST_DELAY_MS;
         loop {
-            let attempt = (|| {
-                let tx = self.conn.transaction_with_behavior(behavior)?;
-                let value = work(&tx)?;
-                tx.commit()?;
-                Ok(value)
-            })();
-            match attempt {
+            match attempt(&mut self.conn) {
                 Err(TeamsError::Sqlite(error)) if is_busy(&error) => {
                     let waited = started.elapsed();
                     if waited + Duration::from_millis(delay_ms) > self.busy.budget {

@@ -78,7 +78,11 @@ impl Gated {
     /// output ended.
     pub async fn until_next_busy(&mut self) -> Option<u64> {
         loop {
-            let busy: Vec<&Value> = self.events.iter().filter(|e| e["event"] == "busy").collect();
+            let busy: Vec<&Value> = self
+                .events
+                .iter()
+                .filter(|e| e["event"] == "busy")
+                .collect();
             if busy.len() > self.busy_seen {
                 let delay = busy[self.busy_seen]["delayMs"].as_u64().unwrap_or(0);
                 self.busy_seen += 1;
@@ -207,7 +211,12 @@ impl Adapter {
     }
 
     /// Runs a command that must be refused with `code`; returns the `error` object.
-    pub async fn refused(&self, caller: &str, args: &[&str], code: &str) -> Result<Value, CheckError> {
+    pub async fn refused(
+        &self,
+        caller: &str,
+        args: &[&str],
+        code: &str,
+    ) -> Result<Value, CheckError> {
         let output = self.run(caller, args).await?;
         refusal(&output, code)
     }
@@ -223,8 +232,21 @@ impl Adapter {
     }
 
     /// Creates a task as the lead; returns its id.
-    pub async fn create_task(&self, team: &str, subject: &str, depends_on: &[&str]) -> Result<String, CheckError> {
-        let mut args = vec!["task", "create", team, "--subject", subject, "--description", subject];
+    pub async fn create_task(
+        &self,
+        team: &str,
+        subject: &str,
+        depends_on: &[&str],
+    ) -> Result<String, CheckError> {
+        let mut args = vec![
+            "task",
+            "create",
+            team,
+            "--subject",
+            subject,
+            "--description",
+            subject,
+        ];
         for dep in depends_on {
             args.extend(["--depends-on", dep]);
         }
@@ -272,13 +294,20 @@ pub fn inbox_lines(path: &Path) -> Result<Vec<Value>, CheckError> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(CheckError::Harness(format!("cannot read {}: {e}", path.display()))),
+        Err(e) => {
+            return Err(CheckError::Harness(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )));
+        }
     };
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .map(|line| {
-            serde_json::from_str(line)
-                .or_fail(format!("every line of {} is one JSON object, got {line:?}", path.display()))
+            serde_json::from_str(line).or_fail(format!(
+                "every line of {} is one JSON object, got {line:?}",
+                path.display()
+            ))
         })
         .collect()
 }
@@ -289,7 +318,12 @@ pub fn tree(dir: &Path) -> Vec<String> {
         if let Ok(entries) = std::fs::read_dir(dir) {
             for entry in entries.flatten() {
                 let path = entry.path();
-                out.push(path.strip_prefix(base).unwrap_or(&path).display().to_string());
+                out.push(
+                    path.strip_prefix(base)
+                        .unwrap_or(&path)
+                        .display()
+                        .to_string(),
+                );
                 if path.is_dir() {
                     walk(base, &path, out);
                 }

@@ -48,7 +48,9 @@ pub fn checks() -> Vec<Check> {
 async fn cc_01(ctx: Ctx) -> CheckResult {
     let adapter = Adapter::new(&ctx);
     adapter.create_team(TEAM).await?;
-    let mut keys: Vec<String> = (1..CLAIMANTS).map(|i| format!("agent:worker{i}:main")).collect();
+    let mut keys: Vec<String> = (1..CLAIMANTS)
+        .map(|i| format!("agent:worker{i}:main"))
+        .collect();
     for (i, key) in keys.iter().enumerate() {
         adapter.join(TEAM, key, &format!("worker{i}")).await?;
     }
@@ -64,8 +66,18 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
         claimants.push(adapter.start(key, &args)?);
     }
     for claimant in &mut claimants {
-        let ready = ctx.within("a ready event from every claimant", claimant.until_event("ready")).await?;
-        ensure!(ready, "each claimant prints {\"event\":\"ready\"} once its ledger is open", "`{}` ended without it", claimant.command);
+        let ready = ctx
+            .within(
+                "a ready event from every claimant",
+                claimant.until_event("ready"),
+            )
+            .await?;
+        ensure!(
+            ready,
+            "each claimant prints {\"event\":\"ready\"} once its ledger is open",
+            "`{}` ended without it",
+            claimant.command
+        );
     }
     let lock = if lock_mode {
         Some(WriteLock::take(&ledger::path(adapter.root(), TEAM))?)
@@ -78,15 +90,24 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
     }
     if let Some(lock) = lock {
         for claimant in &mut claimants {
-            ctx.within("a busy event or exit from every claimant", claimant.until_event("busy")).await?;
+            ctx.within(
+                "a busy event or exit from every claimant",
+                claimant.until_event("busy"),
+            )
+            .await?;
         }
         lock.release()?;
     }
     let mut outputs = Vec::new();
     for claimant in claimants {
-        outputs.push(ctx.within("every claimant to exit", claimant.finish()).await??);
+        outputs.push(
+            ctx.within("every claimant to exit", claimant.finish())
+                .await??,
+        );
     }
-    let winners: Vec<usize> = (0..CLAIMANTS).filter(|i| outputs[*i].code == Some(0)).collect();
+    let winners: Vec<usize> = (0..CLAIMANTS)
+        .filter(|i| outputs[*i].code == Some(0))
+        .collect();
     ensure_eq!(
         1,
         winners.len(),
@@ -95,7 +116,11 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
     );
     let winner = winners[0];
     let value = outputs[winner].json()?;
-    ensure_eq!(keys[winner].as_str(), value["task"]["owner"].as_str().unwrap_or(""), "the winner's task.owner");
+    ensure_eq!(
+        keys[winner].as_str(),
+        value["task"]["owner"].as_str().unwrap_or(""),
+        "the winner's task.owner"
+    );
     let expected = ctx.text("already_claimed", "Task already claimed by another agent");
     for (i, output) in outputs.iter().enumerate() {
         if i == winner {
@@ -111,9 +136,20 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
     }
     if ctx.has("teams-ledger-read") {
         let row = ledger::task(&ledger::path(adapter.root(), TEAM), &task)?.or_fail("T1's row")?;
-        ensure_eq!("in_progress", row.status.as_str(), "T1's status in the ledger");
-        ensure_eq!(Some(keys[winner].clone()), row.owner, "T1's owner in the ledger");
-        ensure!(row.claimed_at.is_some(), "T1's claimedAt is set in the ledger");
+        ensure_eq!(
+            "in_progress",
+            row.status.as_str(),
+            "T1's status in the ledger"
+        );
+        ensure_eq!(
+            Some(keys[winner].clone()),
+            row.owner,
+            "T1's owner in the ledger"
+        );
+        ensure!(
+            row.claimed_at.is_some(),
+            "T1's claimedAt is set in the ledger"
+        );
     }
     Ok(())
 }
@@ -125,33 +161,76 @@ async fn cc_02(ctx: Ctx) -> CheckResult {
     adapter.ok(LEAD, &["task", "claim", TEAM, &task]).await?;
     let path = ledger::path(adapter.root(), TEAM);
     let lock = WriteLock::take(&path)?;
-    let mut update = adapter.start(LEAD, &["--trace", "--busy-timeout-ms", "60000", "task", "complete", TEAM, &task])?;
+    let mut update = adapter.start(
+        LEAD,
+        &[
+            "--trace",
+            "--busy-timeout-ms",
+            "60000",
+            "task",
+            "complete",
+            TEAM,
+            &task,
+        ],
+    )?;
     update.child.close_stdin();
     let mut delays = Vec::new();
     while delays.len() < 2 {
-        let seen = ctx.within("busy events while the ledger is locked", update.until_next_busy()).await?;
+        let seen = ctx
+            .within(
+                "busy events while the ledger is locked",
+                update.until_next_busy(),
+            )
+            .await?;
         let Some(delay) = seen else {
             let output = update.finish().await?;
-            return Err(crate::Failure::expected("the update waits while the ledger is locked (busy events), not exits")
-                .actual(format!("exit {}; stdout {}; stderr {}", output.exit(), output.stdout.trim(), output.stderr.trim()))
-                .into());
+            return Err(crate::Failure::expected(
+                "the update waits while the ledger is locked (busy events), not exits",
+            )
+            .actual(format!(
+                "exit {}; stdout {}; stderr {}",
+                output.exit(),
+                output.stdout.trim(),
+                output.stderr.trim()
+            ))
+            .into());
         };
         delays.push(delay);
     }
-    ensure!(delays[1] > delays[0], "the second busy wait is longer (exponential backoff)", "delayMs {delays:?}");
-    ensure!(update.child.try_status().is_none(), "the update is still waiting while the lock is held");
+    ensure!(
+        delays[1] > delays[0],
+        "the second busy wait is longer (exponential backoff)",
+        "delayMs {delays:?}"
+    );
+    ensure!(
+        update.child.try_status().is_none(),
+        "the update is still waiting while the lock is held"
+    );
     lock.release()?;
-    let output = ctx.within("the update to finish", update.finish()).await??;
+    let output = ctx
+        .within("the update to finish", update.finish())
+        .await??;
     let value = output.ok_json()?;
-    ensure_eq!("completed", value["task"]["status"].as_str().unwrap_or(""), "the task after the retried update");
+    ensure_eq!(
+        "completed",
+        value["task"]["status"].as_str().unwrap_or(""),
+        "the task after the retried update"
+    );
     let row = ledger::task(&path, &task)?.or_fail("the task's row")?;
-    ensure_eq!("completed", row.status.as_str(), "the task's status in the ledger");
+    ensure_eq!(
+        "completed",
+        row.status.as_str(),
+        "the task's status in the ledger"
+    );
 
     // Bounded: a short budget with the lock kept gives up with busy (exit 5), nothing changed.
     let second = adapter.create_task(TEAM, "T2", &[]).await?;
     let lock = WriteLock::take(&path)?;
     let output = adapter
-        .run(LEAD, &["--busy-timeout-ms", "300", "task", "claim", TEAM, &second])
+        .run(
+            LEAD,
+            &["--busy-timeout-ms", "300", "task", "claim", TEAM, &second],
+        )
         .await?;
     lock.release()?;
     output.ensure_code(5)?;
@@ -169,7 +248,9 @@ async fn cc_03(ctx: Ctx) -> CheckResult {
     adapter.create_team(TEAM).await?;
     let reader = "agent:reader:main";
     adapter.join(TEAM, reader, "reader").await?;
-    let writers: Vec<String> = (0..WRITERS).map(|i| format!("agent:writer{i}:main")).collect();
+    let writers: Vec<String> = (0..WRITERS)
+        .map(|i| format!("agent:writer{i}:main"))
+        .collect();
     for (i, key) in writers.iter().enumerate() {
         adapter.join(TEAM, key, &format!("writer{i}")).await?;
     }
@@ -184,7 +265,20 @@ async fn cc_03(ctx: Ctx) -> CheckResult {
                 async move {
                     for n in 0..PER_WRITER {
                         let content = format!("{key} #{n}");
-                        adapter.ok(key, &["message", "send", TEAM, "--to", reader, "--content", &content]).await?;
+                        adapter
+                            .ok(
+                                key,
+                                &[
+                                    "message",
+                                    "send",
+                                    TEAM,
+                                    "--to",
+                                    reader,
+                                    "--content",
+                                    &content,
+                                ],
+                            )
+                            .await?;
                     }
                     Ok::<_, CheckError>(())
                 }
@@ -204,7 +298,8 @@ async fn cc_03(ctx: Ctx) -> CheckResult {
                 rounds += 1;
                 let value = adapter.ok(reader, &["context", "inject", TEAM]).await?;
                 let block = value["block"].as_str().unwrap_or("");
-                let elements = super::xml::parse_block(block).or_fail("the injected block parses")?;
+                let elements =
+                    super::xml::parse_block(block).or_fail("the injected block parses")?;
                 received.extend(elements.into_iter().map(|e| e.text.trim().to_owned()));
             }
             Ok::<_, CheckError>(received)
@@ -214,17 +309,33 @@ async fn cc_03(ctx: Ctx) -> CheckResult {
     written?;
     let mut received = drained?;
     let rest = adapter.ok(reader, &["inbox", "read", TEAM]).await?;
-    for message in rest["messages"].as_array().map(Vec::as_slice).unwrap_or_default() {
+    for message in rest["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
+    {
         received.push(message["content"].as_str().unwrap_or("").to_owned());
     }
-    ensure_eq!(WRITERS * PER_WRITER, received.len(), "messages injected plus left (sent {})", WRITERS * PER_WRITER);
+    ensure_eq!(
+        WRITERS * PER_WRITER,
+        received.len(),
+        "messages injected plus left (sent {})",
+        WRITERS * PER_WRITER
+    );
     for key in &writers {
         let numbers: Vec<usize> = received
             .iter()
-            .filter_map(|c| c.strip_prefix(key.as_str()).and_then(|r| r.strip_prefix(" #")))
+            .filter_map(|c| {
+                c.strip_prefix(key.as_str())
+                    .and_then(|r| r.strip_prefix(" #"))
+            })
             .filter_map(|n| n.parse().ok())
             .collect();
-        ensure_eq!((0..PER_WRITER).collect::<Vec<_>>(), numbers, "{key}'s messages, each once and in send order");
+        ensure_eq!(
+            (0..PER_WRITER).collect::<Vec<_>>(),
+            numbers,
+            "{key}'s messages, each once and in send order"
+        );
     }
     Ok(())
 }
@@ -237,15 +348,30 @@ async fn cc_04(ctx: Ctx) -> CheckResult {
     let a = adapter.create_task(TEAM, "A", &[&b]).await?;
     adapter.ok(LEAD, &["task", "claim", TEAM, &c]).await?;
     adapter.ok(LEAD, &["task", "complete", TEAM, &c]).await?;
-    let error = adapter.refused(LEAD, &["task", "claim", TEAM, &a], "blocked").await?;
-    ensure_eq!(serde_json::json!([b.clone()]), error["blockedBy"], "A's blockedBy once C is completed");
-    let available = adapter.ok(LEAD, &["task", "list", TEAM, "--available"]).await?;
-    let ids: Vec<&str> = available["tasks"].as_array().map(|t| t.iter().filter_map(|t| t["id"].as_str()).collect()).unwrap_or_default();
+    let error = adapter
+        .refused(LEAD, &["task", "claim", TEAM, &a], "blocked")
+        .await?;
+    ensure_eq!(
+        serde_json::json!([b.clone()]),
+        error["blockedBy"],
+        "A's blockedBy once C is completed"
+    );
+    let available = adapter
+        .ok(LEAD, &["task", "list", TEAM, "--available"])
+        .await?;
+    let ids: Vec<&str> = available["tasks"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["id"].as_str()).collect())
+        .unwrap_or_default();
     ensure_eq!(vec![b.as_str()], ids, "available tasks once C is completed");
     adapter.ok(LEAD, &["task", "claim", TEAM, &b]).await?;
     adapter.ok(LEAD, &["task", "complete", TEAM, &b]).await?;
     let claimed = adapter.ok(LEAD, &["task", "claim", TEAM, &a]).await?;
-    ensure_eq!("in_progress", claimed["task"]["status"].as_str().unwrap_or(""), "A after B is completed");
+    ensure_eq!(
+        "in_progress",
+        claimed["task"]["status"].as_str().unwrap_or(""),
+        "A after B is completed"
+    );
     Ok(())
 }
 
@@ -257,22 +383,43 @@ async fn cc_05(ctx: Ctx) -> CheckResult {
     let path = ledger::path(adapter.root(), TEAM);
     let wal = adapter.root().join(TEAM).join("ledger.db-wal");
     // An idle reader keeps the WAL from being removed when each command closes its connection.
-    let keeper = rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .or_fail("ledger.db opens read-only")?;
+    let keeper =
+        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .or_fail("ledger.db opens read-only")?;
     keeper
         .query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get::<_, i64>(0))
         .or_fail("table tasks can be read")?;
     for n in 0..50 {
-        adapter.create_task(TEAM, &format!("write {n}"), &[]).await?;
+        adapter
+            .create_task(TEAM, &format!("write {n}"), &[])
+            .await?;
     }
     let size = |p: &std::path::Path| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0);
     let before = size(&wal);
-    ensure!(before > 0, "50 writes leave a non-empty ledger.db-wal while a reader is connected", "{before} bytes");
-    ensure!(before <= 4 * 1024 * 1024, "the WAL stays under 4 MiB (auto-checkpoint)", "{before} bytes");
+    ensure!(
+        before > 0,
+        "50 writes leave a non-empty ledger.db-wal while a reader is connected",
+        "{before} bytes"
+    );
+    ensure!(
+        before <= 4 * 1024 * 1024,
+        "the WAL stays under 4 MiB (auto-checkpoint)",
+        "{before} bytes"
+    );
     let listed = adapter.ok(LEAD, &["task", "list", TEAM]).await?;
-    let value = adapter.ok(LEAD, &["maintenance", "checkpoint", TEAM]).await?;
-    ensure_eq!(0, size(&wal), "ledger.db-wal bytes after maintenance checkpoint (reported {value})");
-    ensure_eq!(listed["tasks"], adapter.ok(LEAD, &["task", "list", TEAM]).await?["tasks"], "task list after the checkpoint");
+    let value = adapter
+        .ok(LEAD, &["maintenance", "checkpoint", TEAM])
+        .await?;
+    ensure_eq!(
+        0,
+        size(&wal),
+        "ledger.db-wal bytes after maintenance checkpoint (reported {value})"
+    );
+    ensure_eq!(
+        listed["tasks"],
+        adapter.ok(LEAD, &["task", "list", TEAM]).await?["tasks"],
+        "task list after the checkpoint"
+    );
     drop(keeper);
     Ok(())
 }

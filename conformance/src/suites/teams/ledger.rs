@@ -68,7 +68,10 @@ pub fn task(path: &Path, id: &str) -> Result<Option<Row>, CheckError> {
         },
     )
     .optional()
-    .or_fail(format!("table tasks has columns status, owner, claimedAt, completedAt ({})", path.display()))
+    .or_fail(format!(
+        "table tasks has columns status, owner, claimedAt, completedAt ({})",
+        path.display()
+    ))
 }
 
 /// The harness's own connection holding the ledger's write lock until [`WriteLock::release`].

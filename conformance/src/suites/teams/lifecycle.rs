@@ -76,14 +76,27 @@ async fn lc_01(ctx: Ctx) -> CheckResult {
     ctx.require("teams-ledger-read")?;
     let adapter = Adapter::new(&ctx);
     let created = adapter.create_team("alpha-squad").await?;
-    ensure_eq!("active", created["status"].as_str().unwrap_or(""), "team create reports status");
+    ensure_eq!(
+        "active",
+        created["status"].as_str().unwrap_or(""),
+        "team create reports status"
+    );
     let dir = adapter.root().join("alpha-squad");
-    ensure!(dir.is_dir(), "D/alpha-squad is a directory", "{} is missing", dir.display());
+    ensure!(
+        dir.is_dir(),
+        "D/alpha-squad is a directory",
+        "{} is missing",
+        dir.display()
+    );
     let config: Value = serde_json::from_slice(
         &std::fs::read(dir.join("config.json")).or_fail("D/alpha-squad/config.json exists")?,
     )
     .or_fail("config.json is JSON")?;
-    ensure_eq!(LEAD, config["lead"].as_str().unwrap_or(""), "config.json lead");
+    ensure_eq!(
+        LEAD,
+        config["lead"].as_str().unwrap_or(""),
+        "config.json lead"
+    );
     let (mode, tables) = ledger::layout(&ledger::path(adapter.root(), "alpha-squad"))?;
     ensure_eq!("wal", mode.as_str(), "ledger.db journal mode");
     ensure!(tables, "ledger.db has tables tasks and members");
@@ -92,14 +105,22 @@ async fn lc_01(ctx: Ctx) -> CheckResult {
         .as_array()
         .and_then(|m| m.iter().find(|m| m["sessionKey"] == LEAD))
         .or_fail(format!("member list holds the lead, got {members}"))?;
-    ensure_eq!("lead", lead["role"].as_str().unwrap_or(""), "the lead's role");
+    ensure_eq!(
+        "lead",
+        lead["role"].as_str().unwrap_or(""),
+        "the lead's role"
+    );
     Ok(())
 }
 
 async fn lc_02(ctx: Ctx) -> CheckResult {
     let adapter = Adapter::new(&ctx);
     let error = adapter
-        .refused(LEAD, &["team", "create", "invalid name!"], "invalid_team_name")
+        .refused(
+            LEAD,
+            &["team", "create", "invalid name!"],
+            "invalid_team_name",
+        )
         .await?;
     let message = error["message"].as_str().unwrap_or("");
     ensure!(
@@ -118,7 +139,11 @@ async fn lc_02(ctx: Ctx) -> CheckResult {
             .refused(LEAD, &["team", "create", name], "invalid_team_name")
             .await?;
     }
-    ensure_eq!(before, tree(ctx.temp_dir()), "files after the refused names");
+    ensure_eq!(
+        before,
+        tree(ctx.temp_dir()),
+        "files after the refused names"
+    );
     Ok(())
 }
 
@@ -131,7 +156,10 @@ async fn lc_03(ctx: Ctx) -> CheckResult {
         .refused(LEAD, &["team", "create", "alpha-squad"], "team_exists")
         .await?;
     let after = std::fs::read(&config).or_fail("config.json still exists")?;
-    ensure!(before == after, "config.json is byte-identical after the refused create");
+    ensure!(
+        before == after,
+        "config.json is byte-identical after the refused create"
+    );
     Ok(())
 }
 
@@ -143,7 +171,9 @@ async fn lc_04(ctx: Ctx) -> CheckResult {
         .await?;
     let key = spawned["member"]["sessionKey"]
         .as_str()
-        .or_fail(format!("member spawn prints member.sessionKey, got {spawned}"))?
+        .or_fail(format!(
+            "member spawn prints member.sessionKey, got {spawned}"
+        ))?
         .to_owned();
     ensure!(
         is_teammate_key(&key),
@@ -155,10 +185,20 @@ async fn lc_04(ctx: Ctx) -> CheckResult {
         .as_array()
         .and_then(|m| m.iter().find(|m| m["sessionKey"] == key.as_str()))
         .or_fail(format!("member list holds the teammate, got {members}"))?;
-    ensure_eq!("researcher", listed["name"].as_str().unwrap_or(""), "the teammate's name");
+    ensure_eq!(
+        "researcher",
+        listed["name"].as_str().unwrap_or(""),
+        "the teammate's name"
+    );
     let task = adapter.create_task("alpha-squad", "T1", &[]).await?;
-    let claimed = adapter.ok(&key, &["task", "claim", "alpha-squad", &task]).await?;
-    ensure_eq!(key.as_str(), claimed["task"]["owner"].as_str().unwrap_or(""), "the claimed task's owner");
+    let claimed = adapter
+        .ok(&key, &["task", "claim", "alpha-squad", &task])
+        .await?;
+    ensure_eq!(
+        key.as_str(),
+        claimed["task"]["owner"].as_str().unwrap_or(""),
+        "the claimed task's owner"
+    );
     Ok(())
 }
 
@@ -167,9 +207,17 @@ async fn lc_05(ctx: Ctx) -> CheckResult {
     adapter.create_team("other").await?;
     let before = tree(ctx.temp_dir());
     adapter
-        .refused(LEAD, &["member", "spawn", "alpha-squad", "researcher"], "team_not_found")
+        .refused(
+            LEAD,
+            &["member", "spawn", "alpha-squad", "researcher"],
+            "team_not_found",
+        )
         .await?;
-    ensure_eq!(before, tree(ctx.temp_dir()), "files after spawning into a missing team");
+    ensure_eq!(
+        before,
+        tree(ctx.temp_dir()),
+        "files after spawning into a missing team"
+    );
     Ok(())
 }
 
@@ -180,11 +228,22 @@ async fn lc_06(ctx: Ctx) -> CheckResult {
     let spawned = adapter
         .ok(LEAD, &["member", "spawn", "alpha-squad", "researcher"])
         .await?;
-    let key = spawned["member"]["sessionKey"].as_str().unwrap_or("").to_owned();
+    let key = spawned["member"]["sessionKey"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
     let task = adapter.create_task("alpha-squad", "T1", &[]).await?;
-    adapter.ok(&key, &["task", "claim", "alpha-squad", &task]).await?;
-    let shutdown = adapter.ok(LEAD, &["team", "shutdown", "alpha-squad"]).await?;
-    ensure_eq!("pending_shutdown", shutdown["status"].as_str().unwrap_or(""), "team shutdown with a working teammate");
+    adapter
+        .ok(&key, &["task", "claim", "alpha-squad", &task])
+        .await?;
+    let shutdown = adapter
+        .ok(LEAD, &["team", "shutdown", "alpha-squad"])
+        .await?;
+    ensure_eq!(
+        "pending_shutdown",
+        shutdown["status"].as_str().unwrap_or(""),
+        "team shutdown with a working teammate"
+    );
     let request = shutdown["requestId"]
         .as_str()
         .or_fail(format!("team shutdown prints requestId, got {shutdown}"))?
@@ -199,7 +258,17 @@ async fn lc_06(ctx: Ctx) -> CheckResult {
         "{lines:?}"
     );
     adapter
-        .ok(&key, &["member", "respond-shutdown", "alpha-squad", "--request-id", &request, "--approve"])
+        .ok(
+            &key,
+            &[
+                "member",
+                "respond-shutdown",
+                "alpha-squad",
+                "--request-id",
+                &request,
+                "--approve",
+            ],
+        )
         .await?;
     let lead_inbox = adapter.inbox_file("alpha-squad", LEAD).await?;
     let lines = inbox_lines(&lead_inbox)?;
@@ -211,7 +280,11 @@ async fn lc_06(ctx: Ctx) -> CheckResult {
         "{lines:?}"
     );
     let show = adapter.ok(LEAD, &["team", "show", "alpha-squad"]).await?;
-    ensure_eq!("shutdown", show["team"]["status"].as_str().unwrap_or(""), "the team's status after every approval");
+    ensure_eq!(
+        "shutdown",
+        show["team"]["status"].as_str().unwrap_or(""),
+        "the team's status after every approval"
+    );
     Ok(())
 }
 
@@ -223,20 +296,44 @@ async fn lc_07(ctx: Ctx) -> CheckResult {
     let spawned = adapter
         .ok(LEAD, &["member", "spawn", "alpha-squad", "researcher"])
         .await?;
-    let key = spawned["member"]["sessionKey"].as_str().unwrap_or("").to_owned();
+    let key = spawned["member"]["sessionKey"]
+        .as_str()
+        .unwrap_or("")
+        .to_owned();
     adapter.create_task("alpha-squad", "T1", &[]).await?;
     adapter
-        .ok(LEAD, &["message", "send", "alpha-squad", "--to", &key, "--content", "hello"])
+        .ok(
+            LEAD,
+            &[
+                "message",
+                "send",
+                "alpha-squad",
+                "--to",
+                &key,
+                "--content",
+                "hello",
+            ],
+        )
         .await?;
     let sibling_before: Vec<String> = tree(&adapter.root().join("sibling"));
-    let output = adapter.run(LEAD, &["team", "delete", "alpha-squad"]).await?;
+    let output = adapter
+        .run(LEAD, &["team", "delete", "alpha-squad"])
+        .await?;
     let value = output.ok_json()?;
-    ensure_eq!(true, value["deleted"].as_bool().unwrap_or(false), "team delete reports deleted");
+    ensure_eq!(
+        true,
+        value["deleted"].as_bool().unwrap_or(false),
+        "team delete reports deleted"
+    );
     ensure!(
         !adapter.root().join("alpha-squad").exists(),
         "D/alpha-squad is gone with its ledger, WAL and inboxes"
     );
-    ensure_eq!(sibling_before, tree(&adapter.root().join("sibling")), "the sibling team's files");
+    ensure_eq!(
+        sibling_before,
+        tree(&adapter.root().join("sibling")),
+        "the sibling team's files"
+    );
     let again = adapter.run(LEAD, &["task", "list", "alpha-squad"]).await?;
     refusal(&again, "team_not_found")?;
     Ok(())

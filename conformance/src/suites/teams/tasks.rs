@@ -19,16 +19,56 @@ const CLAIM_AT: i64 = 1_767_225_600_000;
 /// The checks of this module.
 pub fn checks() -> Vec<Check> {
     vec![
-        Check::new("TEAM-TL-01", "Creates a task; expects status pending, no owner, the subject and description, empty blockedBy, createdAt set.", tl_01),
-        Check::new("TEAM-TL-02", "Creates T2 depending on T1; expects T2.blockedBy and dependsOn = [T1] and T1.blocks = [T2]; an unknown dependency is refused.", tl_02),
-        Check::new("TEAM-TL-03", "With a pending, an in-progress and a completed task, `task list --status pending` returns exactly the pending one.", tl_03),
-        Check::new("TEAM-TL-04", "Researcher claims T1 with --now-ms T; expects in_progress, owner researcher and claimedAt T, in the output and in the ledger.", tl_04),
-        Check::new("TEAM-TL-05", "Tester holds T1; researcher's claim is refused with already_claimed and \"Task already claimed by another agent\"; the owner stays tester.", tl_05),
-        Check::new("TEAM-TL-06", "T2 is blocked by an unfinished T1 (E-TEAM-12); its claim is refused with blocked, \"Task has unmet dependencies\" and blockedBy [T1].", tl_06),
-        Check::new("TEAM-TL-07", "The owner completes an in-progress task; expects completed with completedAt; completing a pending task is refused.", tl_07),
-        Check::new("TEAM-TL-08", "Completing T1 removes it from T2.blockedBy, reports T2 unblocked, and T2 becomes claimable.", tl_08),
-        Check::new("TEAM-TL-09", "Deletes a pending task; expects status deleted, hidden from the default list, and a claim refused with invalid_transition.", tl_09),
-        Check::new("TEAM-TL-10", "Makes A depend on B, then B on A; expects dependency_cycle with the cycle and B unchanged.", tl_10),
+        Check::new(
+            "TEAM-TL-01",
+            "Creates a task; expects status pending, no owner, the subject and description, empty blockedBy, createdAt set.",
+            tl_01,
+        ),
+        Check::new(
+            "TEAM-TL-02",
+            "Creates T2 depending on T1; expects T2.blockedBy and dependsOn = [T1] and T1.blocks = [T2]; an unknown dependency is refused.",
+            tl_02,
+        ),
+        Check::new(
+            "TEAM-TL-03",
+            "With a pending, an in-progress and a completed task, `task list --status pending` returns exactly the pending one.",
+            tl_03,
+        ),
+        Check::new(
+            "TEAM-TL-04",
+            "Researcher claims T1 with --now-ms T; expects in_progress, owner researcher and claimedAt T, in the output and in the ledger.",
+            tl_04,
+        ),
+        Check::new(
+            "TEAM-TL-05",
+            "Tester holds T1; researcher's claim is refused with already_claimed and \"Task already claimed by another agent\"; the owner stays tester.",
+            tl_05,
+        ),
+        Check::new(
+            "TEAM-TL-06",
+            "T2 is blocked by an unfinished T1 (E-TEAM-12); its claim is refused with blocked, \"Task has unmet dependencies\" and blockedBy [T1].",
+            tl_06,
+        ),
+        Check::new(
+            "TEAM-TL-07",
+            "The owner completes an in-progress task; expects completed with completedAt; completing a pending task is refused.",
+            tl_07,
+        ),
+        Check::new(
+            "TEAM-TL-08",
+            "Completing T1 removes it from T2.blockedBy, reports T2 unblocked, and T2 becomes claimable.",
+            tl_08,
+        ),
+        Check::new(
+            "TEAM-TL-09",
+            "Deletes a pending task; expects status deleted, hidden from the default list, and a claim refused with invalid_transition.",
+            tl_09,
+        ),
+        Check::new(
+            "TEAM-TL-10",
+            "Makes A depend on B, then B on A; expects dependency_cycle with the cycle and B unchanged.",
+            tl_10,
+        ),
     ]
 }
 
@@ -43,7 +83,11 @@ pub async fn team(adapter: &Adapter) -> Result<(), crate::CheckError> {
 fn ids(value: &Value) -> Vec<String> {
     value
         .as_array()
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -51,17 +95,50 @@ async fn tl_01(ctx: Ctx) -> CheckResult {
     let adapter = Adapter::new(&ctx);
     team(&adapter).await?;
     let value = adapter
-        .ok(LEAD, &["task", "create", TEAM, "--subject", "Parse input", "--description", "the parser", "--now-ms", "1000"])
+        .ok(
+            LEAD,
+            &[
+                "task",
+                "create",
+                TEAM,
+                "--subject",
+                "Parse input",
+                "--description",
+                "the parser",
+                "--now-ms",
+                "1000",
+            ],
+        )
         .await?;
     let task = &value["task"];
-    ensure_eq!("pending", task["status"].as_str().unwrap_or(""), "the new task's status");
-    ensure!(task["owner"].is_null(), "the new task has no owner", "{task}");
-    ensure_eq!("Parse input", task["subject"].as_str().unwrap_or(""), "the subject");
-    ensure_eq!("the parser", task["description"].as_str().unwrap_or(""), "the description");
+    ensure_eq!(
+        "pending",
+        task["status"].as_str().unwrap_or(""),
+        "the new task's status"
+    );
+    ensure!(
+        task["owner"].is_null(),
+        "the new task has no owner",
+        "{task}"
+    );
+    ensure_eq!(
+        "Parse input",
+        task["subject"].as_str().unwrap_or(""),
+        "the subject"
+    );
+    ensure_eq!(
+        "the parser",
+        task["description"].as_str().unwrap_or(""),
+        "the description"
+    );
     ensure_eq!(Vec::<String>::new(), ids(&task["blockedBy"]), "blockedBy");
     ensure_eq!(Some(1000), task["createdAt"].as_i64(), "createdAt");
     let id = task["id"].as_str().or_fail("task.id")?;
-    ensure_eq!(*task, adapter.task(TEAM, id).await?, "task show of the new task");
+    ensure_eq!(
+        *task,
+        adapter.task(TEAM, id).await?,
+        "task show of the new task"
+    );
     Ok(())
 }
 
@@ -76,7 +153,19 @@ async fn tl_02(ctx: Ctx) -> CheckResult {
     let task1 = adapter.task(TEAM, &t1).await?;
     ensure_eq!(vec![t2.clone()], ids(&task1["blocks"]), "T1.blocks");
     adapter
-        .refused(LEAD, &["task", "create", TEAM, "--subject", "T3", "--depends-on", "no-such-task"], "unknown_dependency")
+        .refused(
+            LEAD,
+            &[
+                "task",
+                "create",
+                TEAM,
+                "--subject",
+                "T3",
+                "--depends-on",
+                "no-such-task",
+            ],
+            "unknown_dependency",
+        )
         .await?;
     Ok(())
 }
@@ -87,15 +176,29 @@ async fn tl_03(ctx: Ctx) -> CheckResult {
     let pending = adapter.create_task(TEAM, "pending one", &[]).await?;
     let working = adapter.create_task(TEAM, "in progress", &[]).await?;
     let done = adapter.create_task(TEAM, "completed", &[]).await?;
-    adapter.ok(RESEARCHER, &["task", "claim", TEAM, &working]).await?;
+    adapter
+        .ok(RESEARCHER, &["task", "claim", TEAM, &working])
+        .await?;
     adapter.ok(TESTER, &["task", "claim", TEAM, &done]).await?;
-    adapter.ok(TESTER, &["task", "complete", TEAM, &done]).await?;
-    let listed = adapter.ok(LEAD, &["task", "list", TEAM, "--status", "pending"]).await?;
+    adapter
+        .ok(TESTER, &["task", "complete", TEAM, &done])
+        .await?;
+    let listed = adapter
+        .ok(LEAD, &["task", "list", TEAM, "--status", "pending"])
+        .await?;
     let listed: Vec<String> = listed["tasks"]
         .as_array()
-        .map(|t| t.iter().filter_map(|t| t["id"].as_str().map(str::to_owned)).collect())
+        .map(|t| {
+            t.iter()
+                .filter_map(|t| t["id"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
-    ensure_eq!(vec![pending], listed, "the ids listed by task list --status pending");
+    ensure_eq!(
+        vec![pending],
+        listed,
+        "the ids listed by task list --status pending"
+    );
     Ok(())
 }
 
@@ -109,10 +212,19 @@ async fn tl_04(ctx: Ctx) -> CheckResult {
         .ok(RESEARCHER, &["--now-ms", &now, "task", "claim", TEAM, &t1])
         .await?;
     let task = &claimed["task"];
-    ensure_eq!("in_progress", task["status"].as_str().unwrap_or(""), "the claimed task's status");
-    ensure_eq!(RESEARCHER, task["owner"].as_str().unwrap_or(""), "the claimed task's owner");
+    ensure_eq!(
+        "in_progress",
+        task["status"].as_str().unwrap_or(""),
+        "the claimed task's status"
+    );
+    ensure_eq!(
+        RESEARCHER,
+        task["owner"].as_str().unwrap_or(""),
+        "the claimed task's owner"
+    );
     ensure_eq!(Some(CLAIM_AT), task["claimedAt"].as_i64(), "claimedAt");
-    let row = ledger::task(&ledger::path(adapter.root(), TEAM), &t1)?.or_fail("the task's row in the ledger")?;
+    let row = ledger::task(&ledger::path(adapter.root(), TEAM), &t1)?
+        .or_fail("the task's row in the ledger")?;
     ensure_eq!(
         ledger::Row {
             status: "in_progress".into(),
@@ -142,7 +254,11 @@ async fn tl_05(ctx: Ctx) -> CheckResult {
         error["message"]
     );
     let task = adapter.task(TEAM, &t1).await?;
-    ensure_eq!(TESTER, task["owner"].as_str().unwrap_or(""), "the owner after the refused claim");
+    ensure_eq!(
+        TESTER,
+        task["owner"].as_str().unwrap_or(""),
+        "the owner after the refused claim"
+    );
     Ok(())
 }
 
@@ -163,7 +279,11 @@ async fn tl_06(ctx: Ctx) -> CheckResult {
     );
     ensure_eq!(vec![t1], ids(&error["blockedBy"]), "the error's blockedBy");
     let task = adapter.task(TEAM, &t2).await?;
-    ensure_eq!("pending", task["status"].as_str().unwrap_or(""), "T2's status after the refused claim");
+    ensure_eq!(
+        "pending",
+        task["status"].as_str().unwrap_or(""),
+        "T2's status after the refused claim"
+    );
     Ok(())
 }
 
@@ -172,16 +292,37 @@ async fn tl_07(ctx: Ctx) -> CheckResult {
     team(&adapter).await?;
     let t1 = adapter.create_task(TEAM, "T1", &[]).await?;
     adapter
-        .refused(RESEARCHER, &["task", "complete", TEAM, &t1], "invalid_transition")
+        .refused(
+            RESEARCHER,
+            &["task", "complete", TEAM, &t1],
+            "invalid_transition",
+        )
         .await?;
-    adapter.ok(RESEARCHER, &["task", "claim", TEAM, &t1]).await?;
+    adapter
+        .ok(RESEARCHER, &["task", "claim", TEAM, &t1])
+        .await?;
     let done = adapter
-        .ok(RESEARCHER, &["--now-ms", "2000", "task", "complete", TEAM, &t1])
+        .ok(
+            RESEARCHER,
+            &["--now-ms", "2000", "task", "complete", TEAM, &t1],
+        )
         .await?;
-    ensure_eq!("completed", done["task"]["status"].as_str().unwrap_or(""), "the completed task's status");
-    ensure_eq!(Some(2000), done["task"]["completedAt"].as_i64(), "completedAt");
+    ensure_eq!(
+        "completed",
+        done["task"]["status"].as_str().unwrap_or(""),
+        "the completed task's status"
+    );
+    ensure_eq!(
+        Some(2000),
+        done["task"]["completedAt"].as_i64(),
+        "completedAt"
+    );
     let task = adapter.task(TEAM, &t1).await?;
-    ensure_eq!("completed", task["status"].as_str().unwrap_or(""), "task show after completion");
+    ensure_eq!(
+        "completed",
+        task["status"].as_str().unwrap_or(""),
+        "task show after completion"
+    );
     Ok(())
 }
 
@@ -192,15 +333,25 @@ async fn tl_08(ctx: Ctx) -> CheckResult {
     let t2 = adapter.create_task(TEAM, "T2", &[&t1]).await?;
     adapter.ok(TESTER, &["task", "claim", TEAM, &t1]).await?;
     let done = adapter.ok(TESTER, &["task", "complete", TEAM, &t1]).await?;
-    ensure_eq!(vec![t2.clone()], ids(&done["unblocked"]), "unblocked after completing T1");
+    ensure_eq!(
+        vec![t2.clone()],
+        ids(&done["unblocked"]),
+        "unblocked after completing T1"
+    );
     let task2 = adapter.task(TEAM, &t2).await?;
     ensure!(
         !ids(&task2["blockedBy"]).contains(&t1),
         "T2's blockedBy no longer contains T1",
         "{task2}"
     );
-    let claimed = adapter.ok(RESEARCHER, &["task", "claim", TEAM, &t2]).await?;
-    ensure_eq!("in_progress", claimed["task"]["status"].as_str().unwrap_or(""), "T2 after its claim");
+    let claimed = adapter
+        .ok(RESEARCHER, &["task", "claim", TEAM, &t2])
+        .await?;
+    ensure_eq!(
+        "in_progress",
+        claimed["task"]["status"].as_str().unwrap_or(""),
+        "T2 after its claim"
+    );
     Ok(())
 }
 
@@ -209,15 +360,25 @@ async fn tl_09(ctx: Ctx) -> CheckResult {
     team(&adapter).await?;
     let t1 = adapter.create_task(TEAM, "T1", &[]).await?;
     let deleted = adapter.ok(LEAD, &["task", "delete", TEAM, &t1]).await?;
-    ensure_eq!("deleted", deleted["task"]["status"].as_str().unwrap_or(""), "the deleted task's status");
+    ensure_eq!(
+        "deleted",
+        deleted["task"]["status"].as_str().unwrap_or(""),
+        "the deleted task's status"
+    );
     let listed = adapter.ok(LEAD, &["task", "list", TEAM]).await?;
     ensure!(
-        listed["tasks"].as_array().is_some_and(|t| t.iter().all(|t| t["id"] != t1.as_str())),
+        listed["tasks"]
+            .as_array()
+            .is_some_and(|t| t.iter().all(|t| t["id"] != t1.as_str())),
         "the default list hides the deleted task",
         "{listed}"
     );
     adapter
-        .refused(RESEARCHER, &["task", "claim", TEAM, &t1], "invalid_transition")
+        .refused(
+            RESEARCHER,
+            &["task", "claim", TEAM, &t1],
+            "invalid_transition",
+        )
         .await?;
     Ok(())
 }
@@ -229,7 +390,11 @@ async fn tl_10(ctx: Ctx) -> CheckResult {
     let a = adapter.create_task(TEAM, "A", &[&b]).await?;
     let before = adapter.task(TEAM, &b).await?;
     let error = adapter
-        .refused(LEAD, &["task", "depend", TEAM, &b, "--on", &a], "dependency_cycle")
+        .refused(
+            LEAD,
+            &["task", "depend", TEAM, &b, "--on", &a],
+            "dependency_cycle",
+        )
         .await?;
     let cycle = ids(&error["cycle"]);
     ensure!(
@@ -238,6 +403,10 @@ async fn tl_10(ctx: Ctx) -> CheckResult {
         "{}",
         error
     );
-    ensure_eq!(before, adapter.task(TEAM, &b).await?, "B after the refused edge");
+    ensure_eq!(
+        before,
+        adapter.task(TEAM, &b).await?,
+        "B after the refused edge"
+    );
     Ok(())
 }

@@ -24,15 +24,23 @@ impl Element {
 }
 
 fn decode(raw: &str, in_attribute: bool) -> Result<String, String> {
-    let entities: BTreeMap<&str, char> = [("amp", '&'), ("lt", '<'), ("gt", '>'), ("quot", '"'), ("apos", '\'')]
-        .into_iter()
-        .collect();
+    let entities: BTreeMap<&str, char> = [
+        ("amp", '&'),
+        ("lt", '<'),
+        ("gt", '>'),
+        ("quot", '"'),
+        ("apos", '\''),
+    ]
+    .into_iter()
+    .collect();
     let mut out = String::new();
     let mut rest = raw;
     while let Some(c) = rest.chars().next() {
         match c {
             '&' => {
-                let end = rest.find(';').ok_or_else(|| format!("unterminated entity in {raw:?}"))?;
+                let end = rest
+                    .find(';')
+                    .ok_or_else(|| format!("unterminated entity in {raw:?}"))?;
                 let name = &rest[1..end];
                 let value = entities
                     .get(name)
@@ -58,9 +66,12 @@ pub fn parse_block(block: &str) -> Result<Vec<Element>, String> {
     let mut elements = Vec::new();
     let mut rest = block.trim_start();
     while !rest.is_empty() {
-        rest = rest
-            .strip_prefix(OPEN)
-            .ok_or_else(|| format!("expected {OPEN} at {:?}", rest.chars().take(40).collect::<String>()))?;
+        rest = rest.strip_prefix(OPEN).ok_or_else(|| {
+            format!(
+                "expected {OPEN} at {:?}",
+                rest.chars().take(40).collect::<String>()
+            )
+        })?;
         let mut attributes = Vec::new();
         loop {
             rest = rest.trim_start();
