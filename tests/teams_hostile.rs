@@ -330,3 +330,77 @@ fn sigkill_during_claims_completions_and_appends_leaves_ledger_and_inbox_consist
     let check = root.ok(LEAD, &["maintenance", "check", "k"]);
     assert_eq!(check["integrity"], serde_json::json!(["ok"]), "{check}");
 }
+
+#[test]
+fn a_torn_line_is_quarantined_and_cleanup_drops_only_old_messages_and_orphans() {
+    let root = Root::new();
+    root.team_with("c", &["agent:r:main".to_owned()]);
+    root.ok(
+        LEAD,
+        &[
+            "--now-ms",
+            "1000",
+            "message",
+            "send",
+            "c",
+            "--to",
+            "agent:r:main",
+            "--content",
+            "old",
+        ],
+    );
+    root.ok(
+        LEAD,
+        &[
+            "--now-ms",
+            "5000",
+            "message",
+            "send",
+            "c",
+            "--to",
+            "agent:r:main",
+            "--content",
+            "new",
+        ],
+    );
+    let inbox = root.root.join("c/inbox/agent_r_main");
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(inbox.join("messages.jsonl"))
+        .expect("open");
+    std::io::Write::write_all(&mut file, b"{\"id\":\"torn").expect("tear");
+    std::fs::create_dir_all(root.root.join("c/inbox/nobody")).expect("orphan");
+    let (code, value) = root.run("agent:r:main", &["maintenance", "cleanup", "c"]);
+    assert_eq!(
+        (code, value["error"]["code"].as_str()),
+        (2, Some("not_lead")),
+        "{value}"
+    );
+    let value = root.ok(
+        LEAD,
+        &[
+            "--now-ms",
+            "6000",
+            "maintenance",
+            "cleanup",
+            "c",
+            "--older-than-ms",
+            "2000",
+        ],
+    );
+    assert_eq!(value["messagesRemoved"], 1, "{value}");
+    assert_eq!(
+        value["orphanedInboxesRemoved"],
+        serde_json::json!(["nobody"])
+    );
+    let read = root.ok("agent:r:main", &["inbox", "read", "c"]);
+    let contents: Vec<&str> = read["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .collect();
+    assert_eq!(contents, ["new"]);
+    let bad = std::fs::read_to_string(inbox.join("messages.jsonl.bad")).expect("quarantine");
+    assert_eq!(bad, "{\"id\":\"torn\n");
+}

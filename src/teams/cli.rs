@@ -370,6 +370,14 @@ enum MaintenanceCommand {
         /// The team name.
         team: String,
     },
+    /// Drop old inbox messages, remove inbox directories of no member, checkpoint the WAL (the lead)
+    Cleanup {
+        /// The team name.
+        team: String,
+        /// Drop messages older than this many milliseconds (default: 24 hours).
+        #[arg(long, default_value_t = 86_400_000)]
+        older_than_ms: i64,
+    },
 }
 
 /// The default root: `$OPENCLAW_STATE_DIR/teams`, else `~/.openclaw/teams`.
@@ -474,7 +482,9 @@ fn team_of(command: &TeamsCommand) -> Option<&str> {
         | TeamsCommand::Inbox(InboxCommand::Read { team, .. } | InboxCommand::Path { team, .. })
         | TeamsCommand::Context(ContextCommand::Inject { team, .. })
         | TeamsCommand::Maintenance(
-            MaintenanceCommand::Checkpoint { team } | MaintenanceCommand::Check { team },
+            MaintenanceCommand::Checkpoint { team }
+            | MaintenanceCommand::Check { team }
+            | MaintenanceCommand::Cleanup { team, .. },
         ) => team,
         TeamsCommand::Team(TeamCommand::Create { name, .. }) => name,
         TeamsCommand::Team(TeamCommand::List) | TeamsCommand::Limits => return None,
@@ -602,6 +612,9 @@ fn on_team(args: &TeamsArgs, team: &mut OpenTeam) -> TeamsResult<Printed> {
         }
         TeamsCommand::Maintenance(MaintenanceCommand::Checkpoint { .. }) => team.checkpoint()?,
         TeamsCommand::Maintenance(MaintenanceCommand::Check { .. }) => team.check()?,
+        TeamsCommand::Maintenance(MaintenanceCommand::Cleanup { older_than_ms, .. }) => {
+            team.cleanup(caller(args)?, *older_than_ms)?
+        }
         TeamsCommand::Team(
             TeamCommand::Create { .. } | TeamCommand::List | TeamCommand::Delete { .. },
         )

@@ -190,3 +190,60 @@ pub fn read(dir: &Path, drain: bool) -> TeamsResult<Vec<Message>> {
     }
     Ok(messages)
 }
+
+/// Removes the messages of the inbox in `dir` stamped before `cutoff_ms`, under the lock; lines
+/// that do not parse go to the quarantine file. Returns how many messages were removed.
+pub fn prune(dir: &Path, cutoff_ms: i64) -> TeamsResult<usize> {
+    if !dir.is_dir() {
+        return Ok(0);
+    }
+    let _guard = lock(dir)?;
+    let path = dir.join(MESSAGES_FILE);
+    let bytes = match fs::read(&path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
+        Err(e) => {
+            return Err(TeamsError::storage(
+                format!("reading {}", path.display()),
+                e,
+            ));
+        }
+    };
+    let mut kept = Vec::new();
+    let mut bad = Vec::new();
+    let mut removed = 0;
+    for line in bytes.split(|b| *b == b'\n') {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        match serde_json::from_slice::<Message>(line) {
+            Ok(message) if message.timestamp < cutoff_ms => removed += 1,
+            Ok(_) => {
+                kept.extend_from_slice(line);
+                kept.push(b'\n');
+            }
+            Err(_) => {
+                bad.extend_from_slice(line);
+                bad.push(b'\n');
+            }
+        }
+    }
+    if !bad.is_empty() {
+        let quarantine = dir.join(QUARANTINE_FILE);
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&quarantine)
+            .and_then(|mut f| f.write_all(&bad))
+            .map_err(|e| TeamsError::storage(format!("writing {}", quarantine.display()), e))?;
+    }
+    // Appenders open the file by name only while holding the lock, so replacing it here is safe.
+    let result = if kept.is_empty() {
+        fs::remove_file(&path)
+    } else {
+        crate::aof::atomic_file::write_atomic(&path, &kept)
+    };
+    result.map_err(|e| TeamsError::storage(format!("rewriting {}", path.display()), e))?;
+    Ok(removed)
+}

@@ -731,6 +731,42 @@ impl OpenTeam {
         )
     }
 
+    /// `maintenance cleanup` (the lead): drops inbox messages older than `older_than_ms`,
+    /// removes inbox directories of no member, and checkpoints the WAL.
+    pub fn cleanup(&mut self, caller: &str, older_than_ms: i64) -> TeamsResult<Value> {
+        self.require_lead(caller, "clean the team up")?;
+        let cutoff = self.now().saturating_sub(older_than_ms);
+        let keys: Vec<String> = self
+            .ledger
+            .members()?
+            .into_iter()
+            .map(|m| m.inbox_key)
+            .collect();
+        let mut removed_messages = 0;
+        let mut removed_inboxes = Vec::new();
+        if let Ok(entries) = fs::read_dir(self.dir.join("inbox")) {
+            for entry in entries.flatten() {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if keys.iter().any(|k| k == &name) {
+                    removed_messages += mailbox::prune(&entry.path(), cutoff)?;
+                } else if entry.path().is_dir() {
+                    fs::remove_dir_all(entry.path()).map_err(|e| {
+                        TeamsError::storage(format!("removing {}", entry.path().display()), e)
+                    })?;
+                    removed_inboxes.push(name);
+                }
+            }
+        }
+        removed_inboxes.sort();
+        let (before, after) = self.ledger.checkpoint()?;
+        Ok(json!({
+            "messagesRemoved": removed_messages,
+            "orphanedInboxesRemoved": removed_inboxes,
+            "walBytesBefore": before,
+            "walBytesAfter": after,
+        }))
+    }
+
     /// `team delete`: the lead removes the whole directory; refused while members work, unless
     /// the team is shut down or `force`.
     pub fn delete(mut self, caller: &str, force: bool) -> TeamsResult<Value> {
