@@ -268,3 +268,86 @@ fn concurrent_writers_and_a_draining_reader_deliver_every_message_exactly_once()
         );
     }
 }
+
+/// Starts `commands` gated, waits for every `ready`, opens the gates, and returns the results.
+fn gated_all(commands: Vec<std::process::Command>) -> Vec<(i32, serde_json::Value)> {
+    let (tx, rx) = mpsc::channel();
+    let count = commands.len();
+    let mut children: Vec<_> = commands
+        .into_iter()
+        .enumerate()
+        .map(|(i, command)| spawn_watched(command, i, &tx))
+        .collect();
+    let ready = await_each(&rx, "ready", count);
+    assert_eq!(ready.len(), count, "every process reached its gate");
+    for child in &mut children {
+        drop(child.child.stdin.take());
+    }
+    children.into_iter().map(finish).collect()
+}
+
+#[test]
+fn of_six_processes_creating_one_team_exactly_one_wins() {
+    let root = Root::new();
+    let commands = (0..6)
+        .map(|i| {
+            root.command(
+                &format!("agent:c{i}:main"),
+                &["--gate", "team", "create", "same"],
+            )
+        })
+        .collect();
+    let results = gated_all(commands);
+    let winners = results.iter().filter(|(code, _)| *code == 0).count();
+    assert_eq!(winners, 1, "{results:?}");
+    for (code, value) in results.iter().filter(|(code, _)| *code != 0) {
+        assert_eq!(
+            (*code, value["error"]["code"].as_str()),
+            (2, Some("team_exists")),
+            "{value}"
+        );
+    }
+    let lead = results
+        .iter()
+        .find(|(code, _)| *code == 0)
+        .map(|(_, v)| v["lead"].clone());
+    let team = root.ok(LEAD, &["team", "show", "same"]);
+    assert_eq!(
+        Some(team["team"]["lead"].clone()),
+        lead,
+        "the config names the winner as lead"
+    );
+}
+
+#[test]
+fn concurrent_joins_stop_exactly_at_the_member_limit() {
+    let root = Root::new();
+    root.ok(LEAD, &["team", "create", "full"]);
+    let commands = (0..12)
+        .map(|i| {
+            root.command(
+                &format!("agent:j{i}:main"),
+                &[
+                    "--gate",
+                    "--busy-timeout-ms",
+                    "60000",
+                    "member",
+                    "join",
+                    "full",
+                    &format!("j{i}"),
+                ],
+            )
+        })
+        .collect();
+    let results = gated_all(commands);
+    let joined = results.iter().filter(|(code, _)| *code == 0).count();
+    assert_eq!(
+        joined, 9,
+        "the lead and nine joiners fill the limit of 10: {results:?}"
+    );
+    for (_, value) in results.iter().filter(|(code, _)| *code != 0) {
+        assert_eq!(value["error"]["code"], "member_limit", "{value}");
+    }
+    let members = root.ok(LEAD, &["member", "list", "full"]);
+    assert_eq!(members["members"].as_array().map(Vec::len), Some(10));
+}

@@ -404,3 +404,30 @@ fn a_torn_line_is_quarantined_and_cleanup_drops_only_old_messages_and_orphans() 
     let bad = std::fs::read_to_string(inbox.join("messages.jsonl.bad")).expect("quarantine");
     assert_eq!(bad, "{\"id\":\"torn\n");
 }
+
+#[test]
+fn a_ledger_written_by_a_newer_schema_is_refused_and_left_alone() {
+    let root = Root::new();
+    root.ok(LEAD, &["team", "create", "v"]);
+    let ledger = root.ledger("v");
+    {
+        let conn = rusqlite::Connection::open(&ledger).expect("open");
+        conn.execute_batch("PRAGMA user_version = 99")
+            .expect("bump");
+    }
+    let before = std::fs::read(&ledger).expect("ledger");
+    let (code, value) = root.run(LEAD, &["task", "create", "v", "--subject", "s"]);
+    assert_eq!(
+        (code, value["error"]["code"].as_str()),
+        (3, Some("ledger_unusable")),
+        "{value}"
+    );
+    assert!(
+        value["error"]["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("newer schema"),
+        "{value}"
+    );
+    assert_eq!(std::fs::read(&ledger).expect("ledger"), before);
+}
