@@ -384,8 +384,7 @@ impl OpenTeam {
     /// `member join`: the caller joins under `name`.
     pub fn join(&mut self, caller: &str, name: &str) -> TeamsResult<Value> {
         check_member_name(name)?;
-        let inbox = inbox_key(caller)?;
-        let _ = inbox;
+        inbox_key(caller)?;
         self.require_active()?;
         let agent = caller
             .split(':')
