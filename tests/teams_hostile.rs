@@ -431,3 +431,33 @@ fn a_ledger_written_by_a_newer_schema_is_refused_and_left_alone() {
     );
     assert_eq!(std::fs::read(&ledger).expect("ledger"), before);
 }
+
+#[test]
+fn a_ledger_with_a_damaged_page_is_reported_as_unusable_not_as_an_internal_failure() {
+    let root = Root::new();
+    root.ok(LEAD, &["team", "create", "d"]);
+    for n in 0..20 {
+        root.ok(
+            LEAD,
+            &["task", "create", "d", "--subject", &format!("t{n}")],
+        );
+    }
+    let ledger = root.ledger("d");
+    let mut bytes = std::fs::read(&ledger).expect("ledger");
+    assert!(bytes.len() > 8192, "the ledger has several pages");
+    for byte in &mut bytes[4096..8192] {
+        *byte = 0xA5;
+    }
+    std::fs::write(&ledger, &bytes).expect("damage");
+    let (code, value) = root.run(LEAD, &["task", "list", "d"]);
+    assert_eq!(
+        (code, value["error"]["code"].as_str()),
+        (3, Some("ledger_unusable")),
+        "{value}"
+    );
+    assert_eq!(
+        std::fs::read(&ledger).expect("ledger"),
+        bytes,
+        "the damaged file is left as it was"
+    );
+}

@@ -507,6 +507,14 @@ impl Ledger {
                     std::thread::sleep(Duration::from_millis(delay_ms));
                     delay_ms = (delay_ms * 2).min(MAX_DELAY_MS);
                 }
+                Err(TeamsError::Sqlite(error))
+                    if matches!(
+                        error.sqlite_error_code(),
+                        Some(ErrorCode::DatabaseCorrupt | ErrorCode::NotADatabase)
+                    ) =>
+                {
+                    return Err(unusable(&self.path, &error));
+                }
                 other => return other,
             }
         }
