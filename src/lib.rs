@@ -10,4 +10,5 @@ pub mod acp;
 pub mod aof;
 pub mod exit;
 pub mod jsonrpc;
+pub mod teams;
 pub mod transport;

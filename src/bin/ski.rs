@@ -19,6 +19,8 @@ enum Command {
     Acp(ski::acp::cli::AcpCommand),
     // The help text of `ski aof` comes from `AofArgs`.
     Aof(ski::aof::cli::AofArgs),
+    // The help text of `ski teams` comes from `TeamsArgs`.
+    Teams(ski::teams::cli::TeamsArgs),
 }
 
 fn main() -> ExitCode {
@@ -29,5 +31,6 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => error.report(),
         },
+        Command::Teams(args) => ski::teams::cli::run(args),
     }
 }

@@ -383,6 +383,9 @@ pub struct Child {
     wire: Option<WireLog>,
     stdin: Option<ChildStdin>,
     stdout: Option<BufReader<ChildStdout>>,
+    /// The part of a stdout line read before a `next_output_line` select picked stderr; kept so
+    /// that the read, which the select cancels, loses nothing.
+    stdout_partial: Vec<u8>,
     stderr: Option<mpsc::UnboundedReceiver<String>>,
     group: Arc<Group>,
 }
@@ -520,6 +523,7 @@ pub fn spawn(spec: ChildSpec) -> Result<Child, ChildError> {
         wire: spec.wire,
         stdin,
         stdout,
+        stdout_partial: Vec::new(),
         stderr,
         group,
     })
@@ -639,14 +643,16 @@ impl Child {
             if !stdout_open && !stderr_open {
                 return None;
             }
-            let mut buf = Vec::new();
+            // `read_until` appends what it read to the buffer even when the select cancels it,
+            // so the buffer lives in `self` and the next call goes on where this one stopped.
+            let buf = &mut self.stdout_partial;
             let stdout = self.stdout.as_mut();
             let stderr = self.stderr.as_mut();
             tokio::select! {
-                read = async { stdout?.read_until(b'\n', &mut buf).await.ok() }, if stdout_open => {
+                read = async { stdout?.read_until(b'\n', buf).await.ok() }, if stdout_open => {
                     match read {
                         Some(n) if n > 0 => {
-                            let line = trim_line(&buf);
+                            let line = trim_line(&std::mem::take(&mut self.stdout_partial));
                             if let Some(log) = &self.wire {
                                 log.record(&self.name, Direction::In, &line);
                             }

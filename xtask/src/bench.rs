@@ -15,6 +15,10 @@
 //! meter and agent pinned to one core and unpinned; `startup` measures spawn to `initialize`
 //! response against the `cat` process-start floor.
 //!
+//! The `teams` benchmark (package `ski`) times the agent-teams claim race (10 `ski teams`
+//! processes per task, exactly one winner each round) and task creation plus `next-available`
+//! on a 10,000-task ledger.
+//!
 //! The `acp` benchmark compares ski's ACP client and agent with a pair written on the official
 //! Rust SDK. That pair lives in `xtask/bench-peers/official`, a package outside the workspace
 //! (its own lock file; the SDK's features must not reach ski's builds): before the benchmark
@@ -37,6 +41,7 @@ mod suite_timing;
 const BENCHES: &[(&str, &str)] = &[
     ("ski", "ndjson"),
     ("ski", "acp"),
+    ("ski", "teams"),
     ("ski-mocks", "startup"),
     ("ski-mocks", "roundtrip"),
     ("ski-mocks", "slack"),

@@ -1,5 +1,6 @@
 //! The conformance suite timing rows of `cargo xtask bench`: wall time of the whole ACP suite
-//! against the reference build, over stdio and over WebSocket, and the per-scenario median.
+//! against the reference build, over stdio and over WebSocket, and of the teams suite, and the
+//! per-scenario median.
 //!
 //! The suite runs with the debug binaries that `cargo xtask conformance` uses, so the figures are
 //! those of the main job. Each transport runs [`RUNS`] times; the rows hold the median wall time
@@ -15,9 +16,12 @@ use xshell::{Shell, cmd};
 /// Runs of the suite per transport.
 const RUNS: usize = 3;
 
-/// The suite that is timed and the target profiles that run it over each transport.
-const SUITE: &str = "acp";
-const TRANSPORTS: &[(&str, &str)] = &[("stdio", "reference"), ("ws", "reference-ws")];
+/// The suites that are timed: (suite, transport, target profile).
+const TIMED: &[(&str, &str, &str)] = &[
+    ("acp", "stdio", "reference"),
+    ("acp", "ws", "reference-ws"),
+    ("teams", "stdio", "reference"),
+];
 
 /// Builds the binaries, times the suite and writes `rows/conformance.json`.
 pub fn run(sh: &Shell, target_dir: &Path, rows_dir: &Path) -> Result<()> {
@@ -26,7 +30,7 @@ pub fn run(sh: &Shell, target_dir: &Path, rows_dir: &Path) -> Result<()> {
         .context("building the binaries failed")?;
     let runner = target_dir.join("debug").join("ski-conformance");
     let mut rows = Vec::new();
-    for (transport, profile) in TRANSPORTS {
+    for &(suite, transport, profile) in TIMED {
         let mut walls = Vec::new();
         let mut scenario_durations = Vec::new();
         let mut scenarios = 0;
@@ -34,10 +38,10 @@ pub fn run(sh: &Shell, target_dir: &Path, rows_dir: &Path) -> Result<()> {
             let out = target_dir
                 .join("bench")
                 .join("conformance")
-                .join(format!("{transport}-{run}"));
+                .join(format!("{suite}-{transport}-{run}"));
             let status = std::process::Command::from(cmd!(
                 sh,
-                "{runner} run --suite {SUITE} --target {profile} --out {out}"
+                "{runner} run --suite {suite} --target {profile} --out {out}"
             ))
             .stdout(std::process::Stdio::null())
             .status()
@@ -45,7 +49,7 @@ pub fn run(sh: &Shell, target_dir: &Path, rows_dir: &Path) -> Result<()> {
             let results = read_results(&out.join("results.json"))?;
             if !status.success() {
                 bail!(
-                    "the {SUITE} suite over {transport} did not pass against the reference; \
+                    "the {suite} suite over {transport} did not pass against the reference; \
                      see {}",
                     out.join("report.md").display()
                 );
@@ -68,21 +72,21 @@ pub fn run(sh: &Shell, target_dir: &Path, rows_dir: &Path) -> Result<()> {
         let wall = median(&mut walls);
         let per_scenario = median(&mut scenario_durations);
         println!(
-            "{SUITE} suite over {transport}: {scenarios} scenarios, wall {wall:.2} s (median of \
+            "{suite} suite over {transport}: {scenarios} scenarios, wall {wall:.2} s (median of \
              {RUNS}), per-scenario median {:.1} ms",
             per_scenario * 1e3
         );
         rows.push(json!({
             "group": "conformance",
-            "name": format!("{SUITE} suite against the reference, whole run ({transport})"),
-            "id": format!("{SUITE}-{transport}-wall"),
+            "name": format!("{suite} suite against the reference, whole run ({transport})"),
+            "id": format!("{suite}-{transport}-wall"),
             "median_ns": (wall * 1e9) as u64,
             "messages": scenarios,
         }));
         rows.push(json!({
             "group": "conformance",
-            "name": format!("{SUITE} suite against the reference, per scenario ({transport})"),
-            "id": format!("{SUITE}-{transport}-scenario"),
+            "name": format!("{suite} suite against the reference, per scenario ({transport})"),
+            "id": format!("{suite}-{transport}-scenario"),
             "median_ns": (per_scenario * 1e9) as u64,
             "messages": scenarios,
         }));

@@ -1,0 +1,97 @@
+//! `<team>/config.json`: the team's identity and status, in the shape the upstream `team_create`
+//! writes (E-TEAM-25), replaced atomically (temp file, fsync, rename) under `<team>/.config.lock`.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::error::{TeamsError, TeamsResult};
+use crate::aof::atomic_file::write_atomic;
+use crate::aof::file_lock::FileLock;
+
+/// The config file's name.
+pub const CONFIG_FILE: &str = "config.json";
+const CONFIG_LOCK: &str = ".config.lock";
+
+/// The team is working.
+pub const STATUS_ACTIVE: &str = "active";
+/// The lead asked members to stop and waits for their answers.
+pub const STATUS_SHUTTING_DOWN: &str = "shutting_down";
+/// Every member stopped.
+pub const STATUS_SHUTDOWN: &str = "shutdown";
+
+/// Times and status.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Metadata {
+    /// Epoch ms.
+    pub created_at: i64,
+    /// Epoch ms.
+    pub updated_at: i64,
+    /// `active`, `shutting_down` or `shutdown`.
+    pub status: String,
+}
+
+/// The content of config.json.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamConfig {
+    /// The team name.
+    pub team_name: String,
+    /// A random UUID.
+    pub id: String,
+    /// Free text.
+    pub description: String,
+    /// The default agent type of spawned teammates.
+    pub agent_type: String,
+    /// The lead's session key.
+    pub lead: String,
+    /// Times and status.
+    pub metadata: Metadata,
+}
+
+impl TeamConfig {
+    /// Reads `<dir>/config.json`; `None` when it does not exist.
+    pub fn read(dir: &Path) -> TeamsResult<Option<Self>> {
+        let path = dir.join(CONFIG_FILE);
+        match std::fs::read(&path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
+                TeamsError::storage(
+                    format!("reading {}", path.display()),
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, e),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(TeamsError::storage(
+                format!("reading {}", path.display()),
+                e,
+            )),
+        }
+    }
+
+    /// Writes `<dir>/config.json` atomically.
+    pub fn write(&self, dir: &Path) -> TeamsResult<()> {
+        let path = dir.join(CONFIG_FILE);
+        let mut bytes = serde_json::to_vec_pretty(self)
+            .map_err(|e| TeamsError::storage("encoding config.json", std::io::Error::other(e)))?;
+        bytes.push(b'\n');
+        write_atomic(&path, &bytes)
+            .map_err(|e| TeamsError::storage(format!("writing {}", path.display()), e))
+    }
+
+    /// Changes the status under the config lock; returns the new config.
+    pub fn set_status(dir: &Path, status: &str, now: i64) -> TeamsResult<Self> {
+        let _guard = FileLock::exclusive(&dir.join(CONFIG_LOCK))
+            .map_err(|e| TeamsError::storage("locking config.json", e))?;
+        let mut config = Self::read(dir)?.ok_or_else(|| {
+            TeamsError::TeamNotFound(
+                dir.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default(),
+            )
+        })?;
+        config.metadata.status = status.to_owned();
+        config.metadata.updated_at = now;
+        config.write(dir)?;
+        Ok(config)
+    }
+}
