@@ -75,5 +75,9 @@ pub fn all() -> Vec<Suite> {
             name: "aof",
             checks: aof::checks,
         },
+        Suite {
+            name: "aof-ski",
+            checks: aof::extensions::checks,
+        },
     ]
 }
