@@ -310,6 +310,22 @@ impl Adapter {
         self.route_text(&message.to_string(), now).await
     }
 
+    /// `route --ndjson` at `now` started as a process of its own (never through the batch
+    /// process) with stdin left open: the caller writes one message per line and reads one
+    /// report per line, so that it sees which process handles each message.
+    pub fn route_stream(&self, now: &str) -> Result<Child, CheckError> {
+        let data_dir = self.data_dir.display().to_string();
+        let spec = self.ctx.command(COMMAND, &[])?.args([
+            "route",
+            "--ndjson",
+            "--data-dir",
+            data_dir.as_str(),
+            "--now",
+            now,
+        ]);
+        self.ctx.spawn(spec)
+    }
+
     /// `route --ndjson` of several messages, one per line.
     pub async fn route_ndjson(&self, messages: &[Value], now: &str) -> Result<Output, CheckError> {
         let text: Vec<String> = messages.iter().map(Value::to_string).collect();
