@@ -11,9 +11,9 @@ use ski::transport::child::Child;
 use super::adapter::Adapter;
 use super::delivery;
 use super::disk;
+use super::events::Events;
 use super::expect;
 use super::fixture::{self, TaskSpec};
-use super::events::Events;
 use super::message::{self, LATER, NOW, TASK_1, TASK_2, TASK_3};
 use crate::{Check, CheckError, CheckResult, Ctx, Failure, OrFail, ensure, ensure_eq};
 
@@ -182,7 +182,9 @@ async fn stream_route(
         CheckError::from(
             Failure::new(
                 "the router goes on after a handler error",
-                format!("the `route --ndjson` process that reported the failure also reports {what}"),
+                format!(
+                    "the `route --ndjson` process that reported the failure also reports {what}"
+                ),
             )
             .actual(format!(
                 "its stdout closed (exit {:?})",
@@ -212,11 +214,23 @@ async fn aof_x_03(ctx: Ctx) -> CheckResult {
     let mark = Events::mark(&adapter).await?;
     let mut router = adapter.route_stream(NOW)?;
     let first = stream_route(&ctx, &mut router, &failing, "the failing completion.report").await?;
-    ensure_eq!(json!("failed"), first["outcome"], "the failing message's outcome");
+    ensure_eq!(
+        json!("failed"),
+        first["outcome"],
+        "the failing message's outcome"
+    );
     let second = stream_route(&ctx, &mut router, &update, "the next status.update").await?;
-    ensure_eq!(json!("handled"), second["outcome"], "the next message's outcome");
+    ensure_eq!(
+        json!("handled"),
+        second["outcome"],
+        "the next message's outcome"
+    );
     let third = stream_route(&ctx, &mut router, &report, "a later completion.report").await?;
-    ensure_eq!(json!("handled"), third["outcome"], "a later message's outcome");
+    ensure_eq!(
+        json!("handled"),
+        third["outcome"],
+        "a later message's outcome"
+    );
     router.close_stdin();
     let status = ctx
         .within("`route --ndjson` to end with its input", router.wait())

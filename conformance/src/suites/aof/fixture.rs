@@ -75,7 +75,12 @@ impl TaskSpec {
             FROM_AGENT,
         ];
         if self.status == "in-progress" {
-            args.extend(["--lease-agent", FROM_AGENT, "--lease-ttl-ms", lease_ttl.as_str()]);
+            args.extend([
+                "--lease-agent",
+                FROM_AGENT,
+                "--lease-ttl-ms",
+                lease_ttl.as_str(),
+            ]);
         }
         if let Some(metadata) = &metadata {
             args.extend(["--metadata", metadata.as_str()]);

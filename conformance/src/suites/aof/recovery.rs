@@ -169,7 +169,6 @@ async fn aof_061_01(ctx: Ctx) -> CheckResult {
     stale(&adapter, &RECLAIM).await?;
     let (report, _) = poll(&adapter, true).await?;
     ensure_stale_actions(&report, TASK_1, 1)
-
 }
 
 /// An in-progress task whose heartbeat is live or absent is neither flagged nor moved.
