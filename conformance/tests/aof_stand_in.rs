@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::{Value, json};
+use ski_conformance::catalog::TimeoutClass;
 use ski_conformance::context::Timeouts;
 use ski_conformance::report::junit::details;
 use ski_conformance::runner::{Planned, RunOptions, ScenarioResult, run_one};
@@ -85,9 +86,34 @@ fn trials() -> Vec<Trial> {
     trials
 }
 
-/// Fails unless row `id` against the stand-in `variant` has `outcome`.
+/// The most adapter calls a row of `class` may make: about one second each (catalog header).
+fn call_budget(class: TimeoutClass) -> usize {
+    match class {
+        TimeoutClass::Short => 4,
+        TimeoutClass::Normal => 15,
+        TimeoutClass::Long => 45,
+    }
+}
+
+/// Fails unless row `id` against the stand-in `variant` has `outcome` and made no more adapter
+/// calls (each a process here) than its timeout class budgets.
 fn expect(id: &str, variant: &str, outcome: Outcome) -> Result<(), Failed> {
     let result = run_row(id, variant)?;
+    let class = catalog::builtin()
+        .map_err(|e| Failed::from(e.to_string()))?
+        .scenarios()
+        .find(|s| s.id == id)
+        .map(|s| s.timeout)
+        .unwrap_or_default();
+    let calls = result.processes.len();
+    if calls > call_budget(class) {
+        return Err(Failed::from(format!(
+            "{id} makes {calls} adapter calls, more than its timeout class {} budgets ({}); \
+             give it a longer class in its catalog",
+            class.as_str(),
+            call_budget(class)
+        )));
+    }
     if result.outcome == outcome {
         return Ok(());
     }
