@@ -159,6 +159,19 @@ async fn aof_x_02(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
+/// The failure of a `route --ndjson` process that stopped before it handled `what`.
+fn stopped(router: &Child, what: &str, actual: String) -> CheckError {
+    Failure::new(
+        "the router goes on after a handler error",
+        format!("the `route --ndjson` process that reported the failure also handles {what}"),
+    )
+    .actual(format!(
+        "{actual} (exit {:?})",
+        router.try_status().map(|s| s.code())
+    ))
+    .into()
+}
+
 /// Writes `message` as one line to the `route --ndjson` process and reads its one report line.
 async fn stream_route(
     ctx: &Ctx,
@@ -168,30 +181,22 @@ async fn stream_route(
 ) -> Result<Value, CheckError> {
     let line = ctx
         .within(&format!("the report of {what}"), async {
-            router
-                .send_line(&message.to_string())
-                .await
-                .or_fail(format!("the same `route --ndjson` process reads {what}"))?;
+            if let Err(error) = router.send_line(&message.to_string()).await {
+                return Err(stopped(
+                    router,
+                    what,
+                    format!("writing to it failed: {error}"),
+                ));
+            }
             router
                 .next_line()
                 .await
                 .or_fail(format!("the same `route --ndjson` process reports {what}"))
         })
         .await??;
-    let line = line.ok_or_else(|| {
-        CheckError::from(
-            Failure::new(
-                "the router goes on after a handler error",
-                format!(
-                    "the `route --ndjson` process that reported the failure also reports {what}"
-                ),
-            )
-            .actual(format!(
-                "its stdout closed (exit {:?})",
-                router.try_status().map(|s| s.code())
-            )),
-        )
-    })?;
+    let Some(line) = line else {
+        return Err(stopped(router, what, "its stdout closed".to_owned()));
+    };
     serde_json::from_str(&line).or_fail(format!("a JSON report line for {what}, got {line:?}"))
 }
 
