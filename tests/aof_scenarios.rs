@@ -694,3 +694,63 @@ fn help_explains_the_commands() {
         );
     }
 }
+
+#[test]
+fn batch_answers_each_request_before_reading_the_next() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+
+    let a = Adapter::new();
+    let data = a.data_arg();
+    let mut child = aof_support::ski()
+        .args(["aof", "batch"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ski aof batch starts");
+    let mut input = child.stdin.take().expect("stdin");
+    let mut output = BufReader::new(child.stdout.take().expect("stdout"));
+    let mut ask = |request: Value| -> Value {
+        writeln!(input, "{request}").expect("write a request");
+        input.flush().expect("flush");
+        let mut line = String::new();
+        output.read_line(&mut line).expect("read an answer");
+        serde_json::from_str(&line).expect("one JSON answer per line")
+    };
+    let created = ask(
+        json!({"args": ["task", "create", "--data-dir", data, "--now", NOW,
+        "--title", "Parser", "--id", T1, "--status", "in-progress"]}),
+    );
+    assert_eq!(created["code"], 0, "{created}");
+    let update = aof_support::envelope(
+        "status.update",
+        T1,
+        "swe-backend",
+        json!({"taskId": T1, "agentId": "swe-backend", "progress": "half way"}),
+    );
+    let routed = ask(json!({"args": ["route", "--data-dir", data, "--now", NOW],
+        "stdin": update}));
+    assert_eq!(routed["code"], 0, "{routed}");
+    let report: Value =
+        serde_json::from_str(routed["stdout"].as_str().unwrap_or("")).expect("a route report");
+    assert_eq!(report["outcome"], "handled");
+    let missing = ask(json!({"args": ["route", "--data-dir", data, "--now", NOW],
+        "stdin": aof_support::envelope("status.update", T2, "swe-backend",
+            json!({"taskId": T2, "agentId": "swe-backend", "progress": "x"}))}));
+    assert_eq!(missing["code"], 2, "{missing}");
+    assert!(
+        missing["stderr"]
+            .as_str()
+            .unwrap_or("")
+            .contains("rejected"),
+        "{missing}"
+    );
+    let events = ask(json!({"args": ["events", "--data-dir", data, "--type", "task.updated"]}));
+    let logged: Value =
+        serde_json::from_str(events["stdout"].as_str().unwrap_or("")).expect("events");
+    assert_eq!(logged.as_array().map(Vec::len), Some(1), "{logged}");
+    drop(input);
+    let status = child.wait().expect("batch ends");
+    assert!(status.success(), "batch exits 0 at the end of its input");
+}

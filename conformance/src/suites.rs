@@ -77,6 +77,10 @@ pub fn all() -> Vec<Suite> {
             checks: aof::checks,
         },
         Suite {
+            name: "aof-ski",
+            checks: aof::extensions::checks,
+        },
+        Suite {
             name: "teams",
             checks: teams::checks,
         },

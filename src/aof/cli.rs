@@ -5,7 +5,7 @@
 //! `conformance/targets/aof-adapter.md`.
 
 use std::collections::BTreeMap;
-use std::io::{self, BufRead, Read, Write};
+use std::io::{self, BufRead, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, anyhow};
@@ -28,6 +28,8 @@ use super::task::{Lease, Priority, Routing, STATUS_VALUES, Task, TaskStatus};
 use super::task_id::TaskId;
 use super::timestamp::Timestamp;
 use super::validation::{Issue, IssueKind};
+
+mod batch;
 use crate::exit::{CommandError, CommandResult};
 
 const ABOUT: &str = "AOF/1 agent task protocol: validate envelopes, route messages into a \
@@ -78,6 +80,9 @@ enum AofCommand {
     Events(EventsArgs),
     /// Print the transitions a completion outcome maps to from a status.
     Resolve(ResolveArgs),
+    /// Run many commands in this one process: each stdin line {"args": [...], "stdin": "..."}
+    /// gets one line {"code", "stdout", "stderr"}.
+    Batch,
 }
 
 /// Where the data lives and what time it is.
@@ -332,11 +337,38 @@ struct ResolveArgs {
     review_required: bool,
 }
 
+/// Where a command reads its input and writes its JSON: the process's stdin and stdout, or one
+/// request of a batch.
+struct Io<'a> {
+    input: &'a mut dyn BufRead,
+    output: &'a mut dyn Write,
+}
+
 /// Runs `ski aof`.
 pub fn run(args: AofArgs) -> CommandResult {
-    match args.command {
-        AofCommand::Validate(args) => validate(&args),
-        AofCommand::Route(args) => route(&args),
+    if let AofCommand::Batch = args.command {
+        return batch::serve(io::stdin().lock(), io::stdout().lock());
+    }
+    let stdin = io::stdin();
+    let mut input = stdin.lock();
+    let mut output = io::stdout().lock();
+    execute(
+        &mut Io {
+            input: &mut input,
+            output: &mut output,
+        },
+        args.command,
+    )
+}
+
+/// Runs one command with `io` as its stdin and stdout.
+fn execute(io: &mut Io<'_>, command: AofCommand) -> CommandResult {
+    match command {
+        AofCommand::Batch => Err(CommandError::invalid_input(anyhow!(
+            "batch cannot be run inside a batch"
+        ))),
+        AofCommand::Validate(args) => validate(io, &args),
+        AofCommand::Route(args) => route(io, &args),
         AofCommand::Poll(args) => {
             let (data, clock) = open(&args.data)?;
             let config = PollConfig {
@@ -344,16 +376,16 @@ pub fn run(args: AofArgs) -> CommandResult {
                 heartbeat_ttl_ms: args.heartbeat_ttl_ms,
             };
             let result = poll(&data, clock.as_ref(), config).map_err(failure)?;
-            print_json(&result)
+            print_json(io, &result)
         }
         AofCommand::SessionEnd(args) => {
             let (data, clock) = open(&args)?;
             let report = session_end(&data, clock.as_ref()).map_err(failure)?;
-            print_json(&report)
+            print_json(io, &report)
         }
-        AofCommand::Task(command) => task(command),
-        AofCommand::Run(command) => run_artifacts(command),
-        AofCommand::Events(args) => events(&args),
+        AofCommand::Task(command) => task(io, command),
+        AofCommand::Run(command) => run_artifacts(io, command),
+        AofCommand::Events(args) => events(io, &args),
         AofCommand::Resolve(args) => {
             let status = parse_status(&args.status)?;
             let outcome = Outcome::parse(&args.outcome).ok_or_else(|| {
@@ -362,21 +394,19 @@ pub fn run(args: AofArgs) -> CommandResult {
                     args.outcome
                 ))
             })?;
-            print_json(&resolve_completion_transitions(
-                status,
-                outcome,
-                args.review_required,
-            ))
+            print_json(
+                io,
+                &resolve_completion_transitions(status, outcome, args.review_required),
+            )
         }
     }
 }
 
-fn print_json(value: &impl Serialize) -> CommandResult {
+fn print_json(io: &mut Io<'_>, value: &impl Serialize) -> CommandResult {
     let text = serde_json::to_string_pretty(value)
         .map_err(|error| CommandError::internal(anyhow!(error)))?;
-    let mut stdout = io::stdout().lock();
-    writeln!(stdout, "{text}")
-        .and_then(|()| stdout.flush())
+    writeln!(io.output, "{text}")
+        .and_then(|()| io.output.flush())
         .context("writing to stdout")
         .map_err(CommandError::internal)
 }
@@ -420,7 +450,7 @@ fn parse_task_id(text: &str) -> CommandResult<TaskId> {
     TaskId::parse(text).map_err(CommandError::invalid_input)
 }
 
-fn read_input(file: Option<&Path>) -> CommandResult<String> {
+fn read_input(io: &mut Io<'_>, file: Option<&Path>) -> CommandResult<String> {
     let mut text = String::new();
     match file {
         Some(path) => {
@@ -429,7 +459,7 @@ fn read_input(file: Option<&Path>) -> CommandResult<String> {
                 .map_err(CommandError::invalid_input)?;
         }
         None => {
-            io::stdin()
+            io.input
                 .read_to_string(&mut text)
                 .context("cannot read stdin")
                 .map_err(CommandError::invalid_input)?;
@@ -537,10 +567,10 @@ pub fn validation_report(kind: &str, text: &str) -> Option<Value> {
     Some(to_json(&validate_text(kind, text)))
 }
 
-fn validate(args: &ValidateArgs) -> CommandResult {
-    let text = read_input(args.file.as_deref())?;
+fn validate(io: &mut Io<'_>, args: &ValidateArgs) -> CommandResult {
+    let text = read_input(io, args.file.as_deref())?;
     let report = validate_text(args.kind, &text);
-    print_json(&report)?;
+    print_json(io, &report)?;
     if report.valid {
         Ok(())
     } else {
@@ -556,7 +586,7 @@ fn validate(args: &ValidateArgs) -> CommandResult {
     }
 }
 
-fn route(args: &RouteArgs) -> CommandResult {
+fn route(io: &mut Io<'_>, args: &RouteArgs) -> CommandResult {
     let (data, clock) = open(&args.data)?;
     let router = Router::new(
         data,
@@ -566,29 +596,35 @@ fn route(args: &RouteArgs) -> CommandResult {
         },
     );
     if args.ndjson {
-        let stdin = io::stdin();
-        let mut stdout = io::stdout().lock();
-        for line in stdin.lock().lines() {
-            let line = line
+        let mut lines = String::new();
+        loop {
+            lines.clear();
+            let read = io
+                .input
+                .read_line(&mut lines)
                 .context("cannot read stdin")
                 .map_err(CommandError::invalid_input)?;
+            if read == 0 {
+                break;
+            }
+            let line = lines.trim_end_matches(['\n', '\r']);
             if line.trim().is_empty() {
                 continue;
             }
-            let report = match router.route_input(&line) {
+            let report = match router.route_input(line) {
                 Ok(report) => to_json(&report),
                 Err(error) => json!({ "outcome": "failed", "reason": describe(&error) }),
             };
-            writeln!(stdout, "{report}")
-                .and_then(|()| stdout.flush())
+            writeln!(io.output, "{report}")
+                .and_then(|()| io.output.flush())
                 .context("writing to stdout")
                 .map_err(CommandError::internal)?;
         }
         return Ok(());
     }
-    let text = read_input(None)?;
+    let text = read_input(io, None)?;
     let report = router.route_input(&text).map_err(failure)?;
-    print_json(&report)?;
+    print_json(io, &report)?;
     let reason = report.reason.clone().unwrap_or_default();
     match report.outcome {
         RouteOutcome::Handled | RouteOutcome::Ignored | RouteOutcome::Unknown => Ok(()),
@@ -618,7 +654,7 @@ fn task_json(data: &DataDir, task: &Task) -> Value {
     })
 }
 
-fn task(command: TaskCommand) -> CommandResult {
+fn task(io: &mut Io<'_>, command: TaskCommand) -> CommandResult {
     match command {
         TaskCommand::Create(args) => {
             let (data, clock) = open(&args.data)?;
@@ -662,7 +698,7 @@ fn task(command: TaskCommand) -> CommandResult {
                     json!({ "status": task.status(), "title": task.frontmatter.title }),
                 )
                 .map_err(failure)?;
-            print_json(&task_json(&data, &task))
+            print_json(io, &task_json(&data, &task))
         }
         TaskCommand::Show(args) => {
             let (data, _) = open(&args.data)?;
@@ -672,7 +708,7 @@ fn task(command: TaskCommand) -> CommandResult {
                 .read(&id)
                 .map_err(|e| failure(e.into()))?
                 .ok_or_else(|| CommandError::invalid_input(anyhow!("task {id} not found")))?;
-            print_json(&task_json(&data, &task))
+            print_json(io, &task_json(&data, &task))
         }
         TaskCommand::List(args) => {
             let (data, _) = open(&args.data)?;
@@ -684,7 +720,7 @@ fn task(command: TaskCommand) -> CommandResult {
                 .map(|task| task_json(&data, task))
                 .collect();
             let broken: Vec<String> = broken.iter().map(|e| describe(e)).collect();
-            print_json(&json!({ "tasks": tasks, "invalidFiles": broken }))
+            print_json(io, &json!({ "tasks": tasks, "invalidFiles": broken }))
         }
         TaskCommand::Transition(args) => {
             let (data, clock) = open(&args.data)?;
@@ -710,12 +746,12 @@ fn task(command: TaskCommand) -> CommandResult {
                     json!({ "from": from, "to": to, "reason": args.reason }),
                 )
                 .map_err(failure)?;
-            print_json(&task_json(&data, &task))
+            print_json(io, &task_json(&data, &task))
         }
     }
 }
 
-fn run_artifacts(command: RunCommand) -> CommandResult {
+fn run_artifacts(io: &mut Io<'_>, command: RunCommand) -> CommandResult {
     match command {
         RunCommand::Start(args) => {
             let (data, clock) = open(&args.data)?;
@@ -728,7 +764,7 @@ fn run_artifacts(command: RunCommand) -> CommandResult {
                 metadata: Default::default(),
             };
             data.runs.write_run(&run).map_err(|e| failure(e.into()))?;
-            print_json(&run)
+            print_json(io, &run)
         }
         RunCommand::Heartbeat(args) => {
             let (data, clock) = open(&args.data)?;
@@ -761,12 +797,12 @@ fn run_artifacts(command: RunCommand) -> CommandResult {
                     heartbeat
                 }
             };
-            print_json(&heartbeat)
+            print_json(io, &heartbeat)
         }
         RunCommand::Result(args) => {
             let (data, _) = open(&args.data)?;
             let id = parse_task_id(&args.task)?;
-            let text = read_input(None)?;
+            let text = read_input(io, None)?;
             let value: Value = serde_json::from_str(&text)
                 .context("run result is not JSON")
                 .map_err(CommandError::invalid_input)?;
@@ -781,7 +817,10 @@ fn run_artifacts(command: RunCommand) -> CommandResult {
                 super::run::RunError::TaskMismatch { .. } => CommandError::invalid_input(e),
                 other => failure(other.into()),
             })?;
-            print_json(&json!({ "path": relative(&data, &path), "runResult": result }))
+            print_json(
+                io,
+                &json!({ "path": relative(&data, &path), "runResult": result }),
+            )
         }
         RunCommand::Expire(args) => {
             let (data, clock) = open(&args.data)?;
@@ -791,25 +830,28 @@ fn run_artifacts(command: RunCommand) -> CommandResult {
                 .mark_expired(&id, &args.reason, clock.now())
                 .map_err(|e| failure(e.into()))?;
             let run = data.runs.read_run(&id).map_err(|e| failure(e.into()))?;
-            print_json(&json!({ "expired": expired, "run": run }))
+            print_json(io, &json!({ "expired": expired, "run": run }))
         }
         RunCommand::Show(args) => {
             let (data, _) = open(&args.data)?;
             let id = parse_task_id(&args.task)?;
             let runs = &data.runs;
             let read = |e: super::run::RunError| failure(e.into());
-            print_json(&json!({
-                "taskId": id,
-                "dir": relative(&data, &runs.dir_of(&id)),
-                "run": runs.read_run(&id).map_err(read)?,
-                "heartbeat": runs.read_heartbeat(&id).map_err(read)?,
-                "runResult": runs.read_result(&id).map_err(read)?,
-            }))
+            print_json(
+                io,
+                &json!({
+                    "taskId": id,
+                    "dir": relative(&data, &runs.dir_of(&id)),
+                    "run": runs.read_run(&id).map_err(read)?,
+                    "heartbeat": runs.read_heartbeat(&id).map_err(read)?,
+                    "runResult": runs.read_result(&id).map_err(read)?,
+                }),
+            )
         }
     }
 }
 
-fn events(args: &EventsArgs) -> CommandResult {
+fn events(io: &mut Io<'_>, args: &EventsArgs) -> CommandResult {
     let (data, _) = open(&args.data)?;
     let task = args.task.as_deref().map(parse_task_id).transpose()?;
     let events = data
@@ -822,5 +864,5 @@ fn events(args: &EventsArgs) -> CommandResult {
         .filter(|e| args.kind.as_ref().is_none_or(|k| &e.kind == k))
         .filter(|e| task.as_ref().is_none_or(|t| e.task_id.as_ref() == Some(t)))
         .collect();
-    print_json(&selected)
+    print_json(io, &selected)
 }

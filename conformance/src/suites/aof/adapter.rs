@@ -2,17 +2,25 @@
 //! by the adapter's own command and arguments (`conformance/targets/aof-adapter.md`).
 //!
 //! Every call starts one process through [`Ctx::spawn`], writes its stdin, collects stdout and
-//! stderr until both close and returns the exit code with the output. Nothing here knows how the
-//! target is built; the checks judge the printed JSON, the exit code and the data dir.
+//! stderr until both close and returns the exit code with the output. When the target declares
+//! [`BATCH`], the calls of one scenario go instead, one request line each, to a single
+//! `adapter batch` process started on the first call. Nothing here knows how the target is
+//! built; the checks judge the printed JSON, the exit code and the data dir.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+use ski::transport::child::Child;
+use tokio::sync::Mutex;
 
 use crate::{CheckError, Ctx, Failure, OrFail};
 
 /// The profile's command that starts the adapter.
 pub const COMMAND: &str = "adapter";
+
+/// The capability of an adapter that runs many commands in one process (`adapter batch`).
+pub const BATCH: &str = "aof-batch";
 
 /// Exit code of a successful command.
 pub const EXIT_OK: i32 = 0;
@@ -109,11 +117,19 @@ fn clip(text: &str) -> String {
     }
 }
 
+/// The `adapter batch` process of one scenario, started on its first call.
+#[derive(Debug, Default)]
+struct BatchProcess {
+    child: Option<Child>,
+}
+
 /// The adapter of one scenario, bound to the scenario's data dir.
 #[derive(Debug, Clone)]
 pub struct Adapter {
     ctx: Ctx,
     data_dir: PathBuf,
+    /// Set when the target declares [`BATCH`].
+    batch: Option<Arc<Mutex<BatchProcess>>>,
 }
 
 impl Adapter {
@@ -122,7 +138,15 @@ impl Adapter {
         Ok(Self {
             ctx: ctx.clone(),
             data_dir: ctx.data_dir()?,
+            batch: ctx
+                .has(BATCH)
+                .then(|| Arc::new(Mutex::new(BatchProcess::default()))),
         })
+    }
+
+    /// Whether calls go to one `adapter batch` process.
+    pub fn batched(&self) -> bool {
+        self.batch.is_some()
     }
 
     /// The data dir every command of this adapter uses.
@@ -135,11 +159,89 @@ impl Adapter {
         &self.ctx
     }
 
-    /// Runs `adapter ARGS…` with `stdin` as its input (nothing when `None`) and waits for it.
+    /// Runs `adapter ARGS…` with `stdin` as its input (nothing when `None`) and waits for it:
+    /// a process of its own, or one request to the scenario's batch process.
     pub async fn run(&self, args: &[&str], stdin: Option<&str>) -> Result<Output, CheckError> {
-        let spec = self.ctx.command(COMMAND, &[])?.args(args);
         let command = format!("{} {}", COMMAND, args.join(" "));
         let command = command.trim_end().to_owned();
+        match &self.batch {
+            Some(batch) => self.run_batched(batch, args, stdin, command).await,
+            None => self.run_alone(args, stdin, command).await,
+        }
+    }
+
+    /// One request line to the batch process (started now when it is not running yet) and its
+    /// answer line `{"code", "stdout", "stderr"}`.
+    async fn run_batched(
+        &self,
+        batch: &Mutex<BatchProcess>,
+        args: &[&str],
+        stdin: Option<&str>,
+        command: String,
+    ) -> Result<Output, CheckError> {
+        let mut batch = batch.lock().await;
+        if batch.child.is_none() {
+            let spec = self.ctx.command(COMMAND, &[])?.arg("batch");
+            batch.child = Some(self.ctx.spawn(spec)?);
+        }
+        let Some(child) = batch.child.as_mut() else {
+            return Err(CheckError::Harness("the batch process is gone".into()));
+        };
+        let request = json!({
+            "args": args,
+            "stdin": stdin.map(|text| format!("{text}\n")),
+        });
+        let what = format!("the batch answer to `{command}`");
+        let line = self
+            .ctx
+            .within(&what, async {
+                child
+                    .send_line(&request.to_string())
+                    .await
+                    .or_fail(format!("`{COMMAND} batch` reads request lines on stdin"))?;
+                child
+                    .next_line()
+                    .await
+                    .or_fail(format!("`{COMMAND} batch` answers `{command}`"))
+            })
+            .await??;
+        let Some(line) = line else {
+            return Err(Failure::new(
+                format!("`{COMMAND} batch` answers every request"),
+                format!("one answer line for `{command}`"),
+            )
+            .actual("stdout closed")
+            .into());
+        };
+        let answer: Value = serde_json::from_str(&line).or_fail(format!(
+            "`{COMMAND} batch` answers with one JSON object per line, got {line:?}"
+        ))?;
+        let text = |key: &str| answer[key].as_str().unwrap_or_default().to_owned();
+        let code = answer["code"].as_i64().and_then(|c| i32::try_from(c).ok());
+        if code.is_none() {
+            return Err(Failure::new(
+                format!("`{COMMAND} batch` reports exit codes"),
+                "an answer {\"code\": integer, \"stdout\": string, \"stderr\": string}",
+            )
+            .actual(line)
+            .into());
+        }
+        Ok(Output {
+            command,
+            code,
+            stdout: text("stdout"),
+            stderr: text("stderr"),
+        })
+    }
+
+    /// `adapter ARGS…` as a process of its own.
+    async fn run_alone(
+        &self,
+        args: &[&str],
+        stdin: Option<&str>,
+        command: String,
+    ) -> Result<Output, CheckError> {
+        let spec = self.ctx.command(COMMAND, &[])?.args(args);
         let mut child = self.ctx.spawn(spec)?;
         let what = format!("`{command}` to finish");
         let output = self
@@ -206,6 +308,22 @@ impl Adapter {
     /// `route` of one message given as a JSON value (sent compact, on one line).
     pub async fn route(&self, message: &Value, now: &str) -> Result<Output, CheckError> {
         self.route_text(&message.to_string(), now).await
+    }
+
+    /// `route --ndjson` at `now` started as a process of its own (never through the batch
+    /// process) with stdin left open: the caller writes one message per line and reads one
+    /// report per line, so that it sees which process handles each message.
+    pub fn route_stream(&self, now: &str) -> Result<Child, CheckError> {
+        let data_dir = self.data_dir.display().to_string();
+        let spec = self.ctx.command(COMMAND, &[])?.args([
+            "route",
+            "--ndjson",
+            "--data-dir",
+            data_dir.as_str(),
+            "--now",
+            now,
+        ]);
+        self.ctx.spawn(spec)
     }
 
     /// `route --ndjson` of several messages, one per line.

@@ -6,13 +6,15 @@ use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use serde_json::{Value, json};
+use ski::transport::child::Child;
 
 use super::adapter::Adapter;
 use super::delivery;
 use super::disk;
+use super::events::Events;
 use super::expect;
 use super::fixture::{self, TaskSpec};
-use super::message::{self, LATER, NOW, TASK_1, TASK_2};
+use super::message::{self, LATER, NOW, TASK_1, TASK_2, TASK_3};
 use crate::{Check, CheckError, CheckResult, Ctx, Failure, OrFail, ensure, ensure_eq};
 
 /// The checks of this module.
@@ -36,10 +38,12 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "AOF-X-03",
-            "Turns the run directory of one task into a plain file, then routes with --ndjson a \
-             completion.report for it followed by a status.update for another task: the first must \
-             be reported failed with protocol.message.error logged, the second handled, and the \
-             router must exit 0; the failing message alone must exit 5 with a failed report.",
+            "Turns the run directory of one task into a plain file, starts one `route --ndjson` \
+             process and writes to it, one line at a time and each after the previous report, a \
+             completion.report for that task, a status.update and a completion.report for two \
+             others: the same process must report the first failed (protocol.message.error \
+             logged), then handle both later messages (Work Log entry, task in review), and exit \
+             0 at the end of its input; the failing message alone must exit 5 with a failed report.",
             aof_x_03,
         ),
         Check::new(
@@ -155,10 +159,52 @@ async fn aof_x_02(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
+/// The failure of a `route --ndjson` process that stopped before it handled `what`.
+fn stopped(router: &Child, what: &str, actual: String) -> CheckError {
+    Failure::new(
+        "the router goes on after a handler error",
+        format!("the `route --ndjson` process that reported the failure also handles {what}"),
+    )
+    .actual(format!(
+        "{actual} (exit {:?})",
+        router.try_status().map(|s| s.code())
+    ))
+    .into()
+}
+
+/// Writes `message` as one line to the `route --ndjson` process and reads its one report line.
+async fn stream_route(
+    ctx: &Ctx,
+    router: &mut Child,
+    message: &Value,
+    what: &str,
+) -> Result<Value, CheckError> {
+    let line = ctx
+        .within(&format!("the report of {what}"), async {
+            if let Err(error) = router.send_line(&message.to_string()).await {
+                return Err(stopped(
+                    router,
+                    what,
+                    format!("writing to it failed: {error}"),
+                ));
+            }
+            router
+                .next_line()
+                .await
+                .or_fail(format!("the same `route --ndjson` process reports {what}"))
+        })
+        .await??;
+    let Some(line) = line else {
+        return Err(stopped(router, what, "its stdout closed".to_owned()));
+    };
+    serde_json::from_str(&line).or_fail(format!("a JSON report line for {what}, got {line:?}"))
+}
+
 async fn aof_x_03(ctx: Ctx) -> CheckResult {
     let adapter = Adapter::new(&ctx)?;
     fixture::task(&adapter, TASK_1, "in-progress").await?;
     fixture::task(&adapter, TASK_2, "in-progress").await?;
+    fixture::task(&adapter, TASK_3, "in-progress").await?;
     let blocked = expect::run_dir(&adapter, TASK_1).await?;
     if let Some(parent) = blocked.parent() {
         std::fs::create_dir_all(parent).or_error(format!("creating {}", parent.display()))?;
@@ -168,18 +214,40 @@ async fn aof_x_03(ctx: Ctx) -> CheckResult {
 
     let failing = message::completion_report(TASK_1, "partial");
     let progress = "still processed after a failed handler";
-    let fine = message::status_update(TASK_2, json!({"progress": progress}));
-    let mark = super::events::Events::mark(&adapter).await?;
-    let output = adapter.route_ndjson(&[failing.clone(), fine], NOW).await?;
-    output.ensure_code(super::adapter::EXIT_OK)?;
-    let reports = output.json_lines()?;
-    let outcomes: Vec<Value> = reports.iter().map(|r| r["outcome"].clone()).collect();
+    let update = message::status_update(TASK_2, json!({"progress": progress}));
+    let report = message::completion_report(TASK_3, "partial");
+    let mark = Events::mark(&adapter).await?;
+    let mut router = adapter.route_stream(NOW)?;
+    let first = stream_route(&ctx, &mut router, &failing, "the failing completion.report").await?;
     ensure_eq!(
-        json!(["failed", "handled"]),
-        Value::Array(outcomes),
-        "the outcomes of the two messages"
+        json!("failed"),
+        first["outcome"],
+        "the failing message's outcome"
     );
-    let events = super::events::Events::since(&adapter, mark).await?;
+    let second = stream_route(&ctx, &mut router, &update, "the next status.update").await?;
+    ensure_eq!(
+        json!("handled"),
+        second["outcome"],
+        "the next message's outcome"
+    );
+    let third = stream_route(&ctx, &mut router, &report, "a later completion.report").await?;
+    ensure_eq!(
+        json!("handled"),
+        third["outcome"],
+        "a later message's outcome"
+    );
+    router.close_stdin();
+    let status = ctx
+        .within("`route --ndjson` to end with its input", router.wait())
+        .await?
+        .or_error("waiting for `route --ndjson`")?;
+    ensure_eq!(
+        Some(super::adapter::EXIT_OK),
+        status.code(),
+        "the exit code of `route --ndjson` after a handler error"
+    );
+
+    let events = Events::since(&adapter, mark).await?;
     let error = events.expect(
         "protocol.message.error",
         json!({"type": "completion.report"}),
@@ -190,11 +258,20 @@ async fn aof_x_03(ctx: Ctx) -> CheckResult {
         "payload: {}",
         error["payload"]
     );
-    events.expect(
+    let received = events.expect(
         "protocol.message.received",
         json!({"type": "status.update"}),
     )?;
+    ensure!(
+        super::events::event_id(received) > super::events::event_id(error),
+        "the later message is handled after the error is logged",
+        "protocol.message.error {} and then protocol.message.received {}",
+        error,
+        received
+    );
     disk::ensure_work_log_entry(adapter.data_dir(), TASK_2, &[progress])?;
+    disk::ensure_status(adapter.data_dir(), TASK_3, "review")?;
+    events.expect("task.completed", json!({"outcome": "partial"}))?;
 
     let alone = adapter.route(&failing, LATER).await?;
     expect::routed(&alone, "failed", None)?;

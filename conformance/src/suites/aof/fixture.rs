@@ -1,11 +1,20 @@
 //! The Given of a scenario, arranged through the adapter: tasks created with `task create` in the
 //! status the scenario names (E-AOF-30), run artifacts written with `run …`.
+//!
+//! Every task is routed to the agent that sends the scenario's messages, and an in-progress task
+//! also holds that agent's lease for [`LEASE_TTL_MS`], so that an implementation whose sender
+//! check cannot be turned off is judged on the scenario, not refused as `unassigned_task`
+//! (E-AOF-34).
 
 use serde_json::Value;
 
 use super::adapter::{Adapter, EXIT_OK};
-use super::message::CREATED_AT;
+use super::message::{CREATED_AT, FROM_AGENT};
 use crate::{CheckError, Failure};
+
+/// The TTL of the lease of an in-progress Given task: two days from [`CREATED_AT`], longer than
+/// any `--now` of the suite, so that no lease expires during a scenario.
+pub const LEASE_TTL_MS: u64 = 2 * 24 * 60 * 60 * 1000;
 
 /// A task to create.
 #[derive(Debug, Clone)]
@@ -52,6 +61,7 @@ impl TaskSpec {
     /// Creates the task at [`CREATED_AT`]; the target's fault when the adapter refuses.
     pub async fn create(&self, adapter: &Adapter) -> Result<(), CheckError> {
         let metadata = self.metadata.as_ref().map(Value::to_string);
+        let lease_ttl = LEASE_TTL_MS.to_string();
         let mut args = vec![
             "task",
             "create",
@@ -61,7 +71,17 @@ impl TaskSpec {
             self.status.as_str(),
             "--title",
             self.title.as_str(),
+            "--routing-agent",
+            FROM_AGENT,
         ];
+        if self.status == "in-progress" {
+            args.extend([
+                "--lease-agent",
+                FROM_AGENT,
+                "--lease-ttl-ms",
+                lease_ttl.as_str(),
+            ]);
+        }
         if let Some(metadata) = &metadata {
             args.extend(["--metadata", metadata.as_str()]);
         }

@@ -27,8 +27,9 @@ pub fn checks() -> Vec<Check> {
         Check::new(
             "AOF-060-02",
             "Routes a handoff.request with every payload field; expects handoff.json to hold each \
-             field as sent (contextRefs as the same list) and handoff.md to show every criterion, \
-             output, reference, constraint, the parent and the due date.",
+             field as sent (contextRefs as the same list) and handoff.md, which must not be JSON, \
+             to show every criterion, output, reference, constraint and the due date (the Given's \
+             five fields; the layout and the task ids are not judged, E-AOF-27).",
             aof_060_02,
         ),
         Check::new(
@@ -113,7 +114,7 @@ fn inputs(adapter: &Adapter, child: &str) -> Result<PathBuf, CheckError> {
 }
 
 /// Parent and child created, then `request` routed and handled with `delegation.requested`.
-async fn delegate(
+pub(super) async fn delegate(
     adapter: &Adapter,
     parent: TaskSpec,
     child: TaskSpec,
@@ -130,7 +131,7 @@ async fn delegate(
 }
 
 /// The handoff artifacts of `child`: handoff.json parsed and handoff.md as text.
-fn artifacts(adapter: &Adapter, child: &str) -> Result<(Value, String), CheckError> {
+pub(super) fn artifacts(adapter: &Adapter, child: &str) -> Result<(Value, String), CheckError> {
     let dir = inputs(adapter, child)?;
     let json_path = dir.join("handoff.json");
     let handoff = disk::read_json(&json_path)?.ok_or_else(|| {
@@ -212,11 +213,7 @@ async fn aof_060_02(ctx: Ctx) -> CheckResult {
         handoff["contextRefs"].is_array(),
         "contextRefs is a list in handoff.json"
     );
-    let mut shown: Vec<String> = vec![
-        TASK_1.to_owned(),
-        TASK_2.to_owned(),
-        payload["dueBy"].as_str().unwrap_or_default().to_owned(),
-    ];
+    let mut shown: Vec<String> = vec![payload["dueBy"].as_str().unwrap_or_default().to_owned()];
     for list in [
         "acceptanceCriteria",
         "expectedOutputs",
@@ -240,6 +237,11 @@ async fn aof_060_02(ctx: Ctx) -> CheckResult {
         missing.is_empty(),
         "handoff.md shows every field of the request",
         "handoff.md lacks {missing:?}:\n{markdown}"
+    );
+    ensure!(
+        serde_json::from_str::<Value>(&markdown).is_err(),
+        "handoff.md is a rendering for people, not the JSON again",
+        "handoff.md parses as JSON:\n{markdown}"
     );
     Ok(())
 }

@@ -85,14 +85,15 @@ pub fn handoff_minimal(child: &str, parent: &str) -> Value {
     })
 }
 
-/// A HandoffRequestPayload with every field the document lists.
+/// A HandoffRequestPayload with every field the document lists. No list names either task, so
+/// that a rendering that shows a task id shows it because it renders that id.
 pub fn handoff_full(child: &str, parent: &str) -> Value {
     with(
         handoff_minimal(child, parent),
         json!({
             "acceptanceCriteria": ["All tests pass", "Documentation updated"],
             "expectedOutputs": ["tests/report.md"],
-            "contextRefs": [format!("tasks/in-progress/{parent}.md")],
+            "contextRefs": ["docs/parser-design.md", "notes/api-review.md"],
             "constraints": ["No new dependencies"],
         }),
     )

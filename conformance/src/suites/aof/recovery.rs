@@ -30,7 +30,8 @@ pub fn checks() -> Vec<Check> {
         Check::new(
             "AOF-061-01",
             "In-progress task with run_heartbeat.json expiring 10:00; a dry-run poll at 10:05 with \
-             heartbeatTtlMs 300000 must plan a stale_heartbeat action for it.",
+             heartbeatTtlMs 300000 must plan exactly one action {type: stale_heartbeat, taskId} for \
+             it (other action fields are not judged; fromStatus is AOF-SKI-02).",
             aof_061_01,
         ),
         Check::new(
@@ -90,8 +91,8 @@ pub fn checks() -> Vec<Check> {
         Check::new(
             "AOF-061-11",
             "Stale heartbeat, no run result; after the reclaim run.json on disk has \
-             metadata.expiredReason stale_heartbeat and status failed, and run.expired is logged \
-             with that reason.",
+             metadata.expiredReason stale_heartbeat and status failed (the artifact marked expired; \
+             no event is required, run.expired is AOF-SKI-03).",
             aof_061_11,
         ),
         Check::new(
@@ -102,8 +103,9 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "AOF-061-13",
-            "A poll that recovers one stale heartbeat reports actionsExecuted 0 (in its output and \
-             in scheduler.poll) while the task is recovered and staleHeartbeatsProcessed is 1.",
+            "A poll that recovers one stale heartbeat reports actionsExecuted 0 in its output while \
+             the task is recovered; a scheduler.poll event, when one is logged with \
+             actionsExecuted, must say 0 too (staleHeartbeatsProcessed is AOF-SKI-04).",
             aof_061_13,
         ),
         Check::new(
@@ -117,7 +119,7 @@ pub fn checks() -> Vec<Check> {
 }
 
 /// Gives `task` (already created) run.json and a heartbeat expiring at `expires_at`.
-async fn beating(adapter: &Adapter, task: &str, expires_at: &str) -> CheckResult {
+pub(super) async fn beating(adapter: &Adapter, task: &str, expires_at: &str) -> CheckResult {
     adapter.run_start(task, FROM_AGENT, BEAT_AT).await?;
     adapter
         .run_heartbeat(task, FROM_AGENT, expires_at, BEAT_AT)
@@ -125,13 +127,13 @@ async fn beating(adapter: &Adapter, task: &str, expires_at: &str) -> CheckResult
 }
 
 /// Arranges `case` (its task in progress, its run result) with a heartbeat that expired at 10:00.
-async fn stale(adapter: &Adapter, case: &Case) -> CheckResult {
+pub(super) async fn stale(adapter: &Adapter, case: &Case) -> CheckResult {
     case.arrange(adapter).await?;
     beating(adapter, case.task, EXPIRED_AT).await
 }
 
 /// A poll at 10:05 and the events it logged.
-async fn poll(adapter: &Adapter, dry_run: bool) -> Result<(Value, Events), CheckError> {
+pub(super) async fn poll(adapter: &Adapter, dry_run: bool) -> Result<(Value, Events), CheckError> {
     let mark = Events::mark(adapter).await?;
     let report = adapter.poll(POLL_AT, TTL_MS, dry_run).await?.ok_json()?;
     let events = Events::since(adapter, mark).await?;
@@ -139,7 +141,7 @@ async fn poll(adapter: &Adapter, dry_run: bool) -> Result<(Value, Events), Check
 }
 
 /// The poll's stale_heartbeat actions for `task`.
-fn stale_actions<'a>(report: &'a Value, task: &str) -> Vec<&'a Value> {
+pub(super) fn stale_actions<'a>(report: &'a Value, task: &str) -> Vec<&'a Value> {
     report["actions"]
         .as_array()
         .into_iter()
@@ -166,13 +168,7 @@ async fn aof_061_01(ctx: Ctx) -> CheckResult {
     let adapter = Adapter::new(&ctx)?;
     stale(&adapter, &RECLAIM).await?;
     let (report, _) = poll(&adapter, true).await?;
-    ensure_stale_actions(&report, TASK_1, 1)?;
-    ensure_eq!(
-        json!("in-progress"),
-        stale_actions(&report, TASK_1)[0]["fromStatus"],
-        "the action's fromStatus"
-    );
-    Ok(())
+    ensure_stale_actions(&report, TASK_1, 1)
 }
 
 /// An in-progress task whose heartbeat is live or absent is neither flagged nor moved.
@@ -207,7 +203,7 @@ async fn aof_061_03(ctx: Ctx) -> CheckResult {
 }
 
 /// A stale task is recovered by one poll as `case` says. Returns the poll's events.
-async fn recovers(ctx: &Ctx, case: &Case) -> Result<(Adapter, Events), CheckError> {
+pub(super) async fn recovers(ctx: &Ctx, case: &Case) -> Result<(Adapter, Events), CheckError> {
     let adapter = Adapter::new(ctx)?;
     stale(&adapter, case).await?;
     let (_, events) = poll(&adapter, false).await?;
@@ -216,7 +212,7 @@ async fn recovers(ctx: &Ctx, case: &Case) -> Result<(Adapter, Events), CheckErro
 }
 
 /// Task 1 with a stale heartbeat and no run result, reclaimed.
-const RECLAIM: Case = Case {
+pub(super) const RECLAIM: Case = Case {
     task: TASK_1,
     no_review: false,
     outcome: None,
@@ -225,7 +221,7 @@ const RECLAIM: Case = Case {
 };
 
 /// `run.json` of task 1 as it lies on disk.
-async fn run_json(adapter: &Adapter) -> Result<Value, CheckError> {
+pub(super) async fn run_json(adapter: &Adapter) -> Result<Value, CheckError> {
     let path = expect::run_dir(adapter, TASK_1).await?.join("run.json");
     disk::read_json(&path)?.ok_or_else(|| {
         Failure::new("run.json is kept", format!("{} exists", path.display()))
@@ -316,7 +312,7 @@ async fn aof_061_10(ctx: Ctx) -> CheckResult {
 }
 
 async fn aof_061_11(ctx: Ctx) -> CheckResult {
-    let (adapter, events) = recovers(&ctx, &RECLAIM).await?;
+    let (adapter, _) = recovers(&ctx, &RECLAIM).await?;
     let run = run_json(&adapter).await?;
     ensure_eq!(
         json!("stale_heartbeat"),
@@ -324,7 +320,6 @@ async fn aof_061_11(ctx: Ctx) -> CheckResult {
         "run.json metadata.expiredReason"
     );
     ensure_eq!(json!("failed"), run["status"], "run.json status");
-    events.expect("run.expired", json!({"reason": "stale_heartbeat"}))?;
     Ok(())
 }
 
@@ -353,17 +348,15 @@ async fn aof_061_13(ctx: Ctx) -> CheckResult {
         report["actionsExecuted"],
         "actionsExecuted of the poll"
     );
-    ensure_eq!(
-        json!(1),
-        report["staleHeartbeatsProcessed"],
-        "staleHeartbeatsProcessed of the poll"
-    );
-    let logged = events.expect("scheduler.poll", json!({}))?;
-    ensure_eq!(
-        json!(0),
-        logged["payload"]["actionsExecuted"],
-        "actionsExecuted in the scheduler.poll event"
-    );
+    for logged in events.of_type("scheduler.poll") {
+        if let Some(counted) = logged["payload"].get("actionsExecuted") {
+            ensure_eq!(
+                json!(0),
+                *counted,
+                "actionsExecuted in the scheduler.poll event"
+            );
+        }
+    }
     Ok(())
 }
 
