@@ -19,6 +19,8 @@ enum Command {
     Acp(ski::acp::cli::AcpCommand),
     // The help text of `ski aof` comes from `AofArgs`.
     Aof(ski::aof::cli::AofArgs),
+    // The help text of `ski kiro` comes from `KiroArgs`.
+    Kiro(ski::kiro::cli::KiroArgs),
 }
 
 fn main() -> ExitCode {
@@ -29,5 +31,6 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => error.report(),
         },
+        Command::Kiro(args) => ski::kiro::cli::run(args),
     }
 }
