@@ -241,6 +241,9 @@ fn echo(args: EchoArgs) -> CommandResult {
     options.kill_grace = Duration::from_millis(args.grace_ms);
     options.request_timeout = Duration::from_millis(args.request_timeout_ms);
     options.stderr_level = config.log_level();
+    // Grandchildren of a killed kiro-cli (its forked chat process, a wrapper's children) are
+    // reaped here, so the process group really disappears even where init does not reap.
+    crate::transport::child::adopt_orphans();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
