@@ -7,6 +7,7 @@
 
 pub mod intercom;
 pub mod kiro;
+pub mod kiro_sessions;
 pub mod standard;
 
 use std::sync::Arc;
