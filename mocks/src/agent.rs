@@ -339,6 +339,21 @@ where
     if agent.config.personality == Personality::Intercom {
         personality::intercom::start(agent);
     }
+    if agent.config.personality == Personality::Kiro && agent.config.kiro.require_agent {
+        match personality::kiro::find_agent(&agent.config.kiro.agent) {
+            Ok(None) => {}
+            Ok(Some(warning)) => {
+                agent.write_stderr(format!("{warning}\n").as_bytes()).await;
+            }
+            Err(error) => {
+                agent.write_stderr(format!("{error}\n").as_bytes()).await;
+                return Outcome {
+                    code: 1,
+                    reason: "agent not found".to_owned(),
+                };
+            }
+        }
+    }
     agent.start_timers();
 
     #[cfg(unix)]

@@ -152,3 +152,42 @@ async fn an_unknown_session_is_still_unknown() {
     let (_, response, _) = load(&mut agent, "../../etc/passwd").await;
     assert!(response.get("error").is_some(), "{response}");
 }
+
+#[tokio::test]
+async fn the_ready_script_looks_the_agent_up_like_kiro_cli() {
+    let home = tempfile::tempdir().unwrap();
+    let mut missing = Agent::start(
+        Start::args(&["--script", "kiro", "acp", "--agent", "nobody"])
+            .env("HOME", &home.path().display().to_string()),
+    );
+    let stderr = missing.stderr_until(|text| text.contains("not found")).await;
+    assert!(stderr.contains("agent 'nobody' not found"), "{stderr}");
+    assert_eq!(missing.code().await, 1);
+
+    std::fs::create_dir_all(home.path().join(".kiro/agents")).unwrap();
+    std::fs::write(home.path().join(".kiro/agents/tg-acp.json"), "{}").unwrap();
+    let mut both = Agent::start(
+        Start::args(&["--script", "kiro", "acp", "--agent", "tg-acp"])
+            .env("HOME", &home.path().display().to_string())
+            .file(".kiro/agents/tg-acp.json", "{}"),
+    );
+    let stderr = both.stderr_until(|text| text.contains("Agent conflict")).await;
+    assert!(stderr.contains("Using workspace version."), "{stderr}");
+    let session = both.handshake().await;
+    assert_eq!(turn(&mut both, &session, "Say exactly: found").await, ["found"]);
+    both.close_stdin();
+    assert_eq!(both.code().await, 0);
+
+    // The ready script remembers across a reload in a new process.
+    let mut again = Agent::start(
+        Start::args(&["--script", "kiro", "acp", "--agent", "tg-acp"])
+            .env("HOME", &home.path().display().to_string()),
+    );
+    let (before, response, _) = load(&mut again, &session).await;
+    assert!(response.get("result").is_some(), "{response}");
+    assert_eq!(replayed(&before).len(), 2, "{before:?}");
+    assert_eq!(
+        turn(&mut again, &session, "What did I say?").await,
+        ["You said: Say exactly: found"]
+    );
+}

@@ -234,7 +234,12 @@ fn kiro(extra: &[&str]) -> Agent {
         "claude-x",
         "--trust-all-tools",
     ]);
-    Agent::spawn(&args)
+    // The ready script keeps sessions under $HOME and requires the agent's file.
+    Agent::start(
+        Start::args(&args)
+            .env("HOME", "{dir}")
+            .file(".kiro/agents/my-agent.json", "{}"),
+    )
 }
 
 #[tokio::test]

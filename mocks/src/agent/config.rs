@@ -120,6 +120,8 @@ pub struct KiroConfig {
     pub sessions_on_disk: bool,
     /// `session/load` replays its history after the result.
     pub replay_after_result: bool,
+    /// `--agent NAME` is looked up at start; a missing agent ends the process.
+    pub require_agent: bool,
     /// `--trust-all-tools` was given.
     pub trust_all_tools: bool,
     /// `--trust-tools` as given.
@@ -298,6 +300,7 @@ impl Config {
             metadata: spec.kiro.metadata.unwrap_or(true),
             turn_markers: spec.kiro.turn_markers.unwrap_or(true),
             sessions_on_disk: spec.kiro.sessions_on_disk.unwrap_or(false),
+            require_agent: spec.kiro.require_agent.unwrap_or(false),
             replay_after_result: spec.kiro.replay == Some(crate::agent::script::ReplayTiming::After),
             trust_all_tools: overrides.kiro_trust_all_tools,
             trust_tools: overrides.kiro_trust_tools.clone(),

@@ -275,6 +275,9 @@ pub struct KiroSpec {
     pub sessions_on_disk: Option<bool>,
     /// When `session/load` replays history: `"before"` the result (default) or `"after"` it.
     pub replay: Option<ReplayTiming>,
+    /// Whether `--agent NAME` must exist as `.kiro/agents/NAME.json` in the working directory
+    /// or under `$HOME` (default false).
+    pub require_agent: Option<bool>,
 }
 
 /// When `session/load` replays a session's history.

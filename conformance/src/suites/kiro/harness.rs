@@ -201,7 +201,7 @@ impl Kiro {
     /// Writes the mock's script: `extra_rules` first, then the base rules.
     pub fn script(&self, extra_rules: &str) -> Result<(), CheckError> {
         let text = format!(
-            "personality = \"kiro\"\n\n[kiro]\nquirks = [\"exit-on-missing-mcp-servers\", \"silent-malformed-load\"]\n{extra_rules}\n{BASE_RULES}"
+            "personality = \"kiro\"\n\n[kiro]\nquirks = [\"exit-on-missing-mcp-servers\", \"silent-malformed-load\"]\nsessions_on_disk = true\nrequire_agent = true\n{extra_rules}\n{BASE_RULES}"
         );
         write(&self.root.join("kiro.toml"), &text)
     }

@@ -240,6 +240,31 @@ fn from_disk(agent: &Arc<Agent>, id: &str) -> Result<bool, u32> {
     Ok(true)
 }
 
+/// Looks `--agent NAME` up as kiro-cli does: `.kiro/agents/NAME.json` in the working directory
+/// wins over `$HOME/.kiro/agents/NAME.json` (with a warning when both exist); the built-in
+/// `kiro_default` needs no file. `Ok(Some(warning))` when found with a warning, `Err(message)`
+/// when missing.
+pub fn find_agent(name: &str) -> Result<Option<String>, String> {
+    if name == "kiro_default" {
+        return Ok(None);
+    }
+    let usable = !name.is_empty()
+        && !name.starts_with('.')
+        && !name.contains(['/', '\\']);
+    let file = format!("{name}.json");
+    let workspace = std::path::Path::new(".kiro/agents").join(&file);
+    let global = std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".kiro/agents").join(&file));
+    let in_workspace = usable && workspace.is_file();
+    let in_home = usable && global.as_ref().is_some_and(|p| p.is_file());
+    match (in_workspace, in_home) {
+        (true, true) => Ok(Some("Agent conflict. Using workspace version.".to_owned())),
+        (true, false) | (false, true) => Ok(None),
+        (false, false) => Err(format!(
+            "error: agent '{name}' not found (looked for .kiro/agents/{file} and ~/.kiro/agents/{file})"
+        )),
+    }
+}
+
 fn marker(kind: &str, extra: Value) -> Value {
     let mut kiro = json!({ "kind": kind });
     standard::merge(&mut kiro, Some(&extra));
