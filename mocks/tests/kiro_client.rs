@@ -121,7 +121,11 @@ async fn ready(setup: &Setup, grace: Duration) -> (KiroClient, String) {
     (client, session)
 }
 
-async fn turn(client: &KiroClient, session: &str, text: &str) -> Result<Vec<TurnEvent>, ClientError> {
+async fn turn(
+    client: &KiroClient,
+    session: &str,
+    text: &str,
+) -> Result<Vec<TurnEvent>, ClientError> {
     let turn = client.start_prompt(session, text).await?;
     assert_eq!(client.state(), ClientState::Busy);
     let mut events = Vec::new();
@@ -144,21 +148,31 @@ async fn full_flow_with_monotonic_ids_and_a_clean_close() {
     let setup = Setup::new(false);
     let (client, session) = ready(&setup, Duration::from_secs(5)).await;
     assert!(!session.is_empty());
-    let events = turn(&client, &session, "Say exactly: HELLO_ACP_TEST").await.unwrap();
+    let events = turn(&client, &session, "Say exactly: HELLO_ACP_TEST")
+        .await
+        .unwrap();
     assert_eq!(chunks(&events), ["HELLO_ACP_TEST"]);
     assert_eq!(
         events.last(),
-        Some(&TurnEvent::TurnEnd { stop_reason: "end_turn".into() })
+        Some(&TurnEvent::TurnEnd {
+            stop_reason: "end_turn".into()
+        })
     );
     assert_eq!(client.state(), ClientState::Ready);
     client.cancel(&session).await.unwrap();
     let termination = client.close().await.unwrap();
-    assert!(termination.group_gone && !termination.sent_kill, "{termination}");
+    assert!(
+        termination.group_gone && !termination.sent_kill,
+        "{termination}"
+    );
     assert_eq!(client.state(), ClientState::Dead);
     let sent = setup.sent();
     let ids: Vec<i64> = sent.iter().filter_map(|m| m["id"].as_i64()).collect();
     assert_eq!(ids, [0, 1, 2]);
-    let cancel = sent.iter().find(|m| m["method"] == "session/cancel").unwrap();
+    let cancel = sent
+        .iter()
+        .find(|m| m["method"] == "session/cancel")
+        .unwrap();
     assert!(cancel.get("id").is_none(), "{cancel}");
     let new = sent.iter().find(|m| m["method"] == "session/new").unwrap();
     assert_eq!(new["params"]["mcpServers"], serde_json::json!([]));
@@ -170,7 +184,9 @@ async fn streams_incremental_chunks_and_logs_other_updates() {
     let (client, session) = ready(&setup, Duration::from_secs(5)).await;
     let events = turn(&client, &session, "stream").await.unwrap();
     assert_eq!(chunks(&events), ["one ", "two ", "three"]);
-    assert!(events.contains(&TurnEvent::Update { kind: "tool_call".into() }));
+    assert!(events.contains(&TurnEvent::Update {
+        kind: "tool_call".into()
+    }));
     let chunk_positions: Vec<usize> = events
         .iter()
         .enumerate()
@@ -187,20 +203,46 @@ async fn refuses_out_of_state_commands() {
     let setup = Setup::new(false);
     let client = KiroClient::spawn(setup.options(Duration::from_secs(5))).unwrap();
     let early = client.new_session().await.unwrap_err();
-    assert!(matches!(early, ClientError::WrongState { state: ClientState::New, .. }), "{early}");
+    assert!(
+        matches!(
+            early,
+            ClientError::WrongState {
+                state: ClientState::New,
+                ..
+            }
+        ),
+        "{early}"
+    );
     client.initialize().await.unwrap();
     let again = client.initialize().await.unwrap_err();
     assert!(matches!(again, ClientError::WrongState { .. }));
     let session = client.new_session().await.unwrap();
     let first = client.start_prompt(&session, "stream").await.unwrap();
     let second = client.start_prompt(&session, "stream").await.err().unwrap();
-    assert!(matches!(second, ClientError::WrongState { state: ClientState::Busy, .. }), "{second}");
+    assert!(
+        matches!(
+            second,
+            ClientError::WrongState {
+                state: ClientState::Busy,
+                ..
+            }
+        ),
+        "{second}"
+    );
     client.cancel(&session).await.unwrap();
     client.finish_turn(first, |_| {}).await.unwrap();
     client.close().await.unwrap();
-    let prompts = setup.sent().iter().filter(|m| m["method"] == "session/prompt").count();
+    let prompts = setup
+        .sent()
+        .iter()
+        .filter(|m| m["method"] == "session/prompt")
+        .count();
     assert_eq!(prompts, 1);
-    let news = setup.sent().iter().filter(|m| m["method"] == "session/new").count();
+    let news = setup
+        .sent()
+        .iter()
+        .filter(|m| m["method"] == "session/new")
+        .count();
     assert_eq!(news, 1);
 }
 
@@ -212,14 +254,23 @@ async fn kill_falls_back_to_sigkill_and_dead_is_terminal() {
     let pid = client.pid();
     let started = Instant::now();
     let termination = client.kill().await.unwrap();
-    assert!(termination.sent_term && termination.sent_kill, "{termination}");
+    assert!(
+        termination.sent_term && termination.sent_kill,
+        "{termination}"
+    );
     assert!(termination.group_gone);
     assert!(started.elapsed() >= grace);
     assert!(!group_exists(pid));
     assert!(!client.is_alive());
     assert_eq!(client.state(), ClientState::Dead);
     let refused = client.start_prompt(&session, "x").await.err().unwrap();
-    assert!(matches!(refused, ClientError::WrongState { state: ClientState::Dead, .. }));
+    assert!(matches!(
+        refused,
+        ClientError::WrongState {
+            state: ClientState::Dead,
+            ..
+        }
+    ));
     assert!(client.cancel(&session).await.is_err());
 }
 

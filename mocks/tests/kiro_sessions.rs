@@ -26,7 +26,10 @@ async fn turn(agent: &mut Agent, session: &str, text: &str) -> Vec<String> {
     let id = agent.prompt(session, text).await;
     let (updates, response) = agent.until_response(&json!(id)).await;
     assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
-    updates.iter().filter_map(|m| chunk_text(m).map(str::to_owned)).collect()
+    updates
+        .iter()
+        .filter_map(|m| chunk_text(m).map(str::to_owned))
+        .collect()
 }
 
 async fn load(agent: &mut Agent, session: &str) -> (Vec<Value>, Value, Vec<Value>) {
@@ -36,7 +39,10 @@ async fn load(agent: &mut Agent, session: &str) -> (Vec<Value>, Value, Vec<Value
     agent.until_response(&json!(id)).await;
     let cwd = agent.dir.path().display().to_string();
     let id = agent
-        .request("session/load", json!({"sessionId": session, "cwd": cwd, "mcpServers": []}))
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        )
         .await;
     let (before, response) = agent.until_response(&json!(id)).await;
     (before, response, Vec::new())
@@ -61,7 +67,10 @@ async fn a_new_process_loads_and_replays_a_session_and_remembers_it() {
     let home = tempfile::tempdir().unwrap();
     let mut first = kiro(home.path(), "");
     let session = first.handshake().await;
-    assert_eq!(turn(&mut first, &session, "Say exactly: remember me").await, ["remember me"]);
+    assert_eq!(
+        turn(&mut first, &session, "Say exactly: remember me").await,
+        ["remember me"]
+    );
     first.close_stdin();
     assert_eq!(first.code().await, 0);
     let files = home.path().join(".kiro/sessions/cli");
@@ -74,7 +83,10 @@ async fn a_new_process_loads_and_replays_a_session_and_remembers_it() {
     assert_eq!(
         replayed(&before),
         [
-            ("user_message_chunk".to_owned(), "Say exactly: remember me".to_owned()),
+            (
+                "user_message_chunk".to_owned(),
+                "Say exactly: remember me".to_owned()
+            ),
             ("agent_message_chunk".to_owned(), "remember me".to_owned()),
         ]
     );
@@ -106,7 +118,10 @@ async fn replay_can_arrive_after_the_load_result() {
     assert_eq!(
         replayed(&after),
         [
-            ("user_message_chunk".to_owned(), "Say exactly: later".to_owned()),
+            (
+                "user_message_chunk".to_owned(),
+                "Say exactly: later".to_owned()
+            ),
             ("agent_message_chunk".to_owned(), "later".to_owned()),
         ]
     );
@@ -131,8 +146,13 @@ async fn a_live_holder_refuses_the_load_and_a_killed_one_does_not() {
     // SIGKILL leaves the lock file behind; its process is gone, so the lock is stale.
     holder.child.signal_group(Signal::SIGKILL).unwrap();
     holder.status().await;
-    let lock = home.path().join(format!(".kiro/sessions/cli/{session}.lock"));
-    assert_eq!(std::fs::read_to_string(&lock).unwrap().trim(), pid.to_string());
+    let lock = home
+        .path()
+        .join(format!(".kiro/sessions/cli/{session}.lock"));
+    assert_eq!(
+        std::fs::read_to_string(&lock).unwrap().trim(),
+        pid.to_string()
+    );
     let mut third = kiro(home.path(), "");
     let (before, response, _) = load(&mut third, &session).await;
     assert!(response.get("result").is_some(), "{response}");
@@ -160,7 +180,9 @@ async fn the_ready_script_looks_the_agent_up_like_kiro_cli() {
         Start::args(&["--script", "kiro", "acp", "--agent", "nobody"])
             .env("HOME", &home.path().display().to_string()),
     );
-    let stderr = missing.stderr_until(|text| text.contains("not found")).await;
+    let stderr = missing
+        .stderr_until(|text| text.contains("not found"))
+        .await;
     assert!(stderr.contains("agent 'nobody' not found"), "{stderr}");
     assert_eq!(missing.code().await, 1);
 
@@ -171,10 +193,15 @@ async fn the_ready_script_looks_the_agent_up_like_kiro_cli() {
             .env("HOME", &home.path().display().to_string())
             .file(".kiro/agents/tg-acp.json", "{}"),
     );
-    let stderr = both.stderr_until(|text| text.contains("Agent conflict")).await;
+    let stderr = both
+        .stderr_until(|text| text.contains("Agent conflict"))
+        .await;
     assert!(stderr.contains("Using workspace version."), "{stderr}");
     let session = both.handshake().await;
-    assert_eq!(turn(&mut both, &session, "Say exactly: found").await, ["found"]);
+    assert_eq!(
+        turn(&mut both, &session, "Say exactly: found").await,
+        ["found"]
+    );
     both.close_stdin();
     assert_eq!(both.code().await, 0);
 

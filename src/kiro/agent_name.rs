@@ -95,14 +95,20 @@ mod tests {
     #[test]
     fn refuses_hostile_and_short_names() {
         assert_eq!(AgentName::parse(""), Err(AgentNameError::Empty));
-        assert!(matches!(AgentName::parse("ab"), Err(AgentNameError::TooShort(_))));
+        assert!(matches!(
+            AgentName::parse("ab"),
+            Err(AgentNameError::TooShort(_))
+        ));
         for name in ["tg*", "a.b.c", "../etc", "a/bc", "tg acp", "tgé", "x\ny"] {
             assert!(
                 matches!(AgentName::parse(name), Err(AgentNameError::BadCharacter(_))),
                 "{name:?}"
             );
         }
-        assert!(matches!(AgentName::parse("-rf"), Err(AgentNameError::LeadingDash(_))));
+        assert!(matches!(
+            AgentName::parse("-rf"),
+            Err(AgentNameError::LeadingDash(_))
+        ));
     }
 
     #[test]

@@ -206,7 +206,9 @@ fn run_provisioner(config: &KiroConfig, common: &CommonArgs) -> CommandResult<Pr
 fn provision(common: &CommonArgs) -> CommandResult {
     let config = load(common, true)?;
     let report = run_provisioner(&config, common)?;
-    emit(&json!({"ok": true, "kiroHome": report.kiro_home, "deleted": report.deleted, "copied": report.copied}));
+    emit(
+        &json!({"ok": true, "kiroHome": report.kiro_home, "deleted": report.deleted, "copied": report.copied}),
+    );
     Ok(())
 }
 
@@ -269,7 +271,9 @@ fn refusal_event(error: &ClientError) -> bool {
         reason,
     } = error
     {
-        emit(&json!({"event": "refused", "operation": operation, "state": state, "reason": reason}));
+        emit(
+            &json!({"event": "refused", "operation": operation, "state": state, "reason": reason}),
+        );
         true
     } else {
         false

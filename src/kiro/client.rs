@@ -27,7 +27,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::agent_name::AgentName;
 use super::config::LogLevel;
-use crate::jsonrpc::{CallError, Peer, RequestOptions, ResponseFuture, RpcError, SendError, Transport};
+use crate::jsonrpc::{
+    CallError, Peer, RequestOptions, ResponseFuture, RpcError, SendError, Transport,
+};
 use crate::transport::child::{self, Child, ChildError, ChildSpec, Termination};
 
 /// The default time between SIGTERM and SIGKILL (BR-06.6).
@@ -436,8 +438,9 @@ impl KiroClient {
             }),
             Err(error) => {
                 let error = self.call_failed("session/prompt", error);
-                self.state
-                    .send_if_modified(|s| std::mem::replace(s, ClientState::Ready) == ClientState::Busy);
+                self.state.send_if_modified(|s| {
+                    std::mem::replace(s, ClientState::Ready) == ClientState::Busy
+                });
                 Err(error)
             }
         }
@@ -562,7 +565,12 @@ pub fn permission_answer(params: Option<&Value>) -> Value {
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let kind = |o: &Value| o.get("kind").and_then(Value::as_str).unwrap_or("").to_owned();
+    let kind = |o: &Value| {
+        o.get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
     let chosen = options
         .iter()
         .find(|o| kind(o) == "allow_once")

@@ -240,7 +240,9 @@ impl KiroConfig {
                     violations.push(Violation::new(
                         "LOG_LEVEL",
                         "BR-01.6",
-                        format!("LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, got {text:?}"),
+                        format!(
+                            "LOG_LEVEL must be one of DEBUG, INFO, WARNING, ERROR, got {text:?}"
+                        ),
                     ));
                 }
                 level
@@ -250,19 +252,20 @@ impl KiroConfig {
             PathBuf::from(get(key).filter(|v| !v.trim().is_empty()).unwrap_or(default))
         };
         match (agent_name, max_processes, idle_timeout_seconds, log_level) {
-            (Some(agent_name), Some(max_processes), Some(idle_timeout_seconds), Some(log_level))
-                if violations.is_empty() =>
-            {
-                Ok(Self {
-                    bot_token: Secret(bot_token.to_owned()),
-                    agent_name,
-                    config_path: path("KIRO_CONFIG_PATH", DEFAULT_CONFIG_PATH),
-                    workspace_base_path: path("WORKSPACE_BASE_PATH", DEFAULT_WORKSPACE_BASE_PATH),
-                    max_processes,
-                    idle_timeout_seconds,
-                    log_level,
-                })
-            }
+            (
+                Some(agent_name),
+                Some(max_processes),
+                Some(idle_timeout_seconds),
+                Some(log_level),
+            ) if violations.is_empty() => Ok(Self {
+                bot_token: Secret(bot_token.to_owned()),
+                agent_name,
+                config_path: path("KIRO_CONFIG_PATH", DEFAULT_CONFIG_PATH),
+                workspace_base_path: path("WORKSPACE_BASE_PATH", DEFAULT_WORKSPACE_BASE_PATH),
+                max_processes,
+                idle_timeout_seconds,
+                log_level,
+            }),
             _ => Err(ConfigError::Invalid(violations)),
         }
     }
@@ -369,11 +372,7 @@ pub fn parse_dotenv(text: &str) -> Result<BTreeMap<String, String>, usize> {
             return Err(index + 1);
         };
         let key = key.trim();
-        if key.is_empty()
-            || !key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        {
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
             return Err(index + 1);
         }
         let value = value.trim();
@@ -411,9 +410,11 @@ mod tests {
 
     #[test]
     fn loads_valid_values_with_defaults() {
-        let config =
-            KiroConfig::from_values(&values(&[("BOT_TOKEN", "t0k"), ("KIRO_AGENT_NAME", "tg-acp")]))
-                .unwrap();
+        let config = KiroConfig::from_values(&values(&[
+            ("BOT_TOKEN", "t0k"),
+            ("KIRO_AGENT_NAME", "tg-acp"),
+        ]))
+        .unwrap();
         assert_eq!(config.agent_name().as_str(), "tg-acp");
         assert_eq!(config.max_processes(), 5);
         assert_eq!(config.idle_timeout_seconds(), 30);
@@ -433,7 +434,10 @@ mod tests {
             ("LOG_LEVEL", "verbose"),
         ]);
         let rules: Vec<&str> = found.iter().map(|v| v.rule.as_str()).collect();
-        assert_eq!(rules, ["BR-01.1", "BR-01.3", "BR-01.4", "BR-01.5", "BR-01.6"]);
+        assert_eq!(
+            rules,
+            ["BR-01.1", "BR-01.3", "BR-01.4", "BR-01.5", "BR-01.6"]
+        );
     }
 
     #[test]
@@ -447,14 +451,21 @@ mod tests {
         assert!(with("MAX_PROCESSES", "1").is_ok());
         assert!(with("MAX_PROCESSES", "1.5").is_err());
         assert!(with("IDLE_TIMEOUT_SECONDS", "0").is_ok());
-        assert_eq!(with("LOG_LEVEL", "warning").unwrap().log_level(), LogLevel::Warning);
+        assert_eq!(
+            with("LOG_LEVEL", "warning").unwrap().log_level(),
+            LogLevel::Warning
+        );
         assert!(with("LOG_LEVEL", "TRACE").is_err());
     }
 
     #[test]
     fn dotenv_syntax() {
-        let parsed = parse_dotenv("# c\nexport A=1\nB=\"two words\"\nC='x' \nD=v # note\n\n").unwrap();
-        assert_eq!(parsed, values(&[("A", "1"), ("B", "two words"), ("C", "x"), ("D", "v")]));
+        let parsed =
+            parse_dotenv("# c\nexport A=1\nB=\"two words\"\nC='x' \nD=v # note\n\n").unwrap();
+        assert_eq!(
+            parsed,
+            values(&[("A", "1"), ("B", "two words"), ("C", "x"), ("D", "v")])
+        );
         assert_eq!(parse_dotenv("A=1\nnot a pair\n"), Err(2));
     }
 

@@ -46,7 +46,9 @@ pub fn check(config: &KiroConfig, path: Option<&OsStr>) -> Result<Prerequisites,
     }
     let template = config.config_path();
     if template.is_dir() {
-        let agent_json = template.join("agents").join(config.agent_name().json_file());
+        let agent_json = template
+            .join("agents")
+            .join(config.agent_name().json_file());
         if !is_regular_file(&agent_json) {
             violations.push(Violation::new(
                 "KIRO_CONFIG_PATH",

@@ -225,8 +225,7 @@ impl Provisioner {
         if meta.is_dir() {
             copy_tree(source, target)
         } else if source.extension().is_some_and(|e| e == "json") {
-            let text =
-                std::fs::read_to_string(source).map_err(io_error("cannot read", source))?;
+            let text = std::fs::read_to_string(source).map_err(io_error("cannot read", source))?;
             let home = self.kiro_home.display().to_string();
             let text = text.replace(KIRO_HOME_PLACEHOLDER, &home);
             std::fs::write(target, text).map_err(io_error("cannot write", target))
@@ -318,14 +317,24 @@ mod tests {
         assert_eq!(report.deleted, ["steering/tg-acp-stale.md"]);
         assert_eq!(
             report.copied,
-            ["agents/tg-acp.json", "steering/tg-acp-context.md", "skills/tg-acp-skill"]
+            [
+                "agents/tg-acp.json",
+                "steering/tg-acp-context.md",
+                "skills/tg-acp-skill"
+            ]
         );
         assert!(!home.join("steering/tg-acp-stale.md").exists());
-        assert_eq!(std::fs::read_to_string(home.join("steering/other.md")).unwrap(), "keep me");
+        assert_eq!(
+            std::fs::read_to_string(home.join("steering/other.md")).unwrap(),
+            "keep me"
+        );
         assert!(home.join("agents/TG-ACP.json").exists());
         assert!(home.join("skills/tg-acp-skill/SKILL.md").is_file());
         let agent = std::fs::read_to_string(home.join("agents/tg-acp.json")).unwrap();
-        assert!(agent.contains(&format!("file://{}/steering", home.display())), "{agent}");
+        assert!(
+            agent.contains(&format!("file://{}/steering", home.display())),
+            "{agent}"
+        );
     }
 
     #[test]
@@ -363,7 +372,10 @@ mod tests {
             template.join("skills/tg-acp-skill/leak"),
         )
         .unwrap();
-        assert!(matches!(provisioner.provision(), Err(ProvisionError::Symlink { .. })));
+        assert!(matches!(
+            provisioner.provision(),
+            Err(ProvisionError::Symlink { .. })
+        ));
         assert!(!home.exists());
     }
 

@@ -301,7 +301,8 @@ impl Config {
             turn_markers: spec.kiro.turn_markers.unwrap_or(true),
             sessions_on_disk: spec.kiro.sessions_on_disk.unwrap_or(false),
             require_agent: spec.kiro.require_agent.unwrap_or(false),
-            replay_after_result: spec.kiro.replay == Some(crate::agent::script::ReplayTiming::After),
+            replay_after_result: spec.kiro.replay
+                == Some(crate::agent::script::ReplayTiming::After),
             trust_all_tools: overrides.kiro_trust_all_tools,
             trust_tools: overrides.kiro_trust_tools.clone(),
             engine: overrides.kiro_engine.clone(),

@@ -163,7 +163,9 @@ impl Vars {
             "id" => self.id.clone(),
             "method" => string(&self.method),
             "prompt" => string(&self.prompt),
-            "previous_prompt" => Some(Value::String(self.previous_prompt.clone().unwrap_or_default())),
+            "previous_prompt" => Some(Value::String(
+                self.previous_prompt.clone().unwrap_or_default(),
+            )),
             "params" => self.params.as_deref().cloned(),
             "reply" => self.reply.clone(),
             "uuid" => Some(Value::String(uuid::Uuid::new_v4().to_string())),

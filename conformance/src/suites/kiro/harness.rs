@@ -318,7 +318,7 @@ impl Kiro {
                 .collect::<Result<_, _>>()?;
             found.push(Transcript { records });
         }
-        found.sort_by(|a, b| a.start_pid().cmp(&b.start_pid()));
+        found.sort_by_key(Transcript::start_pid);
         Ok(found)
     }
 }
@@ -380,7 +380,8 @@ impl Transcript {
             .filter_map(|r| {
                 let kind = r["kind"].as_str()?;
                 let text = r["text"].as_str().unwrap_or("");
-                let value = serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()));
+                let value =
+                    serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.to_owned()));
                 Some((kind.to_owned(), value))
             })
             .collect()

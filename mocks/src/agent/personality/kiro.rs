@@ -92,7 +92,9 @@ async fn new_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
         let cwd = trigger.as_ref().and_then(|t| t.param_str("cwd"));
         if let Err(error) = kiro_sessions::create(&session, cwd, &agent.config.kiro.agent) {
             agent
-                .log(&format!("cannot write the session files of {session}: {error}"))
+                .log(&format!(
+                    "cannot write the session files of {session}: {error}"
+                ))
                 .await;
         }
     }
@@ -172,7 +174,8 @@ async fn load_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
             Err(pid) => {
                 let data = kiro_sessions::active_elsewhere(pid);
                 agent.log(&data).await;
-                let error = RpcError::new(ErrorCode::INTERNAL_ERROR, "Internal error").with_data(json!(data));
+                let error = RpcError::new(ErrorCode::INTERNAL_ERROR, "Internal error")
+                    .with_data(json!(data));
                 reply(agent, ctx, Err(error)).await;
                 return;
             }
@@ -232,7 +235,9 @@ fn from_disk(agent: &Arc<Agent>, id: &str) -> Result<bool, u32> {
         kiro_sessions::Lock::Free => {}
     }
     if kiro_sessions::take_lock(id).is_err() {
-        agent.transcript.note(&format!("cannot write the lock of {id}"));
+        agent
+            .transcript
+            .note(&format!("cannot write the lock of {id}"));
     }
     let mut session = Session::new(id.to_owned(), stored.cwd, &agent.config.kiro.agent);
     session.history = stored.history;
@@ -248,12 +253,14 @@ pub fn find_agent(name: &str) -> Result<Option<String>, String> {
     if name == "kiro_default" {
         return Ok(None);
     }
-    let usable = !name.is_empty()
-        && !name.starts_with('.')
-        && !name.contains(['/', '\\']);
+    let usable = !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\']);
     let file = format!("{name}.json");
     let workspace = std::path::Path::new(".kiro/agents").join(&file);
-    let global = std::env::var_os("HOME").map(|home| std::path::PathBuf::from(home).join(".kiro/agents").join(&file));
+    let global = std::env::var_os("HOME").map(|home| {
+        std::path::PathBuf::from(home)
+            .join(".kiro/agents")
+            .join(&file)
+    });
     let in_workspace = usable && workspace.is_file();
     let in_home = usable && global.as_ref().is_some_and(|p| p.is_file());
     match (in_workspace, in_home) {

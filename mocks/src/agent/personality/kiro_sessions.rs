@@ -82,7 +82,10 @@ pub fn read(id: &str) -> Option<Stored> {
         })
         .collect();
     Some(Stored {
-        cwd: session.get("cwd").and_then(Value::as_str).map(str::to_owned),
+        cwd: session
+            .get("cwd")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
         history,
     })
 }
