@@ -214,7 +214,84 @@ async fn the_ready_script_looks_the_agent_up_like_kiro_cli() {
     assert!(response.get("result").is_some(), "{response}");
     assert_eq!(replayed(&before).len(), 2, "{before:?}");
     assert_eq!(
-        turn(&mut again, &session, "What did I say?").await,
-        ["You said: Say exactly: found"]
+        turn(&mut again, &session, "What did I say?").await.concat(),
+        "You said: Say exactly: found"
+    );
+}
+
+fn ready_kiro(home: &std::path::Path) -> Agent {
+    std::fs::create_dir_all(home.join(".kiro/agents")).unwrap();
+    std::fs::write(home.join(".kiro/agents/tg-acp.json"), "{}").unwrap();
+    Agent::start(
+        Start::args(&["--script", "kiro", "acp", "--agent", "tg-acp"])
+            .env("HOME", &home.display().to_string()),
+    )
+}
+
+#[tokio::test]
+async fn the_ready_script_streams_several_incremental_chunks() {
+    let home = tempfile::tempdir().unwrap();
+    let mut agent = ready_kiro(home.path());
+    let session = agent.handshake().await;
+    let chunks = turn(&mut agent, &session, "Say exactly: HELLO_ACP_TEST").await;
+    assert_eq!(chunks, ["HELLO_AC", "P_TEST"]);
+    let chunks = turn(&mut agent, &session, "Count to 3.").await;
+    assert_eq!(chunks.concat(), "1, 2, 3");
+}
+
+#[tokio::test]
+async fn tool_calls_are_shaped_like_kiros() {
+    let home = tempfile::tempdir().unwrap();
+    let mut agent = ready_kiro(home.path());
+    let session = agent.handshake().await;
+    let id = agent.prompt(&session, "run a tool").await;
+    let mut seen = Vec::new();
+    let request = loop {
+        let message = agent.json().await;
+        if message["method"] == "session/request_permission" {
+            break message;
+        }
+        seen.push(message);
+    };
+    let call = seen
+        .iter()
+        .map(|m| &m["params"]["update"])
+        .find(|u| u["sessionUpdate"] == "tool_call")
+        .cloned()
+        .unwrap();
+    let call_id = call["toolCallId"].as_str().unwrap().to_owned();
+    assert!(call_id.starts_with("tooluse_"), "{call}");
+    assert_eq!(
+        (call["title"].as_str(), call["kind"].as_str()),
+        (Some("Run ls"), Some("execute"))
+    );
+    let options: Vec<&str> = request["params"]["options"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["optionId"].as_str())
+        .collect();
+    assert_eq!(options, ["allow-once", "allow-always", "reject-once"]);
+    assert!(request["id"].is_string(), "{request}");
+    agent
+        .send_json(json!({"jsonrpc": "2.0", "id": request["id"],
+            "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}))
+        .await;
+    let (after, response) = agent.until_response(&json!(id)).await;
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+    let done = after
+        .iter()
+        .map(|m| &m["params"]["update"])
+        .find(|u| u["sessionUpdate"] == "tool_call_update")
+        .cloned()
+        .unwrap();
+    assert_eq!(done["toolCallId"], call_id.as_str());
+    assert_eq!(
+        (
+            done["title"].as_str(),
+            done["kind"].as_str(),
+            done["status"].as_str()
+        ),
+        (Some("Run ls"), Some("execute"), Some("completed"))
     );
 }

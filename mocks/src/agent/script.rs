@@ -278,6 +278,9 @@ pub struct KiroSpec {
     /// Whether `--agent NAME` must exist as `.kiro/agents/NAME.json` in the working directory
     /// or under `$HOME` (default false).
     pub require_agent: Option<bool>,
+    /// A `turn` answer is streamed in `agent_message_chunk`s of at most this many characters
+    /// (default 0: one chunk).
+    pub chunk_chars: Option<usize>,
 }
 
 /// When `session/load` replays a session's history.
