@@ -1,6 +1,7 @@
 //! `ski::kiro::client` against `ski-mock-agent --script kiro` installed as `kiro-cli`, through
 //! real pipes: the full flow, streaming, the state machine, kill with the SIGKILL fallback, death
-//! detection and hostile stderr/stdout.
+//! detection and hostile output (a stderr flood, a 10 MiB line, invalid UTF-8, a line that is not
+//! JSON).
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -43,6 +44,7 @@ do = [
   { stderr_bytes = 10485760 },
   { stderr = "after the flood" },
   { raw_hex = "ff fe 0a" },
+  { oversize = 10485760 },
   { malformed = true },
   { turn = "still fine" },
 ]
@@ -291,7 +293,11 @@ async fn survives_a_stderr_flood_invalid_utf8_and_malformed_lines() {
     let setup = Setup::new(false);
     let (client, session) = ready(&setup, Duration::from_secs(5)).await;
     let events = turn(&client, &session, "noise").await.unwrap();
-    assert_eq!(chunks(&events), ["still fine"]);
+    let texts = chunks(&events);
+    // The 10 MiB line is one valid chunk; it arrives whole, and the turn goes on.
+    assert_eq!(texts.len(), 2);
+    assert!(texts[0].len() > 10_000_000 && texts[0].bytes().all(|b| b == b'x'));
+    assert_eq!(texts[1], "still fine");
     let events = turn(&client, &session, "Say exactly: again").await.unwrap();
     assert_eq!(chunks(&events), ["again"]);
     client.close().await.unwrap();
