@@ -318,6 +318,18 @@ where
     }
     let outcome = serve(&agent, &launch, stdin).await;
     agent.flush_output().await;
+    if agent.config.kiro.sessions_on_disk {
+        // A process that ends by itself lets go of its sessions; a killed one leaves stale locks.
+        let ids: Vec<String> = agent
+            .state()
+            .sessions
+            .iter()
+            .map(|s| s.id.clone())
+            .collect();
+        for id in ids {
+            personality::kiro_sessions::release(&id);
+        }
+    }
     agent.abort_tasks();
     agent.transcript.exit(outcome.code, &outcome.reason);
     if let Some(path) = &launch.control {

@@ -76,6 +76,10 @@ async fn a_new_process_loads_and_replays_a_session_and_remembers_it() {
     let files = home.path().join(".kiro/sessions/cli");
     assert!(files.join(format!("{session}.json")).is_file());
     assert!(files.join(format!("{session}.jsonl")).is_file());
+    assert!(
+        !files.join(format!("{session}.lock")).exists(),
+        "a process that exits by itself releases its lock"
+    );
 
     let mut second = kiro(home.path(), "");
     let (before, response, _) = load(&mut second, &session).await;

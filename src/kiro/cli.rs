@@ -368,7 +368,7 @@ async fn echo_turn(options: ClientOptions, args: EchoArgs) -> CommandResult {
     emit(&json!({
         "event": "closed",
         "pid": termination.pid,
-        "exitedByItself": !termination.sent_term || termination.status.is_some() && !termination.sent_kill && termination.exited_before_teardown,
+        "exitedByItself": termination.exited_before_teardown,
         "sentKill": termination.sent_kill,
         "groupGone": termination.group_gone,
     }));

@@ -139,6 +139,16 @@ pub fn take_lock(id: &str) -> std::io::Result<()> {
     }
 }
 
+/// Removes the session's lock file if this process holds it (at a clean exit).
+pub fn release(id: &str) {
+    if let Some(lock) = path(id, "lock")
+        && std::fs::read_to_string(&lock)
+            .is_ok_and(|pid| pid.trim() == std::process::id().to_string())
+    {
+        let _ = std::fs::remove_file(lock);
+    }
+}
+
 /// The error data kiro-cli gives when another process holds the session.
 pub fn active_elsewhere(pid: u32) -> String {
     format!("Failed to start session: Session is active in another process (PID {pid})")
