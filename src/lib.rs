@@ -4,6 +4,7 @@
 //! - [`acp`]: Agent Client Protocol wire types and the method table.
 //! - [`transport`]: child processes killed as a process group, and the wire log of every channel.
 //! - [`aof`]: AOF/1 agent task protocol: envelopes, router, task store, events, scheduler.
+//! - [`kiro`]: the foundation of a bot driving `kiro-cli acp`: config, provisioner, ACP client.
 //! - [`exit`]: exit codes and the error type every `ski` subcommand returns.
 
 pub mod acp;
@@ -11,4 +12,5 @@ pub mod aof;
 pub mod exit;
 pub mod jsonrpc;
 pub mod teams;
+pub mod kiro;
 pub mod transport;

@@ -64,6 +64,7 @@ pub struct Suite {
 pub mod acp;
 pub mod aof;
 pub mod teams;
+pub mod kiro;
 
 /// Every registered suite, in the order of the list: one line per suite.
 pub fn all() -> Vec<Suite> {
@@ -83,6 +84,10 @@ pub fn all() -> Vec<Suite> {
         Suite {
             name: "teams",
             checks: teams::checks,
+        },
+        Suite {
+            name: "kiro",
+            checks: kiro::checks,
         },
     ]
 }

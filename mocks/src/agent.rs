@@ -318,6 +318,18 @@ where
     }
     let outcome = serve(&agent, &launch, stdin).await;
     agent.flush_output().await;
+    if agent.config.kiro.sessions_on_disk {
+        // A process that ends by itself lets go of its sessions; a killed one leaves stale locks.
+        let ids: Vec<String> = agent
+            .state()
+            .sessions
+            .iter()
+            .map(|s| s.id.clone())
+            .collect();
+        for id in ids {
+            personality::kiro_sessions::release(&id);
+        }
+    }
     agent.abort_tasks();
     agent.transcript.exit(outcome.code, &outcome.reason);
     if let Some(path) = &launch.control {
@@ -338,6 +350,21 @@ where
     }
     if agent.config.personality == Personality::Intercom {
         personality::intercom::start(agent);
+    }
+    if agent.config.personality == Personality::Kiro && agent.config.kiro.require_agent {
+        match personality::kiro::find_agent(&agent.config.kiro.agent) {
+            Ok(None) => {}
+            Ok(Some(warning)) => {
+                agent.write_stderr(format!("{warning}\n").as_bytes()).await;
+            }
+            Err(error) => {
+                agent.write_stderr(format!("{error}\n").as_bytes()).await;
+                return Outcome {
+                    code: 1,
+                    reason: "agent not found".to_owned(),
+                };
+            }
+        }
     }
     agent.start_timers();
 

@@ -234,7 +234,12 @@ fn kiro(extra: &[&str]) -> Agent {
         "claude-x",
         "--trust-all-tools",
     ]);
-    Agent::spawn(&args)
+    // The ready script keeps sessions under $HOME and requires the agent's file.
+    Agent::start(
+        Start::args(&args)
+            .env("HOME", "{dir}")
+            .file(".kiro/agents/my-agent.json", "{}"),
+    )
 }
 
 #[tokio::test]
@@ -307,7 +312,7 @@ async fn kiro_turn_has_markers_and_metadata() {
     let id = agent.prompt(&session, "Say exactly: HELLO_ACP_TEST").await;
     let lines: Vec<String> = {
         let mut lines = Vec::new();
-        for _ in 0..5 {
+        for _ in 0..6 {
             lines.push(agent.line().await);
         }
         lines
@@ -319,7 +324,11 @@ async fn kiro_turn_has_markers_and_metadata() {
                 r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"sessionUpdate":"session_info_update","_meta":{{"kiro":{{"kind":"turn_start"}}}}}}}}}}"#
             ),
             format!(
-                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"HELLO_ACP_TEST"}}}}}}}}"#
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"HELLO_AC"}}}}}}}}"#
+            ),
+            // The ready script streams the answer in chunks of 8 characters.
+            format!(
+                r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"P_TEST"}}}}}}}}"#
             ),
             format!(
                 r#"{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{session}","update":{{"sessionUpdate":"session_info_update","_meta":{{"kiro":{{"kind":"turn_end","stopReason":"end_turn","turnEnd":{{"stopReason":"end_turn"}}}}}}}}}}}}"#

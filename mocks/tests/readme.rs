@@ -101,7 +101,8 @@ async fn the_three_examples_run_as_written() {
         &[
             "\"agentInfo\":{\"name\":\"Kiro CLI Agent\"",
             "_kiro.dev/commands/available",
-            "\"text\":\"HELLO_ACP_TEST\"",
+            "\"text\":\"HELLO_AC\"",
+            "\"text\":\"P_TEST\"",
             "\"kind\":\"turn_end\"",
         ],
         &[

@@ -21,6 +21,8 @@ enum Command {
     Aof(ski::aof::cli::AofArgs),
     // The help text of `ski teams` comes from `TeamsArgs`.
     Teams(ski::teams::cli::TeamsArgs),
+    // The help text of `ski kiro` comes from `KiroArgs`.
+    Kiro(ski::kiro::cli::KiroArgs),
 }
 
 fn main() -> ExitCode {
@@ -32,5 +34,6 @@ fn main() -> ExitCode {
             Err(error) => error.report(),
         },
         Command::Teams(args) => ski::teams::cli::run(args),
+        Command::Kiro(args) => ski::kiro::cli::run(args),
     }
 }

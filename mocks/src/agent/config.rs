@@ -116,6 +116,14 @@ pub struct KiroConfig {
     pub metadata: bool,
     /// Turn start and end markers.
     pub turn_markers: bool,
+    /// Sessions kept on disk under `$HOME/.kiro/sessions/cli/`, with lock files.
+    pub sessions_on_disk: bool,
+    /// `session/load` replays its history after the result.
+    pub replay_after_result: bool,
+    /// `--agent NAME` is looked up at start; a missing agent ends the process.
+    pub require_agent: bool,
+    /// The longest chunk of a `turn` answer in characters; 0 sends one chunk.
+    pub chunk_chars: usize,
     /// `--trust-all-tools` was given.
     pub trust_all_tools: bool,
     /// `--trust-tools` as given.
@@ -293,6 +301,11 @@ impl Config {
             quirks,
             metadata: spec.kiro.metadata.unwrap_or(true),
             turn_markers: spec.kiro.turn_markers.unwrap_or(true),
+            sessions_on_disk: spec.kiro.sessions_on_disk.unwrap_or(false),
+            require_agent: spec.kiro.require_agent.unwrap_or(false),
+            chunk_chars: spec.kiro.chunk_chars.unwrap_or(0),
+            replay_after_result: spec.kiro.replay
+                == Some(crate::agent::script::ReplayTiming::After),
             trust_all_tools: overrides.kiro_trust_all_tools,
             trust_tools: overrides.kiro_trust_tools.clone(),
             engine: overrides.kiro_engine.clone(),

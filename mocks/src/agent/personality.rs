@@ -7,6 +7,7 @@
 
 pub mod intercom;
 pub mod kiro;
+pub mod kiro_sessions;
 pub mod standard;
 
 use std::sync::Arc;
@@ -109,6 +110,19 @@ pub async fn prompt_turn(agent: &Arc<Agent>, ctx: &mut Ctx) {
     }
 }
 
+/// `text` in pieces of at most `size` characters (the whole text when `size` is 0 or the text
+/// is empty), so that joined they give `text` back.
+pub fn chunks(text: &str, size: usize) -> Vec<String> {
+    if size == 0 || text.is_empty() {
+        return vec![text.to_owned()];
+    }
+    let characters: Vec<char> = text.chars().collect();
+    characters
+        .chunks(size)
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
 /// A whole prompt turn answering with `text`: in ACP one `agent_message_chunk` and the result
 /// (with kiro's markers and metadata); in the intercom stream dialect a `status/update`.
 pub async fn text_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &str) {
@@ -117,13 +131,20 @@ pub async fn text_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &str) {
         return;
     }
     begin_turn(agent, ctx).await;
-    agent
-        .update(
-            &ctx.session_id(),
-            json!({"sessionUpdate": "agent_message_chunk",
-                   "content": {"type": "text", "text": text}}),
-        )
-        .await;
+    let size = if agent.config.personality == Personality::Kiro {
+        agent.config.kiro.chunk_chars
+    } else {
+        0
+    };
+    for chunk in chunks(text, size) {
+        agent
+            .update(
+                &ctx.session_id(),
+                json!({"sessionUpdate": "agent_message_chunk",
+                       "content": {"type": "text", "text": chunk}}),
+            )
+            .await;
+    }
     let reason = stop_reason(agent, ctx);
     finish_turn(agent, ctx, &reason).await;
 }

@@ -413,9 +413,12 @@ impl Agent {
     pub fn record_agent_text(&self, session: &str, update: &Value) {
         if update.get("sessionUpdate").and_then(Value::as_str) == Some("agent_message_chunk")
             && let Some(text) = update.pointer("/content/text").and_then(Value::as_str)
-            && let Some(session) = self.state().session(session)
+            && let Some(entry) = self.state().session(session)
         {
-            session.history.push(("agent".to_owned(), text.to_owned()));
+            entry.history.push(("agent".to_owned(), text.to_owned()));
+            if self.config.kiro.sessions_on_disk {
+                crate::agent::personality::kiro_sessions::append(session, "agent", text);
+            }
         }
     }
 
@@ -812,6 +815,15 @@ impl Agent {
                     .or_else(|| state.last_session.clone());
                 if let Some(id) = &id {
                     if let Some(session) = state.session(id) {
+                        vars.previous_prompt = session
+                            .history
+                            .iter()
+                            .rev()
+                            .find(|(role, _)| role == "user")
+                            .map(|(_, text)| text.clone());
+                        if self.config.kiro.sessions_on_disk {
+                            crate::agent::personality::kiro_sessions::append(id, "user", &text);
+                        }
                         session.history.push(("user".to_owned(), text));
                         session.active_prompts += 1;
                         cancel = Some(session.cancel.subscribe());

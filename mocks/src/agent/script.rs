@@ -270,6 +270,28 @@ pub struct KiroSpec {
     /// Whether turn start and end are sent as `session_info_update` with `_meta.kiro`
     /// (default true).
     pub turn_markers: Option<bool>,
+    /// Whether sessions are kept under `$HOME/.kiro/sessions/cli/` with lock files
+    /// (default false).
+    pub sessions_on_disk: Option<bool>,
+    /// When `session/load` replays history: `"before"` the result (default) or `"after"` it.
+    pub replay: Option<ReplayTiming>,
+    /// Whether `--agent NAME` must exist as `.kiro/agents/NAME.json` in the working directory
+    /// or under `$HOME` (default false).
+    pub require_agent: Option<bool>,
+    /// A `turn` answer is streamed in `agent_message_chunk`s of at most this many characters
+    /// (default 0: one chunk).
+    pub chunk_chars: Option<usize>,
+}
+
+/// When `session/load` replays a session's history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReplayTiming {
+    /// The updates come before the result.
+    #[default]
+    Before,
+    /// The updates come after the result.
+    After,
 }
 
 /// `[intercom]`: the intercom personality.

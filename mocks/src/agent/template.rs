@@ -16,6 +16,7 @@ pub const NAMES: &[&str] = &[
     "id",
     "method",
     "prompt",
+    "previous_prompt",
     "match.N",
     "params",
     "params.PATH",
@@ -41,6 +42,8 @@ pub struct Vars {
     pub method: Option<String>,
     /// The prompt text.
     pub prompt: Option<String>,
+    /// The session's prompt before this one (from its history, also after a reload).
+    pub previous_prompt: Option<String>,
     /// Captures of the prompt pattern.
     pub captures: Captures,
     /// The triggering message's params.
@@ -95,6 +98,7 @@ fn known(name: &str) -> bool {
             | "id"
             | "method"
             | "prompt"
+            | "previous_prompt"
             | "params"
             | "reply"
             | "uuid"
@@ -159,6 +163,9 @@ impl Vars {
             "id" => self.id.clone(),
             "method" => string(&self.method),
             "prompt" => string(&self.prompt),
+            "previous_prompt" => Some(Value::String(
+                self.previous_prompt.clone().unwrap_or_default(),
+            )),
             "params" => self.params.as_deref().cloned(),
             "reply" => self.reply.clone(),
             "uuid" => Some(Value::String(uuid::Uuid::new_v4().to_string())),

@@ -88,6 +88,9 @@ impl Agent {
     pub fn start(start: Start) -> Self {
         let dir = tempfile::tempdir().expect("a temporary directory");
         for (name, text) in &start.files {
+            if let Some(parent) = dir.path().join(name).parent() {
+                std::fs::create_dir_all(parent).expect("create a file's directory");
+            }
             std::fs::write(dir.path().join(name), text).expect("write a file for the agent");
         }
         let log = WireLog::new();

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use ski::jsonrpc::RpcError;
+use ski::jsonrpc::{ErrorCode, RpcError};
 
-use super::{reply, standard};
+use super::{kiro_sessions, reply, standard};
 use crate::agent::runtime::Agent;
 use crate::agent::runtime::sequence::Ctx;
+use crate::agent::runtime::state::Session;
 use crate::agent::script::Quirk;
 
 /// `_kiro.dev/commands/available`.
@@ -87,6 +88,16 @@ async fn new_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
         return;
     }
     let session = ctx.session_id();
+    if agent.config.kiro.sessions_on_disk {
+        let cwd = trigger.as_ref().and_then(|t| t.param_str("cwd"));
+        if let Err(error) = kiro_sessions::create(&session, cwd, &agent.config.kiro.agent) {
+            agent
+                .log(&format!(
+                    "cannot write the session files of {session}: {error}"
+                ))
+                .await;
+        }
+    }
     for server in mcp_servers
         .as_ref()
         .and_then(Value::as_array)
@@ -156,7 +167,20 @@ async fn load_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
         .param_str("sessionId")
         .unwrap_or_default()
         .to_owned();
-    let known = agent.state().session(&id).is_some();
+    let mut known = agent.state().session(&id).is_some();
+    if !known && !malformed && agent.config.kiro.sessions_on_disk {
+        match from_disk(agent, &id) {
+            Ok(found) => known = found,
+            Err(pid) => {
+                let data = kiro_sessions::active_elsewhere(pid);
+                agent.log(&data).await;
+                let error = RpcError::new(ErrorCode::INTERNAL_ERROR, "Internal error")
+                    .with_data(json!(data));
+                reply(agent, ctx, Err(error)).await;
+                return;
+            }
+        }
+    }
     if !known && agent.config.kiro.has(Quirk::ExitOnUnknownLoad) {
         agent
             .transcript
@@ -178,7 +202,9 @@ async fn load_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
         standard::handle(agent, ctx).await;
         return;
     }
-    standard::replay(agent, &id).await;
+    if !agent.config.kiro.replay_after_result {
+        standard::replay(agent, &id).await;
+    }
     let mode = agent
         .state()
         .session(&id)
@@ -188,8 +214,62 @@ async fn load_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
     if agent.config.agent.legacy_models {
         result["models"] = standard::models(&agent.config.kiro.model);
     }
-    agent.state().last_session = Some(id);
+    agent.state().last_session = Some(id.clone());
     reply(agent, ctx, Ok(result)).await;
+    if agent.config.kiro.replay_after_result {
+        standard::replay(agent, &id).await;
+    }
+}
+
+/// Brings a session another process created into memory, taking its lock: `Ok(false)` when
+/// there is no such session on disk, `Err(pid)` when a live process holds it.
+fn from_disk(agent: &Arc<Agent>, id: &str) -> Result<bool, u32> {
+    let Some(stored) = kiro_sessions::read(id) else {
+        return Ok(false);
+    };
+    match kiro_sessions::lock(id) {
+        kiro_sessions::Lock::Held(pid) => return Err(pid),
+        kiro_sessions::Lock::Stale(pid) => agent
+            .transcript
+            .note(&format!("stale lock of {id} (PID {pid}) taken over")),
+        kiro_sessions::Lock::Free => {}
+    }
+    if kiro_sessions::take_lock(id).is_err() {
+        agent
+            .transcript
+            .note(&format!("cannot write the lock of {id}"));
+    }
+    let mut session = Session::new(id.to_owned(), stored.cwd, &agent.config.kiro.agent);
+    session.history = stored.history;
+    agent.state().sessions.push(session);
+    Ok(true)
+}
+
+/// Looks `--agent NAME` up as kiro-cli does: `.kiro/agents/NAME.json` in the working directory
+/// wins over `$HOME/.kiro/agents/NAME.json` (with a warning when both exist); the built-in
+/// `kiro_default` needs no file. `Ok(Some(warning))` when found with a warning, `Err(message)`
+/// when missing.
+pub fn find_agent(name: &str) -> Result<Option<String>, String> {
+    if name == "kiro_default" {
+        return Ok(None);
+    }
+    let usable = !name.is_empty() && !name.starts_with('.') && !name.contains(['/', '\\']);
+    let file = format!("{name}.json");
+    let workspace = std::path::Path::new(".kiro/agents").join(&file);
+    let global = std::env::var_os("HOME").map(|home| {
+        std::path::PathBuf::from(home)
+            .join(".kiro/agents")
+            .join(&file)
+    });
+    let in_workspace = usable && workspace.is_file();
+    let in_home = usable && global.as_ref().is_some_and(|p| p.is_file());
+    match (in_workspace, in_home) {
+        (true, true) => Ok(Some("Agent conflict. Using workspace version.".to_owned())),
+        (true, false) | (false, true) => Ok(None),
+        (false, false) => Err(format!(
+            "error: agent '{name}' not found (looked for .kiro/agents/{file} and ~/.kiro/agents/{file})"
+        )),
+    }
 }
 
 fn marker(kind: &str, extra: Value) -> Value {
