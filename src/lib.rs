@@ -4,10 +4,12 @@
 //! - [`acp`]: Agent Client Protocol wire types and the method table.
 //! - [`transport`]: child processes killed as a process group, and the wire log of every channel.
 //! - [`aof`]: AOF/1 agent task protocol: envelopes, router, task store, events, scheduler.
+//! - [`intercom`]: the intercom server: Slack threads for agent sessions, MCP tools, SQLite.
 //! - [`exit`]: exit codes and the error type every `ski` subcommand returns.
 
 pub mod acp;
 pub mod aof;
 pub mod exit;
+pub mod intercom;
 pub mod jsonrpc;
 pub mod transport;

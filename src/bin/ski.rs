@@ -19,6 +19,8 @@ enum Command {
     Acp(ski::acp::cli::AcpCommand),
     // The help text of `ski aof` comes from `AofArgs`.
     Aof(ski::aof::cli::AofArgs),
+    /// Intercom server: agent sessions in Slack threads (MCP mode; ACP mode later)
+    Intercom(ski::intercom::cli::IntercomArgs),
 }
 
 fn main() -> ExitCode {
@@ -29,5 +31,6 @@ fn main() -> ExitCode {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => error.report(),
         },
+        Command::Intercom(args) => ski::intercom::cli::run(args),
     }
 }
