@@ -63,6 +63,7 @@ pub struct Suite {
 
 pub mod acp;
 pub mod aof;
+pub mod intercom;
 
 /// Every registered suite, in the order of the list: one line per suite.
 pub fn all() -> Vec<Suite> {
@@ -74,6 +75,10 @@ pub fn all() -> Vec<Suite> {
         Suite {
             name: "aof",
             checks: aof::checks,
+        },
+        Suite {
+            name: "intercom",
+            checks: intercom::checks,
         },
     ]
 }
