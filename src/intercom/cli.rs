@@ -59,8 +59,9 @@ pub struct IntercomArgs {
 }
 
 fn init_logging(format: LogFormat) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,slack_morphism=warn,rmcp=warn"));
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,slack_morphism=warn,rmcp=warn")
+    });
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -85,7 +86,11 @@ impl AgentDriver for NoAcpDriver {
         Mode::Acp
     }
     fn start_session(&self, _start: super::driver::SessionStart) -> DriverFuture<'_, ()> {
-        Box::pin(async { Err(DriverError::Unsupported("this build cannot spawn ACP agents yet".into())) })
+        Box::pin(async {
+            Err(DriverError::Unsupported(
+                "this build cannot spawn ACP agents yet".into(),
+            ))
+        })
     }
     fn resolve_clearance<'a>(
         &'a self,
@@ -93,7 +98,11 @@ impl AgentDriver for NoAcpDriver {
         request_id: &'a str,
         _: super::driver::ClearanceDecision,
     ) -> DriverFuture<'a, ()> {
-        Box::pin(async move { Err(DriverError::NotFound(format!("clearance request {request_id}"))) })
+        Box::pin(async move {
+            Err(DriverError::NotFound(format!(
+                "clearance request {request_id}"
+            )))
+        })
     }
     fn resolve_prompt<'a>(
         &'a self,
@@ -115,7 +124,11 @@ impl AgentDriver for NoAcpDriver {
         session_id: &'a str,
         _: &'a str,
     ) -> DriverFuture<'a, super::driver::Delivery> {
-        Box::pin(async move { Err(DriverError::Acp(format!("no agent for session {session_id}"))) })
+        Box::pin(async move {
+            Err(DriverError::Acp(format!(
+                "no agent for session {session_id}"
+            )))
+        })
     }
     fn interrupt<'a>(&'a self, _: &'a str) -> DriverFuture<'a, ()> {
         Box::pin(async { Ok(()) })
@@ -180,7 +193,9 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
     };
     let database = config.database.path.display().to_string();
     let mcp_address = format!("{}:{}", config.mcp.host, config.mcp.port);
-    let hub = Arc::new(Hub::new(args.mode, config, store, poster, mcp_driver, driver));
+    let hub = Arc::new(Hub::new(
+        args.mode, config, store, poster, mcp_driver, driver,
+    ));
     let (listener, mut connected) = match socket::listen(hub.clone(), &tokens.app).await {
         Ok(pair) => pair,
         Err(error) => return fail(format!("slack socket mode: {error}")),
@@ -214,7 +229,11 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
         ready["mcp_url"] = json!(format!("http://{address}/mcp"));
         tokio::spawn(mcp::serve(tcp, hub.clone(), shutdown.clone()));
     }
-    tokio::spawn(watch_config(args.config.clone(), hub.clone(), shutdown.clone()));
+    tokio::spawn(watch_config(
+        args.config.clone(),
+        hub.clone(),
+        shutdown.clone(),
+    ));
     tracing::info!(mode = args.mode.as_str(), "intercom server ready");
     println!("{ready}");
     tokio::select! {
@@ -228,7 +247,8 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
         .map(|sessions| sessions.into_iter().map(|s| s.id).collect())
         .unwrap_or_default();
     for id in live {
-        hub.end_session(&id, "interrupted", "server shut down").await;
+        hub.end_session(&id, "interrupted", "server shut down")
+            .await;
     }
     listener.shutdown().await;
     ExitCode::SUCCESS
@@ -263,7 +283,10 @@ async fn watch_config(path: PathBuf, hub: Arc<Hub>, shutdown: CancellationToken)
             Ok(config) => {
                 let count = config.workspaces.len();
                 hub.replace_workspaces(config.workspaces);
-                tracing::warn!(workspaces = count, "hot-reloaded workspace mappings from config; active sessions keep their channel");
+                tracing::warn!(
+                    workspaces = count,
+                    "hot-reloaded workspace mappings from config; active sessions keep their channel"
+                );
             }
             Err(error) => {
                 tracing::warn!(%error, "failed to reload workspace mappings — keeping previous values");

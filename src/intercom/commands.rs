@@ -63,7 +63,7 @@ pub fn help(slash: &str) -> String {
 pub const NO_SESSION: &str = "No active session in this channel";
 
 enum Choice {
-    One(Session, usize),
+    One(Box<Session>, usize),
     None,
     Ambiguous(Vec<Session>),
 }
@@ -93,7 +93,7 @@ fn choose(hub: &Hub, channel: &str, id: Option<&str>) -> Result<Choice, String> 
             );
             Ok(Choice::Ambiguous(all))
         }
-        (_, Some(first)) => Ok(Choice::One(first, count)),
+        (_, Some(first)) => Ok(Choice::One(Box::new(first), count)),
     }
 }
 
@@ -118,7 +118,10 @@ fn describe(hub: &Hub, session: &Session) -> String {
 /// Runs a command typed by an authorized `user` in `channel`; answers the ephemeral reply.
 pub async fn run(hub: &Hub, channel: &str, user: &str, text: &str) -> String {
     if text.len() > MAX_TEXT {
-        return format!("Error: command text too long ({} bytes, at most {MAX_TEXT})", text.len());
+        return format!(
+            "Error: command text too long ({} bytes, at most {MAX_TEXT})",
+            text.len()
+        );
     }
     let slash = hub.config().slack.slash_command.clone();
     match parse(text) {
@@ -206,7 +209,10 @@ fn ambiguous(sessions: &[Session]) -> String {
 }
 
 async fn steer(hub: &Hub, session: &Session, channel: &str, message: &str) -> String {
-    let queued = match hub.store.queue_steering(&session.id, Some(channel), message) {
+    let queued = match hub
+        .store
+        .queue_steering(&session.id, Some(channel), message)
+    {
         Ok(queued) => queued,
         Err(error) => return format!("Error: {error}"),
     };

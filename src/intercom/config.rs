@@ -296,7 +296,12 @@ impl Config {
                 self.slack.slash_command.clone(),
             ));
         }
-        if self.slack.authorized_user_ids.iter().all(|id| id.trim().is_empty()) {
+        if self
+            .slack
+            .authorized_user_ids
+            .iter()
+            .all(|id| id.trim().is_empty())
+        {
             return Err(ConfigError::NoAuthorizedUsers);
         }
         let loopback = self

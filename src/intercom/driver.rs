@@ -95,8 +95,7 @@ pub trait AgentDriver: Send + Sync {
         decision: WaitDecision,
     ) -> DriverFuture<'a, ()>;
     /// Sends an operator message (steering) to the agent.
-    fn send_prompt<'a>(&'a self, session_id: &'a str, text: &'a str)
-    -> DriverFuture<'a, Delivery>;
+    fn send_prompt<'a>(&'a self, session_id: &'a str, text: &'a str) -> DriverFuture<'a, Delivery>;
     /// Ends the agent's work: pending requests are answered as interrupted. Idempotent.
     fn interrupt<'a>(&'a self, session_id: &'a str) -> DriverFuture<'a, ()>;
 }
@@ -112,7 +111,9 @@ pub struct McpDriver {
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn key(session_id: &str, request_id: &str) -> Key {

@@ -191,7 +191,9 @@ impl Hub {
         };
         let channel = session.channel_id.clone()?;
         if let Some(thread_ts) = &session.thread_ts {
-            return self.post_logged(&channel, Some(thread_ts), text, blocks).await;
+            return self
+                .post_logged(&channel, Some(thread_ts), text, blocks)
+                .await;
         }
         // Only one root per session: the lock holds other first posts until the root is stored.
         let _root = self.root_lock.lock().await;
@@ -199,7 +201,9 @@ impl Hub {
             && let Some(thread_ts) = fresh.thread_ts
         {
             drop(_root);
-            return self.post_logged(&channel, Some(&thread_ts), text, blocks).await;
+            return self
+                .post_logged(&channel, Some(&thread_ts), text, blocks)
+                .await;
         }
         let (channel, ts) = self.post_logged(&channel, None, text, blocks).await?;
         match self.store.set_thread_ts(session_id, &ts) {

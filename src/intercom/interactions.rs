@@ -51,7 +51,11 @@ pub async fn block_actions(hub: Arc<Hub>, event: Value) {
     let action_id = text(clicked, "/action_id").unwrap_or_default();
     let value = text(clicked, "/value").unwrap_or_default();
     let Some(session) = session_of_click(&hub, &event) else {
-        tracing::warn!(action_id, value, "a click outside any active session's thread");
+        tracing::warn!(
+            action_id,
+            value,
+            "a click outside any active session's thread"
+        );
         return;
     };
     let channel = session.channel_id.clone().unwrap_or_default();
@@ -73,8 +77,16 @@ pub async fn block_actions(hub: Arc<Hub>, event: Value) {
             let view = blocks::reason_modal(REJECT_CALLBACK, "Reject", "Why reject?", &metadata);
             if let Err(error) = hub.poster.open_view(&trigger_id, &view).await {
                 tracing::warn!(%error, "cannot open the reject modal; rejecting without a reason");
-                decide_clearance(&hub, &session, &value, &channel, &message_ts, &user, Some(None))
-                    .await;
+                decide_clearance(
+                    &hub,
+                    &session,
+                    &value,
+                    &channel,
+                    &message_ts,
+                    &user,
+                    Some(None),
+                )
+                .await;
             }
         }
         action::PROMPT_CONTINUE | action::PROMPT_STOP => {
@@ -83,8 +95,17 @@ pub async fn block_actions(hub: Arc<Hub>, event: Value) {
             } else {
                 "stop"
             };
-            decide_prompt(&hub, &session, &value, &channel, &message_ts, &user, decision, None)
-                .await;
+            decide_prompt(
+                &hub,
+                &session,
+                &value,
+                &channel,
+                &message_ts,
+                &user,
+                decision,
+                None,
+            )
+            .await;
         }
         action::PROMPT_REFINE => {
             let metadata = json!({

@@ -179,7 +179,8 @@ impl Drop for Slot {
         let hub = self.hub.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                hub.end_session(&id, "terminated", "agent disconnected").await;
+                hub.end_session(&id, "terminated", "agent disconnected")
+                    .await;
             });
         }
     }
@@ -289,10 +290,15 @@ impl IntercomMcp {
             .id()
             .ok_or("no session: the connection did not initialize")?;
         match self.hub.store.session(&id) {
-            Ok(Some(session)) if matches!(session.status.as_str(), "active" | "created" | "paused") => {
+            Ok(Some(session))
+                if matches!(session.status.as_str(), "active" | "created" | "paused") =>
+            {
                 Ok(session)
             }
-            Ok(Some(session)) => Err(format!("session {} has ended ({})", session.id, session.status)),
+            Ok(Some(session)) => Err(format!(
+                "session {} has ended ({})",
+                session.id, session.status
+            )),
             Ok(None) => Err(format!("session {id} not found")),
             Err(error) => Err(error.to_string()),
         }
@@ -317,7 +323,10 @@ impl IntercomMcp {
                 if !matches!(risk.as_str(), "low" | "high" | "critical") {
                     return Err(format!("invalid arguments: risk_level {risk:?}"));
                 }
-                let request_id = hub.store.next_request_id(&session.id).map_err(|e| e.to_string())?;
+                let request_id = hub
+                    .store
+                    .next_request_id(&session.id)
+                    .map_err(|e| e.to_string())?;
                 hub.store
                     .insert_approval(
                         &session.id,
@@ -341,9 +350,9 @@ impl IntercomMcp {
                 let text = format!("📋 Approval request `{request_id}`: {title}");
                 match hub.post_in_session(&session.id, &text, Some(&blocks)).await {
                     Some((channel, ts)) => {
-                        let _ = hub
-                            .store
-                            .set_approval_message(&session.id, &request_id, &channel, &ts);
+                        let _ =
+                            hub.store
+                                .set_approval_message(&session.id, &request_id, &channel, &ts);
                     }
                     None => {
                         hub.mcp.forget(&session.id, &request_id);
@@ -416,7 +425,11 @@ impl IntercomMcp {
                 let answer = hub.mcp.await_prompt(&session.id, &prompt_id);
                 let blocks = blocks::prompt(&prompt_id, &prompt_type, &prompt_text);
                 let text = format!("💬 Agent prompt: {prompt_text}");
-                if hub.post_in_session(&session.id, &text, Some(&blocks)).await.is_none() {
+                if hub
+                    .post_in_session(&session.id, &text, Some(&blocks))
+                    .await
+                    .is_none()
+                {
                     hub.mcp.forget(&session.id, &prompt_id);
                     return Err("cannot ask the operator: the session has no Slack channel".into());
                 }
@@ -460,7 +473,10 @@ impl IntercomMcp {
                     .session(&id)
                     .map_err(|e| e.to_string())?
                     .ok_or_else(|| format!("not found: session {id}"))?;
-                let pending = hub.store.pending_approvals(&id).map_err(|e| e.to_string())?;
+                let pending = hub
+                    .store
+                    .pending_approvals(&id)
+                    .map_err(|e| e.to_string())?;
                 Ok(json!({
                     "status": "recovered",
                     "session_id": target.id,
@@ -475,13 +491,19 @@ impl IntercomMcp {
                 if !matches!(mode.as_str(), "remote" | "local" | "hybrid") {
                     return Err(format!("invalid arguments: mode {mode:?}"));
                 }
-                let previous = hub.store.set_mode(&session.id, &mode).map_err(|e| e.to_string())?;
+                let previous = hub
+                    .store
+                    .set_mode(&session.id, &mode)
+                    .map_err(|e| e.to_string())?;
                 Ok(json!({ "previous_mode": previous, "current_mode": mode }))
             }
             "standby" => {
                 let message = arg_str(&args, "message")
                     .unwrap_or_else(|| "The agent waits for your instruction.".into());
-                let timeout = args.get("timeout_seconds").and_then(Value::as_u64).unwrap_or(0);
+                let timeout = args
+                    .get("timeout_seconds")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
                 let answer = hub.mcp.await_wait(&session.id);
                 let blocks = blocks::standby(&session.id, &message);
                 if hub
@@ -510,7 +532,10 @@ impl IntercomMcp {
                 if let Some(snapshot) = args.get("progress_snapshot") {
                     let _ = hub.store.set_progress(&session.id, &snapshot.to_string());
                 }
-                let steering = hub.store.take_steering(&session.id).map_err(|e| e.to_string())?;
+                let steering = hub
+                    .store
+                    .take_steering(&session.id)
+                    .map_err(|e| e.to_string())?;
                 Ok(json!({ "acknowledged": true, "pending_steering": steering }))
             }
             other => Err(format!("unknown tool: {other}")),
@@ -520,8 +545,9 @@ impl IntercomMcp {
 
 impl ServerHandler for IntercomMcp {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_instructions("ski intercom: ask the operator in Slack for approvals and instructions")
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "ski intercom: ask the operator in Slack for approvals and instructions",
+        )
     }
 
     fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
@@ -553,7 +579,12 @@ impl ServerHandler for IntercomMcp {
                 .place(workspace_id.as_deref(), channel_id.as_deref());
             let session = self
                 .hub
-                .start_session(Mode::Mcp, "agent:local", &placement, Some("Direct agent connection"))
+                .start_session(
+                    Mode::Mcp,
+                    "agent:local",
+                    &placement,
+                    Some("Direct agent connection"),
+                )
                 .await
                 .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
             *self
@@ -599,11 +630,12 @@ pub async fn serve(listener: TcpListener, hub: Arc<Hub>, shutdown: CancellationT
     let mut config = StreamableHttpServerConfig::default();
     config.cancellation_token = shutdown.child_token();
     let factory_hub = hub.clone();
-    let service: StreamableHttpService<IntercomMcp, LocalSessionManager> = StreamableHttpService::new(
-        move || Ok(IntercomMcp::new(factory_hub.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    );
+    let service: StreamableHttpService<IntercomMcp, LocalSessionManager> =
+        StreamableHttpService::new(
+            move || Ok(IntercomMcp::new(factory_hub.clone())),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -642,7 +674,11 @@ mod tests {
     fn nine_tools_with_object_schemas() {
         let tools = tools();
         assert_eq!(tools.len(), 9);
-        assert!(tools.iter().all(|t| t.input_schema.get("type") == Some(&json!("object"))));
+        assert!(
+            tools
+                .iter()
+                .all(|t| t.input_schema.get("type") == Some(&json!("object")))
+        );
     }
 
     #[test]

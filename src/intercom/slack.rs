@@ -24,7 +24,10 @@ const MAX_BACKOFF: Duration = Duration::from_secs(30);
 #[derive(Debug, thiserror::Error)]
 pub enum SlackError {
     #[error("slack: {method}: {message}")]
-    Api { method: &'static str, message: String },
+    Api {
+        method: &'static str,
+        message: String,
+    },
     #[error("slack: cannot build the client: {0}")]
     Connector(String),
 }
@@ -168,13 +171,13 @@ impl Poster {
 
     /// `views.open` with a modal.
     pub async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<(), SlackError> {
-        let request: SlackApiViewsOpenRequest =
-            serde_json::from_value(json!({ "trigger_id": trigger_id, "view": view })).map_err(
-                |error| SlackError::Api {
-                    method: "views.open",
-                    message: format!("bad view: {error}"),
-                },
-            )?;
+        let request: SlackApiViewsOpenRequest = serde_json::from_value(
+            json!({ "trigger_id": trigger_id, "view": view }),
+        )
+        .map_err(|error| SlackError::Api {
+            method: "views.open",
+            message: format!("bad view: {error}"),
+        })?;
         retrying!(self, "views.open", |session| session.views_open(&request))?;
         Ok(())
     }

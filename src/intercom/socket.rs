@@ -72,7 +72,9 @@ async fn on_command(
         return Ok(reply(None));
     }
     tracing::info!(user, channel, command = %text.split_whitespace().next().unwrap_or("help"), "slash command");
-    Ok(reply(Some(commands::run(&hub, &channel, &user, &text).await)))
+    Ok(reply(Some(
+        commands::run(&hub, &channel, &user, &text).await,
+    )))
 }
 
 async fn on_interaction(

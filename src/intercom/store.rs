@@ -245,10 +245,11 @@ impl Store {
         let stamp = now();
         {
             let db = self.db();
-            let seq: i64 =
-                db.query_row("SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM session", [], |r| {
-                    r.get(0)
-                })?;
+            let seq: i64 = db.query_row(
+                "SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM session",
+                [],
+                |r| r.get(0),
+            )?;
             db.execute(
                 "INSERT INTO session (id, owner_user_id, workspace_root, status, prompt, mode,
                     created_at, updated_at, protocol_mode, channel_id, workspace_id,

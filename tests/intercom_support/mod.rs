@@ -95,7 +95,11 @@ fn spec(config: &Path, extra_args: &[&str]) -> ChildSpec {
 }
 
 /// Runs `ski intercom` to its exit; answers the exit code and stderr.
-pub async fn run_to_exit(config: &Path, extra_args: &[&str], env: &[(&str, Option<&str>)]) -> (Option<i32>, String) {
+pub async fn run_to_exit(
+    config: &Path,
+    extra_args: &[&str],
+    env: &[(&str, Option<&str>)],
+) -> (Option<i32>, String) {
     let mut spec = spec(config, extra_args);
     for (key, value) in env {
         spec = match value {
@@ -210,7 +214,10 @@ impl Server {
             let _ = stop.send(());
         }
         let done = self.done.take().expect("running");
-        tokio::time::timeout(WAIT, done).await.expect("exits").expect("task")
+        tokio::time::timeout(WAIT, done)
+            .await
+            .expect("exits")
+            .expect("task")
     }
 }
 
@@ -228,18 +235,13 @@ pub async fn mcp_client(url: &str) -> RunningService<RoleClient, ClientConfig> {
     let transport = StreamableHttpClientTransport::from_config(
         StreamableHttpClientTransportConfig::with_uri(url.to_string()),
     );
-    ClientConfig::default()
-        .serve(transport)
+    Box::pin(ClientConfig::default().serve(transport))
         .await
         .expect("mcp client connects")
 }
 
 /// Calls a tool; answers its JSON text and whether it was an error.
-pub async fn call(
-    client: &rmcp::Peer<RoleClient>,
-    tool: &str,
-    args: Value,
-) -> (Value, bool) {
+pub async fn call(client: &rmcp::Peer<RoleClient>, tool: &str, args: Value) -> (Value, bool) {
     let Value::Object(args) = args else {
         panic!("arguments must be an object")
     };
@@ -248,7 +250,10 @@ pub async fn call(
         .await
         .expect("tools/call");
     let result = serde_json::to_value(&result).expect("result json");
-    let text = result["content"][0]["text"].as_str().unwrap_or("").to_string();
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
     let is_error = result["isError"].as_bool().unwrap_or(false);
     let value = serde_json::from_str(&text).unwrap_or(Value::String(text));
     (value, is_error)

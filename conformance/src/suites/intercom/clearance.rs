@@ -31,10 +31,17 @@ async fn s008(ctx: Ctx) -> CheckResult {
             m.channel == CHANNEL_X && has_button(m, "approve_accept")
         })
         .await?;
-    ensure!(!pending.is_finished(), "check_clearance blocks until the operator decides");
+    ensure!(
+        !pending.is_finished(),
+        "check_clearance blocks until the operator decides"
+    );
     world.click(&approval, "approve_accept", ALICE)?;
     let answer = clearance_answer(&ctx, pending).await?;
-    ensure_eq!("approved", answer["status"].as_str().unwrap_or_default(), "the decision ({answer})");
+    ensure_eq!(
+        "approved",
+        answer["status"].as_str().unwrap_or_default(),
+        "the decision ({answer})"
+    );
     // The pending entry is gone: a second request gets its own decision.
     let again = ask_clearance(&client, "second");
     let second = world
@@ -44,7 +51,11 @@ async fn s008(ctx: Ctx) -> CheckResult {
         .await?;
     world.reject_with_reason(&second, "no").await?;
     let answer = clearance_answer(&ctx, again).await?;
-    ensure_eq!("rejected", answer["status"].as_str().unwrap_or_default(), "the second decision");
+    ensure_eq!(
+        "rejected",
+        answer["status"].as_str().unwrap_or_default(),
+        "the second decision"
+    );
     let _ = client.cancel().await;
     server.stop().await?;
     Ok(())
@@ -62,8 +73,16 @@ async fn s009(ctx: Ctx) -> CheckResult {
         .await?;
     world.reject_with_reason(&approval, "wrong file").await?;
     let answer = clearance_answer(&ctx, pending).await?;
-    ensure_eq!("rejected", answer["status"].as_str().unwrap_or_default(), "the decision ({answer})");
-    ensure_eq!("wrong file", answer["reason"].as_str().unwrap_or_default(), "the reason ({answer})");
+    ensure_eq!(
+        "rejected",
+        answer["status"].as_str().unwrap_or_default(),
+        "the decision ({answer})"
+    );
+    ensure_eq!(
+        "wrong file",
+        answer["reason"].as_str().unwrap_or_default(),
+        "the reason ({answer})"
+    );
     let _ = client.cancel().await;
     server.stop().await?;
     Ok(())

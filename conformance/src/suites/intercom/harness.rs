@@ -61,7 +61,9 @@ impl World {
             private: false,
             members: Vec::new(),
         });
-        let slack = FakeSlack::start(config).await.or_error("start the fake slack")?;
+        let slack = FakeSlack::start(config)
+            .await
+            .or_error("start the fake slack")?;
         let world = World {
             ctx: ctx.clone(),
             slack,
@@ -262,7 +264,12 @@ impl World {
         message: &Message,
         reason: &str,
     ) -> Result<(), CheckError> {
-        let before = self.slack.requests().iter().filter(|r| r.method == "views.open").count();
+        let before = self
+            .slack
+            .requests()
+            .iter()
+            .filter(|r| r.method == "views.open")
+            .count();
         self.click(message, "approve_reject", ALICE)?;
         let opened = self
             .ctx
@@ -303,7 +310,10 @@ impl World {
         predicate: impl Fn(&Message) -> bool,
     ) -> Result<Message, CheckError> {
         self.ctx
-            .within(what, self.slack.wait_for_message(predicate, self.ctx.timeout()))
+            .within(
+                what,
+                self.slack.wait_for_message(predicate, self.ctx.timeout()),
+            )
             .await?
             .or_fail(what.to_string())
     }
@@ -401,7 +411,10 @@ impl Server {
             StreamableHttpClientTransportConfig::with_uri(url.clone()),
         );
         self.ctx
-            .within("the MCP handshake", ClientConfig::default().serve(transport))
+            .within(
+                "the MCP handshake",
+                Box::pin(ClientConfig::default().serve(transport)),
+            )
             .await?
             .or_fail(format!("an MCP session at {url}"))
     }
@@ -442,7 +455,11 @@ impl Server {
         }
         let done = self.done.take().or_error("the server task")?;
         self.ctx
-            .within_for(Duration::from_secs(15), "the target to exit after SIGTERM", done)
+            .within_for(
+                Duration::from_secs(15),
+                "the target to exit after SIGTERM",
+                done,
+            )
             .await?
             .or_error("the server task")
     }
@@ -471,7 +488,10 @@ pub async fn call(
         .await
         .or_fail(format!("a tools/call {tool} result"))?;
     let result = serde_json::to_value(&result).or_error("tool result as json")?;
-    let text = result["content"][0]["text"].as_str().unwrap_or("").to_string();
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
     let is_error = result["isError"].as_bool().unwrap_or(false);
     Ok((
         serde_json::from_str(&text).unwrap_or(Value::String(text)),

@@ -98,23 +98,46 @@ async fn s003(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
-async fn config_error(ctx: &Ctx, world: &World, mode: Option<&str>, default_text: &str, code: i32) -> CheckResult {
+async fn config_error(
+    ctx: &Ctx,
+    world: &World,
+    mode: Option<&str>,
+    default_text: &str,
+    code: i32,
+) -> CheckResult {
     let exit = world.run_to_exit(mode).await?;
     let expected = ctx.text("stderr", default_text);
-    ensure_eq!(Some(code), exit.code, "exit code (stderr: {})", exit.stderr.trim());
+    ensure_eq!(
+        Some(code),
+        exit.code,
+        "exit code (stderr: {})",
+        exit.stderr.trim()
+    );
     ensure!(
         exit.stderr.contains(&expected),
         format!("stderr names the error: {expected:?}"),
         "stderr {:?}",
         exit.stderr
     );
-    ensure!(exit.stdout.trim().is_empty(), "no readiness line", "stdout {:?}", exit.stdout);
+    ensure!(
+        exit.stdout.trim().is_empty(),
+        "no readiness line",
+        "stdout {:?}",
+        exit.stdout
+    );
     Ok(())
 }
 
 async fn s004(ctx: Ctx) -> CheckResult {
     let world = World::new(&ctx).await?;
-    config_error(&ctx, &world, Some("acp"), "ACP mode requires host_cli configuration", 1).await?;
+    config_error(
+        &ctx,
+        &world,
+        Some("acp"),
+        "ACP mode requires host_cli configuration",
+        1,
+    )
+    .await?;
     ensure!(
         world.slack.requests().is_empty(),
         "nothing reaches Slack before the config is valid"
@@ -124,13 +147,30 @@ async fn s004(ctx: Ctx) -> CheckResult {
 
 async fn s005(ctx: Ctx) -> CheckResult {
     let world = World::new(&ctx).await?;
-    world.write_config(super::harness::WORKSPACES, "host_cli = \"/nonexistent/path\"")?;
-    config_error(&ctx, &world, Some("acp"), "host_cli binary not found: /nonexistent/path", 1).await
+    world.write_config(
+        super::harness::WORKSPACES,
+        "host_cli = \"/nonexistent/path\"",
+    )?;
+    config_error(
+        &ctx,
+        &world,
+        Some("acp"),
+        "host_cli binary not found: /nonexistent/path",
+        1,
+    )
+    .await
 }
 
 async fn s006(ctx: Ctx) -> CheckResult {
     let world = World::new(&ctx).await?;
-    config_error(&ctx, &world, Some("invalid"), "invalid value 'invalid' for '--mode", 2).await
+    config_error(
+        &ctx,
+        &world,
+        Some("invalid"),
+        "invalid value 'invalid' for '--mode",
+        2,
+    )
+    .await
 }
 
 async fn s007(ctx: Ctx) -> CheckResult {
@@ -145,8 +185,15 @@ async fn s007(ctx: Ctx) -> CheckResult {
     names.sort();
     ensure_eq!(
         vec![
-            "auto_check", "broadcast", "check_clearance", "check_diff", "ping", "reboot",
-            "standby", "switch_freq", "transmit"
+            "auto_check",
+            "broadcast",
+            "check_clearance",
+            "check_diff",
+            "ping",
+            "reboot",
+            "standby",
+            "switch_freq",
+            "transmit"
         ],
         names,
         "the tools tools/list names"
