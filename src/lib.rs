@@ -5,11 +5,13 @@
 //! - [`transport`]: child processes killed as a process group, and the wire log of every channel.
 //! - [`aof`]: AOF/1 agent task protocol: envelopes, router, task store, events, scheduler.
 //! - [`kiro`]: the foundation of a bot driving `kiro-cli acp`: config, provisioner, ACP client.
+//! - [`intercom`]: the intercom server: Slack threads for agent sessions, MCP tools, SQLite.
 //! - [`exit`]: exit codes and the error type every `ski` subcommand returns.
 
 pub mod acp;
 pub mod aof;
 pub mod exit;
+pub mod intercom;
 pub mod jsonrpc;
 pub mod teams;
 pub mod kiro;

@@ -65,6 +65,7 @@ pub mod acp;
 pub mod aof;
 pub mod teams;
 pub mod kiro;
+pub mod intercom;
 
 /// Every registered suite, in the order of the list: one line per suite.
 pub fn all() -> Vec<Suite> {
@@ -88,6 +89,10 @@ pub fn all() -> Vec<Suite> {
         Suite {
             name: "kiro",
             checks: kiro::checks,
+        },
+        Suite {
+            name: "intercom",
+            checks: intercom::checks,
         },
     ]
 }

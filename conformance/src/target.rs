@@ -102,6 +102,17 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "prompt2",
     "session_id",
     "script",
+    // The intercom suite: the config file and mode of `server`/`server_mode`, and what the
+    // config and workspace templates are filled with.
+    "config",
+    "mode",
+    "top",
+    "workspaces",
+    "api_base_url",
+    "authorized_user",
+    "database",
+    "workspace_id",
+    "channel_id",
 ];
 
 /// A command template: a list of words, or one string split like a shell would.

@@ -23,6 +23,8 @@ enum Command {
     Teams(ski::teams::cli::TeamsArgs),
     // The help text of `ski kiro` comes from `KiroArgs`.
     Kiro(ski::kiro::cli::KiroArgs),
+    /// Intercom server: agent sessions in Slack threads (MCP mode; ACP mode later)
+    Intercom(ski::intercom::cli::IntercomArgs),
 }
 
 fn main() -> ExitCode {
@@ -35,5 +37,6 @@ fn main() -> ExitCode {
         },
         Command::Teams(args) => ski::teams::cli::run(args),
         Command::Kiro(args) => ski::kiro::cli::run(args),
+        Command::Intercom(args) => ski::intercom::cli::run(args),
     }
 }

@@ -1,0 +1,31 @@
+//! The intercom suite: one check per row of `catalog/intercom.toml` (rows of
+//! `intercom-acp-server-matrix.md` for startup, MCP mode, workspaces, threads, routing and
+//! persistence). A check sees the target only as the profile starts it (`server`,
+//! `server_mode`), through the fake Slack it is pointed at, MCP clients on the endpoint its
+//! readiness line names, its SQLite file opened read-only, its log and its exit code.
+//!
+//! - [`harness`]: the fake Slack, the config from the profile's templates, the target process.
+//! - The checks: [`startup`] (S001–S007), [`clearance`] (S008, S009), [`workspaces`]
+//!   (S027–S035), [`threads`] (S036–S042), [`routing`] (S043–S048), [`persistence`]
+//!   (S069–S072).
+
+pub mod clearance;
+pub mod harness;
+pub mod persistence;
+pub mod routing;
+pub mod startup;
+pub mod threads;
+pub mod workspaces;
+
+use crate::Check;
+
+/// Every check of the suite.
+pub fn checks() -> Vec<Check> {
+    let mut checks = startup::checks();
+    checks.extend(clearance::checks());
+    checks.extend(workspaces::checks());
+    checks.extend(threads::checks());
+    checks.extend(routing::checks());
+    checks.extend(persistence::checks());
+    checks
+}

@@ -1,0 +1,541 @@
+//! The world of one intercom scenario: an in-process fake Slack, the target's config file made
+//! from the profile's templates, the target process (its readiness line, its log, its exit
+//! code), the target's SQLite file opened read-only, and rmcp clients on its MCP endpoint.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{CallToolRequestParams, ClientConfig};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{Peer, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use ski::transport::child::OutputStream;
+use ski_mocks::slack::config::ChannelConfig;
+use ski_mocks::slack::{Click, Config, FakeSlack, Message, SlashCommand};
+use tokio::sync::{Notify, oneshot};
+
+use crate::{CheckError, Ctx, Failure, OrFail};
+
+/// The operator the config authorizes.
+pub const ALICE: &str = "U0000000002";
+/// A workspace member the config does not authorize.
+pub const BOB: &str = "U0000000003";
+/// The channels of workspaces `myproj`, `other` and `third`.
+pub const CHANNEL_X: &str = "C0000000001";
+pub const CHANNEL_Y: &str = "C0000000002";
+pub const CHANNEL_Z: &str = "C0000000003";
+
+/// The default workspace mapping: `myproj` → X, `other` → Y, `third` → Z.
+pub const WORKSPACES: &[(&str, &str)] = &[
+    ("myproj", CHANNEL_X),
+    ("other", CHANNEL_Y),
+    ("third", CHANNEL_Z),
+];
+
+/// One scenario's fake Slack and config.
+pub struct World {
+    pub ctx: Ctx,
+    pub slack: FakeSlack,
+    pub config: PathBuf,
+    pub database: PathBuf,
+}
+
+/// What a target process printed and how it ended.
+pub struct Exit {
+    pub code: Option<i32>,
+    pub stderr: String,
+    pub stdout: String,
+}
+
+impl World {
+    /// Starts the fake Slack (three channels) and writes a config with the default workspaces.
+    pub async fn new(ctx: &Ctx) -> Result<World, CheckError> {
+        ctx.require("intercom-server")?;
+        let mut config = Config::default();
+        config.channels.push(ChannelConfig {
+            id: CHANNEL_Z.into(),
+            name: "third".into(),
+            private: false,
+            members: Vec::new(),
+        });
+        let slack = FakeSlack::start(config)
+            .await
+            .or_error("start the fake slack")?;
+        let world = World {
+            ctx: ctx.clone(),
+            slack,
+            config: ctx.temp_dir().join("intercom.toml"),
+            database: ctx.temp_dir().join("data").join("intercom.db"),
+        };
+        world.write_config(WORKSPACES, "")?;
+        Ok(world)
+    }
+
+    /// The slash command the target answers.
+    pub fn slash(&self) -> Result<String, CheckError> {
+        Ok(self
+            .ctx
+            .setting("slash_command")?
+            .unwrap_or_else(|| "/intercom".into()))
+    }
+
+    fn raw_setting(&self, name: &str) -> Result<String, CheckError> {
+        self.ctx
+            .section()
+            .settings
+            .get(name)
+            .cloned()
+            .ok_or_else(|| CheckError::harness(format!("the profile has no settings.{name}")))
+    }
+
+    /// Renders the profile's `config` template with these workspaces and top-level lines.
+    pub fn write_config(&self, workspaces: &[(&str, &str)], top: &str) -> Result<(), CheckError> {
+        let entry = self.raw_setting("workspace_template")?;
+        let mut entries = String::new();
+        for (id, channel) in workspaces {
+            entries.push_str(
+                &self
+                    .ctx
+                    .render(&entry, &[("workspace_id", id), ("channel_id", channel)])?,
+            );
+            entries.push('\n');
+        }
+        let database = self.database.display().to_string();
+        let api = self.slack.api_base_url();
+        let text = self.ctx.render(
+            &self.raw_setting("config_template")?,
+            &[
+                ("top", top),
+                ("workspaces", &entries),
+                ("api_base_url", &api),
+                ("database", &database),
+                ("authorized_user", ALICE),
+            ],
+        )?;
+        std::fs::write(&self.config, text).or_error("write the config")?;
+        Ok(())
+    }
+
+    fn spec(&self, mode: Option<&str>) -> Result<ski::transport::child::ChildSpec, CheckError> {
+        let config = self.config.display().to_string();
+        match mode {
+            None => self.ctx.command("server", &[("config", config.as_str())]),
+            Some(mode) => self.ctx.command(
+                "server_mode",
+                &[("config", config.as_str()), ("mode", mode)],
+            ),
+        }
+    }
+
+    /// Runs the target until it exits by itself.
+    pub async fn run_to_exit(&self, mode: Option<&str>) -> Result<Exit, CheckError> {
+        let mut child = self.ctx.spawn(self.spec(mode)?)?;
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        let collect = async {
+            while let Some((stream, line)) = child.next_output_line().await {
+                let into = match stream {
+                    OutputStream::Stdout => &mut stdout,
+                    OutputStream::Stderr => &mut stderr,
+                };
+                into.push_str(&line);
+                into.push('\n');
+            }
+        };
+        self.ctx
+            .within("the target to exit on its own", collect)
+            .await?;
+        let status = self
+            .ctx
+            .within("the exit status", child.wait())
+            .await?
+            .or_error("wait for the target")?;
+        Ok(Exit {
+            code: status.code(),
+            stderr,
+            stdout,
+        })
+    }
+
+    /// Starts the target and waits for its readiness line.
+    pub async fn start(&self, mode: Option<&str>) -> Result<Server, CheckError> {
+        let mut child = self.ctx.spawn(self.spec(mode)?)?;
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let notify = Arc::new(Notify::new());
+        let (ready_tx, ready_rx) = oneshot::channel::<String>();
+        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+        let (task_lines, task_notify) = (lines.clone(), notify.clone());
+        let done = tokio::spawn(async move {
+            let mut ready_tx = Some(ready_tx);
+            let mut stopping = false;
+            loop {
+                tokio::select! {
+                    line = child.next_output_line() => match line {
+                        Some((OutputStream::Stdout, line)) => {
+                            let is_ready = serde_json::from_str::<Value>(&line).is_ok_and(|v| v.is_object());
+                            if is_ready && let Some(tx) = ready_tx.take() {
+                                let _ = tx.send(line);
+                            }
+                        }
+                        Some((OutputStream::Stderr, line)) => {
+                            task_lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
+                            task_notify.notify_waiters();
+                        }
+                        None => break,
+                    },
+                    _ = &mut stop_rx, if !stopping => {
+                        stopping = true;
+                        let _ = child.signal_group(nix::sys::signal::Signal::SIGTERM);
+                    }
+                }
+            }
+            child.wait().await.ok().and_then(|status| status.code())
+        });
+        let ready = self.ctx.within("the readiness line", ready_rx).await?;
+        let ready = match ready {
+            Ok(line) => serde_json::from_str(&line).or_fail("a JSON readiness line")?,
+            Err(_) => {
+                let log = lines
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .join("\n");
+                return Err(Failure::expected("a readiness line on stdout")
+                    .actual(format!("the target ended first; stderr: {log}"))
+                    .into());
+            }
+        };
+        Ok(Server {
+            ctx: self.ctx.clone(),
+            ready,
+            lines,
+            notify,
+            stop: Some(stop_tx),
+            done: Some(done),
+        })
+    }
+
+    /// A user types the slash command; answers the visible reply (the ack's text), `None` when
+    /// the ack carries nothing.
+    pub async fn slash_command(
+        &self,
+        channel: &str,
+        user: &str,
+        text: &str,
+    ) -> Result<Option<String>, CheckError> {
+        let injected = self
+            .slack
+            .slash_command(SlashCommand {
+                command: self.slash()?,
+                text: text.into(),
+                channel: channel.into(),
+                user: user.into(),
+            })
+            .or_error("inject the slash command")?;
+        let ack = self
+            .ctx
+            .within("the slash command's ack", injected.ack(self.ctx.timeout()))
+            .await?
+            .or_fail("the slash command acked")?;
+        Ok(ack
+            .payload
+            .and_then(|p| p.get("text").and_then(Value::as_str).map(str::to_string))
+            .filter(|t| !t.is_empty()))
+    }
+
+    /// A user clicks a button of a posted message.
+    pub fn click(&self, message: &Message, action_id: &str, user: &str) -> Result<(), CheckError> {
+        self.slack
+            .click(Click {
+                channel: message.channel.clone(),
+                message_ts: message.ts().into(),
+                action_id: action_id.into(),
+                user: user.into(),
+            })
+            .or_fail(format!("a clickable {action_id} on the message"))?;
+        Ok(())
+    }
+
+    /// Rejects through the modal the Reject button opens, with `reason`.
+    pub async fn reject_with_reason(
+        &self,
+        message: &Message,
+        reason: &str,
+    ) -> Result<(), CheckError> {
+        let before = self
+            .slack
+            .requests()
+            .iter()
+            .filter(|r| r.method == "views.open")
+            .count();
+        self.click(message, "approve_reject", ALICE)?;
+        let opened = self
+            .ctx
+            .within(
+                "a modal opened for the reason",
+                self.slack
+                    .wait_for_requests("views.open", before + 1, self.ctx.timeout()),
+            )
+            .await?
+            .or_fail("views.open after Reject")?;
+        let view_id = opened[before].response["view"]["id"]
+            .as_str()
+            .or_fail("views.open answered a view id")?
+            .to_string();
+        let view = self.slack.view(&view_id).or_fail("the opened view")?;
+        // The modal's first input element is where the reason goes.
+        let (block, action) = view["blocks"]
+            .as_array()
+            .and_then(|blocks| {
+                blocks.iter().find_map(|b| {
+                    Some((
+                        b["block_id"].as_str()?.to_string(),
+                        b["element"]["action_id"].as_str()?.to_string(),
+                    ))
+                })
+            })
+            .or_fail("an input block in the modal")?;
+        self.slack
+            .submit_view(&view_id, json!({ block: { action: reason } }), ALICE)
+            .or_error("submit the modal")?;
+        Ok(())
+    }
+
+    /// Waits for a message matching `predicate`.
+    pub async fn message(
+        &self,
+        what: &str,
+        predicate: impl Fn(&Message) -> bool,
+    ) -> Result<Message, CheckError> {
+        self.ctx
+            .within(
+                what,
+                self.slack.wait_for_message(predicate, self.ctx.timeout()),
+            )
+            .await?
+            .or_fail(what.to_string())
+    }
+
+    /// The target's database, read-only.
+    pub fn db(&self) -> Result<rusqlite::Connection, CheckError> {
+        rusqlite::Connection::open_with_flags(
+            &self.database,
+            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
+        )
+        .or_fail("the database file opens read-only")
+    }
+
+    /// The session rows in insertion order.
+    pub fn sessions(&self) -> Result<Vec<SessionRow>, CheckError> {
+        let db = self.db()?;
+        let mut statement = db
+            .prepare(
+                "SELECT id, protocol_mode, channel_id, thread_ts, status FROM session ORDER BY rowid",
+            )
+            .or_fail("a session table with protocol_mode, channel_id, thread_ts, status")?;
+        let rows = statement
+            .query_map([], |row| {
+                Ok(SessionRow {
+                    id: row.get(0)?,
+                    protocol_mode: row.get(1)?,
+                    channel_id: row.get(2)?,
+                    thread_ts: row.get(3)?,
+                    status: row.get(4)?,
+                })
+            })
+            .or_fail("session rows")?
+            .collect::<Result<Vec<_>, _>>()
+            .or_fail("session rows")?;
+        Ok(rows)
+    }
+
+    /// The one session row at `index`.
+    pub fn session(&self, index: usize) -> Result<SessionRow, CheckError> {
+        self.sessions()?
+            .into_iter()
+            .nth(index)
+            .or_fail(format!("a session row #{}", index + 1))
+    }
+}
+
+/// The columns of `session` the checks read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionRow {
+    pub id: String,
+    pub protocol_mode: String,
+    pub channel_id: Option<String>,
+    pub thread_ts: Option<String>,
+    pub status: String,
+}
+
+impl SessionRow {
+    /// The first eight characters of the id.
+    pub fn short(&self) -> &str {
+        self.id.get(..8).unwrap_or(&self.id)
+    }
+}
+
+/// A running target.
+pub struct Server {
+    ctx: Ctx,
+    pub ready: Value,
+    lines: Arc<Mutex<Vec<String>>>,
+    notify: Arc<Notify>,
+    stop: Option<oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<Option<i32>>>,
+}
+
+/// An MCP client session.
+pub type Client = RunningService<RoleClient, ClientConfig>;
+
+impl Server {
+    /// The MCP endpoint from the readiness line, with `query`.
+    pub fn mcp_url(&self, query: &str) -> Result<String, CheckError> {
+        let base = self.ready["mcp_url"]
+            .as_str()
+            .or_fail("mcp_url in the readiness line")?;
+        Ok(if query.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base}?{query}")
+        })
+    }
+
+    /// Connects an rmcp client (initialize included).
+    pub async fn connect(&self, query: &str) -> Result<Client, CheckError> {
+        let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+        let url = self.mcp_url(query)?;
+        let transport = StreamableHttpClientTransport::from_config(
+            StreamableHttpClientTransportConfig::with_uri(url.clone()),
+        );
+        self.ctx
+            .within(
+                "the MCP handshake",
+                Box::pin(ClientConfig::default().serve(transport)),
+            )
+            .await?
+            .or_fail(format!("an MCP session at {url}"))
+    }
+
+    /// Every log line so far.
+    pub fn log(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Waits for a log line containing `needle` (case-insensitive).
+    pub async fn wait_log(&self, needle: &str) -> Result<String, CheckError> {
+        let needle = needle.to_lowercase();
+        let find = async {
+            loop {
+                let notified = self.notify.notified();
+                if let Some(line) = self
+                    .log()
+                    .into_iter()
+                    .find(|l| l.to_lowercase().contains(&needle))
+                {
+                    return line;
+                }
+                notified.await;
+            }
+        };
+        self.ctx
+            .within(&format!("a log line with {needle:?}"), find)
+            .await
+    }
+
+    /// SIGTERM and the exit code.
+    pub async fn stop(mut self) -> Result<Option<i32>, CheckError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let done = self.done.take().or_error("the server task")?;
+        self.ctx
+            .within_for(
+                Duration::from_secs(15),
+                "the target to exit after SIGTERM",
+                done,
+            )
+            .await?
+            .or_error("the server task")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Calls a tool; answers its first text content parsed as JSON (a string when it is not JSON)
+/// and whether the result is an error.
+pub async fn call(
+    client: &Peer<RoleClient>,
+    tool: &str,
+    args: Value,
+) -> Result<(Value, bool), CheckError> {
+    let Value::Object(args) = args else {
+        return Err(CheckError::harness("tool arguments must be an object"));
+    };
+    let result = client
+        .call_tool(CallToolRequestParams::new(tool.to_string()).with_arguments(args))
+        .await
+        .or_fail(format!("a tools/call {tool} result"))?;
+    let result = serde_json::to_value(&result).or_error("tool result as json")?;
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string();
+    let is_error = result["isError"].as_bool().unwrap_or(false);
+    Ok((
+        serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        is_error,
+    ))
+}
+
+/// Starts a `check_clearance` call in a task (it blocks until the operator decides).
+pub fn ask_clearance(
+    client: &Client,
+    title: &str,
+) -> tokio::task::JoinHandle<Result<(Value, bool), CheckError>> {
+    let peer: Peer<RoleClient> = (**client).clone();
+    let title = title.to_string();
+    tokio::spawn(async move {
+        call(
+            &peer,
+            "check_clearance",
+            json!({ "title": title, "diff": "fn main() {}\n", "file_path": "src/main.rs" }),
+        )
+        .await
+    })
+}
+
+/// Awaits a clearance call started by [`ask_clearance`].
+pub async fn clearance_answer(
+    ctx: &Ctx,
+    pending: tokio::task::JoinHandle<Result<(Value, bool), CheckError>>,
+) -> Result<Value, CheckError> {
+    let (value, is_error) = ctx
+        .within("check_clearance to return", pending)
+        .await?
+        .or_error("the clearance task")??;
+    if is_error {
+        return Err(Failure::expected("check_clearance returns a decision")
+            .actual(format!("a tool error: {value}"))
+            .into());
+    }
+    Ok(value)
+}
+
+/// Whether a message carries a button with this action id.
+pub fn has_button(message: &Message, action_id: &str) -> bool {
+    message.message["blocks"]
+        .to_string()
+        .contains(&format!("\"{action_id}\""))
+}

@@ -1,0 +1,259 @@
+//! S043–S048: clicks and commands reach the session of their channel and thread; a bare
+//! command picks the channel's most recently active session; a channel without one says so.
+
+use serde_json::{Value, json};
+
+use crate::{Check, CheckResult, ensure, ensure_eq};
+
+use super::harness::{
+    ALICE, CHANNEL_X, CHANNEL_Y, CHANNEL_Z, World, ask_clearance, call, clearance_answer,
+    has_button,
+};
+use crate::Ctx;
+
+/// The checks of this part.
+pub fn checks() -> Vec<Check> {
+    vec![
+        Check::new(
+            "S043",
+            "Sessions A (channel X) and B (channel Y) both wait in check_clearance; Accept in X returns A's call while B's keeps waiting, and B's own Reject then returns B's.",
+            s043,
+        ),
+        Check::new(
+            "S044",
+            "Sessions A (X) and B (Y); the operator steers in Y; expects B's next ping to carry the message and A's to carry nothing.",
+            s044,
+        ),
+        Check::new(
+            "S045",
+            "No session in channel Z; session-stop there; expects the reply \"No active session in this channel\" and no session changed.",
+            s045,
+        ),
+        Check::new(
+            "S046",
+            "Sessions A and B in the same channel both ask (both request ids may be equal); the click in A's thread returns A's call only, B's click then returns B's.",
+            s046,
+        ),
+        Check::new(
+            "S047",
+            "Sessions A (older) and B (newer) in channel X; a bare status names B; after A pings, status names A.",
+            s047,
+        ),
+        Check::new(
+            "S048",
+            "Sessions in X, Y and Z ask at once; approving X, rejecting Y and approving Z (in reverse order) returns each call its own decision.",
+            s048,
+        ),
+    ]
+}
+
+fn status(answer: &Value) -> String {
+    answer["status"].as_str().unwrap_or_default().to_string()
+}
+
+async fn s043(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    let server = world.start(None).await?;
+    let a = server.connect("workspace_id=myproj").await?;
+    let b = server.connect("workspace_id=other").await?;
+    let pa = ask_clearance(&a, "for A");
+    let pb = ask_clearance(&b, "for B");
+    let ma = world
+        .message("A's approval in X", |m| {
+            m.channel == CHANNEL_X && has_button(m, "approve_accept")
+        })
+        .await?;
+    let mb = world
+        .message("B's approval in Y", |m| {
+            m.channel == CHANNEL_Y && has_button(m, "approve_accept")
+        })
+        .await?;
+    world.click(&ma, "approve_accept", ALICE)?;
+    ensure_eq!(
+        "approved",
+        status(&clearance_answer(&ctx, pa).await?),
+        "A's decision"
+    );
+    ensure!(!pb.is_finished(), "B still waits after the click in X");
+    world.reject_with_reason(&mb, "not now").await?;
+    ensure_eq!(
+        "rejected",
+        status(&clearance_answer(&ctx, pb).await?),
+        "B's decision"
+    );
+    let _ = (a.cancel().await, b.cancel().await);
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s044(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    let server = world.start(None).await?;
+    let a = server.connect("workspace_id=myproj").await?;
+    let b = server.connect("workspace_id=other").await?;
+    world
+        .slash_command(CHANNEL_Y, ALICE, "steer use the new parser")
+        .await?;
+    let (answer_a, _) = call(&a, "ping", json!({"status_message": "working"})).await?;
+    let (answer_b, _) = call(&b, "ping", json!({"status_message": "working"})).await?;
+    ensure!(
+        answer_b.to_string().contains("use the new parser"),
+        "B's ping carries the steering message",
+        "B's ping answered {answer_b}"
+    );
+    ensure!(
+        !answer_a.to_string().contains("use the new parser"),
+        "A's ping carries nothing for B",
+        "A's ping answered {answer_a}"
+    );
+    let _ = (a.cancel().await, b.cancel().await);
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s045(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    let server = world.start(None).await?;
+    let a = server.connect("workspace_id=myproj").await?;
+    let reply = world
+        .slash_command(CHANNEL_Z, ALICE, "session-stop")
+        .await?;
+    let expected = ctx.text("reply", "No active session in this channel");
+    ensure!(
+        reply
+            .as_deref()
+            .is_some_and(|r| r.to_lowercase().contains(&expected.to_lowercase())),
+        format!("the reply says {expected:?}"),
+        "reply {reply:?}"
+    );
+    ensure_eq!(
+        "active",
+        world.session(0)?.status,
+        "the session elsewhere is untouched"
+    );
+    let _ = a.cancel().await;
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s046(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    let server = world.start(None).await?;
+    let a = server.connect("workspace_id=myproj").await?;
+    let b = server.connect("workspace_id=myproj").await?;
+    let (ta, tb) = (
+        world.session(0)?.thread_ts.unwrap_or_default(),
+        world.session(1)?.thread_ts.unwrap_or_default(),
+    );
+    let pa = ask_clearance(&a, "for A");
+    let ma = world
+        .message("A's approval", |m| {
+            m.thread_ts() == Some(ta.as_str()) && has_button(m, "approve_accept")
+        })
+        .await?;
+    let pb = ask_clearance(&b, "for B");
+    let mb = world
+        .message("B's approval", |m| {
+            m.thread_ts() == Some(tb.as_str()) && has_button(m, "approve_accept")
+        })
+        .await?;
+    world.click(&ma, "approve_accept", ALICE)?;
+    ensure_eq!(
+        "approved",
+        status(&clearance_answer(&ctx, pa).await?),
+        "A's decision"
+    );
+    ensure!(
+        !pb.is_finished(),
+        "B still waits after the click in A's thread"
+    );
+    world.click(&mb, "approve_accept", ALICE)?;
+    ensure_eq!(
+        "approved",
+        status(&clearance_answer(&ctx, pb).await?),
+        "B's decision"
+    );
+    let _ = (a.cancel().await, b.cancel().await);
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s047(ctx: Ctx) -> CheckResult {
+    ctx.require("status-command")?;
+    let world = World::new(&ctx).await?;
+    let server = world.start(None).await?;
+    let a = server.connect("workspace_id=myproj").await?;
+    let b = server.connect("workspace_id=myproj").await?;
+    let (ra, rb) = (world.session(0)?, world.session(1)?);
+    let reply = world
+        .slash_command(CHANNEL_X, ALICE, "status")
+        .await?
+        .unwrap_or_default();
+    ensure!(
+        reply.contains(rb.short()) && !reply.contains(ra.short()),
+        "status names the newer session B",
+        "reply {reply:?}"
+    );
+    call(&a, "ping", json!({"status_message": "back"})).await?;
+    let reply = world
+        .slash_command(CHANNEL_X, ALICE, "status")
+        .await?
+        .unwrap_or_default();
+    ensure!(
+        reply.contains(ra.short()) && !reply.contains(rb.short()),
+        "after A's ping, status names A",
+        "reply {reply:?}"
+    );
+    let _ = (a.cancel().await, b.cancel().await);
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s048(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    let server = world.start(None).await?;
+    let x = server.connect("workspace_id=myproj").await?;
+    let y = server.connect("workspace_id=other").await?;
+    let z = server.connect("workspace_id=third").await?;
+    let (px, py, pz) = (
+        ask_clearance(&x, "in X"),
+        ask_clearance(&y, "in Y"),
+        ask_clearance(&z, "in Z"),
+    );
+    let find = |channel: &'static str| {
+        let world = &world;
+        async move {
+            world
+                .message("an approval", move |m| {
+                    m.channel == channel && has_button(m, "approve_accept")
+                })
+                .await
+        }
+    };
+    let (mx, my, mz) = (
+        find(CHANNEL_X).await?,
+        find(CHANNEL_Y).await?,
+        find(CHANNEL_Z).await?,
+    );
+    world.click(&mz, "approve_accept", ALICE)?;
+    world.reject_with_reason(&my, "not in Y").await?;
+    world.click(&mx, "approve_accept", ALICE)?;
+    let (ax, ay, az) = (
+        clearance_answer(&ctx, px).await?,
+        clearance_answer(&ctx, py).await?,
+        clearance_answer(&ctx, pz).await?,
+    );
+    ensure_eq!(
+        vec!["approved", "rejected", "approved"],
+        vec![status(&ax), status(&ay), status(&az)],
+        "the decisions in X, Y, Z"
+    );
+    ensure_eq!(
+        "not in Y",
+        ay["reason"].as_str().unwrap_or_default(),
+        "Y's reason"
+    );
+    let _ = (x.cancel().await, y.cancel().await, z.cancel().await);
+    server.stop().await?;
+    Ok(())
+}

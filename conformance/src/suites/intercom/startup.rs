@@ -1,0 +1,204 @@
+//! S001–S007: startup in each mode, configuration errors and their exit codes, the nine tools.
+
+use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
+
+use super::harness::World;
+
+/// The checks of this part.
+pub fn checks() -> Vec<Check> {
+    vec![
+        Check::new(
+            "S001",
+            "Starts the target without --mode; expects the readiness line, a Socket Mode connection to the fake Slack and an MCP endpoint that completes initialize and tools/list.",
+            s001,
+        ),
+        Check::new(
+            "S002",
+            "Starts the target with --mode mcp; expects the same as S001: readiness, Socket Mode connected, MCP initialize and tools/list.",
+            s002,
+        ),
+        Check::new(
+            "S003",
+            "Starts the target with --mode acp and host_cli naming an existing executable; expects readiness with Slack connected and no MCP endpoint in the readiness line.",
+            s003,
+        ),
+        Check::new(
+            "S004",
+            "Starts the target with --mode acp and no host_cli; expects exit 1 and the matrix's message on stderr, and no Slack traffic.",
+            s004,
+        ),
+        Check::new(
+            "S005",
+            "Starts the target with --mode acp and host_cli = /nonexistent/path; expects exit 1 and \"host_cli binary not found: /nonexistent/path\".",
+            s005,
+        ),
+        Check::new(
+            "S006",
+            "Starts the target with --mode invalid; expects exit 2 and clap's \"invalid value 'invalid' for '--mode\".",
+            s006,
+        ),
+        Check::new(
+            "S007",
+            "Connects an MCP client; expects tools/list to name exactly the nine tools.",
+            s007,
+        ),
+    ]
+}
+
+async fn mcp_starts(ctx: &Ctx, mode: Option<&str>) -> CheckResult {
+    let world = World::new(ctx).await?;
+    let server = world.start(mode).await?;
+    ctx.within(
+        "a Socket Mode connection",
+        world.slack.wait_for_connections(1, ctx.timeout()),
+    )
+    .await?
+    .map_err(|e| crate::Failure::expected("the target opens Socket Mode").actual(e.to_string()))?;
+    let client = server.connect("").await?;
+    let tools = client
+        .list_tools(None)
+        .await
+        .map_err(|e| crate::Failure::expected("tools/list answers").actual(e.to_string()))?;
+    ensure!(!tools.tools.is_empty(), "tools/list names the tools");
+    let _ = client.cancel().await;
+    ensure_eq!(Some(0), server.stop().await?, "exit code after SIGTERM");
+    Ok(())
+}
+
+async fn s001(ctx: Ctx) -> CheckResult {
+    mcp_starts(&ctx, None).await
+}
+
+async fn s002(ctx: Ctx) -> CheckResult {
+    mcp_starts(&ctx, Some("mcp")).await
+}
+
+async fn s003(ctx: Ctx) -> CheckResult {
+    ctx.require("acp-mode")?;
+    let world = World::new(&ctx).await?;
+    let host_cli = ctx.bin("ski-mock-agent").display().to_string();
+    world.write_config(
+        super::harness::WORKSPACES,
+        &format!("host_cli = \"{host_cli}\""),
+    )?;
+    let server = world.start(Some("acp")).await?;
+    ctx.within(
+        "a Socket Mode connection",
+        world.slack.wait_for_connections(1, ctx.timeout()),
+    )
+    .await?
+    .map_err(|e| crate::Failure::expected("the target opens Socket Mode").actual(e.to_string()))?;
+    ensure!(
+        server.ready.get("mcp_url").is_none(),
+        "no MCP transport in ACP mode",
+        "readiness line {}",
+        server.ready
+    );
+    ensure_eq!(Some(0), server.stop().await?, "exit code after SIGTERM");
+    Ok(())
+}
+
+async fn config_error(
+    ctx: &Ctx,
+    world: &World,
+    mode: Option<&str>,
+    default_text: &str,
+    code: i32,
+) -> CheckResult {
+    let exit = world.run_to_exit(mode).await?;
+    let expected = ctx.text("stderr", default_text);
+    ensure_eq!(
+        Some(code),
+        exit.code,
+        "exit code (stderr: {})",
+        exit.stderr.trim()
+    );
+    ensure!(
+        exit.stderr.contains(&expected),
+        format!("stderr names the error: {expected:?}"),
+        "stderr {:?}",
+        exit.stderr
+    );
+    ensure!(
+        exit.stdout.trim().is_empty(),
+        "no readiness line",
+        "stdout {:?}",
+        exit.stdout
+    );
+    Ok(())
+}
+
+async fn s004(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    config_error(
+        &ctx,
+        &world,
+        Some("acp"),
+        "ACP mode requires host_cli configuration",
+        1,
+    )
+    .await?;
+    ensure!(
+        world.slack.requests().is_empty(),
+        "nothing reaches Slack before the config is valid"
+    );
+    Ok(())
+}
+
+async fn s005(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    world.write_config(
+        super::harness::WORKSPACES,
+        "host_cli = \"/nonexistent/path\"",
+    )?;
+    config_error(
+        &ctx,
+        &world,
+        Some("acp"),
+        "host_cli binary not found: /nonexistent/path",
+        1,
+    )
+    .await
+}
+
+async fn s006(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    config_error(
+        &ctx,
+        &world,
+        Some("invalid"),
+        "invalid value 'invalid' for '--mode",
+        2,
+    )
+    .await
+}
+
+async fn s007(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    let server = world.start(None).await?;
+    let client = server.connect("workspace_id=myproj").await?;
+    let tools = client
+        .list_tools(None)
+        .await
+        .map_err(|e| crate::Failure::expected("tools/list answers").actual(e.to_string()))?;
+    let mut names: Vec<String> = tools.tools.iter().map(|t| t.name.to_string()).collect();
+    names.sort();
+    ensure_eq!(
+        vec![
+            "auto_check",
+            "broadcast",
+            "check_clearance",
+            "check_diff",
+            "ping",
+            "reboot",
+            "standby",
+            "switch_freq",
+            "transmit"
+        ],
+        names,
+        "the tools tools/list names"
+    );
+    let _ = client.cancel().await;
+    server.stop().await?;
+    Ok(())
+}

@@ -1,0 +1,257 @@
+//! S036–S042: a session's first post is the thread root and its `ts` the session's `thread_ts`;
+//! everything after (broadcasts, approvals, decisions, the final message) is a reply in that
+//! thread, which never moves.
+
+use serde_json::json;
+
+use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
+
+use super::harness::{ALICE, CHANNEL_X, World, ask_clearance, call, clearance_answer, has_button};
+
+/// The checks of this part.
+pub fn checks() -> Vec<Check> {
+    vec![
+        Check::new(
+            "S036",
+            "Connects a session in myproj; expects its first post at the top level of the channel and the session row's thread_ts equal to that post's ts.",
+            s036,
+        ),
+        Check::new(
+            "S037",
+            "Calls broadcast; expects the message posted with thread_ts equal to the session's thread_ts.",
+            s037,
+        ),
+        Check::new(
+            "S038",
+            "Calls check_clearance; expects the message with Accept/Reject buttons posted in the session's thread.",
+            s038,
+        ),
+        Check::new(
+            "S039",
+            "Clicks Accept on the threaded approval; expects a new message about the decision in the same thread.",
+            s039,
+        ),
+        Check::new(
+            "S040",
+            "Stops the session with the slash command session-stop; expects a \"Session ended\" reply in the thread and the row terminated.",
+            s040,
+        ),
+        Check::new(
+            "S041",
+            "Connects two sessions in the same channel; expects two different thread roots, and each session's broadcast only in its own thread.",
+            s041,
+        ),
+        Check::new(
+            "S042",
+            "Calls broadcast with a different thread_ts argument, then broadcasts again; expects the session row's thread_ts unchanged and every post in the original thread.",
+            s042,
+        ),
+    ]
+}
+
+async fn one_session(
+    ctx: &Ctx,
+) -> Result<
+    (
+        World,
+        super::harness::Server,
+        super::harness::Client,
+        String,
+    ),
+    crate::CheckError,
+> {
+    let world = World::new(ctx).await?;
+    let server = world.start(None).await?;
+    let client = server.connect("workspace_id=myproj").await?;
+    let root = world
+        .message("the session's first post", |m| m.channel == CHANNEL_X)
+        .await?;
+    let thread_ts = root.ts().to_string();
+    Ok((world, server, client, thread_ts))
+}
+
+async fn s036(ctx: Ctx) -> CheckResult {
+    let (world, server, client, thread_ts) = one_session(&ctx).await?;
+    let first = world.slack.messages(CHANNEL_X, None);
+    let root = first.first().cloned();
+    ensure!(
+        root.as_ref().is_some_and(|m| m.thread_ts().is_none()),
+        "the first post is top-level"
+    );
+    ensure_eq!(
+        Some(thread_ts),
+        world.session(0)?.thread_ts,
+        "the session's thread_ts"
+    );
+    let _ = client.cancel().await;
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s037(ctx: Ctx) -> CheckResult {
+    let (world, server, client, thread_ts) = one_session(&ctx).await?;
+    call(
+        &client,
+        "broadcast",
+        json!({"message": "compiling the parser"}),
+    )
+    .await?;
+    let posted = world
+        .message("the broadcast", |m| {
+            m.text().contains("compiling the parser")
+        })
+        .await?;
+    ensure_eq!(
+        Some(thread_ts.as_str()),
+        posted.thread_ts(),
+        "the broadcast's thread_ts"
+    );
+    let _ = client.cancel().await;
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s038(ctx: Ctx) -> CheckResult {
+    let (world, server, client, thread_ts) = one_session(&ctx).await?;
+    let pending = ask_clearance(&client, "edit main");
+    let approval = world
+        .message("the approval message", |m| has_button(m, "approve_accept"))
+        .await?;
+    ensure_eq!(
+        Some(thread_ts.as_str()),
+        approval.thread_ts(),
+        "the approval's thread_ts"
+    );
+    ensure!(
+        has_button(&approval, "approve_reject"),
+        "the approval has Reject too"
+    );
+    world.click(&approval, "approve_accept", ALICE)?;
+    clearance_answer(&ctx, pending).await?;
+    let _ = client.cancel().await;
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s039(ctx: Ctx) -> CheckResult {
+    let (world, server, client, thread_ts) = one_session(&ctx).await?;
+    let pending = ask_clearance(&client, "edit main");
+    let approval = world
+        .message("the approval message", |m| has_button(m, "approve_accept"))
+        .await?;
+    let before = world.slack.messages(CHANNEL_X, Some(&thread_ts)).len();
+    world.click(&approval, "approve_accept", ALICE)?;
+    clearance_answer(&ctx, pending).await?;
+    let approval_ts = approval.ts().to_string();
+    let expected_thread = thread_ts.clone();
+    let response = world
+        .message("a response in the thread after the click", |m| {
+            m.thread_ts() == Some(expected_thread.as_str())
+                && m.ts() != approval_ts
+                && m.ts() > approval_ts.as_str()
+        })
+        .await?;
+    ensure!(
+        world.slack.messages(CHANNEL_X, Some(&thread_ts)).len() > before,
+        "the thread grew"
+    );
+    ensure!(
+        response.channel == CHANNEL_X,
+        "the response is in the session's channel"
+    );
+    let _ = client.cancel().await;
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s040(ctx: Ctx) -> CheckResult {
+    let (world, server, client, thread_ts) = one_session(&ctx).await?;
+    world
+        .slash_command(CHANNEL_X, ALICE, "session-stop")
+        .await?;
+    let ended = ctx.text("final", "Session ended");
+    let last = world
+        .message("the final message", |m| m.text().contains(&ended))
+        .await?;
+    ensure_eq!(
+        Some(thread_ts.as_str()),
+        last.thread_ts(),
+        "the final message's thread_ts"
+    );
+    ensure_eq!(
+        "terminated",
+        world.session(0)?.status,
+        "the session's status"
+    );
+    let _ = client.cancel().await;
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s041(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    let server = world.start(None).await?;
+    let a = server.connect("workspace_id=myproj").await?;
+    let b = server.connect("workspace_id=myproj").await?;
+    let (ra, rb) = (world.session(0)?, world.session(1)?);
+    let (ta, tb) = (
+        ra.thread_ts.clone().unwrap_or_default(),
+        rb.thread_ts.clone().unwrap_or_default(),
+    );
+    ensure!(
+        !ta.is_empty() && !tb.is_empty() && ta != tb,
+        "two sessions get two threads",
+        "{ta:?} and {tb:?}"
+    );
+    let (pa, pb) = tokio::join!(
+        call(&a, "broadcast", json!({"message": "from session A"})),
+        call(&b, "broadcast", json!({"message": "from session B"}))
+    );
+    pa?;
+    pb?;
+    let ma = world
+        .message("A's broadcast", |m| m.text().contains("from session A"))
+        .await?;
+    let mb = world
+        .message("B's broadcast", |m| m.text().contains("from session B"))
+        .await?;
+    ensure_eq!(Some(ta.as_str()), ma.thread_ts(), "A's broadcast thread");
+    ensure_eq!(Some(tb.as_str()), mb.thread_ts(), "B's broadcast thread");
+    let _ = (a.cancel().await, b.cancel().await);
+    server.stop().await?;
+    Ok(())
+}
+
+async fn s042(ctx: Ctx) -> CheckResult {
+    let (world, server, client, thread_ts) = one_session(&ctx).await?;
+    call(
+        &client,
+        "broadcast",
+        json!({"message": "moved?", "thread_ts": "1234.5678"}),
+    )
+    .await?;
+    call(
+        &client,
+        "broadcast",
+        json!({"message": "after the attempt"}),
+    )
+    .await?;
+    for text in ["moved?", "after the attempt"] {
+        let posted = world
+            .message("a broadcast", |m| m.text().contains(text))
+            .await?;
+        ensure_eq!(
+            Some(thread_ts.as_str()),
+            posted.thread_ts(),
+            "the thread of {text:?}"
+        );
+    }
+    ensure_eq!(
+        Some(thread_ts),
+        world.session(0)?.thread_ts,
+        "thread_ts after the attempt"
+    );
+    let _ = client.cancel().await;
+    server.stop().await?;
+    Ok(())
+}

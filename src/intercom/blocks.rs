@@ -1,0 +1,153 @@
+//! The Block Kit the server posts: approval, prompt and standby messages with their buttons, the
+//! decision that replaces them, and the modal that asks for a reason. Buttons carry the request
+//! id as their value; the thread they sit in names the session.
+
+use serde_json::{Value, json};
+
+/// Action ids of the buttons.
+pub mod action {
+    pub const APPROVE_ACCEPT: &str = "approve_accept";
+    pub const APPROVE_REJECT: &str = "approve_reject";
+    pub const PROMPT_CONTINUE: &str = "prompt_continue";
+    pub const PROMPT_REFINE: &str = "prompt_refine";
+    pub const PROMPT_STOP: &str = "prompt_stop";
+    pub const WAIT_RESUME: &str = "wait_resume";
+    pub const WAIT_STOP: &str = "wait_stop";
+}
+
+/// The modal's input: block id and action id.
+pub const INSTRUCTION_BLOCK: &str = "instruction_block";
+pub const INSTRUCTION_ACTION: &str = "instruction_text";
+
+/// Slack's limit on a section's text; longer texts are cut.
+const SECTION_LIMIT: usize = 2900;
+
+fn cut(text: &str, limit: usize) -> String {
+    if text.len() <= limit {
+        return text.to_string();
+    }
+    let mut end = limit;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}
+
+fn section(text: &str) -> Value {
+    json!({ "type": "section", "text": { "type": "mrkdwn", "text": cut(text, SECTION_LIMIT) } })
+}
+
+fn button(action_id: &str, label: &str, value: &str, style: Option<&str>) -> Value {
+    let mut button = json!({
+        "type": "button",
+        "action_id": action_id,
+        "text": { "type": "plain_text", "text": label },
+        "value": value,
+    });
+    if let Some(style) = style {
+        button["style"] = json!(style);
+    }
+    button
+}
+
+/// The approval request with Accept and Reject.
+pub fn approval(
+    request_id: &str,
+    title: &str,
+    file_path: &str,
+    risk_level: &str,
+    description: Option<&str>,
+    diff: &str,
+) -> Value {
+    let mut summary = format!(
+        "*Approval request* `{request_id}`: {title}\nFile: `{file_path}` · risk: *{risk_level}*"
+    );
+    if let Some(description) = description.filter(|d| !d.is_empty()) {
+        summary.push('\n');
+        summary.push_str(description);
+    }
+    json!([
+        section(&summary),
+        section(&format!("```{}```", cut(diff, SECTION_LIMIT - 10))),
+        {
+            "type": "actions",
+            "block_id": format!("approval_{request_id}"),
+            "elements": [
+                button(action::APPROVE_ACCEPT, "Accept", request_id, Some("primary")),
+                button(action::APPROVE_REJECT, "Reject", request_id, Some("danger")),
+            ]
+        }
+    ])
+}
+
+/// A forwarded prompt with Continue, Refine and Stop.
+pub fn prompt(prompt_id: &str, prompt_type: &str, text: &str) -> Value {
+    json!([
+        section(&format!("*Agent prompt* ({prompt_type}) `{prompt_id}`\n{text}")),
+        {
+            "type": "actions",
+            "block_id": format!("prompt_{prompt_id}"),
+            "elements": [
+                button(action::PROMPT_CONTINUE, "Continue", prompt_id, Some("primary")),
+                button(action::PROMPT_REFINE, "Refine", prompt_id, None),
+                button(action::PROMPT_STOP, "Stop", prompt_id, Some("danger")),
+            ]
+        }
+    ])
+}
+
+/// An agent on standby with Resume and Stop.
+pub fn standby(session_id: &str, message: &str) -> Value {
+    json!([
+        section(&format!("*Agent on standby*\n{message}")),
+        {
+            "type": "actions",
+            "block_id": format!("wait_{session_id}"),
+            "elements": [
+                button(action::WAIT_RESUME, "Resume", session_id, Some("primary")),
+                button(action::WAIT_STOP, "Stop", session_id, Some("danger")),
+            ]
+        }
+    ])
+}
+
+/// What replaces the buttons once decided.
+pub fn decided(text: &str) -> Value {
+    json!([section(text)])
+}
+
+/// The modal asking why; `callback_id` says what it answers, `private_metadata` the thread.
+pub fn reason_modal(callback_id: &str, title: &str, label: &str, private_metadata: &str) -> Value {
+    json!({
+        "type": "modal",
+        "callback_id": callback_id,
+        "private_metadata": private_metadata,
+        "title": { "type": "plain_text", "text": cut(title, 24) },
+        "submit": { "type": "plain_text", "text": "Submit" },
+        "close": { "type": "plain_text", "text": "Cancel" },
+        "blocks": [{
+            "type": "input",
+            "block_id": INSTRUCTION_BLOCK,
+            "label": { "type": "plain_text", "text": label },
+            "element": {
+                "type": "plain_text_input",
+                "action_id": INSTRUCTION_ACTION,
+                "multiline": true
+            }
+        }]
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_texts_are_cut_on_a_character_boundary() {
+        let text = "é".repeat(4000);
+        let blocks = approval("req-001", "t", "f", "low", None, &text);
+        let diff = blocks[1]["text"]["text"].as_str().expect("text");
+        assert!(diff.len() < 3000);
+        assert_eq!(blocks[2]["elements"][0]["value"], "req-001");
+    }
+}

@@ -1,0 +1,296 @@
+//! `ski intercom`: startup in the matrix's order (arguments, config, tokens, database, Slack,
+//! listeners), one readiness line on stdout, logs on stderr, shutdown on SIGINT or SIGTERM.
+//!
+//! Exit codes: 0 after a signal, 1 for any startup failure (config, tokens, database, Slack),
+//! 2 for usage errors (clap).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use serde_json::json;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+
+use super::config::{Config, Mode, Tokens, validate_workspaces};
+use super::driver::{AgentDriver, DriverError, DriverFuture, McpDriver};
+use super::hub::Hub;
+use super::slack::{self, Poster};
+use super::store::Store;
+use super::{mcp, socket};
+
+/// How long startup waits for Slack's Socket Mode `hello`.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How often the config file is checked for workspace mapping changes.
+const RELOAD_POLL: Duration = Duration::from_millis(250);
+
+/// `--log-format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `ski intercom`.
+#[derive(Debug, Args)]
+#[command(
+    about = "Intercom server: bridges coding agents to Slack threads (MCP tools, approvals, steering)",
+    long_about = "Intercom server: bridges coding agents to Slack threads.
+
+Agents connect to the MCP endpoint (http://HOST:PORT/mcp?workspace_id=ID) and call nine tools;
+operators approve, steer, list and stop sessions from Slack with the slash command. Tokens come
+only from SLACK_BOT_TOKEN and SLACK_APP_TOKEN. Prints one JSON readiness line on stdout once the
+listeners are up and Slack is connected; logs go to stderr.
+
+Exit codes: 0 after SIGINT/SIGTERM; 1 a startup failure (config, tokens, database, Slack); 2 usage."
+)]
+pub struct IntercomArgs {
+    /// The configuration file (TOML).
+    #[arg(long, value_name = "FILE")]
+    pub config: PathBuf,
+    /// How agents reach the server.
+    #[arg(long, value_enum, default_value = "mcp")]
+    pub mode: Mode,
+    /// Log format on stderr.
+    #[arg(long, value_enum, default_value = "text")]
+    pub log_format: LogFormat,
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new("info,slack_morphism=warn,rmcp=warn")
+    });
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().try_init(),
+    };
+}
+
+fn fail(message: impl std::fmt::Display) -> ExitCode {
+    eprintln!("error: {message}");
+    ExitCode::from(1)
+}
+
+/// The driver of `--mode acp` until spawned agents are supported: the server runs (Slack,
+/// database, commands) and `session-start` answers that it cannot spawn.
+struct NoAcpDriver;
+
+impl AgentDriver for NoAcpDriver {
+    fn protocol_mode(&self) -> Mode {
+        Mode::Acp
+    }
+    fn start_session(&self, _start: super::driver::SessionStart) -> DriverFuture<'_, ()> {
+        Box::pin(async {
+            Err(DriverError::Unsupported(
+                "this build cannot spawn ACP agents yet".into(),
+            ))
+        })
+    }
+    fn resolve_clearance<'a>(
+        &'a self,
+        _: &'a str,
+        request_id: &'a str,
+        _: super::driver::ClearanceDecision,
+    ) -> DriverFuture<'a, ()> {
+        Box::pin(async move {
+            Err(DriverError::NotFound(format!(
+                "clearance request {request_id}"
+            )))
+        })
+    }
+    fn resolve_prompt<'a>(
+        &'a self,
+        _: &'a str,
+        prompt_id: &'a str,
+        _: super::driver::PromptDecision,
+    ) -> DriverFuture<'a, ()> {
+        Box::pin(async move { Err(DriverError::NotFound(format!("prompt {prompt_id}"))) })
+    }
+    fn resolve_wait<'a>(
+        &'a self,
+        session_id: &'a str,
+        _: super::driver::WaitDecision,
+    ) -> DriverFuture<'a, ()> {
+        Box::pin(async move { Err(DriverError::NotFound(format!("standby of {session_id}"))) })
+    }
+    fn send_prompt<'a>(
+        &'a self,
+        session_id: &'a str,
+        _: &'a str,
+    ) -> DriverFuture<'a, super::driver::Delivery> {
+        Box::pin(async move {
+            Err(DriverError::Acp(format!(
+                "no agent for session {session_id}"
+            )))
+        })
+    }
+    fn interrupt<'a>(&'a self, _: &'a str) -> DriverFuture<'a, ()> {
+        Box::pin(async { Ok(()) })
+    }
+}
+
+/// Runs the server; answers the process exit code.
+pub fn run(args: IntercomArgs) -> ExitCode {
+    init_logging(args.log_format);
+    let config = match Config::load(&args.config, args.mode) {
+        Ok(config) => config,
+        Err(error) => return fail(error),
+    };
+    let tokens = match Tokens::from_env() {
+        Ok(tokens) => tokens,
+        Err(error) => return fail(error),
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => return fail(format!("cannot start the runtime: {error}")),
+    };
+    let code = runtime.block_on(serve(args, config, tokens));
+    runtime.shutdown_timeout(Duration::from_secs(2));
+    code
+}
+
+async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
+    let mut terminate = match signal(SignalKind::terminate()) {
+        Ok(signal) => signal,
+        Err(error) => return fail(format!("cannot handle SIGTERM: {error}")),
+    };
+    let mut interrupt = match signal(SignalKind::interrupt()) {
+        Ok(signal) => signal,
+        Err(error) => return fail(format!("cannot handle SIGINT: {error}")),
+    };
+    let store = match Store::open(&config.database.path) {
+        Ok(store) => store,
+        Err(error) => return fail(error),
+    };
+    match store.interrupt_leftovers() {
+        Ok(0) => {}
+        Ok(count) => tracing::warn!(count, "sessions of an earlier run marked interrupted"),
+        Err(error) => return fail(error),
+    }
+    let client = match slack::client(&config.slack.api_base_url) {
+        Ok(client) => client,
+        Err(error) => return fail(error),
+    };
+    let poster = Poster::new(client, &tokens.bot);
+    let bot_user = match poster.auth_test().await {
+        Ok(user) => user,
+        Err(error) => return fail(error),
+    };
+    let mcp_driver = Arc::new(McpDriver::default());
+    let driver: Arc<dyn AgentDriver> = match args.mode {
+        Mode::Mcp => mcp_driver.clone(),
+        Mode::Acp => Arc::new(NoAcpDriver),
+    };
+    let database = config.database.path.display().to_string();
+    let mcp_address = format!("{}:{}", config.mcp.host, config.mcp.port);
+    let hub = Arc::new(Hub::new(
+        args.mode, config, store, poster, mcp_driver, driver,
+    ));
+    let (listener, mut connected) = match socket::listen(hub.clone(), &tokens.app).await {
+        Ok(pair) => pair,
+        Err(error) => return fail(format!("slack socket mode: {error}")),
+    };
+    let hello = tokio::time::timeout(CONNECT_TIMEOUT, connected.wait_for(|up| *up)).await;
+    if !matches!(hello, Ok(Ok(_))) {
+        listener.shutdown().await;
+        return fail("slack socket mode: no hello within 30 s");
+    }
+    let shutdown = CancellationToken::new();
+    let mut ready = json!({
+        "ready": true,
+        "mode": args.mode.as_str(),
+        "database": database,
+        "slack": "connected",
+        "bot_user_id": bot_user,
+        "slash_command": hub.config().slack.slash_command,
+    });
+    if args.mode == Mode::Mcp {
+        let tcp = match tokio::net::TcpListener::bind(&mcp_address).await {
+            Ok(tcp) => tcp,
+            Err(error) => {
+                listener.shutdown().await;
+                return fail(format!("cannot listen on {mcp_address}: {error}"));
+            }
+        };
+        let address = match tcp.local_addr() {
+            Ok(address) => address,
+            Err(error) => return fail(format!("cannot read the MCP address: {error}")),
+        };
+        ready["mcp_url"] = json!(format!("http://{address}/mcp"));
+        tokio::spawn(mcp::serve(tcp, hub.clone(), shutdown.clone()));
+    }
+    tokio::spawn(watch_config(
+        args.config.clone(),
+        hub.clone(),
+        shutdown.clone(),
+    ));
+    tracing::info!(mode = args.mode.as_str(), "intercom server ready");
+    println!("{ready}");
+    tokio::select! {
+        _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
+        _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
+    }
+    shutdown.cancel();
+    let live: Vec<String> = hub
+        .store
+        .active_by_prefix("")
+        .map(|sessions| sessions.into_iter().map(|s| s.id).collect())
+        .unwrap_or_default();
+    for id in live {
+        hub.end_session(&id, "interrupted", "server shut down")
+            .await;
+    }
+    listener.shutdown().await;
+    ExitCode::SUCCESS
+}
+
+fn fingerprint(path: &Path) -> Option<Vec<u8>> {
+    std::fs::read(path).ok()
+}
+
+/// Re-reads `[[workspace]]` when the file changes; an invalid edit keeps the last good mapping.
+async fn watch_config(path: PathBuf, hub: Arc<Hub>, shutdown: CancellationToken) {
+    let mut last = fingerprint(&path);
+    loop {
+        tokio::select! {
+            () = tokio::time::sleep(RELOAD_POLL) => {}
+            () = shutdown.cancelled() => return,
+        }
+        let now = fingerprint(&path);
+        if now == last {
+            continue;
+        }
+        last = now;
+        let Some(bytes) = &last else {
+            tracing::warn!(path = %path.display(), "failed to reload workspace mappings — keeping previous values (file unreadable)");
+            continue;
+        };
+        let text = String::from_utf8_lossy(bytes);
+        match Config::parse(&text, &path).and_then(|config| {
+            validate_workspaces(&config.workspaces)?;
+            Ok(config)
+        }) {
+            Ok(config) => {
+                let count = config.workspaces.len();
+                hub.replace_workspaces(config.workspaces);
+                tracing::warn!(
+                    workspaces = count,
+                    "hot-reloaded workspace mappings from config; active sessions keep their channel"
+                );
+            }
+            Err(error) => {
+                tracing::warn!(%error, "failed to reload workspace mappings — keeping previous values");
+            }
+        }
+    }
+}

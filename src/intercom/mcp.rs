@@ -1,0 +1,703 @@
+//! MCP mode: the nine intercom tools over rmcp's streamable HTTP transport at `/mcp` on a
+//! loopback port. Each MCP session is one intercom session, created at `initialize` from the
+//! `workspace_id` (or legacy `channel_id`) query parameter, with `protocol_mode = 'mcp'`.
+
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::path::{Component, Path};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
+use hyper::body::{Bytes, Incoming};
+use hyper_util::rt::TokioIo;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use super::blocks;
+use super::config::Mode;
+use super::hub::Hub;
+
+/// The nine tools: name, description, input schema.
+pub fn tools() -> Vec<Tool> {
+    let schema = |value: Value| -> serde_json::Map<String, Value> {
+        match value {
+            Value::Object(map) => map,
+            _ => serde_json::Map::new(),
+        }
+    };
+    let progress = json!({
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "label": { "type": "string" },
+                "status": { "type": "string", "enum": ["done", "in_progress", "pending"] }
+            },
+            "required": ["label", "status"]
+        }
+    });
+    vec![
+        Tool::new(
+            "check_clearance",
+            "Ask the operator to approve a change; blocks until Accept or Reject is clicked in Slack.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "title": { "type": "string" },
+                    "description": { "type": "string" },
+                    "diff": { "type": "string" },
+                    "file_path": { "type": "string" },
+                    "risk_level": { "type": "string", "enum": ["low", "high", "critical"] }
+                },
+                "required": ["title", "diff", "file_path"]
+            })),
+        ),
+        Tool::new(
+            "check_diff",
+            "Apply an approved change: writes the approved content to its file under the workspace.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "request_id": { "type": "string" },
+                    "force": { "type": "boolean" }
+                },
+                "required": ["request_id"]
+            })),
+        ),
+        Tool::new(
+            "auto_check",
+            "Ask whether a tool call may run without the operator's approval.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "tool_name": { "type": "string" },
+                    "context": { "type": "object" }
+                },
+                "required": ["tool_name"]
+            })),
+        ),
+        Tool::new(
+            "transmit",
+            "Forward a prompt to the operator; blocks until Continue, Refine or Stop.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "prompt_text": { "type": "string" },
+                    "prompt_type": { "type": "string", "enum": ["continuation", "clarification", "error_recovery", "resource_warning"] },
+                    "elapsed_seconds": { "type": "integer", "minimum": 0 },
+                    "actions_taken": { "type": "integer", "minimum": 0 }
+                },
+                "required": ["prompt_text"]
+            })),
+        ),
+        Tool::new(
+            "broadcast",
+            "Post a status message in the session's Slack thread.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "message": { "type": "string" },
+                    "level": { "type": "string", "enum": ["info", "success", "warning", "error"] },
+                    "thread_ts": { "type": "string" }
+                },
+                "required": ["message"]
+            })),
+        ),
+        Tool::new(
+            "reboot",
+            "Recover the session's state after a restart: status, pending requests, progress.",
+            schema(json!({
+                "type": "object",
+                "properties": { "session_id": { "type": "string" } }
+            })),
+        ),
+        Tool::new(
+            "switch_freq",
+            "Set the session's operational mode.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "mode": { "type": "string", "enum": ["remote", "local", "hybrid"] }
+                },
+                "required": ["mode"]
+            })),
+        ),
+        Tool::new(
+            "standby",
+            "Wait for the operator's instruction; blocks until Resume or Stop, or the timeout.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "message": { "type": "string" },
+                    "timeout_seconds": { "type": "integer", "minimum": 0 }
+                }
+            })),
+        ),
+        Tool::new(
+            "ping",
+            "Report liveness and progress; answers the operator's queued steering messages.",
+            schema(json!({
+                "type": "object",
+                "properties": {
+                    "status_message": { "type": "string" },
+                    "progress_snapshot": progress
+                }
+            })),
+        ),
+    ]
+}
+
+/// The session an MCP connection belongs to; ended when the connection goes away.
+struct Slot {
+    hub: Arc<Hub>,
+    session_id: Mutex<Option<String>>,
+}
+
+impl Slot {
+    fn id(&self) -> Option<String> {
+        self.session_id
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let Some(id) = self.id() else { return };
+        let hub = self.hub.clone();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                hub.end_session(&id, "terminated", "agent disconnected")
+                    .await;
+            });
+        }
+    }
+}
+
+/// One MCP session's handler.
+#[derive(Clone)]
+pub struct IntercomMcp {
+    hub: Arc<Hub>,
+    slot: Arc<Slot>,
+}
+
+impl IntercomMcp {
+    /// A handler for a new connection.
+    pub fn new(hub: Arc<Hub>) -> IntercomMcp {
+        IntercomMcp {
+            slot: Arc::new(Slot {
+                hub: hub.clone(),
+                session_id: Mutex::new(None),
+            }),
+            hub,
+        }
+    }
+}
+
+fn query_param(query: &str, name: &str) -> Option<String> {
+    url_pairs(query)
+        .into_iter()
+        .find(|(key, _)| key == name)
+        .map(|(_, value)| value)
+}
+
+fn url_pairs(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .map(|pair| {
+            let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(key), percent_decode(value))
+        })
+        .collect()
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(byte) => {
+                        out.push(byte);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            byte => out.push(byte),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn ok(value: Value) -> Result<CallToolResponse, ErrorData> {
+    Ok(CallToolResult::success(vec![ContentBlock::text(value.to_string())]).into())
+}
+
+fn tool_error(message: impl Into<String>) -> Result<CallToolResponse, ErrorData> {
+    Ok(CallToolResult::error(vec![ContentBlock::text(message.into())]).into())
+}
+
+fn arg_str(args: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
+    args.get(key).and_then(Value::as_str).map(str::to_string)
+}
+
+fn required(args: &serde_json::Map<String, Value>, key: &str) -> Result<String, String> {
+    match args.get(key) {
+        Some(Value::String(value)) => Ok(value.clone()),
+        Some(_) => Err(format!("invalid arguments: {key} must be a string")),
+        None => Err(format!("invalid arguments: missing field {key}")),
+    }
+}
+
+/// A relative path without `..`, inside `root`.
+fn inside(root: &Path, relative: &str) -> Result<std::path::PathBuf, String> {
+    let path = Path::new(relative);
+    if path.is_absolute()
+        || path
+            .components()
+            .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
+    {
+        return Err(format!(
+            "path must be relative to the workspace without '..': {relative}"
+        ));
+    }
+    Ok(root.join(path))
+}
+
+impl IntercomMcp {
+    async fn session(&self) -> Result<super::store::Session, String> {
+        let id = self
+            .slot
+            .id()
+            .ok_or("no session: the connection did not initialize")?;
+        match self.hub.store.session(&id) {
+            Ok(Some(session))
+                if matches!(session.status.as_str(), "active" | "created" | "paused") =>
+            {
+                Ok(session)
+            }
+            Ok(Some(session)) => Err(format!(
+                "session {} has ended ({})",
+                session.id, session.status
+            )),
+            Ok(None) => Err(format!("session {id} not found")),
+            Err(error) => Err(error.to_string()),
+        }
+    }
+
+    async fn dispatch(
+        &self,
+        name: &str,
+        args: serde_json::Map<String, Value>,
+        cancel: CancellationToken,
+    ) -> Result<Value, String> {
+        let session = self.session().await?;
+        let hub = &self.hub;
+        let _ = hub.store.touch(&session.id, Some(name));
+        match name {
+            "check_clearance" => {
+                let title = required(&args, "title")?;
+                let diff = required(&args, "diff")?;
+                let file_path = required(&args, "file_path")?;
+                let description = arg_str(&args, "description");
+                let risk = arg_str(&args, "risk_level").unwrap_or_else(|| "low".into());
+                if !matches!(risk.as_str(), "low" | "high" | "critical") {
+                    return Err(format!("invalid arguments: risk_level {risk:?}"));
+                }
+                let request_id = hub
+                    .store
+                    .next_request_id(&session.id)
+                    .map_err(|e| e.to_string())?;
+                hub.store
+                    .insert_approval(
+                        &session.id,
+                        &request_id,
+                        &title,
+                        description.as_deref(),
+                        &diff,
+                        &file_path,
+                        &risk,
+                    )
+                    .map_err(|e| e.to_string())?;
+                let answer = hub.mcp.await_clearance(&session.id, &request_id);
+                let blocks = blocks::approval(
+                    &request_id,
+                    &title,
+                    &file_path,
+                    &risk,
+                    description.as_deref(),
+                    &diff,
+                );
+                let text = format!("📋 Approval request `{request_id}`: {title}");
+                match hub.post_in_session(&session.id, &text, Some(&blocks)).await {
+                    Some((channel, ts)) => {
+                        let _ =
+                            hub.store
+                                .set_approval_message(&session.id, &request_id, &channel, &ts);
+                    }
+                    None => {
+                        hub.mcp.forget(&session.id, &request_id);
+                        let _ = hub.store.decide_approval(
+                            &session.id,
+                            &request_id,
+                            "interrupted",
+                            Some("no slack channel to ask in"),
+                        );
+                        return Err(
+                            "cannot ask the operator: the session has no Slack channel".into()
+                        );
+                    }
+                }
+                tokio::select! {
+                    decision = answer => match decision {
+                        Ok(decision) => Ok(json!({
+                            "status": decision.status,
+                            "request_id": request_id,
+                            "reason": decision.reason,
+                        })),
+                        Err(_) => Err("the request was dropped".into()),
+                    },
+                    () = cancel.cancelled() => {
+                        hub.mcp.forget(&session.id, &request_id);
+                        Err("cancelled".into())
+                    }
+                }
+            }
+            "check_diff" => {
+                let request_id = required(&args, "request_id")?;
+                let approval = hub
+                    .store
+                    .approval(&session.id, &request_id)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("not found: request {request_id}"))?;
+                if approval.status != "approved" {
+                    return Err(format!(
+                        "request {request_id} is {}, not approved",
+                        approval.status
+                    ));
+                }
+                let root = hub
+                    .config()
+                    .workspaces
+                    .iter()
+                    .find(|w| Some(&w.id) == session.workspace_id.as_ref())
+                    .and_then(|w| w.path.clone())
+                    .ok_or("the session's workspace has no path to write under")?;
+                let target = inside(&root, &approval.file_path)?;
+                if let Some(parent) = target.parent() {
+                    std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+                }
+                std::fs::write(&target, approval.diff_content.as_bytes())
+                    .map_err(|e| format!("cannot write {}: {e}", approval.file_path))?;
+                hub.store
+                    .consume_approval(&session.id, &request_id)
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({ "status": "applied", "files_written": [approval.file_path] }))
+            }
+            "auto_check" => {
+                let tool_name = required(&args, "tool_name")?;
+                Ok(json!({ "auto_approved": false, "tool_name": tool_name, "matched_rule": null }))
+            }
+            "transmit" => {
+                let prompt_text = required(&args, "prompt_text")?;
+                let prompt_type =
+                    arg_str(&args, "prompt_type").unwrap_or_else(|| "continuation".into());
+                let prompt_id = format!("prompt-{}", &uuid::Uuid::new_v4().to_string()[..8]);
+                let answer = hub.mcp.await_prompt(&session.id, &prompt_id);
+                let blocks = blocks::prompt(&prompt_id, &prompt_type, &prompt_text);
+                let text = format!("💬 Agent prompt: {prompt_text}");
+                if hub
+                    .post_in_session(&session.id, &text, Some(&blocks))
+                    .await
+                    .is_none()
+                {
+                    hub.mcp.forget(&session.id, &prompt_id);
+                    return Err("cannot ask the operator: the session has no Slack channel".into());
+                }
+                tokio::select! {
+                    decision = answer => decision
+                        .map(|d| json!({ "decision": d.decision, "instruction": d.instruction }))
+                        .map_err(|_| "the prompt was dropped".to_string()),
+                    () = cancel.cancelled() => {
+                        hub.mcp.forget(&session.id, &prompt_id);
+                        Err("cancelled".into())
+                    }
+                }
+            }
+            "broadcast" => {
+                let message = required(&args, "message")?;
+                let level = arg_str(&args, "level").unwrap_or_else(|| "info".into());
+                if let Some(requested) = arg_str(&args, "thread_ts") {
+                    // The session's thread is fixed once set; a different one is not honoured.
+                    if session.thread_ts.as_deref() != Some(requested.as_str()) {
+                        tracing::warn!(session_id = %session.id, requested, "broadcast thread_ts ignored: a session's thread never changes");
+                    }
+                }
+                let icon = match level.as_str() {
+                    "success" => "✅",
+                    "warning" => "⚠️",
+                    "error" => "❌",
+                    _ => "ℹ️",
+                };
+                match hub
+                    .post_in_session(&session.id, &format!("{icon} {message}"), None)
+                    .await
+                {
+                    Some((_, ts)) => Ok(json!({ "posted": true, "ts": ts })),
+                    None => Ok(json!({ "posted": false, "ts": null })),
+                }
+            }
+            "reboot" => {
+                let id = arg_str(&args, "session_id").unwrap_or(session.id.clone());
+                let target = hub
+                    .store
+                    .session(&id)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("not found: session {id}"))?;
+                let pending = hub
+                    .store
+                    .pending_approvals(&id)
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({
+                    "status": "recovered",
+                    "session_id": target.id,
+                    "session_status": target.status,
+                    "channel_id": target.channel_id,
+                    "thread_ts": target.thread_ts,
+                    "pending_requests": pending,
+                }))
+            }
+            "switch_freq" => {
+                let mode = required(&args, "mode")?;
+                if !matches!(mode.as_str(), "remote" | "local" | "hybrid") {
+                    return Err(format!("invalid arguments: mode {mode:?}"));
+                }
+                let previous = hub
+                    .store
+                    .set_mode(&session.id, &mode)
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({ "previous_mode": previous, "current_mode": mode }))
+            }
+            "standby" => {
+                let message = arg_str(&args, "message")
+                    .unwrap_or_else(|| "The agent waits for your instruction.".into());
+                let timeout = args
+                    .get("timeout_seconds")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                let answer = hub.mcp.await_wait(&session.id);
+                let blocks = blocks::standby(&session.id, &message);
+                if hub
+                    .post_in_session(&session.id, &format!("⏸️ {message}"), Some(&blocks))
+                    .await
+                    .is_none()
+                {
+                    return Err("cannot ask the operator: the session has no Slack channel".into());
+                }
+                let wait = async {
+                    answer
+                        .await
+                        .map(|d| json!({ "status": d.status, "instruction": d.instruction }))
+                        .map_err(|_| "the standby was dropped".to_string())
+                };
+                tokio::select! {
+                    result = wait => result,
+                    () = async {
+                        if timeout == 0 { std::future::pending::<()>().await }
+                        tokio::time::sleep(Duration::from_secs(timeout)).await
+                    } => Ok(json!({ "status": "timeout", "instruction": null })),
+                    () = cancel.cancelled() => Err("cancelled".into()),
+                }
+            }
+            "ping" => {
+                if let Some(snapshot) = args.get("progress_snapshot") {
+                    let _ = hub.store.set_progress(&session.id, &snapshot.to_string());
+                }
+                let steering = hub
+                    .store
+                    .take_steering(&session.id)
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({ "acknowledged": true, "pending_steering": steering }))
+            }
+            other => Err(format!("unknown tool: {other}")),
+        }
+    }
+}
+
+impl ServerHandler for IntercomMcp {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
+            "ski intercom: ask the operator in Slack for approvals and instructions",
+        )
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        // Versions with sessions: one MCP session is one intercom session.
+        Cow::Owned(vec![
+            ProtocolVersion::V_2025_11_25,
+            ProtocolVersion::V_2025_06_18,
+            ProtocolVersion::V_2025_03_26,
+        ])
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let result = self.negotiate_initialize(&request)?;
+        if self.slot.id().is_none() {
+            let query = context
+                .extensions
+                .get::<hyper::http::request::Parts>()
+                .and_then(|parts| parts.uri.query().map(str::to_string))
+                .unwrap_or_default();
+            let workspace_id = query_param(&query, "workspace_id");
+            let channel_id = query_param(&query, "channel_id");
+            let placement = self
+                .hub
+                .place(workspace_id.as_deref(), channel_id.as_deref());
+            let session = self
+                .hub
+                .start_session(
+                    Mode::Mcp,
+                    "agent:local",
+                    &placement,
+                    Some("Direct agent connection"),
+                )
+                .await
+                .map_err(|error| ErrorData::internal_error(error.to_string(), None))?;
+            *self
+                .slot
+                .session_id
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(session.id);
+        }
+        Ok(result)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.clone().unwrap_or_default();
+        match self.dispatch(&request.name, args, context.ct.clone()).await {
+            Ok(value) => ok(value),
+            Err(message) => tool_error(message),
+        }
+    }
+}
+
+type Response = hyper::Response<BoxBody<Bytes, Infallible>>;
+
+fn plain(status: u16, text: &'static str) -> Response {
+    let mut response = hyper::Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = hyper::StatusCode::from_u16(status).unwrap_or(hyper::StatusCode::OK);
+    response
+}
+
+/// Serves `/mcp` (and `GET /health`) on `listener` until `shutdown` is cancelled.
+pub async fn serve(listener: TcpListener, hub: Arc<Hub>, shutdown: CancellationToken) {
+    let mut config = StreamableHttpServerConfig::default();
+    config.cancellation_token = shutdown.child_token();
+    let factory_hub = hub.clone();
+    let service: StreamableHttpService<IntercomMcp, LocalSessionManager> =
+        StreamableHttpService::new(
+            move || Ok(IntercomMcp::new(factory_hub.clone())),
+            Arc::new(LocalSessionManager::default()),
+            config,
+        );
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = shutdown.cancelled() => return,
+        };
+        let Ok((stream, _)) = accepted else { continue };
+        let service = service.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
+                let mut service = service.clone();
+                async move {
+                    match request.uri().path() {
+                        "/mcp" => tower_service::Service::call(&mut service, request).await,
+                        "/health" => Ok(plain(200, "ok")),
+                        _ => Ok(plain(404, "not found")),
+                    }
+                }
+            });
+            let connection = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), handler);
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => {}
+                () = shutdown.cancelled() => connection.as_mut().graceful_shutdown(),
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nine_tools_with_object_schemas() {
+        let tools = tools();
+        assert_eq!(tools.len(), 9);
+        assert!(
+            tools
+                .iter()
+                .all(|t| t.input_schema.get("type") == Some(&json!("object")))
+        );
+    }
+
+    #[test]
+    fn query_parameters_are_decoded() {
+        assert_eq!(
+            query_param("workspace_id=my%2Dproj&channel_id=C1", "workspace_id"),
+            Some("my-proj".into())
+        );
+        assert_eq!(query_param("channel_id=C1", "workspace_id"), None);
+        assert_eq!(query_param("a=%zz", "a"), Some("%zz".into()));
+    }
+
+    #[test]
+    fn writes_stay_inside_the_workspace() {
+        assert!(inside(Path::new("/w"), "../etc/passwd").is_err());
+        assert!(inside(Path::new("/w"), "/etc/passwd").is_err());
+        assert_eq!(
+            inside(Path::new("/w"), "src/a.rs").expect("inside"),
+            Path::new("/w/src/a.rs")
+        );
+    }
+}

@@ -1,0 +1,184 @@
+//! The Slack Web API through slack-morphism, pointed at `[slack] api_base_url`: posts (thread
+//! roots and replies), updates and modals, with 429s honoured and transient failures retried a
+//! bounded number of times.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper_util::client::legacy::connect::HttpConnector;
+use serde_json::{Value, json};
+use slack_morphism::errors::SlackClientError;
+use slack_morphism::prelude::*;
+
+/// The connector: rustls with native roots, `http` allowed for a configured base URL.
+pub type Connector = SlackClientHyperConnector<hyper_rustls::HttpsConnector<HttpConnector>>;
+/// The slack-morphism client the server uses.
+pub type Client = SlackClient<Connector>;
+
+/// How often a failed Web API call is tried in all.
+const ATTEMPTS: u32 = 5;
+/// The longest wait between tries (and the cap on a 429's `Retry-After`).
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// A Web API failure that survived the retries.
+#[derive(Debug, thiserror::Error)]
+pub enum SlackError {
+    #[error("slack: {method}: {message}")]
+    Api {
+        method: &'static str,
+        message: String,
+    },
+    #[error("slack: cannot build the client: {0}")]
+    Connector(String),
+}
+
+/// Builds the slack-morphism client for `api_base_url`.
+pub fn client(api_base_url: &str) -> Result<Arc<Client>, SlackError> {
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_native_roots()
+        .map_err(|error| SlackError::Connector(error.to_string()))?
+        .https_or_http()
+        .enable_http1()
+        .build();
+    let base = if api_base_url.ends_with('/') {
+        api_base_url.to_string()
+    } else {
+        format!("{api_base_url}/")
+    };
+    let connector = SlackClientHyperConnector::with_connector(https).with_slack_api_url(&base);
+    Ok(Arc::new(SlackClient::new(connector)))
+}
+
+/// Posts, updates and opens views with the bot token.
+#[derive(Clone)]
+pub struct Poster {
+    client: Arc<Client>,
+    token: SlackApiToken,
+}
+
+/// Whether another try may succeed, and how long to wait first.
+fn retry_delay(error: &SlackClientError, attempt: u32) -> Option<Duration> {
+    let backoff = Duration::from_millis(200 * 2u64.pow(attempt.min(7))).min(MAX_BACKOFF);
+    match error {
+        SlackClientError::RateLimitError(limit) => {
+            Some(limit.retry_after.unwrap_or(backoff).min(MAX_BACKOFF))
+        }
+        SlackClientError::HttpError(error) => {
+            (error.status_code.is_server_error()).then_some(backoff)
+        }
+        SlackClientError::HttpProtocolError(_) | SlackClientError::EndOfStream(_) => Some(backoff),
+        SlackClientError::ApiError(error) => matches!(
+            error.code.as_str(),
+            "internal_error" | "fatal_error" | "service_unavailable" | "request_timeout"
+        )
+        .then_some(backoff),
+        _ => None,
+    }
+}
+
+/// Runs one Web API call with the bot token, retrying 429s (after `Retry-After`) and transient
+/// failures up to [`ATTEMPTS`] times in all.
+macro_rules! retrying {
+    ($poster:expr, $method:literal, |$session:ident| $call:expr) => {{
+        let mut attempt = 0;
+        loop {
+            let $session = $poster.client.open_session(&$poster.token);
+            match $call.await {
+                Ok(answer) => break Ok(answer),
+                Err(error) => {
+                    attempt += 1;
+                    match retry_delay(&error, attempt) {
+                        Some(delay) if attempt < ATTEMPTS => {
+                            tracing::warn!(method = $method, attempt, ?delay, error = %error, "slack call failed, retrying");
+                            tokio::time::sleep(delay).await;
+                        }
+                        _ => {
+                            break Err(SlackError::Api {
+                                method: $method,
+                                message: error.to_string(),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }};
+}
+
+impl Poster {
+    /// A poster using `client` with the bot token.
+    pub fn new(client: Arc<Client>, bot_token: &str) -> Poster {
+        Poster {
+            client,
+            token: SlackApiToken::new(bot_token.to_string().into()),
+        }
+    }
+
+    /// The client (for the Socket Mode listener).
+    pub fn client(&self) -> Arc<Client> {
+        self.client.clone()
+    }
+
+    /// `auth.test`: checks the bot token and the base URL; answers the bot's user id.
+    pub async fn auth_test(&self) -> Result<String, SlackError> {
+        let answer = retrying!(self, "auth.test", |session| session.auth_test())?;
+        Ok(answer.user_id.to_string())
+    }
+
+    /// `chat.postMessage` at the top level (`thread_ts` `None`) or in a thread; answers the `ts`.
+    pub async fn post(
+        &self,
+        channel: &str,
+        thread_ts: Option<&str>,
+        text: &str,
+        blocks: Option<&Value>,
+    ) -> Result<String, SlackError> {
+        let mut body = json!({ "channel": channel, "text": text });
+        if let Some(thread_ts) = thread_ts {
+            body["thread_ts"] = json!(thread_ts);
+        }
+        if let Some(blocks) = blocks {
+            body["blocks"] = blocks.clone();
+        }
+        let request: SlackApiChatPostMessageRequest =
+            serde_json::from_value(body).map_err(|error| SlackError::Api {
+                method: "chat.postMessage",
+                message: format!("bad blocks: {error}"),
+            })?;
+        let answer = retrying!(self, "chat.postMessage", |session| session
+            .chat_post_message(&request))?;
+        Ok(answer.ts.to_string())
+    }
+
+    /// `chat.update`: replaces a message's text and blocks.
+    pub async fn update(
+        &self,
+        channel: &str,
+        ts: &str,
+        text: &str,
+        blocks: &Value,
+    ) -> Result<(), SlackError> {
+        let request: SlackApiChatUpdateRequest = serde_json::from_value(
+            json!({ "channel": channel, "ts": ts, "text": text, "blocks": blocks }),
+        )
+        .map_err(|error| SlackError::Api {
+            method: "chat.update",
+            message: format!("bad blocks: {error}"),
+        })?;
+        retrying!(self, "chat.update", |session| session.chat_update(&request))?;
+        Ok(())
+    }
+
+    /// `views.open` with a modal.
+    pub async fn open_view(&self, trigger_id: &str, view: &Value) -> Result<(), SlackError> {
+        let request: SlackApiViewsOpenRequest = serde_json::from_value(
+            json!({ "trigger_id": trigger_id, "view": view }),
+        )
+        .map_err(|error| SlackError::Api {
+            method: "views.open",
+            message: format!("bad view: {error}"),
+        })?;
+        retrying!(self, "views.open", |session| session.views_open(&request))?;
+        Ok(())
+    }
+}

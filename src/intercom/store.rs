@@ -1,0 +1,647 @@
+//! SQLite persistence (rusqlite, WAL): sessions, pending approvals keyed by session and request
+//! id, and the steering queue; the schema bootstrap migrates an older database in place.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+/// What can go wrong with the database.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+    #[error("cannot create the database directory {path}: {source}")]
+    Directory {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("not found: {0}")]
+    NotFound(String),
+}
+
+/// A session row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    pub id: String,
+    pub owner_user_id: String,
+    pub status: String,
+    pub protocol_mode: String,
+    pub mode: String,
+    pub workspace_id: Option<String>,
+    pub channel_id: Option<String>,
+    pub thread_ts: Option<String>,
+    pub connectivity_status: String,
+    pub prompt: Option<String>,
+    pub created_at: String,
+    pub last_activity_at: Option<String>,
+}
+
+impl Session {
+    /// The first eight characters of the id, as Slack messages show it.
+    pub fn short_id(&self) -> &str {
+        self.id.get(..8).unwrap_or(&self.id)
+    }
+}
+
+/// What a new session starts with.
+#[derive(Debug, Clone)]
+pub struct NewSession<'a> {
+    pub id: &'a str,
+    pub owner_user_id: &'a str,
+    pub protocol_mode: &'a str,
+    pub mode: &'a str,
+    pub workspace_id: Option<&'a str>,
+    pub workspace_root: Option<&'a str>,
+    pub channel_id: Option<&'a str>,
+    pub prompt: Option<&'a str>,
+}
+
+/// A pending or decided approval.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approval {
+    pub session_id: String,
+    pub request_id: String,
+    pub title: String,
+    pub file_path: String,
+    pub diff_content: String,
+    pub status: String,
+    pub reason: Option<String>,
+}
+
+/// The database: one connection behind a mutex (every statement is short).
+pub struct Store {
+    connection: Mutex<Connection>,
+}
+
+const SESSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS session (
+    id TEXT PRIMARY KEY,
+    owner_user_id TEXT NOT NULL,
+    workspace_root TEXT,
+    status TEXT NOT NULL CHECK (status IN ('created','active','paused','terminated','interrupted')),
+    prompt TEXT,
+    mode TEXT NOT NULL DEFAULT 'remote',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    terminated_at TEXT,
+    last_tool TEXT,
+    nudge_count INTEGER NOT NULL DEFAULT 0,
+    stall_paused INTEGER NOT NULL DEFAULT 0,
+    progress_snapshot TEXT
+)";
+
+/// Columns the bootstrap adds to a `session` table from an older schema, with their definitions.
+pub const ADDED_SESSION_COLUMNS: &[(&str, &str)] = &[
+    ("protocol_mode", "TEXT NOT NULL DEFAULT 'mcp'"),
+    ("channel_id", "TEXT"),
+    ("thread_ts", "TEXT"),
+    ("connectivity_status", "TEXT NOT NULL DEFAULT 'online'"),
+    ("last_activity_at", "TEXT"),
+    ("activity_seq", "INTEGER NOT NULL DEFAULT 0"),
+    ("restart_of", "TEXT"),
+    ("agent_session_id", "TEXT"),
+    ("title", "TEXT"),
+    ("workspace_id", "TEXT"),
+];
+
+const OTHER_TABLES: &str = "
+CREATE TABLE IF NOT EXISTS approval_request (
+    session_id TEXT NOT NULL,
+    request_id TEXT NOT NULL,
+    title TEXT NOT NULL,
+    description TEXT,
+    diff_content TEXT NOT NULL,
+    file_path TEXT NOT NULL,
+    risk_level TEXT NOT NULL DEFAULT 'low',
+    status TEXT NOT NULL DEFAULT 'pending',
+    reason TEXT,
+    slack_channel TEXT,
+    slack_ts TEXT,
+    created_at TEXT NOT NULL,
+    decided_at TEXT,
+    consumed_at TEXT,
+    PRIMARY KEY (session_id, request_id)
+);
+CREATE TABLE IF NOT EXISTS steering_message (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    channel_id TEXT,
+    message TEXT NOT NULL,
+    source TEXT NOT NULL DEFAULT 'slack',
+    created_at TEXT NOT NULL,
+    consumed INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE IF NOT EXISTS schema_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+";
+
+const SESSION_COLUMNS: &str = "id, owner_user_id, status, protocol_mode, mode, workspace_id, \
+channel_id, thread_ts, connectivity_status, prompt, created_at, last_activity_at";
+
+fn now() -> String {
+    time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Session> {
+    Ok(Session {
+        id: row.get(0)?,
+        owner_user_id: row.get(1)?,
+        status: row.get(2)?,
+        protocol_mode: row.get(3)?,
+        mode: row.get(4)?,
+        workspace_id: row.get(5)?,
+        channel_id: row.get(6)?,
+        thread_ts: row.get(7)?,
+        connectivity_status: row.get(8)?,
+        prompt: row.get(9)?,
+        created_at: row.get(10)?,
+        last_activity_at: row.get(11)?,
+    })
+}
+
+impl Store {
+    /// Opens (creating it and its directory if needed) the database at `path` in WAL mode and
+    /// bootstraps the schema.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::Directory {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        }
+        let connection = Connection::open(path)?;
+        connection.pragma_update(None, "journal_mode", "WAL")?;
+        connection.pragma_update(None, "busy_timeout", 5000)?;
+        connection.pragma_update(None, "foreign_keys", "ON")?;
+        let store = Store {
+            connection: Mutex::new(connection),
+        };
+        store.bootstrap_schema()?;
+        Ok(store)
+    }
+
+    fn db(&self) -> MutexGuard<'_, Connection> {
+        self.connection
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Creates missing tables, adds the columns an older `session` table lacks (rows kept), and
+    /// creates the routing indexes.
+    pub fn bootstrap_schema(&self) -> Result<Vec<&'static str>, StoreError> {
+        let mut db = self.db();
+        let tx = db.transaction()?;
+        tx.execute_batch(SESSION_TABLE)?;
+        let existing: Vec<String> = {
+            let mut statement = tx.prepare("SELECT name FROM pragma_table_info('session')")?;
+            statement
+                .query_map([], |row| row.get(0))?
+                .collect::<Result<_, _>>()?
+        };
+        let mut added = Vec::new();
+        for (column, definition) in ADDED_SESSION_COLUMNS {
+            if !existing.iter().any(|name| name == column) {
+                tx.execute_batch(&format!(
+                    "ALTER TABLE session ADD COLUMN {column} {definition}"
+                ))?;
+                added.push(*column);
+            }
+        }
+        tx.execute_batch(OTHER_TABLES)?;
+        tx.execute_batch(
+            "CREATE INDEX IF NOT EXISTS idx_session_channel ON session(channel_id, status);
+             CREATE INDEX IF NOT EXISTS idx_session_channel_thread ON session(channel_id, thread_ts);",
+        )?;
+        tx.execute(
+            "INSERT INTO schema_meta(key, value) VALUES ('schema_version', '1')
+             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            [],
+        )?;
+        tx.commit()?;
+        Ok(added)
+    }
+
+    /// Marks every session left created/active/paused by an earlier run as interrupted, and
+    /// their pending approvals too; answers how many sessions.
+    pub fn interrupt_leftovers(&self) -> Result<usize, StoreError> {
+        let db = self.db();
+        let stamp = now();
+        db.execute(
+            "UPDATE approval_request SET status = 'interrupted', decided_at = ?1
+             WHERE status = 'pending'",
+            params![stamp],
+        )?;
+        Ok(db.execute(
+            "UPDATE session SET status = 'interrupted', updated_at = ?1
+             WHERE status IN ('created', 'active', 'paused')",
+            params![stamp],
+        )?)
+    }
+
+    /// Inserts an active session.
+    pub fn create_session(&self, new: &NewSession<'_>) -> Result<Session, StoreError> {
+        let stamp = now();
+        {
+            let db = self.db();
+            let seq: i64 = db.query_row(
+                "SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM session",
+                [],
+                |r| r.get(0),
+            )?;
+            db.execute(
+                "INSERT INTO session (id, owner_user_id, workspace_root, status, prompt, mode,
+                    created_at, updated_at, protocol_mode, channel_id, workspace_id,
+                    connectivity_status, last_activity_at, activity_seq, title)
+                 VALUES (?1, ?2, ?3, 'active', ?4, ?5, ?6, ?6, ?7, ?8, ?9, 'online', ?6, ?10, ?4)",
+                params![
+                    new.id,
+                    new.owner_user_id,
+                    new.workspace_root,
+                    new.prompt,
+                    new.mode,
+                    stamp,
+                    new.protocol_mode,
+                    new.channel_id,
+                    new.workspace_id,
+                    seq
+                ],
+            )?;
+        }
+        self.session(new.id)?
+            .ok_or_else(|| StoreError::NotFound(format!("session {}", new.id)))
+    }
+
+    /// One session by id.
+    pub fn session(&self, id: &str) -> Result<Option<Session>, StoreError> {
+        let db = self.db();
+        Ok(db
+            .query_row(
+                &format!("SELECT {SESSION_COLUMNS} FROM session WHERE id = ?1"),
+                params![id],
+                session_from_row,
+            )
+            .optional()?)
+    }
+
+    /// Active sessions of a channel, most recently active first.
+    pub fn active_in_channel(&self, channel: &str) -> Result<Vec<Session>, StoreError> {
+        let db = self.db();
+        let mut statement = db.prepare(&format!(
+            "SELECT {SESSION_COLUMNS} FROM session
+             WHERE channel_id = ?1 AND status IN ('created', 'active', 'paused')
+             ORDER BY activity_seq DESC"
+        ))?;
+        Ok(statement
+            .query_map(params![channel], session_from_row)?
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// The active session whose thread is `thread_ts` in `channel`.
+    pub fn active_in_thread(
+        &self,
+        channel: &str,
+        thread_ts: &str,
+    ) -> Result<Option<Session>, StoreError> {
+        let db = self.db();
+        Ok(db
+            .query_row(
+                &format!(
+                    "SELECT {SESSION_COLUMNS} FROM session
+                     WHERE channel_id = ?1 AND thread_ts = ?2
+                       AND status IN ('created', 'active', 'paused')"
+                ),
+                params![channel, thread_ts],
+                session_from_row,
+            )
+            .optional()?)
+    }
+
+    /// Active sessions anywhere whose id starts with `prefix`.
+    pub fn active_by_prefix(&self, prefix: &str) -> Result<Vec<Session>, StoreError> {
+        let db = self.db();
+        let mut statement = db.prepare(&format!(
+            "SELECT {SESSION_COLUMNS} FROM session
+             WHERE substr(id, 1, length(?1)) = ?1 AND status IN ('created', 'active', 'paused')
+             ORDER BY activity_seq DESC"
+        ))?;
+        Ok(statement
+            .query_map(params![prefix], session_from_row)?
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Records the thread root once: a session that has a `thread_ts` keeps it. Answers the
+    /// session's `thread_ts` after the call.
+    pub fn set_thread_ts(&self, id: &str, thread_ts: &str) -> Result<Option<String>, StoreError> {
+        let db = self.db();
+        db.execute(
+            "UPDATE session SET thread_ts = ?2, updated_at = ?3
+             WHERE id = ?1 AND thread_ts IS NULL",
+            params![id, thread_ts, now()],
+        )?;
+        Ok(db
+            .query_row(
+                "SELECT thread_ts FROM session WHERE id = ?1",
+                params![id],
+                |row| row.get(0),
+            )
+            .optional()?
+            .flatten())
+    }
+
+    /// The session did something: it becomes the most recently active one.
+    pub fn touch(&self, id: &str, tool: Option<&str>) -> Result<(), StoreError> {
+        let db = self.db();
+        db.execute(
+            "UPDATE session SET last_activity_at = ?2, updated_at = ?2,
+                last_tool = COALESCE(?3, last_tool),
+                activity_seq = (SELECT COALESCE(MAX(activity_seq), 0) + 1 FROM session)
+             WHERE id = ?1",
+            params![id, now(), tool],
+        )?;
+        Ok(())
+    }
+
+    /// Sets the operational mode (remote, local, hybrid); answers the previous one.
+    pub fn set_mode(&self, id: &str, mode: &str) -> Result<String, StoreError> {
+        let db = self.db();
+        let previous: String = db
+            .query_row("SELECT mode FROM session WHERE id = ?1", params![id], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .ok_or_else(|| StoreError::NotFound(format!("session {id}")))?;
+        db.execute(
+            "UPDATE session SET mode = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, mode, now()],
+        )?;
+        Ok(previous)
+    }
+
+    /// Stores the progress snapshot a `ping` carried.
+    pub fn set_progress(&self, id: &str, snapshot: &str) -> Result<(), StoreError> {
+        self.db().execute(
+            "UPDATE session SET progress_snapshot = ?2 WHERE id = ?1",
+            params![id, snapshot],
+        )?;
+        Ok(())
+    }
+
+    /// Ends a session (`terminated` or `interrupted`) and its pending approvals; answers whether
+    /// it was still live.
+    pub fn end_session(&self, id: &str, status: &str) -> Result<bool, StoreError> {
+        let db = self.db();
+        let stamp = now();
+        let changed = db.execute(
+            "UPDATE session SET status = ?2, updated_at = ?3, terminated_at = ?3
+             WHERE id = ?1 AND status IN ('created', 'active', 'paused')",
+            params![id, status, stamp],
+        )?;
+        db.execute(
+            "UPDATE approval_request SET status = 'interrupted', decided_at = ?2
+             WHERE session_id = ?1 AND status = 'pending'",
+            params![id, stamp],
+        )?;
+        Ok(changed > 0)
+    }
+
+    /// The next request id of a session: `req-001`, `req-002`, … (ids are session-scoped).
+    pub fn next_request_id(&self, session_id: &str) -> Result<String, StoreError> {
+        let count: i64 = self.db().query_row(
+            "SELECT COUNT(*) FROM approval_request WHERE session_id = ?1",
+            params![session_id],
+            |r| r.get(0),
+        )?;
+        Ok(format!("req-{:03}", count + 1))
+    }
+
+    /// Records a pending approval.
+    #[allow(clippy::too_many_arguments)]
+    pub fn insert_approval(
+        &self,
+        session_id: &str,
+        request_id: &str,
+        title: &str,
+        description: Option<&str>,
+        diff: &str,
+        file_path: &str,
+        risk_level: &str,
+    ) -> Result<(), StoreError> {
+        self.db().execute(
+            "INSERT INTO approval_request (session_id, request_id, title, description,
+                diff_content, file_path, risk_level, status, created_at)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
+            params![
+                session_id,
+                request_id,
+                title,
+                description,
+                diff,
+                file_path,
+                risk_level,
+                now()
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Where the approval message was posted.
+    pub fn set_approval_message(
+        &self,
+        session_id: &str,
+        request_id: &str,
+        channel: &str,
+        ts: &str,
+    ) -> Result<(), StoreError> {
+        self.db().execute(
+            "UPDATE approval_request SET slack_channel = ?3, slack_ts = ?4
+             WHERE session_id = ?1 AND request_id = ?2",
+            params![session_id, request_id, channel, ts],
+        )?;
+        Ok(())
+    }
+
+    /// Decides a pending approval; answers false when it was not pending.
+    pub fn decide_approval(
+        &self,
+        session_id: &str,
+        request_id: &str,
+        status: &str,
+        reason: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        Ok(self.db().execute(
+            "UPDATE approval_request SET status = ?3, reason = ?4, decided_at = ?5
+             WHERE session_id = ?1 AND request_id = ?2 AND status = 'pending'",
+            params![session_id, request_id, status, reason, now()],
+        )? > 0)
+    }
+
+    /// Marks an approved request consumed (its diff applied); answers false unless it was
+    /// approved and unconsumed.
+    pub fn consume_approval(&self, session_id: &str, request_id: &str) -> Result<bool, StoreError> {
+        Ok(self.db().execute(
+            "UPDATE approval_request SET status = 'consumed', consumed_at = ?3
+             WHERE session_id = ?1 AND request_id = ?2 AND status = 'approved'",
+            params![session_id, request_id, now()],
+        )? > 0)
+    }
+
+    /// One approval.
+    pub fn approval(
+        &self,
+        session_id: &str,
+        request_id: &str,
+    ) -> Result<Option<Approval>, StoreError> {
+        Ok(self
+            .db()
+            .query_row(
+                "SELECT session_id, request_id, title, file_path, diff_content, status, reason
+                 FROM approval_request WHERE session_id = ?1 AND request_id = ?2",
+                params![session_id, request_id],
+                |row| {
+                    Ok(Approval {
+                        session_id: row.get(0)?,
+                        request_id: row.get(1)?,
+                        title: row.get(2)?,
+                        file_path: row.get(3)?,
+                        diff_content: row.get(4)?,
+                        status: row.get(5)?,
+                        reason: row.get(6)?,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    /// Request ids of a session's pending approvals.
+    pub fn pending_approvals(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
+        let db = self.db();
+        let mut statement = db.prepare(
+            "SELECT request_id FROM approval_request
+             WHERE session_id = ?1 AND status = 'pending' ORDER BY created_at, request_id",
+        )?;
+        Ok(statement
+            .query_map(params![session_id], |row| row.get(0))?
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Queues a steering message (consumed = 0); answers how many are queued for the session.
+    pub fn queue_steering(
+        &self,
+        session_id: &str,
+        channel: Option<&str>,
+        message: &str,
+    ) -> Result<i64, StoreError> {
+        let db = self.db();
+        db.execute(
+            "INSERT INTO steering_message (session_id, channel_id, message, source, created_at)
+             VALUES (?1, ?2, ?3, 'slack', ?4)",
+            params![session_id, channel, message, now()],
+        )?;
+        Ok(db.query_row(
+            "SELECT COUNT(*) FROM steering_message WHERE session_id = ?1 AND consumed = 0",
+            params![session_id],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Takes a session's queued steering messages in order and marks them consumed.
+    pub fn take_steering(&self, session_id: &str) -> Result<Vec<String>, StoreError> {
+        let mut db = self.db();
+        let tx = db.transaction()?;
+        let rows: Vec<(i64, String)> = {
+            let mut statement = tx.prepare(
+                "SELECT id, message FROM steering_message
+                 WHERE session_id = ?1 AND consumed = 0 ORDER BY id",
+            )?;
+            statement
+                .query_map(params![session_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+                .collect::<Result<_, _>>()?
+        };
+        for (id, _) in &rows {
+            tx.execute(
+                "UPDATE steering_message SET consumed = 1 WHERE id = ?1",
+                params![id],
+            )?;
+        }
+        tx.commit()?;
+        Ok(rows.into_iter().map(|(_, message)| message).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new_session<'a>(id: &'a str, channel: Option<&'a str>) -> NewSession<'a> {
+        NewSession {
+            id,
+            owner_user_id: "agent:local",
+            protocol_mode: "mcp",
+            mode: "remote",
+            workspace_id: None,
+            workspace_root: None,
+            channel_id: channel,
+            prompt: None,
+        }
+    }
+
+    #[test]
+    fn an_older_session_table_gains_the_new_columns_and_keeps_its_rows() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("old.db");
+        {
+            let db = Connection::open(&path).expect("open");
+            db.execute_batch(
+                "CREATE TABLE session (id TEXT PRIMARY KEY, owner_user_id TEXT NOT NULL,
+                    workspace_root TEXT, status TEXT NOT NULL, prompt TEXT,
+                    mode TEXT NOT NULL DEFAULT 'remote', created_at TEXT NOT NULL,
+                    updated_at TEXT NOT NULL, terminated_at TEXT, last_tool TEXT,
+                    nudge_count INTEGER NOT NULL DEFAULT 0, stall_paused INTEGER NOT NULL DEFAULT 0,
+                    progress_snapshot TEXT);
+                 INSERT INTO session (id, owner_user_id, status, created_at, updated_at)
+                 VALUES ('old-1', 'U1', 'terminated', 't', 't');",
+            )
+            .expect("legacy schema");
+        }
+        let store = Store::open(&path).expect("bootstrap");
+        let old = store.session("old-1").expect("query").expect("row kept");
+        assert_eq!(old.protocol_mode, "mcp");
+        assert_eq!(old.channel_id, None);
+        assert_eq!(store.bootstrap_schema().expect("again"), Vec::<&str>::new());
+    }
+
+    #[test]
+    fn thread_ts_is_set_once_and_sessions_are_ordered_by_activity() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("s.db")).expect("open");
+        store
+            .create_session(&new_session("aaaa", Some("C1")))
+            .expect("a");
+        store
+            .create_session(&new_session("bbbb", Some("C1")))
+            .expect("b");
+        assert_eq!(
+            store.set_thread_ts("aaaa", "1.1").expect("set"),
+            Some("1.1".into())
+        );
+        assert_eq!(
+            store.set_thread_ts("aaaa", "2.2").expect("set"),
+            Some("1.1".into())
+        );
+        let ids = |store: &Store| -> Vec<String> {
+            store
+                .active_in_channel("C1")
+                .expect("list")
+                .into_iter()
+                .map(|s| s.id)
+                .collect()
+        };
+        assert_eq!(ids(&store), ["bbbb", "aaaa"]);
+        store.touch("aaaa", Some("ping")).expect("touch");
+        assert_eq!(ids(&store), ["aaaa", "bbbb"]);
+        assert_eq!(store.next_request_id("aaaa").expect("id"), "req-001");
+        assert_eq!(store.next_request_id("bbbb").expect("id"), "req-001");
+    }
+}

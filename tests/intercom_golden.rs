@@ -1,0 +1,79 @@
+//! golden/intercom: the nine MCP tool schemas and the Block Kit the server posts are pinned as
+//! files (written on the first run or with `SKI_UPDATE_GOLDEN=1`, compared otherwise), and the
+//! example config parses and validates.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use ski::intercom::blocks;
+use ski::intercom::config::{Config, Mode};
+use ski::intercom::mcp::tools;
+
+fn golden(relative: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("golden/intercom")
+        .join(relative)
+}
+
+fn pin(relative: &str, actual: &Value) {
+    let path = golden(relative);
+    let text = format!("{}\n", serde_json::to_string_pretty(actual).expect("json"));
+    if std::env::var_os("SKI_UPDATE_GOLDEN").is_some() || !path.exists() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
+        std::fs::write(&path, &text).expect("write golden");
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).expect("read golden");
+    assert_eq!(
+        expected, text,
+        "{relative} changed; rerun with SKI_UPDATE_GOLDEN=1 if intended"
+    );
+}
+
+#[test]
+fn the_nine_tool_schemas_are_pinned() {
+    let tools = serde_json::to_value(tools()).expect("tools json");
+    assert_eq!(tools.as_array().map(Vec::len), Some(9));
+    pin("mcp/tools.json", &tools);
+}
+
+#[test]
+fn the_posted_blocks_are_pinned() {
+    pin(
+        "slack/approval.json",
+        &blocks::approval(
+            "req-001",
+            "edit main",
+            "src/main.rs",
+            "high",
+            Some("rename the entry point"),
+            "fn main() {}\n",
+        ),
+    );
+    pin(
+        "slack/prompt.json",
+        &blocks::prompt("prompt-0001", "clarification", "Which parser?"),
+    );
+    pin(
+        "slack/standby.json",
+        &blocks::standby("00000000-0000-0000-0000-000000000001", "Waiting for review"),
+    );
+    pin(
+        "slack/decided.json",
+        &blocks::decided("✅ *Approved* `req-001` by <@U0000000002>"),
+    );
+    pin(
+        "slack/reject_modal.json",
+        &blocks::reason_modal("approval_reject", "Reject", "Why reject?", "{}"),
+    );
+}
+
+#[test]
+fn the_example_config_parses_and_validates() {
+    let path = golden("config/example.toml");
+    let text = std::fs::read_to_string(&path).expect("example");
+    let config = Config::parse(&text, &path).expect("parses");
+    config.validate(Mode::Mcp).expect("valid for mcp");
+    assert_eq!(config.workspaces.len(), 2);
+    assert_eq!(config.slack.slash_command, "/intercom");
+}
