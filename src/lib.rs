@@ -13,6 +13,6 @@ pub mod aof;
 pub mod exit;
 pub mod intercom;
 pub mod jsonrpc;
-pub mod teams;
 pub mod kiro;
+pub mod teams;
 pub mod transport;

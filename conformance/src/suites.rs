@@ -63,9 +63,9 @@ pub struct Suite {
 
 pub mod acp;
 pub mod aof;
-pub mod teams;
-pub mod kiro;
 pub mod intercom;
+pub mod kiro;
+pub mod teams;
 
 /// Every registered suite, in the order of the list: one line per suite.
 pub fn all() -> Vec<Suite> {

@@ -1,6 +1,6 @@
 //! The conformance suite timing rows of `cargo xtask bench`: wall time of the whole ACP suite
-//! against the reference build, over stdio and over WebSocket, and of the teams suite, and the
-//! per-scenario median.
+//! against the reference build, over stdio and over WebSocket, of the AOF, teams and kiro suites,
+//! and the per-scenario median.
 //!
 //! The suite runs with the debug binaries that `cargo xtask conformance` uses, so the figures are
 //! those of the main job. Each transport runs [`RUNS`] times; the rows hold the median wall time
@@ -20,7 +20,9 @@ const RUNS: usize = 3;
 const TIMED: &[(&str, &str, &str)] = &[
     ("acp", "stdio", "reference"),
     ("acp", "ws", "reference-ws"),
+    ("aof", "stdio", "reference"),
     ("teams", "stdio", "reference"),
+    ("kiro", "stdio", "reference"),
 ];
 
 /// Builds the binaries, times the suite and writes `rows/conformance.json`.
