@@ -43,6 +43,34 @@ pub struct Output {
 }
 
 impl Output {
+    /// Reads what `child`, whose stdin is closed, writes on stdout and stderr to their ends and
+    /// waits for its exit; `command` names it in messages.
+    pub async fn collect(
+        child: &mut ski::transport::child::Child,
+        command: &str,
+    ) -> Result<Output, CheckError> {
+        let mut stdout = String::new();
+        let mut stderr = String::new();
+        while let Some((stream, line)) = child.next_output_line().await {
+            let buffer = match stream {
+                ski::transport::child::OutputStream::Stdout => &mut stdout,
+                ski::transport::child::OutputStream::Stderr => &mut stderr,
+            };
+            buffer.push_str(&line);
+            buffer.push('\n');
+        }
+        let status = child
+            .wait()
+            .await
+            .or_error(format!("waiting for `{command}`"))?;
+        Ok(Output {
+            command: command.to_owned(),
+            code: status.code(),
+            stdout,
+            stderr,
+        })
+    }
+
     /// Stdout as one JSON document; a failure of the target when it is not one.
     pub fn json(&self) -> Result<Value, CheckError> {
         serde_json::from_str(self.stdout.trim()).map_err(|error| {
@@ -254,26 +282,7 @@ impl Adapter {
                         .or_fail(format!("`{command}` reads its input from stdin"))?;
                 }
                 child.close_stdin();
-                let mut stdout = String::new();
-                let mut stderr = String::new();
-                while let Some((stream, line)) = child.next_output_line().await {
-                    let buffer = match stream {
-                        ski::transport::child::OutputStream::Stdout => &mut stdout,
-                        ski::transport::child::OutputStream::Stderr => &mut stderr,
-                    };
-                    buffer.push_str(&line);
-                    buffer.push('\n');
-                }
-                let status = child
-                    .wait()
-                    .await
-                    .or_error(format!("waiting for `{command}`"))?;
-                Ok::<_, CheckError>(Output {
-                    command: command.clone(),
-                    code: status.code(),
-                    stdout,
-                    stderr,
-                })
+                Output::collect(&mut child, &command).await
             })
             .await??;
         Ok(output)

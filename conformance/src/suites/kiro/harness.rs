@@ -252,26 +252,7 @@ impl Kiro {
         self.ctx
             .within(&what, async {
                 child.close_stdin();
-                let mut stdout = String::new();
-                let mut stderr = String::new();
-                while let Some((stream, line)) = child.next_output_line().await {
-                    let buffer = match stream {
-                        ski::transport::child::OutputStream::Stdout => &mut stdout,
-                        ski::transport::child::OutputStream::Stderr => &mut stderr,
-                    };
-                    buffer.push_str(&line);
-                    buffer.push('\n');
-                }
-                let status = child
-                    .wait()
-                    .await
-                    .or_error(format!("waiting for `{command}`"))?;
-                Ok::<_, CheckError>(Output {
-                    command: command.clone(),
-                    code: status.code(),
-                    stdout,
-                    stderr,
-                })
+                Output::collect(&mut child, &command).await
             })
             .await?
     }

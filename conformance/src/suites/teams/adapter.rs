@@ -155,28 +155,7 @@ impl Adapter {
         child.close_stdin();
         let what = format!("`{command}` to finish");
         self.ctx
-            .within(&what, async {
-                let mut stdout = String::new();
-                let mut stderr = String::new();
-                while let Some((stream, line)) = child.next_output_line().await {
-                    let buffer = match stream {
-                        OutputStream::Stdout => &mut stdout,
-                        OutputStream::Stderr => &mut stderr,
-                    };
-                    buffer.push_str(&line);
-                    buffer.push('\n');
-                }
-                let status = child
-                    .wait()
-                    .await
-                    .or_error(format!("waiting for `{command}`"))?;
-                Ok::<_, CheckError>(Output {
-                    command: command.clone(),
-                    code: status.code(),
-                    stdout,
-                    stderr,
-                })
-            })
+            .within(&what, async { Output::collect(&mut child, &command).await })
             .await?
     }
 
