@@ -244,6 +244,35 @@ async fn the_ready_script_streams_several_incremental_chunks() {
 }
 
 #[tokio::test]
+async fn the_ready_script_answers_a_recall_question_with_the_first_prompt_after_a_reload() {
+    let home = tempfile::tempdir().unwrap();
+    let mut first = ready_kiro(home.path());
+    let session = first.handshake().await;
+    turn(
+        &mut first,
+        &session,
+        "Remember: my favorite color is TURQUOISE. Confirm.",
+    )
+    .await;
+    turn(&mut first, &session, "Say exactly: noted").await;
+    first.close_stdin();
+    assert_eq!(first.code().await, 0);
+
+    let mut again = ready_kiro(home.path());
+    let (_, response, _) = load(&mut again, &session).await;
+    assert!(response.get("result").is_some(), "{response}");
+    let answer = turn(&mut again, &session, "What is my favorite color?")
+        .await
+        .concat();
+    assert!(answer.contains("TURQUOISE"), "{answer}");
+    // Asked twice, it still answers with what was to be remembered.
+    let answer = turn(&mut again, &session, "What color was it?")
+        .await
+        .concat();
+    assert!(answer.contains("TURQUOISE"), "{answer}");
+}
+
+#[tokio::test]
 async fn tool_calls_are_shaped_like_kiros() {
     let home = tempfile::tempdir().unwrap();
     let mut agent = ready_kiro(home.path());

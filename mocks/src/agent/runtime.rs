@@ -821,6 +821,11 @@ impl Agent {
                             .rev()
                             .find(|(role, _)| role == "user")
                             .map(|(_, text)| text.clone());
+                        vars.first_prompt = session
+                            .history
+                            .iter()
+                            .find(|(role, _)| role == "user")
+                            .map(|(_, text)| text.clone());
                         if self.config.kiro.sessions_on_disk {
                             crate::agent::personality::kiro_sessions::append(id, "user", &text);
                         }

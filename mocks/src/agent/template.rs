@@ -17,6 +17,7 @@ pub const NAMES: &[&str] = &[
     "method",
     "prompt",
     "previous_prompt",
+    "first_prompt",
     "match.N",
     "params",
     "params.PATH",
@@ -44,6 +45,8 @@ pub struct Vars {
     pub prompt: Option<String>,
     /// The session's prompt before this one (from its history, also after a reload).
     pub previous_prompt: Option<String>,
+    /// The session's first prompt (from its history, also after a reload).
+    pub first_prompt: Option<String>,
     /// Captures of the prompt pattern.
     pub captures: Captures,
     /// The triggering message's params.
@@ -99,6 +102,7 @@ fn known(name: &str) -> bool {
             | "method"
             | "prompt"
             | "previous_prompt"
+            | "first_prompt"
             | "params"
             | "reply"
             | "uuid"
@@ -166,6 +170,7 @@ impl Vars {
             "previous_prompt" => Some(Value::String(
                 self.previous_prompt.clone().unwrap_or_default(),
             )),
+            "first_prompt" => Some(Value::String(self.first_prompt.clone().unwrap_or_default())),
             "params" => self.params.as_deref().cloned(),
             "reply" => self.reply.clone(),
             "uuid" => Some(Value::String(uuid::Uuid::new_v4().to_string())),
