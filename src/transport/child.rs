@@ -613,9 +613,10 @@ impl Child {
                 name: self.name.clone(),
                 stream: "stdout",
             })?;
-        let mut buf = Vec::new();
+        // The same buffer as `next_output_line`: a read cancelled by a caller's timeout or select
+        // leaves its part of the line there for the next call.
         let read = stdout
-            .read_until(b'\n', &mut buf)
+            .read_until(b'\n', &mut self.stdout_partial)
             .await
             .map_err(|source| ChildError::Io {
                 name: self.name.clone(),
@@ -627,7 +628,7 @@ impl Child {
             }
             return Ok(None);
         }
-        let line = trim_line(&buf);
+        let line = trim_line(&std::mem::take(&mut self.stdout_partial));
         if let Some(log) = &self.wire {
             log.record(&self.name, Direction::In, &line);
         }
