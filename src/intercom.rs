@@ -7,6 +7,8 @@
 //! - [`store`]: SQLite persistence (sessions, approvals, steering) and the schema bootstrap.
 //! - [`hub`]: shared state, session threads (the first post's `ts` is the immutable `thread_ts`).
 //! - [`slack`], [`socket`]: the Web API and Socket Mode through slack-morphism.
+//! - [`acp`]: ACP mode, spawned agents on stdio (the stream dialect or standard ACP), stall
+//!   detection and the offline queue.
 //! - [`commands`], [`interactions`]: slash commands and button clicks, routed by channel and thread.
 //! - [`blocks`]: the Block Kit the server posts.
 //! - [`cli`]: startup, readiness and shutdown.
@@ -14,6 +16,7 @@
 //! Decisions where the matrix contradicts itself or the upstream implementation are `E-INT-*`
 //! entries in `conformance/ERRATA.md`.
 
+pub mod acp;
 pub mod blocks;
 pub mod cli;
 pub mod commands;

@@ -48,6 +48,7 @@ async fn every_ready_script_checks_and_matches_its_file() {
         "kiro",
         "intercom",
         "intercom-jsonrpc",
+        "intercom-acp",
     ] {
         let (code, out, err) = run(&["--script", name, "--check"]).await;
         assert_eq!(code, 0, "{name}: {err}");

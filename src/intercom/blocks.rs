@@ -13,6 +13,8 @@ pub mod action {
     pub const PROMPT_STOP: &str = "prompt_stop";
     pub const WAIT_RESUME: &str = "wait_resume";
     pub const WAIT_STOP: &str = "wait_stop";
+    pub const STALL_TERMINATE: &str = "stall_terminate";
+    pub const STALL_RESTART: &str = "stall_restart";
 }
 
 /// The modal's input: block id and action id.
@@ -48,6 +50,17 @@ fn button(action_id: &str, label: &str, value: &str, style: Option<&str>) -> Val
         button["style"] = json!(style);
     }
     button
+}
+
+/// The stall escalation with Terminate and Restart (the value is the session id).
+pub fn stalled(session_id: &str, text: &str) -> Value {
+    json!([
+        section(text),
+        { "type": "actions", "block_id": "stall_actions", "elements": [
+            button(action::STALL_TERMINATE, "Terminate", session_id, Some("danger")),
+            button(action::STALL_RESTART, "Restart", session_id, Some("primary")),
+        ]},
+    ])
 }
 
 /// The approval request with Accept and Reject.

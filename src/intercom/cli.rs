@@ -14,8 +14,9 @@ use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
+use super::acp::AcpDriver;
 use super::config::{Config, Mode, Tokens, validate_workspaces};
-use super::driver::{AgentDriver, DriverError, DriverFuture, McpDriver};
+use super::driver::{AgentDriver, McpDriver};
 use super::hub::Hub;
 use super::slack::{self, Poster};
 use super::store::Store;
@@ -77,64 +78,6 @@ fn fail(message: impl std::fmt::Display) -> ExitCode {
     ExitCode::from(1)
 }
 
-/// The driver of `--mode acp` until spawned agents are supported: the server runs (Slack,
-/// database, commands) and `session-start` answers that it cannot spawn.
-struct NoAcpDriver;
-
-impl AgentDriver for NoAcpDriver {
-    fn protocol_mode(&self) -> Mode {
-        Mode::Acp
-    }
-    fn start_session(&self, _start: super::driver::SessionStart) -> DriverFuture<'_, ()> {
-        Box::pin(async {
-            Err(DriverError::Unsupported(
-                "this build cannot spawn ACP agents yet".into(),
-            ))
-        })
-    }
-    fn resolve_clearance<'a>(
-        &'a self,
-        _: &'a str,
-        request_id: &'a str,
-        _: super::driver::ClearanceDecision,
-    ) -> DriverFuture<'a, ()> {
-        Box::pin(async move {
-            Err(DriverError::NotFound(format!(
-                "clearance request {request_id}"
-            )))
-        })
-    }
-    fn resolve_prompt<'a>(
-        &'a self,
-        _: &'a str,
-        prompt_id: &'a str,
-        _: super::driver::PromptDecision,
-    ) -> DriverFuture<'a, ()> {
-        Box::pin(async move { Err(DriverError::NotFound(format!("prompt {prompt_id}"))) })
-    }
-    fn resolve_wait<'a>(
-        &'a self,
-        session_id: &'a str,
-        _: super::driver::WaitDecision,
-    ) -> DriverFuture<'a, ()> {
-        Box::pin(async move { Err(DriverError::NotFound(format!("standby of {session_id}"))) })
-    }
-    fn send_prompt<'a>(
-        &'a self,
-        session_id: &'a str,
-        _: &'a str,
-    ) -> DriverFuture<'a, super::driver::Delivery> {
-        Box::pin(async move {
-            Err(DriverError::Acp(format!(
-                "no agent for session {session_id}"
-            )))
-        })
-    }
-    fn interrupt<'a>(&'a self, _: &'a str) -> DriverFuture<'a, ()> {
-        Box::pin(async { Ok(()) })
-    }
-}
-
 /// Runs the server; answers the process exit code.
 pub fn run(args: IntercomArgs) -> ExitCode {
     init_logging(args.log_format);
@@ -172,6 +115,10 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
         Ok(store) => store,
         Err(error) => return fail(error),
     };
+    match super::acp::end_leftovers(&store) {
+        0 => {}
+        count => tracing::warn!(count, "agent processes of an earlier run ended"),
+    }
     match store.interrupt_leftovers() {
         Ok(0) => {}
         Ok(count) => tracing::warn!(count, "sessions of an earlier run marked interrupted"),
@@ -187,15 +134,17 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
         Err(error) => return fail(error),
     };
     let mcp_driver = Arc::new(McpDriver::default());
+    let acp_driver = Arc::new(AcpDriver::default());
     let driver: Arc<dyn AgentDriver> = match args.mode {
         Mode::Mcp => mcp_driver.clone(),
-        Mode::Acp => Arc::new(NoAcpDriver),
+        Mode::Acp => acp_driver.clone(),
     };
     let database = config.database.path.display().to_string();
     let mcp_address = format!("{}:{}", config.mcp.host, config.mcp.port);
     let hub = Arc::new(Hub::new(
         args.mode, config, store, poster, mcp_driver, driver,
     ));
+    acp_driver.attach(&hub);
     let (listener, mut connected) = match socket::listen(hub.clone(), &tokens.app).await {
         Ok(pair) => pair,
         Err(error) => return fail(format!("slack socket mode: {error}")),

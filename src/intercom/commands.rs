@@ -1,7 +1,7 @@
 //! Slash commands (`/intercom <command> …`): parsing, session selection by channel (most recently
 //! active first, or an id prefix), and the replies the operator reads.
 
-use super::driver::{Delivery, SessionStart};
+use super::driver::Delivery;
 use super::hub::Hub;
 use super::store::Session;
 
@@ -186,17 +186,13 @@ pub async fn run(hub: &Hub, channel: &str, user: &str, text: &str) -> String {
             if prompt.trim().is_empty() {
                 return "Error: prompt must not be empty".into();
             }
-            let session_id = uuid::Uuid::new_v4().to_string();
-            match hub
-                .driver
-                .start_session(SessionStart {
-                    session_id,
-                    prompt,
-                    workspace_path: None,
-                })
-                .await
-            {
-                Ok(()) => "Starting session…".into(),
+            if hub.mode != super::config::Mode::Acp {
+                return "Error: session-start is only available in ACP mode; in MCP mode agents \
+                        connect to the server themselves"
+                    .into();
+            }
+            match hub.start_agent_session(user, channel, &prompt).await {
+                Ok(session) => format!("Starting session `{}`…", session.id),
                 Err(error) => format!("Error: {error}"),
             }
         }
@@ -225,6 +221,17 @@ async fn steer(hub: &Hub, session: &Session, channel: &str, message: &str) -> St
             "Steering message queued ({queued} in queue) for session `{}`; the agent receives it on its next `ping`.",
             session.id
         ),
+        Ok(Delivery::NextTurn) => format!(
+            "Steering message queued ({queued} in queue) for session `{}`; it is sent as the agent's next turn.",
+            session.id
+        ),
+        Ok(Delivery::Offline) => {
+            let text = format!(
+                "📥 Agent offline — message queued ({queued} in queue); it is delivered when the agent responds again."
+            );
+            hub.post_in_session(&session.id, &text, None).await;
+            text
+        }
         Err(error) => format!("Error: {error}"),
     }
 }

@@ -4,6 +4,7 @@
 use std::collections::HashSet;
 use std::net::IpAddr;
 use std::path::{Component, Path, PathBuf};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -140,41 +141,120 @@ impl Default for McpConfig {
     }
 }
 
-/// `[acp]`: limits of spawned agents.
+/// `[acp] dialect`: what a spawned agent speaks on its stdio.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// The matrix's stream dialect: `{method, id?, params}` lines without `"jsonrpc"`.
+    #[default]
+    Intercom,
+    /// Standard ACP: the server is an ACP client (`initialize`, `session/new`,
+    /// `session/prompt`, `session/request_permission`, `session/cancel`).
+    Acp,
+}
+
+impl Dialect {
+    /// The name used in config and logs.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Intercom => "intercom",
+            Dialect::Acp => "acp",
+        }
+    }
+}
+
+/// `[acp]`: spawned agents. Durations have a `_ms` form that wins over `_seconds`, so tests and
+/// conformance runs can use milliseconds.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AcpConfig {
+    pub dialect: Dialect,
+    /// Live agent sessions at most; `session-start` beyond it is refused.
     pub max_sessions: u32,
     pub startup_timeout_seconds: u64,
+    pub startup_timeout_ms: Option<u64>,
+    /// How long a stopped agent gets to exit after `session/interrupt` before its group is
+    /// signalled (SIGTERM, then SIGKILL after the same grace).
+    pub stop_grace_ms: u64,
+    /// The longest line read from an agent; longer lines are logged and skipped.
+    pub max_line_length: usize,
 }
 
 impl Default for AcpConfig {
     fn default() -> Self {
         AcpConfig {
+            dialect: Dialect::Intercom,
             max_sessions: 5,
             startup_timeout_seconds: 30,
+            startup_timeout_ms: None,
+            stop_grace_ms: 2000,
+            max_line_length: 1024 * 1024,
         }
     }
 }
 
-/// `[stall]`: when a silent agent is nudged and when the operator is told.
+impl AcpConfig {
+    /// How long a new agent has to send its first line.
+    pub fn startup_timeout(&self) -> Duration {
+        self.startup_timeout_ms.map_or_else(
+            || Duration::from_secs(self.startup_timeout_seconds),
+            Duration::from_millis,
+        )
+    }
+
+    /// The grace between the interrupt and the group's signals.
+    pub fn stop_grace(&self) -> Duration {
+        Duration::from_millis(self.stop_grace_ms)
+    }
+}
+
+/// `[stall]`: when a silent agent is nudged and when the operator is told. Durations have a `_ms`
+/// form that wins over `_seconds`.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StallConfig {
     pub enabled: bool,
     pub inactivity_threshold_seconds: u64,
+    pub inactivity_threshold_ms: Option<u64>,
     pub escalation_threshold_seconds: u64,
+    pub escalation_threshold_ms: Option<u64>,
     pub max_retries: u32,
+    pub nudge_message: String,
 }
+
+/// What a `nudge` says unless `[stall] nudge_message` says otherwise.
+pub const DEFAULT_NUDGE_MESSAGE: &str =
+    "Continue working on the current task. Pick up where you left off.";
 
 impl Default for StallConfig {
     fn default() -> Self {
         StallConfig {
             enabled: true,
             inactivity_threshold_seconds: 300,
+            inactivity_threshold_ms: None,
             escalation_threshold_seconds: 120,
+            escalation_threshold_ms: None,
             max_retries: 3,
+            nudge_message: DEFAULT_NUDGE_MESSAGE.to_string(),
         }
+    }
+}
+
+impl StallConfig {
+    /// Silence before the first nudge.
+    pub fn inactivity(&self) -> Duration {
+        self.inactivity_threshold_ms.map_or_else(
+            || Duration::from_secs(self.inactivity_threshold_seconds),
+            Duration::from_millis,
+        )
+    }
+
+    /// Silence between nudges, and after the last one before the operator is told.
+    pub fn escalation(&self) -> Duration {
+        self.escalation_threshold_ms.map_or_else(
+            || Duration::from_secs(self.escalation_threshold_seconds),
+            Duration::from_millis,
+        )
     }
 }
 

@@ -21,6 +21,8 @@ pub enum DriverError {
     Unsupported(String),
     #[error("acp: {0}")]
     Acp(String),
+    #[error("{0}")]
+    Limit(String),
 }
 
 /// A boxed future every driver method returns.
@@ -57,6 +59,10 @@ pub enum Delivery {
     Delivered,
     /// Queued; the agent takes it later (MCP agents on their next `ping`).
     Queued,
+    /// Queued because the agent is offline (stalled); delivered when it speaks again.
+    Offline,
+    /// Queued behind the agent's running turn (ACP); sent when the turn ends.
+    NextTurn,
 }
 
 /// What a new agent session is started with (ACP mode spawns an agent for it).
@@ -72,6 +78,10 @@ pub struct SessionStart {
 pub trait AgentDriver: Send + Sync {
     /// `mcp` or `acp`, as stored in `session.protocol_mode`.
     fn protocol_mode(&self) -> Mode;
+    /// Whether one more agent may start (ACP's concurrent-session limit).
+    fn check_capacity(&self) -> Result<(), DriverError> {
+        Ok(())
+    }
     /// Starts an agent for a session the operator asked for.
     fn start_session(&self, start: SessionStart) -> DriverFuture<'_, ()>;
     /// Answers a clearance request.
@@ -98,6 +108,14 @@ pub trait AgentDriver: Send + Sync {
     fn send_prompt<'a>(&'a self, session_id: &'a str, text: &'a str) -> DriverFuture<'a, Delivery>;
     /// Ends the agent's work: pending requests are answered as interrupted. Idempotent.
     fn interrupt<'a>(&'a self, session_id: &'a str) -> DriverFuture<'a, ()>;
+    /// Replaces a session's agent by a new one with the original prompt (ACP).
+    fn restart<'a>(&'a self, session_id: &'a str) -> DriverFuture<'a, ()> {
+        Box::pin(async move {
+            Err(DriverError::Unsupported(format!(
+                "session {session_id}: restart needs a spawned agent"
+            )))
+        })
+    }
 }
 
 type Key = (String, String);

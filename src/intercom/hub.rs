@@ -22,6 +22,9 @@ pub struct Hub {
     /// The driver that starts and answers agents in this mode.
     pub driver: Arc<dyn AgentDriver>,
     root_lock: tokio::sync::Mutex<()>,
+    /// Held from the capacity check to the agent's registration, so the limit holds under
+    /// concurrent `session-start`s.
+    start_lock: tokio::sync::Mutex<()>,
 }
 
 /// Where a session's messages go, resolved when it starts.
@@ -49,6 +52,7 @@ impl Hub {
             mcp,
             driver,
             root_lock: tokio::sync::Mutex::new(()),
+            start_lock: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -170,6 +174,45 @@ impl Hub {
         );
         self.post_in_session(&session.id, &text, None).await;
         Ok(self.store.session(&id)?.unwrap_or(session))
+    }
+
+    /// `session-start` in ACP mode: the session is placed in the command's channel (with the
+    /// workspace mapped to it, whose path is the agent's directory), its thread root posted, and
+    /// its agent spawned. Refused with nothing created when the concurrent-session limit is
+    /// reached.
+    pub async fn start_agent_session(
+        &self,
+        owner: &str,
+        channel: &str,
+        prompt: &str,
+    ) -> Result<Session, String> {
+        let _serial = self.start_lock.lock().await;
+        self.driver.check_capacity().map_err(|e| e.to_string())?;
+        let config = self.config();
+        let workspace = config
+            .workspaces
+            .iter()
+            .find(|w| w.channel_id == channel)
+            .cloned();
+        let placement = Placement {
+            workspace: workspace.clone(),
+            channel_id: Some(channel.to_string()),
+        };
+        let session = self
+            .start_session(Mode::Acp, owner, &placement, Some(prompt))
+            .await
+            .map_err(|e| e.to_string())?;
+        let start = super::driver::SessionStart {
+            session_id: session.id.clone(),
+            prompt: prompt.to_string(),
+            workspace_path: workspace.and_then(|w| w.path),
+        };
+        if let Err(error) = self.driver.start_session(start).await {
+            self.end_session(&session.id, "interrupted", &error.to_string())
+                .await;
+            return Err(error.to_string());
+        }
+        Ok(session)
     }
 
     /// Posts in the session's thread; the first post is the thread root and its `ts` becomes

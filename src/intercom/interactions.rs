@@ -140,6 +140,27 @@ pub async fn block_actions(hub: Arc<Hub>, event: Value) {
                 Err(error) => tracing::warn!(%error, "standby already answered"),
             }
         }
+        action::STALL_TERMINATE => {
+            let note = format!("🛑 Terminated by <@{user}>");
+            let _ = hub
+                .poster
+                .update(&channel, &message_ts, &note, &blocks::decided(&note))
+                .await;
+            hub.end_session(&session.id, "terminated", "terminated by operator")
+                .await;
+        }
+        action::STALL_RESTART => {
+            let note = format!("🔄 Restart requested by <@{user}>");
+            let _ = hub
+                .poster
+                .update(&channel, &message_ts, &note, &blocks::decided(&note))
+                .await;
+            if let Err(error) = hub.driver.restart(&session.id).await {
+                tracing::warn!(%error, session_id = %session.id, "restart failed");
+                hub.post_in_session(&session.id, &format!("❌ Restart failed: {error}"), None)
+                    .await;
+            }
+        }
         other => tracing::warn!(action_id = other, "unknown action"),
     }
 }

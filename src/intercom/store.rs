@@ -103,6 +103,9 @@ pub const ADDED_SESSION_COLUMNS: &[(&str, &str)] = &[
     ("agent_session_id", "TEXT"),
     ("title", "TEXT"),
     ("workspace_id", "TEXT"),
+    ("agent_pid", "INTEGER"),
+    ("end_reason", "TEXT"),
+    ("restart_count", "INTEGER NOT NULL DEFAULT 0"),
 ];
 
 const OTHER_TABLES: &str = "
@@ -404,6 +407,124 @@ impl Store {
             params![id, stamp],
         )?;
         Ok(changed > 0)
+    }
+
+    /// Records why a session ended (the text its final message gives).
+    pub fn set_end_reason(&self, id: &str, reason: &str) -> Result<(), StoreError> {
+        self.db().execute(
+            "UPDATE session SET end_reason = ?2 WHERE id = ?1",
+            params![id, reason],
+        )?;
+        Ok(())
+    }
+
+    /// Records the process (and process-group) id of a session's spawned agent; `None` once it
+    /// is gone. A restart counts when `restarted`.
+    pub fn set_agent_pid(
+        &self,
+        id: &str,
+        pid: Option<u32>,
+        restarted: bool,
+    ) -> Result<(), StoreError> {
+        self.db().execute(
+            "UPDATE session SET agent_pid = ?2, restart_count = restart_count + ?3 WHERE id = ?1",
+            params![id, pid, i64::from(restarted)],
+        )?;
+        Ok(())
+    }
+
+    /// Spawned agents an earlier run left recorded: `(session id, process-group id)`.
+    pub fn recorded_agents(&self) -> Result<Vec<(String, u32)>, StoreError> {
+        let db = self.db();
+        let mut statement =
+            db.prepare("SELECT id, agent_pid FROM session WHERE agent_pid IS NOT NULL")?;
+        Ok(statement
+            .query_map([], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Forgets every recorded agent process (after the leftovers were ended).
+    pub fn clear_agent_pids(&self) -> Result<(), StoreError> {
+        self.db()
+            .execute("UPDATE session SET agent_pid = NULL", [])?;
+        Ok(())
+    }
+
+    /// Sets `connectivity_status` (`online`, `stalled`).
+    pub fn set_connectivity(&self, id: &str, status: &str) -> Result<(), StoreError> {
+        self.db().execute(
+            "UPDATE session SET connectivity_status = ?2, updated_at = ?3 WHERE id = ?1",
+            params![id, status, now()],
+        )?;
+        Ok(())
+    }
+
+    /// Sets `nudge_count` and `stall_paused`.
+    pub fn set_stall(&self, id: &str, nudge_count: u32, paused: bool) -> Result<(), StoreError> {
+        self.db().execute(
+            "UPDATE session SET nudge_count = ?2, stall_paused = ?3 WHERE id = ?1",
+            params![id, nudge_count, i64::from(paused)],
+        )?;
+        Ok(())
+    }
+
+    /// Marks a session's pending approvals `expired`; answers `(request id, channel, ts)` of
+    /// each so their messages can be updated.
+    pub fn expire_approvals(
+        &self,
+        session_id: &str,
+        reason: &str,
+    ) -> Result<Vec<(String, Option<String>, Option<String>)>, StoreError> {
+        let mut db = self.db();
+        let tx = db.transaction()?;
+        let rows: Vec<(String, Option<String>, Option<String>)> = {
+            let mut statement = tx.prepare(
+                "SELECT request_id, slack_channel, slack_ts FROM approval_request
+                 WHERE session_id = ?1 AND status = 'pending' ORDER BY created_at, request_id",
+            )?;
+            statement
+                .query_map(params![session_id], |row| {
+                    Ok((row.get(0)?, row.get(1)?, row.get(2)?))
+                })?
+                .collect::<Result<_, _>>()?
+        };
+        tx.execute(
+            "UPDATE approval_request SET status = 'expired', reason = ?2, decided_at = ?3
+             WHERE session_id = ?1 AND status = 'pending'",
+            params![session_id, reason, now()],
+        )?;
+        tx.commit()?;
+        Ok(rows)
+    }
+
+    /// A session's queued steering messages in order, with their row ids (nothing consumed).
+    pub fn pending_steering(&self, session_id: &str) -> Result<Vec<(i64, String)>, StoreError> {
+        let db = self.db();
+        let mut statement = db.prepare(
+            "SELECT id, message FROM steering_message
+             WHERE session_id = ?1 AND consumed = 0 ORDER BY id",
+        )?;
+        Ok(statement
+            .query_map(params![session_id], |row| Ok((row.get(0)?, row.get(1)?)))?
+            .collect::<Result<_, _>>()?)
+    }
+
+    /// Marks one steering message delivered.
+    pub fn mark_steering_consumed(&self, id: i64) -> Result<(), StoreError> {
+        self.db().execute(
+            "UPDATE steering_message SET consumed = 1 WHERE id = ?1",
+            params![id],
+        )?;
+        Ok(())
+    }
+
+    /// How many steering messages wait for a session.
+    pub fn queued_steering(&self, session_id: &str) -> Result<i64, StoreError> {
+        Ok(self.db().query_row(
+            "SELECT COUNT(*) FROM steering_message WHERE session_id = ?1 AND consumed = 0",
+            params![session_id],
+            |r| r.get(0),
+        )?)
     }
 
     /// The next request id of a session: `req-001`, `req-002`, … (ids are session-scoped).

@@ -100,6 +100,7 @@ pub struct ChildSpec {
     grace: Duration,
     wire: Option<WireLog>,
     tracker: Option<ProcessTracker>,
+    die_with_parent: bool,
 }
 
 impl ChildSpec {
@@ -115,6 +116,7 @@ impl ChildSpec {
             grace: DEFAULT_GRACE,
             wire: None,
             tracker: None,
+            die_with_parent: false,
         }
     }
 
@@ -190,6 +192,15 @@ impl ChildSpec {
     /// Registers the child with `tracker`, which can tear it down and verify it is gone.
     pub fn tracker(mut self, tracker: ProcessTracker) -> Self {
         self.tracker = Some(tracker);
+        self
+    }
+
+    /// Asks the system to SIGKILL the child when this process dies, even by SIGKILL (Linux
+    /// `PR_SET_PDEATHSIG`; elsewhere nothing). The signal follows the death of the spawning
+    /// thread, so spawn from a runtime's worker thread, never from a short-lived one. Only the
+    /// child itself is signalled: what it started needs its owner's recovery.
+    pub fn die_with_parent(mut self) -> Self {
+        self.die_with_parent = true;
         self
     }
 
@@ -472,6 +483,9 @@ pub fn spawn(spec: ChildSpec) -> Result<Child, ChildError> {
     if let Some(dir) = &spec.cwd {
         command.current_dir(dir);
     }
+    if spec.die_with_parent {
+        kill_when_parent_dies(&mut command);
+    }
     let mut os_child = command.spawn().map_err(|source| ChildError::Spawn {
         program: spec.program.to_string_lossy().into_owned(),
         source,
@@ -528,6 +542,20 @@ pub fn spawn(spec: ChildSpec) -> Result<Child, ChildError> {
         group,
     })
 }
+
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
+fn kill_when_parent_dies(command: &mut tokio::process::Command) {
+    // SAFETY: the closure runs in the forked child before exec and calls only prctl(2), which
+    // is async-signal-safe; it allocates nothing and touches no lock.
+    unsafe {
+        command
+            .pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from));
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kill_when_parent_dies(_command: &mut tokio::process::Command) {}
 
 fn drain_stderr(
     stream: ChildStderr,

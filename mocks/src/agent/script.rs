@@ -32,6 +32,10 @@ pub const BUILTIN_SCRIPTS: &[(&str, &str)] = &[
         "intercom-jsonrpc",
         include_str!("../../scripts/intercom-jsonrpc.toml"),
     ),
+    (
+        "intercom-acp",
+        include_str!("../../scripts/intercom-acp.toml"),
+    ),
 ];
 
 /// Why a script could not be used.
