@@ -113,6 +113,18 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "database",
     "workspace_id",
     "channel_id",
+    // The intercom suite's ACP rows: the agent and ACP parts of the config.
+    "mock_agent",
+    "control",
+    "transcripts",
+    "dialect",
+    "max_sessions",
+    "startup_timeout_ms",
+    "max_line_length",
+    "stall_enabled",
+    "inactivity_ms",
+    "escalation_ms",
+    "max_retries",
 ];
 
 /// A command template: a list of words, or one string split like a shell would.

@@ -381,10 +381,21 @@ where
 
     let reader_agent = Arc::clone(agent);
     let max = agent.config.agent.max_line_bytes;
+    // Answers true when stdin was closed on purpose (a `close_stdin` step): the agent goes on.
     let reader = async move {
         let mut lines = LineReader::with_max_line_bytes(stdin, max);
         loop {
-            match lines.next_line().await {
+            let next = tokio::select! {
+                () = reader_agent.close_stdin_requested() => {
+                    drop(lines);
+                    if let Err(error) = ski::transport::stdio::close_stdin() {
+                        reader_agent.transcript.note(&format!("closing stdin failed: {error}"));
+                    }
+                    return true;
+                }
+                next = lines.next_line() => next,
+            };
+            match next {
                 Some(Ok(line)) => {
                     let line = line.to_vec();
                     reader_agent.handle_line(&line).await;
@@ -403,9 +414,9 @@ where
                     reader_agent
                         .transcript
                         .note(&format!("reading stdin failed: {error}"));
-                    return;
+                    return false;
                 }
-                None => return,
+                None => return false,
             }
         }
     };
@@ -413,11 +424,11 @@ where
     let mut reading = true;
     loop {
         tokio::select! {
-            () = &mut reader, if reading => {
+            on_purpose = &mut reader, if reading => {
                 reading = false;
-                agent.transcript.note("stdin closed");
+                agent.transcript.note(if on_purpose { "stdin closed by the script" } else { "stdin closed" });
                 agent.mark_stdin_closed();
-                if !agent.config.faults.ignore_eof {
+                if !on_purpose && !agent.config.faults.ignore_eof {
                     if let Some(exit) = finish_running(agent).await {
                         return Outcome { code: exit.code, reason: exit.reason };
                     }

@@ -73,6 +73,16 @@ impl ProcessStdin {
     }
 }
 
+/// Points descriptor 0 at `/dev/null`, which closes the original stdin pipe once no
+/// [`ProcessStdin`] holds its copy: the writer at the other end then gets `EPIPE`.
+pub fn close_stdin() -> io::Result<()> {
+    let null: OwnedFd = std::fs::OpenOptions::new()
+        .read(true)
+        .open("/dev/null")?
+        .into();
+    nix::unistd::dup2_stdin(&null).map_err(io::Error::from)
+}
+
 impl Default for ProcessStdin {
     fn default() -> Self {
         Self::new()

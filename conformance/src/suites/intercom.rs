@@ -5,12 +5,17 @@
 //! readiness line names, its SQLite file opened read-only, its log and its exit code.
 //!
 //! - [`harness`]: the fake Slack, the config from the profile's templates, the target process.
-//! - The checks: [`startup`] (S001–S007), [`clearance`] (S008, S009), [`workspaces`]
+//! - [`agents`]: ACP mode's spawned `ski-mock-agent`s, driven by session over one control
+//!   socket, and the dialects a row runs in.
+//! - The checks: [`startup`] (S001–S007), [`clearance`] (S008, S009), [`lifecycle`]
+//!   (S010–S026), [`workspaces`]
 //!   (S027–S035), [`threads`] (S036–S042), [`routing`] (S043–S048), [`persistence`]
 //!   (S069–S072).
 
+pub mod agents;
 pub mod clearance;
 pub mod harness;
+pub mod lifecycle;
 pub mod persistence;
 pub mod routing;
 pub mod startup;
@@ -23,6 +28,7 @@ use crate::Check;
 pub fn checks() -> Vec<Check> {
     let mut checks = startup::checks();
     checks.extend(clearance::checks());
+    checks.extend(lifecycle::checks());
     checks.extend(workspaces::checks());
     checks.extend(threads::checks());
     checks.extend(routing::checks());

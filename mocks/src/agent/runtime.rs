@@ -131,6 +131,7 @@ pub struct Agent {
     seen: Notify,
     exit: watch::Sender<Option<Exit>>,
     stdin_closed: watch::Sender<bool>,
+    close_stdin: watch::Sender<bool>,
     tasks: Mutex<Vec<AbortHandle>>,
 }
 
@@ -170,6 +171,7 @@ impl Agent {
             seen: Notify::new(),
             exit: watch::channel(None).0,
             stdin_closed: watch::channel(false).0,
+            close_stdin: watch::channel(false).0,
             tasks: Mutex::new(Vec::new()),
         })
     }
@@ -236,6 +238,17 @@ impl Agent {
                 reason: "exit".to_owned(),
             },
         }
+    }
+
+    /// Asks the stdin reader to close stdin (the process keeps running).
+    pub fn request_close_stdin(&self) {
+        self.close_stdin.send_replace(true);
+    }
+
+    /// Waits until closing stdin was asked for.
+    pub async fn close_stdin_requested(&self) {
+        let mut receiver = self.close_stdin.subscribe();
+        let _ = receiver.wait_for(|asked| *asked).await;
     }
 
     /// Records that stdin reached its end.

@@ -1,7 +1,8 @@
 //! One session's Slack lane: what an agent asks to show is posted in its thread in the order it
 //! was said, by a task of its own, so a slow Slack never stalls the agent's stream and one
-//! session's flood never delays another's posts. Consecutive status updates coalesce (the
-//! newest wins, the skipped ones are counted), so memory stays bounded whatever the agent writes.
+//! session's flood never delays another's posts. Once a lane is behind, consecutive status
+//! updates coalesce (the newest wins, the skipped ones are counted), so memory stays bounded
+//! whatever the agent writes.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -15,6 +16,9 @@ use crate::intercom::hub::Hub;
 /// Items (other than coalesced statuses) a lane holds at most; beyond it posts are dropped and
 /// logged.
 pub const MAX_QUEUED_POSTS: usize = 1024;
+/// Waiting items from which a new status replaces the waiting one instead of queueing: bursts
+/// are posted one by one, floods coalesce.
+pub const COALESCE_FROM: usize = 16;
 
 enum Item {
     Status {
@@ -67,11 +71,13 @@ impl Lane {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// A status update; replaces a status that is still waiting.
+    /// A status update; under pressure it replaces the status that is still waiting.
     pub fn status(&self, text: String) {
         {
             let mut queue = self.queue();
-            if let Some(Item::Status {
+            let pressed = queue.items.len() >= COALESCE_FROM;
+            if pressed
+                && let Some(Item::Status {
                 text: waiting,
                 skipped,
             }) = queue.items.back_mut()

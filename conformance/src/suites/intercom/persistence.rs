@@ -33,23 +33,17 @@ pub fn checks() -> Vec<Check> {
 }
 
 async fn s069(ctx: Ctx) -> CheckResult {
-    ctx.require("acp-sessions")?;
-    let world = World::new(&ctx).await?;
-    let host_cli = ctx.bin("ski-mock-agent").display().to_string();
-    world.write_config(
-        super::harness::WORKSPACES,
-        &format!("host_cli = \"{host_cli}\""),
-    )?;
-    let server = world.start(Some("acp")).await?;
-    world
-        .slash_command(CHANNEL_X, ALICE, "session-start \"build a web server\"")
-        .await?;
-    world
-        .message("the session's thread root", |m| m.channel == CHANNEL_X)
-        .await?;
-    ensure_eq!("acp", world.session(0)?.protocol_mode, "protocol_mode");
-    server.stop().await?;
-    Ok(())
+    super::agents::each_dialect(&ctx, &[super::agents::Dialect::Intercom], |ctx, dialect| async move {
+        let world =
+            super::agents::AcpWorld::start(&ctx, super::agents::Options::new(dialect)).await?;
+        let started = world
+            .start_session(CHANNEL_X, "\"build a web server\"")
+            .await?;
+        ensure_eq!("acp", world.row(&started.row.id)?.protocol_mode, "protocol_mode");
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
 }
 
 async fn s070(ctx: Ctx) -> CheckResult {

@@ -278,6 +278,7 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
             std::future::pending::<()>().await;
         }
         Action::CloseStdout => agent.close_stdout().await,
+        Action::CloseStdin => agent.request_close_stdin(),
         Action::Default => personality::builtin(agent, ctx).await,
         Action::Scenario(scenario) => commands::run_scenario_turn(agent, ctx, *scenario).await,
         Action::Turn(text) => {

@@ -60,6 +60,8 @@ pub struct StepSpec {
     pub hang: Option<bool>,
     /// Action: close stdout and keep running.
     pub close_stdout: Option<bool>,
+    /// Action: close stdin (the writer at the other end gets EPIPE) and keep running.
+    pub close_stdin: Option<bool>,
     /// Action: run the personality's built-in handling of the triggering message here.
     pub default: Option<bool>,
     /// Action: run a scenario of the test-agent vocabulary (`session_updates`, `callbacks`, ...).
@@ -274,6 +276,8 @@ pub enum Action {
     Hang,
     /// Close stdout.
     CloseStdout,
+    /// Close stdin.
+    CloseStdin,
     /// The built-in handling of the trigger.
     Default,
     /// A test-agent scenario.
@@ -346,13 +350,14 @@ impl Step {
             exit,
             hang,
             close_stdout,
+            close_stdin,
             default,
             scenario,
             turn
         );
         let action_name = match actions.as_slice() {
             [one] => *one,
-            [] => return Err(fail("a step needs one action (respond, error, notify, update, request, send, raw, raw_hex, malformed, oversize, stderr, stderr_bytes, sleep_ms, wait_for, gate, exit, hang, close_stdout, default, scenario, turn)".to_owned())),
+            [] => return Err(fail("a step needs one action (respond, error, notify, update, request, send, raw, raw_hex, malformed, oversize, stderr, stderr_bytes, sleep_ms, wait_for, gate, exit, hang, close_stdout, close_stdin, default, scenario, turn)".to_owned())),
             many => return Err(fail(format!("a step has one action, this one has {}", many.join(", ")))),
         };
         let check = |value: &Value| template::check_value(value).map_err(&fail);
@@ -519,6 +524,9 @@ impl Step {
             "hang" => flag(spec.hang, "hang", Action::Hang).map_err(fail)?,
             "close_stdout" => {
                 flag(spec.close_stdout, "close_stdout", Action::CloseStdout).map_err(fail)?
+            }
+            "close_stdin" => {
+                flag(spec.close_stdin, "close_stdin", Action::CloseStdin).map_err(fail)?
             }
             "default" => flag(spec.default, "default", Action::Default).map_err(fail)?,
             "scenario" => {

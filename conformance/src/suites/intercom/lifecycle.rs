@@ -1,0 +1,666 @@
+//! S010–S026: ACP mode's driver rows judged through their observable equivalents (what the
+//! spawned agent receives, what the thread shows, the session row) and the session lifecycle:
+//! spawn, status, clearance, stop, exit, crash, the session limit, the startup timeout, an empty
+//! prompt. Each row runs in every dialect the target declares where it applies.
+
+use serde_json::{Value, json};
+
+use crate::{Check, CheckError, CheckResult, Ctx, OrFail, ensure, ensure_eq};
+
+use super::agents::{AcpWorld, Dialect, Options, Started, each_dialect};
+use super::harness::{ALICE, CHANNEL_X, has_button};
+
+const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
+const STREAM: &[Dialect] = &[Dialect::Intercom];
+
+/// The checks of this part.
+pub fn checks() -> Vec<Check> {
+    vec![
+        Check::new(
+            "S010",
+            "Starts an ACP session whose agent asks for clearance, clicks Accept; expects the agent to receive the approval (clearance/response approved, or the allow option in ACP) and the request no longer pending.",
+            s010,
+        ),
+        Check::new(
+            "S011",
+            "As S010 with Reject and the reason \"wrong file\" in the modal; expects clearance/response rejected with the reason (the reject option in ACP).",
+            s011,
+        ),
+        Check::new(
+            "S012",
+            "Clicks Accept twice on one approval (the second click names a request that is no longer pending); expects the second refused as not found and nothing more written to the agent.",
+            s012,
+        ),
+        Check::new(
+            "S013",
+            "Steers an active ACP session with \"do X\"; expects the agent to receive it (prompt/send, or session/prompt in ACP).",
+            s013,
+        ),
+        Check::new(
+            "S014",
+            "The agent closes its stdin, then the operator steers; expects the error \"write failed: stream closed\" and the session interrupted.",
+            s014,
+        ),
+        Check::new(
+            "S015",
+            "Stops an active ACP session; expects the agent to receive session/interrupt (session/cancel in ACP) before it ends.",
+            s015,
+        ),
+        Check::new(
+            "S016",
+            "Stops a session, then stops it again by id; expects no error, no second final message and the row still terminated.",
+            s016,
+        ),
+        Check::new(
+            "S017",
+            "The agent asks two clearances; both Accept buttons are clicked at once; expects both answered independently and both approved.",
+            s017,
+        ),
+        Check::new(
+            "S018",
+            "session-start \"build a web server\"; expects a spawned agent with the session's id in INTERCOM_SESSION_ID, no Slack token in its environment and no prompt in its argv, the prompt sent on the stream, a thread root, and an active acp row with that thread_ts.",
+            s018,
+        ),
+        Check::new(
+            "S019",
+            "The agent reports status; expects it posted as a reply in the session's thread.",
+            s019,
+        ),
+        Check::new(
+            "S020",
+            "The agent asks for clearance; expects an approval message with Accept and Reject in the thread and a pending request.",
+            s020,
+        ),
+        Check::new(
+            "S021",
+            "session-stop; expects the agent process gone, the row terminated and a final message in the thread.",
+            s021,
+        ),
+        Check::new(
+            "S022",
+            "The agent exits with code 0; expects the row terminated and \"Task completed\" in the thread.",
+            s022,
+        ),
+        Check::new(
+            "S023",
+            "The agent exits with code 1; expects the row interrupted and \"Agent crashed (exit code: 1)\" in the thread.",
+            s023,
+        ),
+        Check::new(
+            "S024",
+            "With max_sessions = 1 and one live session, session-start again; expects \"Maximum concurrent sessions reached\" and no second session or agent.",
+            s024,
+        ),
+        Check::new(
+            "S025",
+            "An agent that never writes, with a 500 ms startup timeout; expects \"did not respond within startup timeout\" in the thread, the row terminated and the process killed.",
+            s025,
+        ),
+        Check::new(
+            "S026",
+            "session-start \"\"; expects \"prompt must not be empty\" and no session or agent.",
+            s026,
+        ),
+    ]
+}
+
+/// Waits for the approval message of a session.
+pub async fn approval_message(
+    world: &AcpWorld,
+    started: &Started,
+) -> Result<ski_mocks::slack::Message, CheckError> {
+    let thread = started.root.ts().to_string();
+    world
+        .world
+        .message("an approval message with Accept in the thread", |m| {
+            m.thread_ts() == Some(thread.as_str()) && has_button(m, "approve_accept")
+        })
+        .await
+}
+
+/// The status of one approval row.
+pub fn approval_status(
+    world: &AcpWorld,
+    session_id: &str,
+    request_id: &str,
+) -> Result<String, CheckError> {
+    world
+        .world
+        .db()?
+        .query_row(
+            "SELECT status FROM approval_request WHERE session_id = ?1 AND request_id = ?2",
+            [session_id, request_id],
+            |row| row.get(0),
+        )
+        .or_fail(format!("an approval row {request_id}"))
+}
+
+async fn decide(ctx: Ctx, dialect: Dialect, reject: bool) -> CheckResult {
+    let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+    let started = world.start_session(CHANNEL_X, "please clearance").await?;
+    let message = approval_message(&world, &started).await?;
+    if reject {
+        world.world.reject_with_reason(&message, "wrong file").await?;
+    } else {
+        world.world.click(&message, "approve_accept", ALICE)?;
+    }
+    match dialect {
+        Dialect::Intercom => {
+            started.agent.wait_method("clearance/response", 1).await?;
+            let responses = started.agent.received_method("clearance/response")?;
+            ensure_eq!(1, responses.len(), "clearance/response lines");
+            ensure_eq!(json!("req-001"), responses[0]["id"], "the response's id");
+            let expected = if reject { "rejected" } else { "approved" };
+            ensure_eq!(json!(expected), responses[0]["params"]["status"], "params.status");
+            if reject {
+                ensure_eq!(json!("wrong file"), responses[0]["params"]["reason"], "params.reason");
+            }
+            world
+                .reply_with(&started.root, &format!("clearance req-001: {expected}"))
+                .await?;
+            ensure_eq!(
+                expected.to_string(),
+                approval_status(&world, &started.row.id, "req-001")?,
+                "the approval row's status"
+            );
+        }
+        Dialect::Acp => {
+            let option = if reject { "reject" } else { "allow" };
+            world
+                .reply_with(&started.root, &format!("clearance: selected {option}"))
+                .await?;
+        }
+    }
+    world.server.stop().await?;
+    Ok(())
+}
+
+async fn s010(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| decide(ctx, dialect, false)).await
+}
+
+async fn s011(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| decide(ctx, dialect, true)).await
+}
+
+async fn s012(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "please clearance").await?;
+        let message = approval_message(&world, &started).await?;
+        // Two clicks on the same buttons, injected before the server can replace them: the
+        // second names a request the first one already resolved.
+        world.world.click(&message, "approve_accept", ALICE)?;
+        world.world.click(&message, "approve_accept", ALICE)?;
+        started.agent.wait_method("clearance/response", 1).await?;
+        world.reply_with(&started.root, "clearance req-001: approved").await?;
+        world
+            .server
+            .wait_log(&ctx.text("log", "no pending request"))
+            .await?;
+        // The stream is ordered: once the agent has this steering line, anything the second
+        // click wrote would be there before it.
+        world
+            .world
+            .slash_command(CHANNEL_X, ALICE, "steer after the second click")
+            .await?;
+        started.agent.wait_method("prompt/send", 2).await?;
+        ensure_eq!(
+            1,
+            started.agent.received_method("clearance/response")?.len(),
+            "clearance/response lines after two clicks"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s013(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "hello there").await?;
+        let method = prompt_method(dialect);
+        started.agent.wait_method(method, 1).await?;
+        world.reply_with(&started.root, "hello there").await?;
+        world
+            .world
+            .slash_command(CHANNEL_X, ALICE, "steer do X")
+            .await?;
+        started.agent.wait_method(method, 2).await?;
+        let prompts = started.agent.received_method(method)?;
+        ensure_eq!(
+            "do X".to_string(),
+            prompt_text(&prompts[1]),
+            "the steering text the agent received"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+/// The method that carries prompts in a dialect.
+pub fn prompt_method(dialect: Dialect) -> &'static str {
+    match dialect {
+        Dialect::Intercom => "prompt/send",
+        Dialect::Acp => "session/prompt",
+    }
+}
+
+/// The text of a `prompt/send` or `session/prompt`.
+pub fn prompt_text(message: &Value) -> String {
+    message["params"]["text"]
+        .as_str()
+        .or_else(|| message["params"]["prompt"][0]["text"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+async fn s014(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "hello there").await?;
+        started.agent.wait_method("prompt/send", 1).await?;
+        started.agent.run(json!([{ "close_stdin": true }])).await?;
+        started
+            .agent
+            .command(json!({"cmd": "wait", "stdin": "closed"}))
+            .await?;
+        let reply = world
+            .world
+            .slash_command(CHANNEL_X, ALICE, "steer do X")
+            .await?
+            .unwrap_or_default();
+        let expected = ctx.text("error", "write failed: stream closed");
+        ensure!(
+            reply.contains(&expected),
+            format!("{}: {}", "the steer reply names the closed stream", format!("{expected:?} in the reply")),
+            "{}",
+            reply
+        );
+        world.reply_with(&started.root, "Session ended").await?;
+        ensure_eq!(
+            "interrupted".to_string(),
+            world.row(&started.row.id)?.status,
+            "the session's status"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s015(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "hello there").await?;
+        started.agent.wait_method(prompt_method(dialect), 1).await?;
+        world.reply_with(&started.root, "hello there").await?;
+        world
+            .world
+            .slash_command(CHANNEL_X, ALICE, "session-stop")
+            .await?;
+        world.reply_with(&started.root, "Session ended").await?;
+        match dialect {
+            Dialect::Intercom => {
+                let interrupts = started.agent.received_method("session/interrupt")?;
+                ensure_eq!(1, interrupts.len(), "session/interrupt lines");
+                ensure_eq!(
+                    json!("Operator requested termination"),
+                    interrupts[0]["params"]["reason"],
+                    "the interrupt's reason"
+                );
+            }
+            Dialect::Acp => {
+                let cancels = started.agent.received_method("session/cancel")?;
+                ensure_eq!(1, cancels.len(), "session/cancel lines");
+                ensure!(
+                    cancels[0]["params"]["sessionId"].is_string(),
+                    "session/cancel names the agent's session"
+                );
+            }
+        }
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s016(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "hello there").await?;
+        world
+            .world
+            .slash_command(CHANNEL_X, ALICE, "session-stop")
+            .await?;
+        world.reply_with(&started.root, "Session ended").await?;
+        let again = world
+            .world
+            .slash_command(CHANNEL_X, ALICE, &format!("session-stop {}", started.row.id))
+            .await?
+            .unwrap_or_default();
+        ensure!(
+            !again.to_lowercase().starts_with("error"),
+            format!("{}: {}", "a second stop is not an error", "a reply without an error"),
+            "{}",
+            again
+        );
+        let finals = world
+            .replies(&started.root)
+            .iter()
+            .filter(|m| m.text().contains("Session ended"))
+            .count();
+        ensure_eq!(1, finals, "final messages in the thread");
+        ensure_eq!(
+            "terminated".to_string(),
+            world.row(&started.row.id)?.status,
+            "the session's status"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s017(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "hello there").await?;
+        for id in ["req-001", "req-002"] {
+            started
+                .agent
+                .send(json!({"method": "clearance/request", "id": id, "params": {
+                    "title": format!("change {id}"), "file_path": format!("src/{id}.rs"),
+                    "risk_level": "low", "diff": "+x\n"}}))
+                .await?;
+        }
+        let thread = started.root.ts().to_string();
+        let first = approval_message(&world, &started).await?;
+        let first_ts = first.ts().to_string();
+        let second = world
+            .world
+            .message("a second approval message", |m| {
+                m.thread_ts() == Some(thread.as_str())
+                    && m.ts() != first_ts
+                    && has_button(m, "approve_accept")
+            })
+            .await?;
+        world.world.click(&first, "approve_accept", ALICE)?;
+        world.world.click(&second, "approve_accept", ALICE)?;
+        started.agent.wait_method("clearance/response", 2).await?;
+        let mut ids: Vec<String> = started
+            .agent
+            .received_method("clearance/response")?
+            .iter()
+            .map(|r| r["id"].as_str().unwrap_or_default().to_string())
+            .collect();
+        ids.sort();
+        ensure_eq!(vec!["req-001".to_string(), "req-002".to_string()], ids, "the answered ids");
+        for id in ["req-001", "req-002"] {
+            ensure_eq!(
+                "approved".to_string(),
+                approval_status(&world, &started.row.id, id)?,
+                "the status of {id}"
+            );
+        }
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s018(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let prompt = "build a web server";
+        let started = world.start_session(CHANNEL_X, &format!("\"{prompt}\"")).await?;
+        let method = prompt_method(dialect);
+        started.agent.wait_method(method, 1).await?;
+        let first = started.agent.received_method(method)?;
+        ensure_eq!(prompt.to_string(), prompt_text(&first[0]), "the first prompt on the stream");
+        let argv = started.agent.hello["argv"].to_string();
+        ensure!(!argv.contains("web server"), "the prompt is not in argv", "{argv}");
+        let environment = start_record_env(&started)?;
+        for secret in ["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"] {
+            ensure!(
+                !environment.iter().any(|name| name == secret),
+                format!("{}: {}", "no Slack token in the agent's environment", format!("no {secret}")),
+                "{}",
+                format!("{environment:?}")
+            );
+        }
+        world.reply_with(&started.root, prompt).await?;
+        let row = world.row(&started.row.id)?;
+        ensure_eq!("acp".to_string(), row.protocol_mode, "protocol_mode");
+        ensure_eq!("active".to_string(), row.status, "status");
+        ensure_eq!(Some(started.root.ts().to_string()), row.thread_ts, "thread_ts");
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+/// The environment variable names the agent started with (its transcript's start record).
+fn start_record_env(started: &Started) -> Result<Vec<String>, CheckError> {
+    let path = started.agent.hello["transcript"]
+        .as_str()
+        .or_fail("the agent reports its transcript")?;
+    let text = std::fs::read_to_string(path).or_fail("the agent's transcript")?;
+    let start: Value = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["kind"] == "start")
+        .or_fail("a start record in the transcript")?;
+    Ok(start["env"]
+        .as_object()
+        .map(|env| env.keys().cloned().collect())
+        .unwrap_or_default())
+}
+
+async fn s019(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "status check").await?;
+        match dialect {
+            Dialect::Intercom => {
+                started
+                    .agent
+                    .send(json!({"method": "status/update", "params": {"message": "compiling step 3"}}))
+                    .await?;
+                world.reply_with(&started.root, "compiling step 3").await?;
+            }
+            // In ACP the agent's message chunks are its status; the echo agent says the prompt.
+            Dialect::Acp => {
+                world.reply_with(&started.root, "status check").await?;
+            }
+        }
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s020(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "please clearance").await?;
+        let message = approval_message(&world, &started).await?;
+        ensure!(
+            has_button(&message, "approve_reject"),
+            "the approval has Reject too"
+        );
+        ensure_eq!(
+            Some(started.root.ts()),
+            message.thread_ts(),
+            "the approval's thread"
+        );
+        let pending: i64 = world
+            .world
+            .db()?
+            .query_row(
+                "SELECT COUNT(*) FROM approval_request WHERE session_id = ?1 AND status = 'pending'",
+                [&started.row.id],
+                |row| row.get(0),
+            )
+            .or_fail("approval rows")?;
+        ensure_eq!(1, pending, "pending approvals of the session");
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s021(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "hello there").await?;
+        let pid = started.agent.pid().or_fail("the agent's pid")?;
+        world.reply_with(&started.root, "hello there").await?;
+        world
+            .world
+            .slash_command(CHANNEL_X, ALICE, "session-stop")
+            .await?;
+        world.reply_with(&started.root, "Session ended").await?;
+        ensure!(
+            !ski::transport::child::process_exists(pid),
+            "the agent process is gone once the final message is posted"
+        );
+        ensure_eq!(
+            "terminated".to_string(),
+            world.row(&started.row.id)?.status,
+            "the session's status"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn ends_by_itself(
+    ctx: Ctx,
+    dialect: Dialect,
+    prompt: &str,
+    text_key: &str,
+    text: &str,
+    status: &str,
+) -> CheckResult {
+    let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+    // The agent may end before it greets the control socket: only the thread is awaited.
+    let started = world.start_session_quiet(CHANNEL_X, prompt).await?;
+    let expected = ctx.text(text_key, text);
+    world.reply_with(&started.root, &expected).await?;
+    ensure_eq!(
+        status.to_string(),
+        world.row(&started.session_id)?.status,
+        "the session's status"
+    );
+    world.server.stop().await?;
+    Ok(())
+}
+
+async fn s022(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| {
+        ends_by_itself(ctx, dialect, "all done", "final", "Task completed", "terminated")
+    })
+    .await
+}
+
+async fn s023(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| {
+        ends_by_itself(
+            ctx,
+            dialect,
+            "crash now",
+            "final",
+            "Agent crashed (exit code: 1)",
+            "interrupted",
+        )
+    })
+    .await
+}
+
+async fn s024(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let mut options = Options::new(dialect);
+        options.max_sessions = 1;
+        let world = AcpWorld::start(&ctx, options).await?;
+        world.start_session(CHANNEL_X, "first one").await?;
+        let reply = world
+            .world
+            .slash_command(CHANNEL_X, ALICE, "session-start second one")
+            .await?
+            .unwrap_or_default();
+        let expected = ctx.text("error", "Maximum concurrent sessions reached");
+        ensure!(
+            reply.contains(&expected),
+            format!("{}: {}", "the second start is refused", format!("{expected:?} in the reply")),
+            "{}",
+            reply
+        );
+        ensure_eq!(1, world.world.sessions()?.len(), "session rows");
+        ensure_eq!(1, world.agents.count(), "agents started");
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s025(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let script = ctx.temp_dir().join(format!("silent-{}.toml", dialect.name()));
+        let text = match dialect {
+            Dialect::Intercom => {
+                "name = \"silent\"\npersonality = \"standard\"\n[[on]]\nmethod = \"prompt/send\"\ndo = [{ hang = true }]\n"
+            }
+            Dialect::Acp => {
+                "name = \"silent\"\npersonality = \"standard\"\n[[on]]\nmethod = \"initialize\"\ndo = [{ hang = true }]\n"
+            }
+        };
+        std::fs::write(&script, text).or_error("write the silent script")?;
+        let mut options = Options::new(dialect);
+        options.startup_timeout_ms = 500;
+        options.script = Some(script.display().to_string());
+        let world = AcpWorld::start(&ctx, options).await?;
+        let started = world.start_session(CHANNEL_X, "hello there").await?;
+        let pid = started.agent.pid().or_fail("the agent's pid")?;
+        let expected = ctx.text("final", "did not respond within startup timeout");
+        world.reply_with(&started.root, &expected).await?;
+        ensure_eq!(
+            "terminated".to_string(),
+            world.row(&started.row.id)?.status,
+            "the session's status"
+        );
+        ensure!(
+            !ski::transport::child::process_exists(pid),
+            "the silent agent was killed"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s026(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let reply = world
+            .world
+            .slash_command(CHANNEL_X, ALICE, "session-start \"\"")
+            .await?
+            .unwrap_or_default();
+        let expected = ctx.text("error", "prompt must not be empty");
+        ensure!(
+            reply.contains(&expected),
+            format!("{}: {}", "an empty prompt is refused", format!("{expected:?} in the reply")),
+            "{}",
+            reply
+        );
+        ensure_eq!(0, world.world.sessions()?.len(), "session rows");
+        ensure_eq!(0, world.agents.count(), "agents started");
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
