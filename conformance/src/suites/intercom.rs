@@ -9,7 +9,8 @@
 //!   socket, and the dialects a row runs in.
 //! - The checks: [`startup`] (S001–S007), [`clearance`] (S008, S009), [`lifecycle`]
 //!   (S010–S026), [`workspaces`]
-//!   (S027–S035), [`threads`] (S036–S042), [`routing`] (S043–S048), [`persistence`]
+//!   (S027–S035), [`threads`] (S036–S042), [`routing`] (S043–S048), [`stream`] (S049–S058), [`stall`]
+//!   (S059–S068), [`persistence`]
 //!   (S069–S072).
 
 pub mod agents;
@@ -18,7 +19,9 @@ pub mod harness;
 pub mod lifecycle;
 pub mod persistence;
 pub mod routing;
+pub mod stall;
 pub mod startup;
+pub mod stream;
 pub mod threads;
 pub mod workspaces;
 
@@ -32,6 +35,8 @@ pub fn checks() -> Vec<Check> {
     checks.extend(workspaces::checks());
     checks.extend(threads::checks());
     checks.extend(routing::checks());
+    checks.extend(stream::checks());
+    checks.extend(stall::checks());
     checks.extend(persistence::checks());
     checks
 }

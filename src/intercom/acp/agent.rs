@@ -943,7 +943,8 @@ impl<'a> Run<'a> {
         };
         tracing::info!(session_id = %self.session_id(), state, reason, "agent exited");
         if state != "terminated" {
-            self.expire_pending(&reason).await;
+            self.expire_pending("the agent crashed before an answer")
+                .await;
         }
         End::Finished(state, reason)
     }

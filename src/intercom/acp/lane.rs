@@ -78,9 +78,9 @@ impl Lane {
             let pressed = queue.items.len() >= COALESCE_FROM;
             if pressed
                 && let Some(Item::Status {
-                text: waiting,
-                skipped,
-            }) = queue.items.back_mut()
+                    text: waiting,
+                    skipped,
+                }) = queue.items.back_mut()
             {
                 *waiting = text;
                 *skipped += 1;

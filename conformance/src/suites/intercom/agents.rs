@@ -147,9 +147,15 @@ impl AcpWorld {
         // Each dialect's run of a row has its own config and database.
         let name = options.dialect.name();
         world.config = ctx.temp_dir().join(format!("intercom-{name}.toml"));
-        world.database = ctx.temp_dir().join(format!("data-{name}")).join("intercom.db");
+        world.database = ctx
+            .temp_dir()
+            .join(format!("data-{name}"))
+            .join("intercom.db");
         let agents = Agents::listen(ctx, name)?;
-        world.write_config(super::harness::WORKSPACES, &agent_part(ctx, &options, &agents)?)?;
+        world.write_config(
+            super::harness::WORKSPACES,
+            &agent_part(ctx, &options, &agents)?,
+        )?;
         let server = world.start(Some("acp")).await?;
         Ok(AcpWorld {
             world,
@@ -227,12 +233,15 @@ impl AcpWorld {
         let channel = root.channel.clone();
         let needle_owned = needle.to_string();
         self.world
-            .message(&format!("a reply in the thread containing {needle:?}"), move |m| {
-                m.channel == channel
-                    && m.thread_ts() == Some(thread.as_str())
-                    && m.ts() != thread
-                    && m.text().contains(&needle_owned)
-            })
+            .message(
+                &format!("a reply in the thread containing {needle:?}"),
+                move |m| {
+                    m.channel == channel
+                        && m.thread_ts() == Some(thread.as_str())
+                        && m.ts() != thread
+                        && m.text().contains(&needle_owned)
+                },
+            )
             .await
     }
 
@@ -302,7 +311,10 @@ fn agent_part(ctx: &Ctx, options: &Options, agents: &Agents) -> Result<String, C
         &[
             ("dialect", options.dialect.name()),
             ("max_sessions", &options.max_sessions.to_string()),
-            ("startup_timeout_ms", &options.startup_timeout_ms.to_string()),
+            (
+                "startup_timeout_ms",
+                &options.startup_timeout_ms.to_string(),
+            ),
             ("max_line_length", &options.max_line_length.to_string()),
             ("stall_enabled", stall_enabled),
             ("inactivity_ms", &inactivity.to_string()),
@@ -330,7 +342,9 @@ pub struct AgentConn {
 impl AgentConn {
     /// The agent's pid.
     pub fn pid(&self) -> Option<u32> {
-        self.hello["pid"].as_u64().and_then(|p| u32::try_from(p).ok())
+        self.hello["pid"]
+            .as_u64()
+            .and_then(|p| u32::try_from(p).ok())
     }
 
     /// Sends a control command and waits for its reply (`ok` must be true).
@@ -373,6 +387,18 @@ impl AgentConn {
                 .into());
         }
         Ok(reply)
+    }
+
+    /// Sends a control command without waiting for a reply (for commands that end the agent).
+    pub async fn fire(&self, command: Value) -> Result<(), CheckError> {
+        let mut line = command.to_string();
+        line.push('\n');
+        self.writer
+            .lock()
+            .await
+            .write_all(line.as_bytes())
+            .await
+            .or_fail("the agent's control socket takes a command")
     }
 
     /// Waits until the agent received `count` messages of `method`.
@@ -534,7 +560,10 @@ impl Agents {
             }
         };
         self.ctx
-            .within(&format!("agent #{} to start and say hello", index + 1), wait)
+            .within(
+                &format!("agent #{} to start and say hello", index + 1),
+                wait,
+            )
             .await
     }
 }

@@ -140,7 +140,10 @@ async fn decide(ctx: Ctx, dialect: Dialect, reject: bool) -> CheckResult {
     let started = world.start_session(CHANNEL_X, "please clearance").await?;
     let message = approval_message(&world, &started).await?;
     if reject {
-        world.world.reject_with_reason(&message, "wrong file").await?;
+        world
+            .world
+            .reject_with_reason(&message, "wrong file")
+            .await?;
     } else {
         world.world.click(&message, "approve_accept", ALICE)?;
     }
@@ -151,9 +154,17 @@ async fn decide(ctx: Ctx, dialect: Dialect, reject: bool) -> CheckResult {
             ensure_eq!(1, responses.len(), "clearance/response lines");
             ensure_eq!(json!("req-001"), responses[0]["id"], "the response's id");
             let expected = if reject { "rejected" } else { "approved" };
-            ensure_eq!(json!(expected), responses[0]["params"]["status"], "params.status");
+            ensure_eq!(
+                json!(expected),
+                responses[0]["params"]["status"],
+                "params.status"
+            );
             if reject {
-                ensure_eq!(json!("wrong file"), responses[0]["params"]["reason"], "params.reason");
+                ensure_eq!(
+                    json!("wrong file"),
+                    responses[0]["params"]["reason"],
+                    "params.reason"
+                );
             }
             world
                 .reply_with(&started.root, &format!("clearance req-001: {expected}"))
@@ -193,7 +204,9 @@ async fn s012(ctx: Ctx) -> CheckResult {
         world.world.click(&message, "approve_accept", ALICE)?;
         world.world.click(&message, "approve_accept", ALICE)?;
         started.agent.wait_method("clearance/response", 1).await?;
-        world.reply_with(&started.root, "clearance req-001: approved").await?;
+        world
+            .reply_with(&started.root, "clearance req-001: approved")
+            .await?;
         world
             .server
             .wait_log(&ctx.text("log", "no pending request"))
@@ -275,7 +288,11 @@ async fn s014(ctx: Ctx) -> CheckResult {
         let expected = ctx.text("error", "write failed: stream closed");
         ensure!(
             reply.contains(&expected),
-            format!("{}: {}", "the steer reply names the closed stream", format!("{expected:?} in the reply")),
+            format!(
+                "{}: {}",
+                "the steer reply names the closed stream",
+                format!("{expected:?} in the reply")
+            ),
             "{}",
             reply
         );
@@ -338,12 +355,19 @@ async fn s016(ctx: Ctx) -> CheckResult {
         world.reply_with(&started.root, "Session ended").await?;
         let again = world
             .world
-            .slash_command(CHANNEL_X, ALICE, &format!("session-stop {}", started.row.id))
+            .slash_command(
+                CHANNEL_X,
+                ALICE,
+                &format!("session-stop {}", started.row.id),
+            )
             .await?
             .unwrap_or_default();
         ensure!(
             !again.to_lowercase().starts_with("error"),
-            format!("{}: {}", "a second stop is not an error", "a reply without an error"),
+            format!(
+                "{}: {}",
+                "a second stop is not an error", "a reply without an error"
+            ),
             "{}",
             again
         );
@@ -397,7 +421,11 @@ async fn s017(ctx: Ctx) -> CheckResult {
             .map(|r| r["id"].as_str().unwrap_or_default().to_string())
             .collect();
         ids.sort();
-        ensure_eq!(vec!["req-001".to_string(), "req-002".to_string()], ids, "the answered ids");
+        ensure_eq!(
+            vec!["req-001".to_string(), "req-002".to_string()],
+            ids,
+            "the answered ids"
+        );
         for id in ["req-001", "req-002"] {
             ensure_eq!(
                 "approved".to_string(),
@@ -415,18 +443,32 @@ async fn s018(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
         let prompt = "build a web server";
-        let started = world.start_session(CHANNEL_X, &format!("\"{prompt}\"")).await?;
+        let started = world
+            .start_session(CHANNEL_X, &format!("\"{prompt}\""))
+            .await?;
         let method = prompt_method(dialect);
         started.agent.wait_method(method, 1).await?;
         let first = started.agent.received_method(method)?;
-        ensure_eq!(prompt.to_string(), prompt_text(&first[0]), "the first prompt on the stream");
+        ensure_eq!(
+            prompt.to_string(),
+            prompt_text(&first[0]),
+            "the first prompt on the stream"
+        );
         let argv = started.agent.hello["argv"].to_string();
-        ensure!(!argv.contains("web server"), "the prompt is not in argv", "{argv}");
+        ensure!(
+            !argv.contains("web server"),
+            "the prompt is not in argv",
+            "{argv}"
+        );
         let environment = start_record_env(&started)?;
         for secret in ["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"] {
             ensure!(
                 !environment.iter().any(|name| name == secret),
-                format!("{}: {}", "no Slack token in the agent's environment", format!("no {secret}")),
+                format!(
+                    "{}: {}",
+                    "no Slack token in the agent's environment",
+                    format!("no {secret}")
+                ),
                 "{}",
                 format!("{environment:?}")
             );
@@ -435,7 +477,11 @@ async fn s018(ctx: Ctx) -> CheckResult {
         let row = world.row(&started.row.id)?;
         ensure_eq!("acp".to_string(), row.protocol_mode, "protocol_mode");
         ensure_eq!("active".to_string(), row.status, "status");
-        ensure_eq!(Some(started.root.ts().to_string()), row.thread_ts, "thread_ts");
+        ensure_eq!(
+            Some(started.root.ts().to_string()),
+            row.thread_ts,
+            "thread_ts"
+        );
         world.server.stop().await?;
         Ok(())
     })
@@ -562,7 +608,14 @@ async fn ends_by_itself(
 
 async fn s022(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, BOTH, |ctx, dialect| {
-        ends_by_itself(ctx, dialect, "all done", "final", "Task completed", "terminated")
+        ends_by_itself(
+            ctx,
+            dialect,
+            "all done",
+            "final",
+            "Task completed",
+            "terminated",
+        )
     })
     .await
 }
@@ -595,7 +648,11 @@ async fn s024(ctx: Ctx) -> CheckResult {
         let expected = ctx.text("error", "Maximum concurrent sessions reached");
         ensure!(
             reply.contains(&expected),
-            format!("{}: {}", "the second start is refused", format!("{expected:?} in the reply")),
+            format!(
+                "{}: {}",
+                "the second start is refused",
+                format!("{expected:?} in the reply")
+            ),
             "{}",
             reply
         );
@@ -653,7 +710,11 @@ async fn s026(ctx: Ctx) -> CheckResult {
         let expected = ctx.text("error", "prompt must not be empty");
         ensure!(
             reply.contains(&expected),
-            format!("{}: {}", "an empty prompt is refused", format!("{expected:?} in the reply")),
+            format!(
+                "{}: {}",
+                "an empty prompt is refused",
+                format!("{expected:?} in the reply")
+            ),
             "{}",
             reply
         );

@@ -33,16 +33,24 @@ pub fn checks() -> Vec<Check> {
 }
 
 async fn s069(ctx: Ctx) -> CheckResult {
-    super::agents::each_dialect(&ctx, &[super::agents::Dialect::Intercom], |ctx, dialect| async move {
-        let world =
-            super::agents::AcpWorld::start(&ctx, super::agents::Options::new(dialect)).await?;
-        let started = world
-            .start_session(CHANNEL_X, "\"build a web server\"")
-            .await?;
-        ensure_eq!("acp", world.row(&started.row.id)?.protocol_mode, "protocol_mode");
-        world.server.stop().await?;
-        Ok(())
-    })
+    super::agents::each_dialect(
+        &ctx,
+        &[super::agents::Dialect::Intercom],
+        |ctx, dialect| async move {
+            let world =
+                super::agents::AcpWorld::start(&ctx, super::agents::Options::new(dialect)).await?;
+            let started = world
+                .start_session(CHANNEL_X, "\"build a web server\"")
+                .await?;
+            ensure_eq!(
+                "acp",
+                world.row(&started.row.id)?.protocol_mode,
+                "protocol_mode"
+            );
+            world.server.stop().await?;
+            Ok(())
+        },
+    )
     .await
 }
 

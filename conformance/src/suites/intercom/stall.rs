@@ -1,0 +1,467 @@
+//! S059–S068: stall detection on millisecond thresholds (nudges, recovery, escalation with
+//! Terminate and Restart), the offline queue it leads to (steering queued, delivered in order
+//! when the agent speaks again), restart, and a crash with a pending clearance. The agent is a
+//! script that never answers a nudge unless the check makes it speak.
+
+use serde_json::{Value, json};
+
+use crate::{Check, CheckError, CheckResult, Ctx, OrFail, ensure, ensure_eq};
+
+use super::agents::{AcpWorld, Dialect, Options, Started, each_dialect};
+use super::harness::{ALICE, CHANNEL_X, has_button};
+use super::lifecycle::{approval_message, approval_status, prompt_method, prompt_text};
+
+const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
+const STREAM: &[Dialect] = &[Dialect::Intercom];
+
+/// The checks of this part.
+pub fn checks() -> Vec<Check> {
+    vec![
+        Check::new(
+            "S059",
+            "Lets the agent stall past its nudges, then steers; expects \"Agent offline — message queued\" in the thread, the message queued (consumed = 0) and not written to the agent.",
+            s059,
+        ),
+        Check::new(
+            "S060",
+            "Queues three steering messages for a stalled agent, then the agent speaks; expects all three delivered in order and marked consumed.",
+            s060,
+        ),
+        Check::new(
+            "S061",
+            "Lets the agent stall past its nudges; expects \"switching to queue mode\" in the thread and the session's connectivity stalled.",
+            s061,
+        ),
+        Check::new(
+            "S062",
+            "A stalled agent with two queued messages speaks again; expects \"Agent back online — delivering 2 queued messages\" and connectivity online.",
+            s062,
+        ),
+        Check::new(
+            "S063",
+            "The agent reports status 300 ms into a 600 ms inactivity threshold; expects the first nudge no sooner than 600 ms after that status (the timer was reset) and last activity recorded.",
+            s063,
+        ),
+        Check::new(
+            "S064",
+            "The agent stays silent past the inactivity threshold; expects a nudge on its stream and nudge_count 1.",
+            s064,
+        ),
+        Check::new(
+            "S065",
+            "The agent speaks after a nudge; expects the recovery reported and nudge_count back to 0.",
+            s065,
+        ),
+        Check::new(
+            "S066",
+            "The agent stays silent through max_retries = 2 nudges; expects \"Agent unresponsive after 2 nudge attempts\" with Terminate and Restart buttons, after exactly 2 nudges.",
+            s066,
+        ),
+        Check::new(
+            "S067",
+            "Clicks Restart on a stall escalation; expects the old agent ended, a new process for the same session receiving the original prompt, and the same thread.",
+            s067,
+        ),
+        Check::new(
+            "S068",
+            "The agent crashes while its clearance is pending; expects the approval expired, the operator told, and the session interrupted with the crash.",
+            s068,
+        ),
+    ]
+}
+
+/// A stream-dialect agent that greets, answers prompts, ignores nudges, and on "keepalive"
+/// reports status 300 ms later.
+const STALL_SCRIPT: &str = r#"name = "stall"
+personality = "intercom"
+[intercom]
+handshake = "stream"
+greeting = "ready"
+heartbeat_ms = 0
+[[on]]
+method = "nudge"
+do = [{ hang = true }]
+[[on]]
+prompt = "*keepalive*"
+do = [{ sleep_ms = 300 }, { notify = "status/update", params = { message = "still working" } }]
+"#;
+
+/// A world whose detector uses these thresholds (ms) and retries, with a session started.
+async fn stalling(
+    ctx: &Ctx,
+    dialect: Dialect,
+    stall: (u64, u64, u32),
+    prompt: &str,
+) -> Result<(AcpWorld, Started), CheckError> {
+    let script = ctx.temp_dir().join("stall.toml");
+    std::fs::write(&script, STALL_SCRIPT).or_error("write the stall script")?;
+    let mut options = Options::new(dialect);
+    options.stall = Some(stall);
+    options.script = Some(script.display().to_string());
+    let world = AcpWorld::start(ctx, options).await?;
+    let started = world.start_session(CHANNEL_X, prompt).await?;
+    Ok((world, started))
+}
+
+/// Waits for the escalation message (the agent silent past all nudges).
+async fn escalated(
+    ctx: &Ctx,
+    world: &AcpWorld,
+    started: &Started,
+    nudges: u32,
+) -> Result<ski_mocks::slack::Message, CheckError> {
+    let text = ctx.text(
+        "escalation",
+        &format!("Agent unresponsive after {nudges} nudge attempts"),
+    );
+    world.reply_with(&started.root, &text).await
+}
+
+fn session_value(world: &AcpWorld, session_id: &str, column: &str) -> Result<Value, CheckError> {
+    let db = world.world.db()?;
+    db.query_row(
+        &format!("SELECT {column} FROM session WHERE id = ?1"),
+        [session_id],
+        |row| {
+            let value: rusqlite::types::Value = row.get(0)?;
+            Ok(match value {
+                rusqlite::types::Value::Integer(n) => json!(n),
+                rusqlite::types::Value::Text(t) => json!(t),
+                rusqlite::types::Value::Null => Value::Null,
+                other => json!(format!("{other:?}")),
+            })
+        },
+    )
+    .or_fail(format!("the session's {column}"))
+}
+
+fn queued(world: &AcpWorld, session_id: &str) -> Result<Vec<(String, i64)>, CheckError> {
+    let db = world.world.db()?;
+    let mut statement = db
+        .prepare("SELECT message, consumed FROM steering_message WHERE session_id = ?1 ORDER BY id")
+        .or_fail("a steering_message table")?;
+    let rows = statement
+        .query_map([session_id], |row| Ok((row.get(0)?, row.get(1)?)))
+        .or_fail("steering rows")?
+        .collect::<Result<Vec<_>, _>>()
+        .or_fail("steering rows")?;
+    Ok(rows)
+}
+
+async fn steer(world: &AcpWorld, text: &str) -> Result<String, CheckError> {
+    Ok(world
+        .world
+        .slash_command(CHANNEL_X, ALICE, &format!("steer {text}"))
+        .await?
+        .unwrap_or_default())
+}
+
+const FAST: (u64, u64, u32) = (200, 200, 2);
+
+async fn s059(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = stalling(&ctx, dialect, FAST, "stall test").await?;
+        escalated(&ctx, &world, &started, 2).await?;
+        let reply = steer(&world, "queued one").await?;
+        let offline = ctx.text("offline", "Agent offline — message queued");
+        world.reply_with(&started.root, &offline).await?;
+        ensure!(
+            reply.contains(&offline),
+            "the operator is told the agent is offline",
+            "{reply}"
+        );
+        ensure_eq!(
+            vec![("queued one".to_string(), 0)],
+            queued(&world, &started.row.id)?,
+            "steering rows (message, consumed)"
+        );
+        let prompts = started.agent.received_method("prompt/send")?;
+        ensure!(
+            !prompts.iter().any(|p| prompt_text(p) == "queued one"),
+            "the message is not written to an offline agent"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s060(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = stalling(&ctx, dialect, FAST, "stall test").await?;
+        escalated(&ctx, &world, &started, 2).await?;
+        for text in ["one", "two", "three"] {
+            steer(&world, text).await?;
+        }
+        started
+            .agent
+            .send(json!({"method": "status/update", "params": {"message": "I am back"}}))
+            .await?;
+        started.agent.wait_method("prompt/send", 4).await?;
+        let delivered: Vec<String> = started
+            .agent
+            .received_method("prompt/send")?
+            .iter()
+            .skip(1)
+            .map(prompt_text)
+            .collect();
+        ensure_eq!(
+            vec!["one".to_string(), "two".to_string(), "three".to_string()],
+            delivered,
+            "the queued messages the agent received, in order"
+        );
+        world.reply_with(&started.root, "back online").await?;
+        ensure_eq!(
+            vec![
+                ("one".to_string(), 1),
+                ("two".to_string(), 1),
+                ("three".to_string(), 1)
+            ],
+            queued(&world, &started.row.id)?,
+            "steering rows (message, consumed)"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s061(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = stalling(&ctx, dialect, FAST, "stall test").await?;
+        world
+            .reply_with(
+                &started.root,
+                &ctx.text("queue_mode", "switching to queue mode"),
+            )
+            .await?;
+        ensure_eq!(
+            json!("stalled"),
+            session_value(&world, &started.row.id, "connectivity_status")?,
+            "connectivity_status"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s062(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = stalling(&ctx, dialect, FAST, "stall test").await?;
+        escalated(&ctx, &world, &started, 2).await?;
+        steer(&world, "one").await?;
+        steer(&world, "two").await?;
+        started
+            .agent
+            .send(json!({"method": "status/update", "params": {"message": "I am back"}}))
+            .await?;
+        world
+            .reply_with(
+                &started.root,
+                &ctx.text("back", "Agent back online — delivering 2 queued messages"),
+            )
+            .await?;
+        started.agent.wait_method("prompt/send", 3).await?;
+        ensure_eq!(
+            json!("online"),
+            session_value(&world, &started.row.id, "connectivity_status")?,
+            "connectivity_status"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+/// The `at` (seconds) of the agent's first transcript record matching `kind` and `needle`.
+fn transcript_at(started: &Started, kind: &str, needle: &str) -> Result<f64, CheckError> {
+    let path = started.agent.hello["transcript"]
+        .as_str()
+        .or_fail("the agent reports its transcript")?;
+    let text = std::fs::read_to_string(path).or_fail("the agent's transcript")?;
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|r| r["kind"] == kind && r["text"].as_str().is_some_and(|t| t.contains(needle)))
+        .and_then(|r| r["at"].as_f64())
+        .or_fail(format!("a transcript record {kind} with {needle:?}"))
+}
+
+async fn s063(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) =
+            stalling(&ctx, dialect, (600, 60_000, 3), "keepalive please").await?;
+        started.agent.wait_method("nudge", 1).await?;
+        let status = transcript_at(&started, "out", "still working")?;
+        let nudge = transcript_at(&started, "in", "\"nudge\"")?;
+        let gap_ms = (nudge - status) * 1000.0;
+        ensure!(
+            gap_ms >= 595.0,
+            "the first nudge comes a full threshold (600 ms) after the last activity",
+            "{gap_ms:.0} ms after the status"
+        );
+        ensure!(
+            !session_value(&world, &started.row.id, "last_activity_at")?.is_null(),
+            "the session's last activity is recorded"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s064(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = stalling(&ctx, dialect, (300, 60_000, 3), "stall test").await?;
+        started.agent.wait_method("nudge", 1).await?;
+        let nudges = started.agent.received_method("nudge")?;
+        ensure!(
+            nudges[0]["params"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty()),
+            "the nudge carries a message",
+            "{}",
+            nudges[0]
+        );
+        world
+            .reply_with(&started.root, &ctx.text("nudged", "Auto-nudge #1"))
+            .await?;
+        ensure_eq!(
+            json!(1),
+            session_value(&world, &started.row.id, "nudge_count")?,
+            "nudge_count"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s065(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = stalling(&ctx, dialect, (300, 60_000, 3), "stall test").await?;
+        started.agent.wait_method("nudge", 1).await?;
+        world
+            .reply_with(&started.root, &ctx.text("nudged", "Auto-nudge #1"))
+            .await?;
+        started
+            .agent
+            .send(json!({"method": "status/update", "params": {"message": "back at it"}}))
+            .await?;
+        world
+            .reply_with(
+                &started.root,
+                &ctx.text("recovered", "resumed after 1 nudge"),
+            )
+            .await?;
+        ensure_eq!(
+            json!(0),
+            session_value(&world, &started.row.id, "nudge_count")?,
+            "nudge_count"
+        );
+        ensure_eq!(
+            "active".to_string(),
+            world.row(&started.row.id)?.status,
+            "the session's status"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s066(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = stalling(&ctx, dialect, FAST, "stall test").await?;
+        let message = escalated(&ctx, &world, &started, 2).await?;
+        ensure!(
+            has_button(&message, "stall_terminate") && has_button(&message, "stall_restart"),
+            "the escalation has Terminate and Restart buttons",
+            "{}",
+            message.message["blocks"]
+        );
+        started.agent.wait_method("nudge", 2).await?;
+        ensure_eq!(
+            2,
+            started.agent.received_method("nudge")?.len(),
+            "nudges before the escalation"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s067(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = stalling(&ctx, dialect, (200, 200, 1), "original task").await?;
+        let old_pid = started.agent.pid().or_fail("the agent's pid")?;
+        let message = escalated(&ctx, &world, &started, 1).await?;
+        world.world.click(&message, "stall_restart", ALICE)?;
+        let second = world.agents.nth(1).await?;
+        ensure_eq!(
+            started.row.id.clone(),
+            second.session_id.clone(),
+            "the new agent's INTERCOM_SESSION_ID"
+        );
+        second.wait_method(prompt_method(dialect), 1).await?;
+        let prompt = second.received_method(prompt_method(dialect))?;
+        ensure_eq!(
+            "original task".to_string(),
+            prompt_text(&prompt[0]),
+            "the new agent's first prompt"
+        );
+        world
+            .reply_with(&started.root, &ctx.text("restarted", "restarted"))
+            .await?;
+        ensure!(
+            !ski::transport::child::process_exists(old_pid),
+            "the old agent process is gone"
+        );
+        let row = world.row(&started.row.id)?;
+        ensure_eq!("active".to_string(), row.status, "the session's status");
+        ensure_eq!(
+            Some(started.root.ts().to_string()),
+            row.thread_ts,
+            "the session's thread_ts"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s068(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "please clearance").await?;
+        approval_message(&world, &started).await?;
+        // The agent exits before it could reply to the command.
+        started
+            .agent
+            .fire(json!({"cmd": "exit", "code": 1}))
+            .await?;
+        world
+            .reply_with(&started.root, &ctx.text("expired", "expired"))
+            .await?;
+        world
+            .reply_with(
+                &started.root,
+                &ctx.text("final", "Agent crashed (exit code: 1)"),
+            )
+            .await?;
+        ensure_eq!(
+            "expired".to_string(),
+            approval_status(&world, &started.row.id, "req-001")?,
+            "the approval's status"
+        );
+        ensure_eq!(
+            "interrupted".to_string(),
+            world.row(&started.row.id)?.status,
+            "the session's status"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}

@@ -1,0 +1,354 @@
+//! S049–S058: how the target reads a spawned agent's stdout (single, batched and split lines,
+//! malformed JSON, unknown methods, missing fields, end of stream, oversize and blank lines) and
+//! the exact line it writes back. The agent writes what the check tells it through its control
+//! socket; what the target made of it is seen in the thread, the log and the session row.
+
+use serde_json::json;
+
+use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
+
+use super::agents::{AcpWorld, Dialect, Options, Started, each_dialect};
+use super::harness::{ALICE, CHANNEL_X};
+use super::lifecycle::approval_message;
+
+const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
+const STREAM: &[Dialect] = &[Dialect::Intercom];
+
+/// The checks of this part.
+pub fn checks() -> Vec<Check> {
+    vec![
+        Check::new(
+            "S049",
+            "The agent writes one status/update line \"hello\"; expects \"hello\" as a reply in the thread.",
+            s049,
+        ),
+        Check::new(
+            "S050",
+            "The agent writes two status lines in one write; expects both replies, in order.",
+            s050,
+        ),
+        Check::new(
+            "S051",
+            "The agent writes a status line in two pieces (flushed apart); expects exactly one reply \"hi\" and no parse warning.",
+            s051,
+        ),
+        Check::new(
+            "S052",
+            "The agent writes {not valid json} then a status; expects a warning about malformed JSON and the status still posted.",
+            s052,
+        ),
+        Check::new(
+            "S053",
+            "The agent writes an unknown method then a status; expects \"unknown method: unknown/method\" logged and the status still posted.",
+            s053,
+        ),
+        Check::new(
+            "S054",
+            "The agent writes clearance/request without file_path, then a status; expects \"missing required field\" logged, no approval, and the status posted.",
+            s054,
+        ),
+        Check::new(
+            "S055",
+            "The agent closes its stdout and keeps running; expects the session ended as interrupted with \"stream closed\" and the agent ended.",
+            s055,
+        ),
+        Check::new(
+            "S056",
+            "Approves req-001; expects the agent to read exactly {\"method\":\"clearance/response\",\"id\":\"req-001\",\"params\":{\"status\":\"approved\"}}.",
+            s056,
+        ),
+        Check::new(
+            "S057",
+            "With a 4096-byte line limit the agent writes a 6000-byte line, then a status; expects \"line exceeded max length\" logged and the session going on (the status posted, the row active).",
+            s057,
+        ),
+        Check::new(
+            "S058",
+            "The agent writes a blank line, then a status; expects the status posted and no warning for the blank line.",
+            s058,
+        ),
+    ]
+}
+
+fn status_line(message: &str) -> String {
+    json!({"method": "status/update", "params": {"message": message}}).to_string()
+}
+
+/// Starts a world and a session; the agent's greeting or first turn is awaited so later lines
+/// are the only news.
+async fn session(ctx: &Ctx, options: Options) -> Result<(AcpWorld, Started), crate::CheckError> {
+    let dialect = options.dialect;
+    let world = AcpWorld::start(ctx, options).await?;
+    let started = world.start_session(CHANNEL_X, "stream test").await?;
+    let settled = match dialect {
+        Dialect::Intercom => "received: stream test",
+        Dialect::Acp => "stream test",
+    };
+    world.reply_with(&started.root, settled).await?;
+    Ok((world, started))
+}
+
+async fn s049(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = session(&ctx, Options::new(dialect)).await?;
+        started.agent.send_line(&status_line("hello")).await?;
+        let reply = world.reply_with(&started.root, "hello").await?;
+        ensure_eq!(
+            Some(started.root.ts()),
+            reply.thread_ts(),
+            "the status's thread"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s050(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = session(&ctx, Options::new(dialect)).await?;
+        let two = format!(
+            "{}\n{}",
+            status_line("first batched"),
+            status_line("second batched")
+        );
+        started.agent.send_line(&two).await?;
+        world.reply_with(&started.root, "second batched").await?;
+        let texts: Vec<String> = world
+            .replies(&started.root)
+            .iter()
+            .map(|m| m.text().to_string())
+            .filter(|t| t.contains("batched"))
+            .collect();
+        ensure_eq!(
+            vec!["first batched".to_string(), "second batched".to_string()],
+            texts,
+            "the batched statuses in the thread"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s051(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = session(&ctx, Options::new(dialect)).await?;
+        // The control reply comes once the piece is written and flushed.
+        started
+            .agent
+            .run(json!([{ "raw": "{\"method\":\"st", "newline": false }]))
+            .await?;
+        started
+            .agent
+            .run(json!([{ "raw": "atus/update\",\"params\":{\"message\":\"hi\"}}" }]))
+            .await?;
+        started
+            .agent
+            .send_line(&status_line("after the split"))
+            .await?;
+        world.reply_with(&started.root, "after the split").await?;
+        let his = world
+            .replies(&started.root)
+            .iter()
+            .filter(|m| m.text() == "hi")
+            .count();
+        ensure_eq!(1, his, "replies \"hi\"");
+        ensure!(
+            !world
+                .server
+                .log()
+                .iter()
+                .any(|l| l.to_lowercase().contains("malformed")),
+            "no malformed-JSON warning for a split line"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s052(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let (world, started) = session(&ctx, Options::new(dialect)).await?;
+        started.agent.send_line("{not valid json}").await?;
+        let line = world
+            .server
+            .wait_log(&ctx.text("log", "received malformed JSON"))
+            .await?;
+        ensure!(
+            line.contains("WARN") || line.to_lowercase().contains("warn"),
+            "the malformed line is logged as a warning",
+            "{line}"
+        );
+        started
+            .agent
+            .send_line(&status_line("after malformed"))
+            .await?;
+        world.reply_with(&started.root, "after malformed").await?;
+        ensure_eq!(
+            "active".to_string(),
+            world.row(&started.row.id)?.status,
+            "the session's status"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s053(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = session(&ctx, Options::new(dialect)).await?;
+        started
+            .agent
+            .send_line(r#"{"method":"unknown/method","params":{}}"#)
+            .await?;
+        world
+            .server
+            .wait_log(&ctx.text("log", "unknown method: unknown/method"))
+            .await?;
+        started
+            .agent
+            .send_line(&status_line("after unknown"))
+            .await?;
+        world.reply_with(&started.root, "after unknown").await?;
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s054(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = session(&ctx, Options::new(dialect)).await?;
+        started
+            .agent
+            .send_line(r#"{"method":"clearance/request","id":"req-009","params":{"title":"x"}}"#)
+            .await?;
+        world
+            .server
+            .wait_log(&ctx.text("log", "missing required field"))
+            .await?;
+        started
+            .agent
+            .send_line(&status_line("after missing"))
+            .await?;
+        world.reply_with(&started.root, "after missing").await?;
+        let approvals: i64 = world
+            .world
+            .db()?
+            .query_row("SELECT COUNT(*) FROM approval_request", [], |row| {
+                row.get(0)
+            })
+            .map_err(|e| crate::CheckError::harness(format!("approval rows: {e}")))?;
+        ensure_eq!(
+            0,
+            approvals,
+            "approval rows after a request without file_path"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s055(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let (world, started) = session(&ctx, Options::new(dialect)).await?;
+        let pid = started
+            .agent
+            .pid()
+            .ok_or_else(|| crate::CheckError::harness("the agent's pid"))?;
+        started.agent.run(json!([{ "close_stdout": true }])).await?;
+        world
+            .reply_with(&started.root, &ctx.text("final", "stream closed"))
+            .await?;
+        ensure_eq!(
+            "interrupted".to_string(),
+            world.row(&started.row.id)?.status,
+            "the session's status"
+        );
+        ensure!(
+            !ski::transport::child::process_exists(pid),
+            "an agent that closed its stdout but kept running was ended"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s056(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
+        let started = world.start_session(CHANNEL_X, "please clearance").await?;
+        let message = approval_message(&world, &started).await?;
+        world.world.click(&message, "approve_accept", ALICE)?;
+        started.agent.wait_method("clearance/response", 1).await?;
+        let line = started
+            .agent
+            .received()?
+            .into_iter()
+            .find(|l| l.contains("clearance/response"))
+            .unwrap_or_default();
+        ensure_eq!(
+            r#"{"method":"clearance/response","id":"req-001","params":{"status":"approved"}}"#
+                .to_string(),
+            line,
+            "the line the agent read"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s057(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let mut options = Options::new(dialect);
+        options.max_line_length = 4096;
+        let (world, started) = session(&ctx, options).await?;
+        started.agent.run(json!([{ "oversize": 6000 }])).await?;
+        world
+            .server
+            .wait_log(&ctx.text("log", "line exceeded max length"))
+            .await?;
+        started
+            .agent
+            .send_line(&status_line("after oversize"))
+            .await?;
+        world.reply_with(&started.root, "after oversize").await?;
+        ensure_eq!(
+            "active".to_string(),
+            world.row(&started.row.id)?.status,
+            "the session's status"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn s058(ctx: Ctx) -> CheckResult {
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let (world, started) = session(&ctx, Options::new(dialect)).await?;
+        let before = world.server.log().len();
+        started.agent.send_line("").await?;
+        started.agent.send_line(&status_line("after blank")).await?;
+        world.reply_with(&started.root, "after blank").await?;
+        let warnings: Vec<String> = world.server.log()[before..]
+            .iter()
+            .filter(|l| l.contains("WARN") || l.contains("ERROR"))
+            .cloned()
+            .collect();
+        ensure!(
+            warnings.is_empty(),
+            "a blank line is skipped silently",
+            "{warnings:?}"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
