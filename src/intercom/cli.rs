@@ -157,6 +157,7 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
     let shutdown = CancellationToken::new();
     let mut ready = json!({
         "ready": true,
+        "pid": std::process::id(),
         "mode": args.mode.as_str(),
         "database": database,
         "slack": "connected",

@@ -35,6 +35,9 @@ const WRITE_QUEUE: usize = 256;
 /// The longest agent text kept for one turn's reply (Slack's message limit is near it).
 const MAX_TURN_TEXT: usize = 38_000;
 
+/// How often a busy agent's activity is written to its session row.
+const TOUCH_EVERY: Duration = Duration::from_millis(500);
+
 /// The write failure the matrix names.
 pub const STREAM_CLOSED: &str = "write failed: stream closed";
 
@@ -337,6 +340,7 @@ struct Run<'a> {
     requests: HashMap<String, Purpose>,
     next_request: u64,
     turn_text: String,
+    last_touch: Option<Instant>,
 }
 
 fn id_text(id: &Value) -> String {
@@ -421,6 +425,7 @@ impl<'a> Run<'a> {
             requests: HashMap::new(),
             next_request: 0,
             turn_text: String::new(),
+            last_touch: None,
         };
         if restarted {
             lane.post(
@@ -789,8 +794,17 @@ impl<'a> Run<'a> {
     /// Any message from the agent: the stall timer restarts; an offline agent is back.
     fn activity(&mut self) {
         let session_id = self.session_id().to_string();
-        let _ = self.hub.store.touch(&session_id, None);
-        match self.stall.activity(Instant::now()) {
+        let now = Instant::now();
+        // The row's last activity is written at most this often: a flooding agent must not
+        // turn every line into a database write.
+        if self
+            .last_touch
+            .is_none_or(|last| now.duration_since(last) >= TOUCH_EVERY)
+        {
+            self.last_touch = Some(now);
+            let _ = self.hub.store.touch(&session_id, None);
+        }
+        match self.stall.activity(now) {
             Recovery::None => {}
             Recovery::Nudged(count) => {
                 let _ = self

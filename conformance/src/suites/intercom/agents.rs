@@ -5,7 +5,7 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -335,6 +335,7 @@ pub struct AgentConn {
     writer: Arc<tokio::sync::Mutex<OwnedWriteHalf>>,
     replies: Replies,
     notify: Arc<Notify>,
+    closed: Arc<AtomicBool>,
     next_id: Arc<AtomicU64>,
     ctx: Ctx,
 }
@@ -370,7 +371,7 @@ impl AgentConn {
                 {
                     return Some(reply);
                 }
-                if Arc::strong_count(&self.notify) == 0 {
+                if self.closed.load(Ordering::SeqCst) {
                     return None;
                 }
                 notified.await;
@@ -380,7 +381,7 @@ impl AgentConn {
             .ctx
             .within(&format!("the agent's reply to {command}"), wait)
             .await?
-            .or_fail("a control reply")?;
+            .or_fail("a control reply (the agent's control connection closed first)")?;
         if reply["ok"] != json!(true) {
             return Err(Failure::expected(format!("the agent runs {command}"))
                 .actual(reply.to_string())
@@ -487,6 +488,7 @@ impl Agents {
                 let (read, write) = stream.into_split();
                 let replies: Replies = Arc::new(Mutex::new(HashMap::new()));
                 let conn_notify = Arc::new(Notify::new());
+                let closed = Arc::new(AtomicBool::new(false));
                 let writer = Arc::new(tokio::sync::Mutex::new(write));
                 let (hellos, notify, ctx) =
                     (task_hellos.clone(), task_notify.clone(), task_ctx.clone());
@@ -510,6 +512,7 @@ impl Agents {
                                     writer: writer.clone(),
                                     replies: replies.clone(),
                                     notify: conn_notify.clone(),
+                                    closed: closed.clone(),
                                     next_id: Arc::new(AtomicU64::new(1)),
                                     ctx: ctx.clone(),
                                 });
@@ -522,6 +525,8 @@ impl Agents {
                             conn_notify.notify_waiters();
                         }
                     }
+                    closed.store(true, Ordering::SeqCst);
+                    conn_notify.notify_waiters();
                 });
             }
         });
