@@ -77,3 +77,32 @@ fn the_example_config_parses_and_validates() {
     assert_eq!(config.workspaces.len(), 2);
     assert_eq!(config.slack.slash_command, "/intercom");
 }
+
+#[test]
+fn the_stall_escalation_and_the_acp_stream_lines_are_pinned() {
+    use ski::intercom::acp::wire::out;
+    pin(
+        "slack/stalled.json",
+        &blocks::stalled(
+            "00000000-0000-0000-0000-000000000001",
+            "⚠️ Agent unresponsive after 3 nudge attempts — switching to queue mode.",
+        ),
+    );
+    let id = serde_json::json!("req-001");
+    let lines = [
+        out::clearance_response(&id, "approved", None),
+        out::clearance_response(&id, "rejected", Some("wrong file")),
+        out::prompt_response(&serde_json::json!("fwd-001"), "continue", None),
+        out::prompt_send("do X"),
+        out::interrupt(),
+        out::nudge("Continue working on the current task.", 1),
+    ];
+    let parsed: Vec<Value> = lines
+        .iter()
+        .map(|line| {
+            assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
+            serde_json::from_str(line).expect("each line is one JSON object")
+        })
+        .collect();
+    pin("acp/stream-lines.json", &Value::Array(parsed));
+}

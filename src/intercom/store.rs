@@ -70,6 +70,9 @@ pub struct Approval {
     pub reason: Option<String>,
 }
 
+/// An approval that expired: request id, and the channel and `ts` of its message if posted.
+pub type ExpiredApproval = (String, Option<String>, Option<String>);
+
 /// The database: one connection behind a mutex (every statement is short).
 pub struct Store {
     connection: Mutex<Connection>,
@@ -474,10 +477,10 @@ impl Store {
         &self,
         session_id: &str,
         reason: &str,
-    ) -> Result<Vec<(String, Option<String>, Option<String>)>, StoreError> {
+    ) -> Result<Vec<ExpiredApproval>, StoreError> {
         let mut db = self.db();
         let tx = db.transaction()?;
-        let rows: Vec<(String, Option<String>, Option<String>)> = {
+        let rows: Vec<ExpiredApproval> = {
             let mut statement = tx.prepare(
                 "SELECT request_id, slack_channel, slack_ts FROM approval_request
                  WHERE session_id = ?1 AND status = 'pending' ORDER BY created_at, request_id",

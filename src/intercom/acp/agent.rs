@@ -435,7 +435,20 @@ impl<'a> Run<'a> {
             );
         }
         match link.dialect {
-            Dialect::Intercom => link.write_nowait(out::prompt_send(&start.prompt)),
+            Dialect::Intercom => {
+                link.write_nowait(out::prompt_send(&start.prompt));
+                // Steering queued while the old process was offline follows the prompt.
+                if restarted {
+                    for (row, text) in hub
+                        .store
+                        .pending_steering(&start.session_id)
+                        .unwrap_or_default()
+                    {
+                        link.write_nowait(out::prompt_send(&text));
+                        let _ = hub.store.mark_steering_consumed(row);
+                    }
+                }
+            }
             Dialect::Acp => {
                 let params = json!({
                     "protocolVersion": 1,

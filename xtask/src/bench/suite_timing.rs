@@ -1,5 +1,6 @@
 //! The conformance suite timing rows of `cargo xtask bench`: wall time of the whole ACP suite
-//! against the reference build, over stdio and over WebSocket, of the AOF, teams and kiro suites,
+//! against the reference build, over stdio and over WebSocket, of the AOF, teams, kiro and intercom
+//! suites (the intercom target is reached over the fake Slack),
 //! and the per-scenario median.
 //!
 //! The suite runs with the debug binaries that `cargo xtask conformance` uses, so the figures are
@@ -23,6 +24,7 @@ const TIMED: &[(&str, &str, &str)] = &[
     ("aof", "stdio", "reference"),
     ("teams", "stdio", "reference"),
     ("kiro", "stdio", "reference"),
+    ("intercom", "slack", "reference"),
 ];
 
 /// Builds the binaries, times the suite and writes `rows/conformance.json`.
