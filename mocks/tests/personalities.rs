@@ -678,3 +678,50 @@ do = [
     );
     assert_eq!(agent.code().await, 0);
 }
+
+#[tokio::test]
+async fn a_close_stdin_step_closes_the_pipe_and_the_agent_runs_on() {
+    let mut agent = intercom("intercom");
+    assert_eq!(
+        agent.line().await,
+        r#"{"method":"status/update","params":{"message":"ready"}}"#
+    );
+    let mut control = Control::connect(&agent.path("ctl.sock")).await;
+    let ran = control
+        .call(json!({"cmd": "run", "steps": [{"close_stdin": true}]}))
+        .await;
+    assert_eq!(ran["ok"], true, "{ran}");
+    let closed = control
+        .call(json!({"cmd": "wait", "stdin": "closed", "timeout_ms": 10000}))
+        .await;
+    assert_eq!(closed["ok"], true, "{closed}");
+    let error = agent
+        .try_send(r#"{"method":"prompt/send","params":{"text":"hello"}}"#)
+        .await
+        .expect_err("the pipe has no reader any more");
+    assert!(
+        error.to_string().to_lowercase().contains("broken pipe"),
+        "{error}"
+    );
+    let state = control.call(json!({"cmd": "state"})).await;
+    assert_eq!(state["state"]["stdinOpen"], false);
+    control.send(json!({"cmd": "exit", "code": 0})).await;
+    assert_eq!(agent.code().await, 0);
+}
+
+#[tokio::test]
+async fn the_intercom_acp_script_asks_permission_for_a_clearance_prompt() {
+    let mut agent = Agent::start(Start::args(&["--script", "intercom-acp"]));
+    let session = agent.handshake().await;
+    let id = agent.prompt(&session, "please clearance").await;
+    let request = agent.json().await;
+    assert_eq!(request["method"], "session/request_permission");
+    assert_eq!(request["params"]["options"][0]["kind"], "allow_once");
+    agent
+        .send_json(json!({"jsonrpc": "2.0", "id": request["id"],
+            "result": {"outcome": {"outcome": "selected", "optionId": "reject"}}}))
+        .await;
+    let (before, response) = agent.until_response(&json!(id)).await;
+    assert_eq!(chunk_text(&before[0]), Some("clearance: selected reject"));
+    assert_eq!(response["result"]["stopReason"], "end_turn");
+}

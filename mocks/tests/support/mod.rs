@@ -141,6 +141,11 @@ impl Agent {
         }
     }
 
+    /// Writes one line, answering the error instead of failing the test.
+    pub async fn try_send(&mut self, line: &str) -> Result<(), ski::transport::child::ChildError> {
+        self.child.send_line(line).await
+    }
+
     pub async fn send_json(&mut self, value: Value) {
         self.send(&value.to_string()).await;
     }
