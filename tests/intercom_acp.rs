@@ -140,8 +140,17 @@ echo $$ > agent.pid
 echo '{"method":"status/update","params":{"message":"ready"}}'
 while :; do sleep 1; done"#;
 
-#[tokio::test]
-async fn stop_ends_an_agent_that_ignores_sigterm_together_with_what_it_forked() {
+/// A server in ACP mode with one session of the [`STUBBORN`] agent, ready.
+struct Stubborn {
+    _dir: tempfile::TempDir,
+    slack: FakeSlack,
+    config: std::path::PathBuf,
+    server: Server,
+    agent: u32,
+    child: u32,
+}
+
+async fn stubborn_session() -> Stubborn {
     let dir = tempfile::tempdir().expect("tempdir");
     let slack = fake_slack().await;
     let config = write_config(
@@ -154,10 +163,28 @@ async fn stop_ends_an_agent_that_ignores_sigterm_together_with_what_it_forked() 
     let server = Server::start(&config, &["--mode", "acp"]).await;
     slash(&slack, CHANNEL_X, "session-start hold on").await;
     message(&slack, "the agent's ready", |m| m.text() == "ready").await;
-    let (agent, child) = (
-        read_pid(&workspace, "agent.pid"),
-        read_pid(&workspace, "child.pid"),
-    );
+    let agent = read_pid(&workspace, "agent.pid");
+    let child = read_pid(&workspace, "child.pid");
+    Stubborn {
+        _dir: dir,
+        slack,
+        config,
+        server,
+        agent,
+        child,
+    }
+}
+
+#[tokio::test]
+async fn stop_ends_an_agent_that_ignores_sigterm_together_with_what_it_forked() {
+    let Stubborn {
+        _dir: _keep_dir,
+        slack,
+        server,
+        agent,
+        child,
+        ..
+    } = stubborn_session().await;
     assert!(process_exists(agent) && process_exists(child));
     slash(&slack, CHANNEL_X, "session-stop").await;
     message(&slack, "the final message", |m| {
@@ -177,23 +204,16 @@ async fn stop_ends_an_agent_that_ignores_sigterm_together_with_what_it_forked() 
 
 #[tokio::test]
 async fn a_killed_server_takes_its_agents_along_and_the_next_start_recovers() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let slack = fake_slack().await;
-    let config = write_config(
-        dir.path(),
-        &slack,
-        &acp_part("/bin/sh", &["-c", STUBBORN], ""),
-    );
-    let workspace = dir.path().join("ws-myproj");
-    std::fs::create_dir_all(&workspace).expect("workspace dir");
-    let server = Server::start(&config, &["--mode", "acp"]).await;
+    let Stubborn {
+        _dir: _keep_dir,
+        slack,
+        config,
+        server,
+        agent,
+        child,
+        ..
+    } = stubborn_session().await;
     let database = server.database();
-    slash(&slack, CHANNEL_X, "session-start hold on").await;
-    message(&slack, "the agent's ready", |m| m.text() == "ready").await;
-    let (agent, child) = (
-        read_pid(&workspace, "agent.pid"),
-        read_pid(&workspace, "child.pid"),
-    );
     let server_pid = ready_pid(&server);
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(i32::try_from(server_pid).expect("pid")),

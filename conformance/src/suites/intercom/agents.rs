@@ -92,6 +92,16 @@ fn in_dialect(error: CheckError, dialect: Dialect) -> CheckError {
     }
 }
 
+/// Fails unless the reply `text` contains `needle`; `what` names the assertion.
+pub fn ensure_reply_contains(what: &str, text: &str, needle: &str) -> CheckResult {
+    if text.contains(needle) {
+        return Ok(());
+    }
+    Err(Failure::new(what, format!("{needle:?} in the reply"))
+        .actual(format!("{text:?}"))
+        .into())
+}
+
 /// How the target's `[acp]` and `[stall]` are set for a scenario.
 #[derive(Debug, Clone)]
 pub struct Options {
@@ -178,16 +188,7 @@ impl AcpWorld {
             .await
             .map_err(|e| with_reply(e, reply.as_deref()))?;
         let session_id = agent.session_id.clone();
-        let short = session_id.get(..8).unwrap_or(&session_id).to_string();
-        let root = self
-            .world
-            .message("the session's thread root", |m| {
-                // A root that has replies carries its own ts as thread_ts.
-                m.channel == channel
-                    && m.thread_ts().is_none_or(|t| t == m.ts())
-                    && m.text().contains(&short)
-            })
-            .await?;
+        let root = self.root(channel, &session_id).await?;
         let row = self
             .world
             .sessions()?
@@ -215,16 +216,42 @@ impl AcpWorld {
             .or_fail("a new session row once session-start is acknowledged")?
             .id
             .clone();
-        let short = session_id.get(..8).unwrap_or(&session_id).to_string();
-        let root = self
-            .world
+        let root = self.root(channel, &session_id).await?;
+        Ok(Quiet { session_id, root })
+    }
+
+    /// The thread root of a session: a top-level post in `channel` naming the session's short id.
+    async fn root(&self, channel: &str, session_id: &str) -> Result<Message, CheckError> {
+        let short = session_id.get(..8).unwrap_or(session_id).to_string();
+        self.world
             .message("the session's thread root", |m| {
+                // A root that has replies carries its own ts as thread_ts.
                 m.channel == channel
                     && m.thread_ts().is_none_or(|t| t == m.ts())
                     && m.text().contains(&short)
             })
-            .await?;
-        Ok(Quiet { session_id, root })
+            .await
+    }
+
+    /// Types `/intercom TEXT` as the authorized user in `channel`; answers the visible reply
+    /// (empty when there is none).
+    pub async fn slash(&self, channel: &str, text: &str) -> Result<String, CheckError> {
+        Ok(self
+            .world
+            .slash_command(channel, ALICE, text)
+            .await?
+            .unwrap_or_default())
+    }
+
+    /// Fails unless the session's row has `status`.
+    pub fn ensure_status(&self, session_id: &str, status: &str) -> CheckResult {
+        let actual = self.row(session_id)?.status;
+        if actual != status {
+            return Err(Failure::new("the session's status", format!("{status:?}"))
+                .actual(format!("{actual:?}"))
+                .into());
+        }
+        Ok(())
     }
 
     /// Waits for a reply in the thread of `root` whose text contains `needle`.

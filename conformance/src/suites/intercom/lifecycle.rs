@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::{Check, CheckError, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
-use super::agents::{AcpWorld, Dialect, Options, Started, each_dialect};
+use super::agents::{AcpWorld, Dialect, Options, Started, each_dialect, ensure_reply_contains};
 use super::harness::{ALICE, CHANNEL_X, has_button};
 
 const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
@@ -280,28 +280,11 @@ async fn s014(ctx: Ctx) -> CheckResult {
             .agent
             .command(json!({"cmd": "wait", "stdin": "closed"}))
             .await?;
-        let reply = world
-            .world
-            .slash_command(CHANNEL_X, ALICE, "steer do X")
-            .await?
-            .unwrap_or_default();
+        let reply = world.slash(CHANNEL_X, "steer do X").await?;
         let expected = ctx.text("error", "write failed: stream closed");
-        ensure!(
-            reply.contains(&expected),
-            format!(
-                "{}: {}",
-                "the steer reply names the closed stream",
-                format!("{expected:?} in the reply")
-            ),
-            "{}",
-            reply
-        );
+        ensure_reply_contains("the steer reply names the closed stream", &reply, &expected)?;
         world.reply_with(&started.root, "Session ended").await?;
-        ensure_eq!(
-            "interrupted".to_string(),
-            world.row(&started.row.id)?.status,
-            "the session's status"
-        );
+        world.ensure_status(&started.row.id, "interrupted")?;
         world.server.stop().await?;
         Ok(())
     })
@@ -377,11 +360,7 @@ async fn s016(ctx: Ctx) -> CheckResult {
             .filter(|m| m.text().contains("Session ended"))
             .count();
         ensure_eq!(1, finals, "final messages in the thread");
-        ensure_eq!(
-            "terminated".to_string(),
-            world.row(&started.row.id)?.status,
-            "the session's status"
-        );
+        world.ensure_status(&started.row.id, "terminated")?;
         world.server.stop().await?;
         Ok(())
     })
@@ -573,11 +552,7 @@ async fn s021(ctx: Ctx) -> CheckResult {
             !ski::transport::child::process_exists(pid),
             "the agent process is gone once the final message is posted"
         );
-        ensure_eq!(
-            "terminated".to_string(),
-            world.row(&started.row.id)?.status,
-            "the session's status"
-        );
+        world.ensure_status(&started.row.id, "terminated")?;
         world.server.stop().await?;
         Ok(())
     })
@@ -640,22 +615,9 @@ async fn s024(ctx: Ctx) -> CheckResult {
         options.max_sessions = 1;
         let world = AcpWorld::start(&ctx, options).await?;
         world.start_session(CHANNEL_X, "first one").await?;
-        let reply = world
-            .world
-            .slash_command(CHANNEL_X, ALICE, "session-start second one")
-            .await?
-            .unwrap_or_default();
+        let reply = world.slash(CHANNEL_X, "session-start second one").await?;
         let expected = ctx.text("error", "Maximum concurrent sessions reached");
-        ensure!(
-            reply.contains(&expected),
-            format!(
-                "{}: {}",
-                "the second start is refused",
-                format!("{expected:?} in the reply")
-            ),
-            "{}",
-            reply
-        );
+        ensure_reply_contains("the second start is refused", &reply, &expected)?;
         ensure_eq!(1, world.world.sessions()?.len(), "session rows");
         ensure_eq!(1, world.agents.count(), "agents started");
         world.server.stop().await?;
@@ -684,11 +646,7 @@ async fn s025(ctx: Ctx) -> CheckResult {
         let pid = started.agent.pid().or_fail("the agent's pid")?;
         let expected = ctx.text("final", "did not respond within startup timeout");
         world.reply_with(&started.root, &expected).await?;
-        ensure_eq!(
-            "terminated".to_string(),
-            world.row(&started.row.id)?.status,
-            "the session's status"
-        );
+        world.ensure_status(&started.row.id, "terminated")?;
         ensure!(
             !ski::transport::child::process_exists(pid),
             "the silent agent was killed"
@@ -702,22 +660,9 @@ async fn s025(ctx: Ctx) -> CheckResult {
 async fn s026(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
-        let reply = world
-            .world
-            .slash_command(CHANNEL_X, ALICE, "session-start \"\"")
-            .await?
-            .unwrap_or_default();
+        let reply = world.slash(CHANNEL_X, "session-start \"\"").await?;
         let expected = ctx.text("error", "prompt must not be empty");
-        ensure!(
-            reply.contains(&expected),
-            format!(
-                "{}: {}",
-                "an empty prompt is refused",
-                format!("{expected:?} in the reply")
-            ),
-            "{}",
-            reply
-        );
+        ensure_reply_contains("an empty prompt is refused", &reply, &expected)?;
         ensure_eq!(0, world.world.sessions()?.len(), "session rows");
         ensure_eq!(0, world.agents.count(), "agents started");
         world.server.stop().await?;

@@ -7,7 +7,7 @@ use serde_json::{Value, json};
 
 use crate::{Check, CheckError, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
-use super::agents::{AcpWorld, Dialect, Options, Started, each_dialect};
+use super::agents::{AcpWorld, Dialect, Options, Started, each_dialect, ensure_reply_contains};
 use super::harness::{ALICE, CHANNEL_X, has_button};
 use super::lifecycle::{approval_message, approval_status, prompt_method, prompt_text};
 
@@ -149,11 +149,7 @@ fn queued(world: &AcpWorld, session_id: &str) -> Result<Vec<(String, i64)>, Chec
 }
 
 async fn steer(world: &AcpWorld, text: &str) -> Result<String, CheckError> {
-    Ok(world
-        .world
-        .slash_command(CHANNEL_X, ALICE, &format!("steer {text}"))
-        .await?
-        .unwrap_or_default())
+    world.slash(CHANNEL_X, &format!("steer {text}")).await
 }
 
 const FAST: (u64, u64, u32) = (200, 200, 2);
@@ -165,11 +161,11 @@ async fn s059(ctx: Ctx) -> CheckResult {
         let reply = steer(&world, "queued one").await?;
         let offline = ctx.text("offline", "Agent offline — message queued");
         world.reply_with(&started.root, &offline).await?;
-        ensure!(
-            reply.contains(&offline),
+        ensure_reply_contains(
             "the operator is told the agent is offline",
-            "{reply}"
-        );
+            &reply,
+            &offline,
+        )?;
         ensure_eq!(
             vec![("queued one".to_string(), 0)],
             queued(&world, &started.row.id)?,
@@ -360,11 +356,7 @@ async fn s065(ctx: Ctx) -> CheckResult {
             session_value(&world, &started.row.id, "nudge_count")?,
             "nudge_count"
         );
-        ensure_eq!(
-            "active".to_string(),
-            world.row(&started.row.id)?.status,
-            "the session's status"
-        );
+        world.ensure_status(&started.row.id, "active")?;
         world.server.stop().await?;
         Ok(())
     })
@@ -464,11 +456,7 @@ async fn s068(ctx: Ctx) -> CheckResult {
             approval_status(&world, &started.row.id, "req-001")?,
             "the approval's status"
         );
-        ensure_eq!(
-            "interrupted".to_string(),
-            world.row(&started.row.id)?.status,
-            "the session's status"
-        );
+        world.ensure_status(&started.row.id, "interrupted")?;
         world.server.stop().await?;
         Ok(())
     })

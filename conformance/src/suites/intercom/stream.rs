@@ -186,11 +186,7 @@ async fn s052(ctx: Ctx) -> CheckResult {
             .send_line(&status_line("after malformed"))
             .await?;
         world.reply_with(&started.root, "after malformed").await?;
-        ensure_eq!(
-            "active".to_string(),
-            world.row(&started.row.id)?.status,
-            "the session's status"
-        );
+        world.ensure_status(&started.row.id, "active")?;
         world.server.stop().await?;
         Ok(())
     })
@@ -264,11 +260,7 @@ async fn s055(ctx: Ctx) -> CheckResult {
         world
             .reply_with(&started.root, &ctx.text("final", "stream closed"))
             .await?;
-        ensure_eq!(
-            "interrupted".to_string(),
-            world.row(&started.row.id)?.status,
-            "the session's status"
-        );
+        world.ensure_status(&started.row.id, "interrupted")?;
         ensure!(
             !ski::transport::child::process_exists(pid),
             "an agent that closed its stdout but kept running was ended"
@@ -319,11 +311,7 @@ async fn s057(ctx: Ctx) -> CheckResult {
             .send_line(&status_line("after oversize"))
             .await?;
         world.reply_with(&started.root, "after oversize").await?;
-        ensure_eq!(
-            "active".to_string(),
-            world.row(&started.row.id)?.status,
-            "the session's status"
-        );
+        world.ensure_status(&started.row.id, "active")?;
         world.server.stop().await?;
         Ok(())
     })
