@@ -7,9 +7,11 @@
 //! - [`store`]: SQLite persistence (sessions, approvals, steering) and the schema bootstrap.
 //! - [`hub`]: shared state, session threads (the first post's `ts` is the immutable `thread_ts`).
 //! - [`slack`], [`socket`]: the Web API and Socket Mode through slack-morphism.
+//! - [`outbox`]: the ordered, bounded queue every post goes through (429s, retries).
 //! - [`commands`], [`interactions`]: slash commands and button clicks, routed by channel and thread.
 //! - [`blocks`]: the Block Kit the server posts.
-//! - [`cli`]: startup, readiness and shutdown.
+//! - [`cli`]: startup, readiness and shutdown, hot reload of the workspace mapping.
+//! - [`redact`]: the log writer that scrubs the Slack tokens from every record.
 //!
 //! Decisions where the matrix contradicts itself or the upstream implementation are `E-INT-*`
 //! entries in `conformance/ERRATA.md`.
@@ -22,6 +24,8 @@ pub mod driver;
 pub mod hub;
 pub mod interactions;
 pub mod mcp;
+pub mod outbox;
+pub mod redact;
 pub mod slack;
 pub mod socket;
 pub mod store;

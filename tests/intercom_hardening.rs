@@ -1,0 +1,337 @@
+//! `ski intercom` under trouble, as a real process: Slack answering 429s and 500s (the post
+//! outbox), tokens kept out of logs and argv at trace level, a SIGKILL mid-approval and the
+//! restart that recovers, and one MCP session over the process's own stdin and stdout.
+
+mod intercom_support;
+
+use intercom_support::*;
+use nix::sys::signal::Signal;
+use rmcp::ServiceExt;
+use rmcp::model::ClientConfig;
+use serde_json::{Value, json};
+use ski::transport::child::{self, ChildSpec};
+use ski_mocks::slack::{Fault, SlashCommand};
+
+/// The texts of the session thread's replies that start with `prefix`, in thread order.
+fn replies_with(
+    slack: &ski_mocks::slack::FakeSlack,
+    thread_ts: &str,
+    prefix: &str,
+) -> Vec<String> {
+    slack
+        .messages(CHANNEL_X, Some(thread_ts))
+        .iter()
+        .filter(|m| m.ts() != thread_ts)
+        .map(|m| m.text().to_string())
+        .filter(|text| text.contains(prefix))
+        .collect()
+}
+
+fn thread_of_first_session(server: &Server) -> String {
+    session_rows(&server.database())[0]["thread_ts"]
+        .as_str()
+        .expect("thread root recorded")
+        .to_string()
+}
+
+#[tokio::test]
+async fn posts_survive_rate_limits_and_server_errors_exactly_once_and_in_order() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let server = Server::start(&config, &[]).await;
+    let client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
+    let thread_ts = thread_of_first_session(&server);
+    let posts_before = slack
+        .requests()
+        .iter()
+        .filter(|r| r.method == "chat.postMessage")
+        .count();
+
+    // One after the other, each meeting trouble first: 429s with Retry-After, 500s, a mix.
+    let faults = [
+        (2, Fault::RateLimited { retry_after: Some(1) }),
+        (2, Fault::Status { status: 500 }),
+        (1, Fault::Status { status: 503 }),
+        (1, Fault::RateLimited { retry_after: None }),
+    ];
+    let mut injected = 0;
+    for (index, (count, fault)) in faults.iter().enumerate() {
+        slack.fail_next("chat.postMessage", *count, fault.clone());
+        injected += count;
+        let (answer, error) = call(
+            &client,
+            "broadcast",
+            json!({ "message": format!("ordered-{index}") }),
+        )
+        .await;
+        assert!(!error, "broadcast {index} survives {fault:?}: {answer}");
+    }
+    // Several at once while Slack keeps failing: each still lands exactly once.
+    slack.fail_next(
+        "chat.postMessage",
+        2,
+        Fault::RateLimited {
+            retry_after: Some(1),
+        },
+    );
+    slack.fail_next("chat.postMessage", 2, Fault::Status { status: 500 });
+    injected += 4;
+    let concurrent: Vec<_> = (0..4)
+        .map(|index| {
+            let client: rmcp::Peer<rmcp::RoleClient> = (*client).clone();
+            tokio::spawn(async move {
+                call(
+                    &client,
+                    "broadcast",
+                    json!({ "message": format!("together-{index}") }),
+                )
+                .await
+            })
+        })
+        .collect();
+    for task in concurrent {
+        let (answer, error) = task.await.expect("task");
+        assert!(!error, "{answer}");
+    }
+
+    let ordered = replies_with(&slack, &thread_ts, "ordered-");
+    assert_eq!(
+        ordered,
+        (0..4)
+            .map(|i| format!("ℹ️ ordered-{i}"))
+            .collect::<Vec<_>>(),
+        "each post exactly once, in order, in the thread"
+    );
+    let mut together = replies_with(&slack, &thread_ts, "together-");
+    together.sort();
+    assert_eq!(
+        together,
+        (0..4)
+            .map(|i| format!("ℹ️ together-{i}"))
+            .collect::<Vec<_>>(),
+        "each concurrent post exactly once"
+    );
+    let posts_after = slack
+        .requests()
+        .iter()
+        .filter(|r| r.method == "chat.postMessage")
+        .count();
+    assert_eq!(
+        posts_after - posts_before,
+        8 + injected,
+        "one try per fault plus one that succeeds per message"
+    );
+    drop(client);
+    assert_eq!(server.stop().await, Some(0));
+}
+
+#[tokio::test]
+async fn tokens_never_reach_stdout_stderr_or_argv_even_at_trace() {
+    const BOT: &str = "xoxb-hardening-bot-7d1f0c";
+    const APP: &str = "xapp-hardening-app-93be4a";
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let server = Server::start_with_env(
+        &config,
+        &[],
+        &[
+            ("RUST_LOG", "trace"),
+            ("SLACK_BOT_TOKEN", BOT),
+            ("SLACK_APP_TOKEN", APP),
+        ],
+    )
+    .await;
+    let cmdline = std::fs::read(format!("/proc/{}/cmdline", server.pid)).expect("cmdline");
+    let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+    assert!(cmdline.contains("intercom"), "{cmdline}");
+
+    // A slash command, an MCP session with a tool call.
+    let ack = slack
+        .slash_command(SlashCommand {
+            command: SLASH.into(),
+            text: "sessions".into(),
+            channel: CHANNEL_X.into(),
+            user: ALICE.into(),
+        })
+        .expect("inject")
+        .ack(WAIT)
+        .await
+        .expect("ack");
+    assert!(ack.payload.is_some(), "the slash command is answered");
+    let client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
+    let (answer, error) = call(&client, "broadcast", json!({ "message": "traced" })).await;
+    assert!(!error, "{answer}");
+    drop(client);
+    server.wait_log("session ended").await;
+
+    let stdout = server.stdout();
+    let log = server.log();
+    assert_eq!(server.stop().await, Some(0));
+    assert!(
+        log.iter().filter(|l| l.contains("\"TRACE\"")).count() > 10,
+        "trace logging is on"
+    );
+    for (place, text) in [
+        ("argv", cmdline),
+        ("stdout", stdout.join("\n")),
+        ("stderr", log.join("\n")),
+    ] {
+        for token in [BOT, APP] {
+            assert!(!text.contains(token), "a token in {place}");
+            // Not even a long piece of it.
+            assert!(!text.contains(&token[5..]), "part of a token in {place}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_server_killed_during_a_clearance_restarts_with_it_interrupted_and_serves_again() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let server = Server::start(&config, &[]).await;
+    let db = server.database();
+    let client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
+    let pending = {
+        let client: rmcp::Peer<rmcp::RoleClient> = (*client).clone();
+        tokio::spawn(async move {
+            client
+                .call_tool(
+                    rmcp::model::CallToolRequestParams::new("check_clearance").with_arguments(
+                        json!({"title": "edit", "diff": "x\n", "file_path": "a.txt"})
+                            .as_object()
+                            .cloned()
+                            .unwrap_or_default(),
+                    ),
+                )
+                .await
+        })
+    };
+    slack
+        .wait_for_message(|m| m.text().contains("Approval request `req-001`"), WAIT)
+        .await
+        .expect("approval posted");
+    server.kill().await;
+    // The client may keep trying to reach the dead server; the call is abandoned.
+    pending.abort();
+    drop(client);
+    {
+        let read = read_db(&db);
+        let status: String = read
+            .query_row("SELECT status FROM approval_request", [], |r| r.get(0))
+            .expect("approval row");
+        assert_eq!(status, "pending", "a SIGKILL leaves the approval pending");
+    }
+
+    let server = Server::start(&config, &[]).await;
+    let line = server.wait_log("recovered an earlier run").await;
+    let record: Value = serde_json::from_str(&line).expect("json log");
+    assert_eq!(record["fields"]["sessions"], 1, "{line}");
+    assert_eq!(record["fields"]["approvals"], 1, "{line}");
+    let rows = session_rows(&db);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["status"], "interrupted");
+    {
+        let read = read_db(&db);
+        let (status, reason): (String, Option<String>) = read
+            .query_row("SELECT status, reason FROM approval_request", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .expect("approval row");
+        assert_eq!(status, "interrupted");
+        assert_eq!(reason.as_deref(), Some("server restarted"));
+    }
+
+    let client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
+    let (answer, error) = call(&client, "broadcast", json!({ "message": "after" })).await;
+    assert!(!error, "{answer}");
+    let rows = session_rows(&db);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["status"], "active");
+    drop(client);
+    assert_eq!(server.stop().await, Some(0));
+}
+
+#[tokio::test]
+async fn an_mcp_session_over_stdio_ends_at_stdin_eof_and_the_http_endpoint_keeps_serving() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let spec = ChildSpec::new("intercom-stdio", env!("CARGO_BIN_EXE_ski"))
+        .arg("intercom")
+        .arg("--config")
+        .arg(&config)
+        .args(["--mcp-stdio", "--workspace", "myproj", "--log-format", "json"])
+        .env("SLACK_BOT_TOKEN", "xoxb-fake-bot")
+        .env("SLACK_APP_TOKEN", "xapp-fake-app")
+        .env("RUST_LOG", "info");
+    let mut process = child::spawn(spec).expect("spawn");
+    let stdin = process.take_stdin().expect("stdin");
+    let stdout = process.take_stdout().expect("stdout");
+    let mut stderr = Vec::new();
+    let ready: Value = loop {
+        let line = tokio::time::timeout(WAIT, process.next_stderr_line())
+            .await
+            .expect("readiness in time")
+            .unwrap_or_else(|| panic!("stderr closed:\n{}", stderr.join("\n")));
+        stderr.push(line.clone());
+        if let Ok(value) = serde_json::from_str::<Value>(&line)
+            && value["ready"] == true
+        {
+            break value;
+        }
+    };
+    assert_eq!(ready["mcp_stdio"], true);
+    let database = std::path::PathBuf::from(ready["database"].as_str().expect("database"));
+
+    let client = ClientConfig::default()
+        .serve((stdout, stdin))
+        .await
+        .expect("mcp over stdio initializes");
+    let tools = client.list_tools(None).await.expect("tools/list");
+    assert_eq!(tools.tools.len(), 9);
+    let (answer, error) = call(&client, "broadcast", json!({ "message": "over stdio" })).await;
+    assert!(!error, "{answer}");
+    let rows = session_rows(&database);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(
+        (&rows[0]["protocol_mode"], &rows[0]["channel_id"], &rows[0]["status"]),
+        (&json!("mcp"), &json!(CHANNEL_X), &json!("active")),
+        "placed as workspace_id=myproj"
+    );
+    let thread_ts = rows[0]["thread_ts"].as_str().expect("thread").to_string();
+    assert_eq!(replies_with(&slack, &thread_ts, "over stdio").len(), 1);
+
+    // Closing stdin ends the stdio session only.
+    client.cancel().await.expect("client ends");
+    loop {
+        let line = tokio::time::timeout(WAIT, process.next_stderr_line())
+            .await
+            .expect("log in time")
+            .unwrap_or_else(|| panic!("the server exited:\n{}", stderr.join("\n")));
+        stderr.push(line.clone());
+        if line.contains("session ended") {
+            break;
+        }
+    }
+    assert_eq!(session_rows(&database)[0]["status"], "terminated");
+    assert!(process.try_status().is_none(), "the server keeps running");
+
+    let url = ready["mcp_url"].as_str().expect("mcp_url");
+    let http = mcp_client(&format!("{url}?workspace_id=other")).await;
+    let (answer, error) = call(&http, "broadcast", json!({ "message": "over http" })).await;
+    assert!(!error, "the HTTP endpoint still serves: {answer}");
+    let rows = session_rows(&database);
+    assert_eq!(rows.len(), 2);
+    assert_eq!(rows[1]["status"], "active");
+    drop(http);
+
+    process.signal_group(Signal::SIGTERM).expect("sigterm");
+    let status = tokio::time::timeout(WAIT, process.wait())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert_eq!(status.code(), Some(0));
+}
