@@ -66,6 +66,7 @@ async fn posts_survive_rate_limits_and_server_errors_exactly_once_and_in_order()
         )
         .await;
         assert!(!error, "broadcast {index} survives {fault:?}: {answer}");
+        assert_eq!(answer["posted"], true, "broadcast {index}: {answer}");
     }
     // Several at once while Slack keeps failing: each still lands exactly once.
     slack.fail_next(
