@@ -13,11 +13,7 @@ use ski::transport::child::{self, ChildSpec};
 use ski_mocks::slack::{Fault, SlashCommand};
 
 /// The texts of the session thread's replies that start with `prefix`, in thread order.
-fn replies_with(
-    slack: &ski_mocks::slack::FakeSlack,
-    thread_ts: &str,
-    prefix: &str,
-) -> Vec<String> {
+fn replies_with(slack: &ski_mocks::slack::FakeSlack, thread_ts: &str, prefix: &str) -> Vec<String> {
     slack
         .messages(CHANNEL_X, Some(thread_ts))
         .iter()
@@ -50,7 +46,12 @@ async fn posts_survive_rate_limits_and_server_errors_exactly_once_and_in_order()
 
     // One after the other, each meeting trouble first: 429s with Retry-After, 500s, a mix.
     let faults = [
-        (2, Fault::RateLimited { retry_after: Some(1) }),
+        (
+            2,
+            Fault::RateLimited {
+                retry_after: Some(1),
+            },
+        ),
         (2, Fault::Status { status: 500 }),
         (1, Fault::Status { status: 503 }),
         (1, Fault::RateLimited { retry_after: None }),
@@ -264,7 +265,13 @@ async fn an_mcp_session_over_stdio_ends_at_stdin_eof_and_the_http_endpoint_keeps
         .arg("intercom")
         .arg("--config")
         .arg(&config)
-        .args(["--mcp-stdio", "--workspace", "myproj", "--log-format", "json"])
+        .args([
+            "--mcp-stdio",
+            "--workspace",
+            "myproj",
+            "--log-format",
+            "json",
+        ])
         .env("SLACK_BOT_TOKEN", "xoxb-fake-bot")
         .env("SLACK_APP_TOKEN", "xapp-fake-app")
         .env("RUST_LOG", "info");
@@ -298,7 +305,11 @@ async fn an_mcp_session_over_stdio_ends_at_stdin_eof_and_the_http_endpoint_keeps
     let rows = session_rows(&database);
     assert_eq!(rows.len(), 1);
     assert_eq!(
-        (&rows[0]["protocol_mode"], &rows[0]["channel_id"], &rows[0]["status"]),
+        (
+            &rows[0]["protocol_mode"],
+            &rows[0]["channel_id"],
+            &rows[0]["status"]
+        ),
         (&json!("mcp"), &json!(CHANNEL_X), &json!("active")),
         "placed as workspace_id=myproj"
     );
@@ -335,4 +346,46 @@ async fn an_mcp_session_over_stdio_ends_at_stdin_eof_and_the_http_endpoint_keeps
         .expect("exits")
         .expect("status");
     assert_eq!(status.code(), Some(0));
+}
+
+/// Writes `text` the way many editors save: a new file beside the config, renamed over it.
+fn replace_like_an_editor(config: &std::path::Path, text: &str) {
+    let swap = config.with_extension("toml.swp");
+    std::fs::write(&swap, text).expect("write the new file");
+    std::fs::rename(&swap, config).expect("rename over the config");
+}
+
+#[tokio::test]
+async fn hot_reload_sees_every_save_of_an_editor_that_replaces_the_file() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let server = Server::start(&config, &[]).await;
+    let db = server.database();
+    let original = std::fs::read_to_string(&config).expect("config");
+    let moved_to = |channel: &str| {
+        original.replacen(
+            &format!("channel_id = \"{CHANNEL_X}\""),
+            &format!("channel_id = \"{channel}\""),
+            1,
+        )
+    };
+
+    // Two saves, each replacing the file (a watch on the old file would miss the second).
+    for (save, channel) in [(1, CHANNEL_Z), (2, CHANNEL_Y)] {
+        replace_like_an_editor(&config, &moved_to(channel));
+        server
+            .wait_log_count("hot-reloaded workspace mappings", save)
+            .await;
+        let _client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
+        let rows = session_rows(&db);
+        assert_eq!(rows[save - 1]["channel_id"], channel, "save {save}");
+    }
+
+    // An invalid save keeps the last good mapping and says so.
+    replace_like_an_editor(&config, "[[workspace]]\nid = \"x\"\nid = \"y\"\n");
+    server.wait_log("keeping previous values").await;
+    let _client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
+    assert_eq!(session_rows(&db)[2]["channel_id"], CHANNEL_Y);
+    assert_eq!(server.stop().await, Some(0));
 }

@@ -329,51 +329,59 @@ fn watch_directory(
 }
 
 /// Re-reads `[[workspace]]` when the file changes; an invalid edit keeps the last good mapping.
-async fn watch_config(path: PathBuf, hub: Arc<Hub>, shutdown: CancellationToken) {
-    let (_watcher, mut changed) = match watch_directory(&path) {
-        Ok(pair) => pair,
-        Err(error) => {
-            tracing::error!(%error, path = %path.display(), "cannot watch the config file; hot reload is off");
-            return;
-        }
-    };
+/// The watch starts when this is called (before the readiness line), not when it is polled.
+fn watch_config(
+    path: PathBuf,
+    hub: Arc<Hub>,
+    shutdown: CancellationToken,
+) -> impl std::future::Future<Output = ()> {
+    let watch = watch_directory(&path);
     let mut last = fingerprint(&path);
-    loop {
-        tokio::select! {
-            event = changed.recv() => if event.is_none() { return },
-            () = shutdown.cancelled() => return,
-        }
-        // Let an editor's write-rename-chmod burst settle before reading.
+    async move {
+        let (_watcher, mut changed) = match watch {
+            Ok(pair) => pair,
+            Err(error) => {
+                tracing::error!(%error, path = %path.display(), "cannot watch the config file; hot reload is off");
+                return;
+            }
+        };
         loop {
             tokio::select! {
-                () = tokio::time::sleep(RELOAD_SETTLE) => break,
                 event = changed.recv() => if event.is_none() { return },
+                () = shutdown.cancelled() => return,
             }
-        }
-        let now = fingerprint(&path);
-        if now == last {
-            continue;
-        }
-        last = now;
-        let Some(bytes) = &last else {
-            tracing::warn!(path = %path.display(), "failed to reload workspace mappings — keeping previous values (file unreadable)");
-            continue;
-        };
-        let text = String::from_utf8_lossy(bytes);
-        match Config::parse(&text, &path).and_then(|config| {
-            validate_workspaces(&config.workspaces)?;
-            Ok(config)
-        }) {
-            Ok(config) => {
-                let count = config.workspaces.len();
-                hub.replace_workspaces(config.workspaces);
-                tracing::warn!(
-                    workspaces = count,
-                    "hot-reloaded workspace mappings from config; active sessions keep their channel"
-                );
+            // Let an editor's write-rename-chmod burst settle before reading.
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(RELOAD_SETTLE) => break,
+                    event = changed.recv() => if event.is_none() { return },
+                }
             }
-            Err(error) => {
-                tracing::warn!(%error, "failed to reload workspace mappings — keeping previous values");
+            let now = fingerprint(&path);
+            if now == last {
+                continue;
+            }
+            last = now;
+            let Some(bytes) = &last else {
+                tracing::warn!(path = %path.display(), "failed to reload workspace mappings — keeping previous values (file unreadable)");
+                continue;
+            };
+            let text = String::from_utf8_lossy(bytes);
+            match Config::parse(&text, &path).and_then(|config| {
+                validate_workspaces(&config.workspaces)?;
+                Ok(config)
+            }) {
+                Ok(config) => {
+                    let count = config.workspaces.len();
+                    hub.replace_workspaces(config.workspaces);
+                    tracing::warn!(
+                        workspaces = count,
+                        "hot-reloaded workspace mappings from config; active sessions keep their channel"
+                    );
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "failed to reload workspace mappings — keeping previous values");
+                }
             }
         }
     }

@@ -119,8 +119,14 @@ async fn deliver<P: Clone>(send: &SendFn<P>, post: P) -> Result<String, OutboxEr
                         "rate limited {rate_limited} times in a row"
                     )));
                 }
-                let delay = retry_after.unwrap_or(backoff(rate_limited)).min(MAX_BACKOFF);
-                tracing::warn!(?delay, rate_limited, "slack answered 429; waiting Retry-After");
+                let delay = retry_after
+                    .unwrap_or(backoff(rate_limited))
+                    .min(MAX_BACKOFF);
+                tracing::warn!(
+                    ?delay,
+                    rate_limited,
+                    "slack answered 429; waiting Retry-After"
+                );
                 tokio::time::sleep(delay).await;
             }
             Attempt::Transient(message) => {
@@ -170,7 +176,10 @@ mod tests {
         assert_eq!(b, Ok("ts-2".into()));
         assert_eq!(c, Ok("ts-3".into()));
         assert_eq!(*tries.lock().expect("tries"), vec![1, 1, 1, 2, 2, 3]);
-        assert!(started.elapsed() >= Duration::from_secs(3), "Retry-After honoured");
+        assert!(
+            started.elapsed() >= Duration::from_secs(3),
+            "Retry-After honoured"
+        );
     }
 
     #[tokio::test(start_paused = true)]
@@ -192,7 +201,10 @@ mod tests {
             outbox.post(2).await,
             Err(OutboxError::Failed("http 500".into()))
         );
-        assert_eq!(tries.lock().expect("tries").len(), 1 + TRANSIENT_ATTEMPTS as usize);
+        assert_eq!(
+            tries.lock().expect("tries").len(),
+            1 + TRANSIENT_ATTEMPTS as usize
+        );
     }
 
     #[tokio::test(start_paused = true)]

@@ -26,9 +26,9 @@ impl RedactingStderr {
 
     /// `text` with every secret replaced by [`REDACTED`].
     pub fn scrub(&self, text: &str) -> String {
-        self.secrets
-            .iter()
-            .fold(text.to_string(), |text, secret| text.replace(secret, REDACTED))
+        self.secrets.iter().fold(text.to_string(), |text, secret| {
+            text.replace(secret, REDACTED)
+        })
     }
 }
 

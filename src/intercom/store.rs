@@ -230,7 +230,6 @@ impl Store {
         Ok(added)
     }
 
-
     /// Marks every session left created/active/paused by an earlier run as interrupted, and
     /// their pending approvals too (in one transaction); answers how many of each.
     pub fn interrupt_leftovers(&self) -> Result<Leftovers, StoreError> {

@@ -133,7 +133,11 @@ impl Server {
     }
 
     /// Starts the server with extra environment variables (they win over the defaults).
-    pub async fn start_with_env(config: &Path, extra_args: &[&str], env: &[(&str, &str)]) -> Server {
+    pub async fn start_with_env(
+        config: &Path,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut spec = spec(config, extra_args);
         for (key, value) in env {
             spec = spec.env(key, value);
@@ -230,6 +234,23 @@ impl Server {
     /// Every stdout line so far (the readiness line).
     pub fn stdout(&self) -> Vec<String> {
         self.stdout.lock().expect("stdout").clone()
+    }
+
+    /// Waits until `count` log lines contain `needle`.
+    pub async fn wait_log_count(&self, needle: &str, count: usize) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let notified = self.notify.notified();
+            if self.log().iter().filter(|l| l.contains(needle)).count() >= count {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!(
+                    "fewer than {count} log lines with {needle:?}:\n{}",
+                    self.log().join("\n")
+                );
+            }
+        }
     }
 
     /// SIGTERM; answers the exit code.
