@@ -11,6 +11,7 @@
 //! - [`commands`], [`interactions`]: slash commands and button clicks, routed by channel and thread.
 //! - [`blocks`]: the Block Kit the server posts.
 //! - [`cli`]: startup, readiness and shutdown, hot reload of the workspace mapping.
+//! - [`policy`]: the workspace auto-approve policy (`.intercom/settings.json`) of `auto_check`.
 //! - [`redact`]: the log writer that scrubs the Slack tokens from every record.
 //!
 //! Decisions where the matrix contradicts itself or the upstream implementation are `E-INT-*`
@@ -25,6 +26,7 @@ pub mod hub;
 pub mod interactions;
 pub mod mcp;
 pub mod outbox;
+pub mod policy;
 pub mod redact;
 pub mod slack;
 pub mod socket;

@@ -389,3 +389,77 @@ async fn hot_reload_sees_every_save_of_an_editor_that_replaces_the_file() {
     assert_eq!(session_rows(&db)[2]["channel_id"], CHANNEL_Y);
     assert_eq!(server.stop().await, Some(0));
 }
+
+#[tokio::test]
+async fn auto_check_follows_the_workspace_policy_file_and_its_edits() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let policy_dir = dir.path().join("ws-myproj/.intercom");
+    std::fs::create_dir_all(&policy_dir).expect("mkdir");
+    let policy = policy_dir.join("settings.json");
+    std::fs::write(
+        &policy,
+        r#"{"auto_approve": {"tools": ["read_*"], "commands": ["cargo test*"]}}"#,
+    )
+    .expect("policy");
+    let server = Server::start(&config, &[]).await;
+    let client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
+    let check = |tool: &'static str, context: Value| {
+        let client: rmcp::Peer<rmcp::RoleClient> = (*client).clone();
+        async move {
+            let (answer, error) = call(
+                &client,
+                "auto_check",
+                json!({ "tool_name": tool, "context": context }),
+            )
+            .await;
+            assert!(!error, "{answer}");
+            (
+                answer["auto_approved"].clone(),
+                answer["matched_rule"].clone(),
+            )
+        }
+    };
+    assert_eq!(
+        check("read_file", json!({})).await,
+        (json!(true), json!("tools:read_*"))
+    );
+    assert_eq!(
+        check("run_command", json!({ "command": "cargo test -p ski" })).await,
+        (json!(true), json!("commands:cargo test*"))
+    );
+    assert_eq!(
+        check("run_command", json!({ "command": "cargo test; rm -rf ~" })).await,
+        (json!(false), Value::Null)
+    );
+    assert_eq!(
+        check("write_file", json!({})).await,
+        (json!(false), Value::Null)
+    );
+    let (answer, error) = call(
+        &client,
+        "auto_check",
+        json!({ "tool_name": "read_file", "context": "not an object" }),
+    )
+    .await;
+    assert!(error, "a context of the wrong type is an error: {answer}");
+
+    // Edits apply at the next check; a broken file approves nothing.
+    std::fs::write(&policy, r#"{"auto_approve": {"tools": ["write_file"]}}"#).expect("edit");
+    assert_eq!(
+        check("write_file", json!({})).await,
+        (json!(true), json!("tools:write_file"))
+    );
+    assert_eq!(check("read_file", json!({})).await.0, json!(false));
+    std::fs::write(&policy, "{ not json").expect("break");
+    assert_eq!(check("write_file", json!({})).await.0, json!(false));
+    server.wait_log("auto-approve policy unusable").await;
+
+    // A session without a workspace path has no policy.
+    let other = mcp_client(&server.mcp_url("workspace_id=other")).await;
+    let (answer, _) = call(&other, "auto_check", json!({ "tool_name": "write_file" })).await;
+    assert_eq!(answer["auto_approved"], false);
+    drop((client, other));
+    assert_eq!(server.stop().await, Some(0));
+}

@@ -28,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::blocks;
 use super::config::Mode;
 use super::hub::Hub;
+use super::policy;
 
 /// The nine tools: name, description, input schema.
 pub fn tools() -> Vec<Tool> {
@@ -441,7 +442,30 @@ impl IntercomMcp {
             }
             "auto_check" => {
                 let tool_name = required(&args, "tool_name")?;
-                Ok(json!({ "auto_approved": false, "tool_name": tool_name, "matched_rule": null }))
+                let context = args.get("context");
+                if context.is_some_and(|c| !c.is_object()) {
+                    return Err("invalid arguments: context must be an object".into());
+                }
+                let root = hub
+                    .config()
+                    .workspaces
+                    .iter()
+                    .find(|w| Some(&w.id) == session.workspace_id.as_ref())
+                    .and_then(|w| w.path.clone());
+                let policy = match root.as_deref().map(policy::load) {
+                    Some(Ok(policy)) => policy,
+                    Some(Err(error)) => {
+                        tracing::warn!(%error, session_id = %session.id, "auto-approve policy unusable; approving nothing");
+                        policy::AutoApprove::default()
+                    }
+                    None => policy::AutoApprove::default(),
+                };
+                let verdict = policy.check(&tool_name, context);
+                Ok(json!({
+                    "auto_approved": verdict.auto_approved,
+                    "tool_name": tool_name,
+                    "matched_rule": verdict.matched_rule,
+                }))
             }
             "transmit" => {
                 let prompt_text = required(&args, "prompt_text")?;
