@@ -10,7 +10,7 @@ use rmcp::ServiceExt;
 use rmcp::model::ClientConfig;
 use serde_json::{Value, json};
 use ski::transport::child::{self, ChildSpec};
-use ski_mocks::slack::{Fault, SlashCommand};
+use ski_mocks::slack::{Click, EnvelopeKind, Fault, SlashCommand};
 
 /// The texts of the session thread's replies that start with `prefix`, in thread order.
 fn replies_with(slack: &ski_mocks::slack::FakeSlack, thread_ts: &str, prefix: &str) -> Vec<String> {
@@ -462,4 +462,195 @@ async fn auto_check_follows_the_workspace_policy_file_and_its_edits() {
     assert_eq!(answer["auto_approved"], false);
     drop((client, other));
     assert_eq!(server.stop().await, Some(0));
+}
+
+/// Starts an MCP session with a pending clearance; answers the client, the call's task, and
+/// the approval message's `ts`.
+async fn pending_clearance(
+    server: &Server,
+    slack: &ski_mocks::slack::FakeSlack,
+) -> (
+    rmcp::service::RunningService<rmcp::RoleClient, ClientConfig>,
+    tokio::task::JoinHandle<(Value, bool)>,
+    String,
+) {
+    let client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
+    let pending = {
+        let client: rmcp::Peer<rmcp::RoleClient> = (*client).clone();
+        tokio::spawn(async move {
+            call(
+                &client,
+                "check_clearance",
+                json!({"title": "edit", "diff": "x\n", "file_path": "a.txt"}),
+            )
+            .await
+        })
+    };
+    let approval = slack
+        .wait_for_message(|m| m.text().contains("Approval request `req-001`"), WAIT)
+        .await
+        .expect("approval posted");
+    (client, pending, approval.ts().to_string())
+}
+
+fn approval_status(server: &Server) -> String {
+    read_db(&server.database())
+        .query_row("SELECT status FROM approval_request", [], |r| r.get(0))
+        .expect("approval row")
+}
+
+#[tokio::test]
+async fn a_stranger_can_neither_click_nor_submit_a_modal_on_a_session() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let server = Server::start(&config, &[]).await;
+    let (client, pending, approval_ts) = pending_clearance(&server, &slack).await;
+    let click = |action: &str, user: &str| Click {
+        channel: CHANNEL_X.into(),
+        message_ts: approval_ts.clone(),
+        action_id: action.into(),
+        user: user.into(),
+    };
+
+    // Bob clicks Accept: ignored, logged, nothing changes.
+    slack.click(click("approve_accept", BOB)).expect("click");
+    server
+        .wait_log("ignored a click from an unauthorized user")
+        .await;
+    assert_eq!(approval_status(&server), "pending");
+    assert!(slack.requests().iter().all(|r| r.method != "chat.update"));
+
+    // Alice opens the reject modal; Bob submits it: ignored.
+    slack.click(click("approve_reject", ALICE)).expect("click");
+    let opened = slack
+        .wait_for_requests("views.open", 1, WAIT)
+        .await
+        .expect("modal opened");
+    let view_id = opened[0].response["view"]["id"]
+        .as_str()
+        .expect("view id")
+        .to_string();
+    let reason = json!({"instruction_block": {"instruction_text": "not yours"}});
+    slack
+        .submit_view(&view_id, reason.clone(), BOB)
+        .expect("submit");
+    server
+        .wait_log("ignored a modal from an unauthorized user")
+        .await;
+    assert_eq!(approval_status(&server), "pending");
+
+    // The same modal from Alice decides it (so Bob's was really refused).
+    slack.submit_view(&view_id, reason, ALICE).expect("submit");
+    let (answer, _) = tokio::time::timeout(WAIT, pending)
+        .await
+        .expect("returns")
+        .expect("task");
+    assert_eq!(answer["status"], "rejected", "{answer}");
+    assert_eq!(approval_status(&server), "rejected");
+    drop(client);
+    assert_eq!(server.stop().await, Some(0));
+}
+
+/// `value` wrapped in `depth` one-element arrays.
+fn nested(depth: usize) -> Value {
+    (0..depth).fold(json!("bottom"), |inner, _| Value::Array(vec![inner]))
+}
+
+#[tokio::test]
+async fn hostile_payloads_are_refused_without_harm_and_the_server_keeps_serving() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let server = Server::start(&config, &[]).await;
+    let (client, pending, approval_ts) = pending_clearance(&server, &slack).await;
+    let huge = "x".repeat(2 * 1024 * 1024);
+    let interactive = [
+        json!({"type": "block_actions", "user": {"id": ALICE}, "actions": [nested(1000)]}),
+        json!({"type": "block_actions", "user": {"id": ALICE}, "trigger_id": huge,
+               "actions": [{"action_id": "approve_accept", "value": huge, "block_id": huge}],
+               "channel": {"id": CHANNEL_X}, "message": {"ts": approval_ts}}),
+        json!({"type": "block_actions", "user": 5, "actions": "x"}),
+        json!({"type": "block_actions", "user": {"id": ALICE},
+               "actions": [{"action_id": 7, "value": {}}], "container": [], "message": "m"}),
+        json!({"type": "block_actions", "user": {"id": ALICE},
+               "actions": [{"type": "button", "action_id": "approve_accept", "value": "req-001",
+                            "block_id": "approval_req-001", "action_ts": "1.1"}],
+               "channel": {"id": CHANNEL_X, "name": "x"}, "message": {"ts": 12, "thread_ts": []},
+               "team": {"id": "T1"}, "api_app_id": "A1", "token": "t"}),
+        json!({"type": "view_submission", "user": {"id": ALICE},
+               "view": {"callback_id": 5, "private_metadata": "{not json", "state": {"values": []}}}),
+        json!({"type": "view_submission", "user": {"id": ALICE}, "team": {"id": "T1"},
+               "view": {"id": "V1", "type": "modal", "callback_id": "approval_reject",
+                        "private_metadata": "{\"session_id\": 5, \"request_id\": []}",
+                        "state": {"values": {"instruction_block": {"instruction_text": {"value": huge}}}}}}),
+        json!({"type": "view_submission", "user": {"id": ALICE}, "view": nested(1000)}),
+        json!("just a string"),
+        json!(null),
+    ];
+    for payload in interactive {
+        slack.raw_envelope(EnvelopeKind::Interactive, payload);
+    }
+    for payload in [
+        json!({"command": SLASH, "text": 12345, "user_id": ALICE, "channel_id": CHANNEL_X}),
+        json!({"command": SLASH}),
+        json!([1, 2, 3]),
+    ] {
+        slack.raw_envelope(EnvelopeKind::SlashCommands, payload);
+    }
+    // Every one of them fails to parse in the Socket Mode listener and is logged, briefly.
+    server
+        .wait_log_count("socket mode listener error", 13)
+        .await;
+    let longest = server.log().iter().map(String::len).max().unwrap_or(0);
+    assert!(longest < 8 * 1024, "a log line of {longest} bytes");
+
+    // Oversize slash text that parses is answered with an error.
+    let oversize = slack
+        .raw_envelope(
+            EnvelopeKind::SlashCommands,
+            json!({"command": SLASH, "text": huge, "user_id": ALICE, "channel_id": CHANNEL_X,
+                   "team_id": "T1", "user_name": "alice", "channel_name": "x", "trigger_id": "t",
+                   "response_url": "http://127.0.0.1:9/never", "api_app_id": "A1"}),
+        )
+        .ack(WAIT)
+        .await
+        .expect("ack");
+    let reply = oversize
+        .payload
+        .as_ref()
+        .and_then(|p| p["text"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(reply.starts_with("Error: command text too long"), "{reply}");
+
+    // The server still answers a normal command, the approval is untouched, nothing panicked.
+    let ack = slack
+        .slash_command(SlashCommand {
+            command: SLASH.into(),
+            text: "sessions".into(),
+            channel: CHANNEL_X.into(),
+            user: ALICE.into(),
+        })
+        .expect("inject")
+        .ack(WAIT)
+        .await
+        .expect("ack");
+    let text = ack
+        .payload
+        .as_ref()
+        .and_then(|p| p["text"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(!text.is_empty(), "{ack:?}");
+    assert_eq!(approval_status(&server), "pending");
+    let log = server.log().join("\n");
+    assert!(!log.contains("panicked"), "{log}");
+    pending.abort();
+    drop(client);
+    assert_eq!(
+        server.stop().await,
+        Some(0),
+        "a clean exit after hostile input"
+    );
 }
