@@ -532,22 +532,35 @@ async fn a_stranger_can_neither_click_nor_submit_a_modal_on_a_session() {
         .expect("view id")
         .to_string();
     let reason = json!({"instruction_block": {"instruction_text": "not yours"}});
-    slack
-        .submit_view(&view_id, reason.clone(), BOB)
-        .expect("submit");
+    slack.submit_view(&view_id, reason, BOB).expect("submit");
     server
         .wait_log("ignored a modal from an unauthorized user")
         .await;
     assert_eq!(approval_status(&server), "pending");
 
-    // The same modal from Alice decides it (so Bob's was really refused).
-    slack.submit_view(&view_id, reason, ALICE).expect("submit");
+    // Alice accepts: hers is the only decision, and nothing anywhere speaks of Bob deciding.
+    slack.click(click("approve_accept", ALICE)).expect("click");
     let (answer, _) = tokio::time::timeout(WAIT, pending)
         .await
         .expect("returns")
         .expect("task");
-    assert_eq!(answer["status"], "rejected", "{answer}");
-    assert_eq!(approval_status(&server), "rejected");
+    assert_eq!(answer["status"], "approved", "{answer}");
+    assert_eq!(approval_status(&server), "approved");
+    let bob = format!("<@{BOB}>");
+    let updates: Vec<String> = slack
+        .requests()
+        .iter()
+        .filter(|r| r.method == "chat.update")
+        .map(|r| serde_json::to_string(&r.params).unwrap_or_default())
+        .collect();
+    assert!(updates.iter().all(|u| !u.contains(&bob)), "{updates:?}");
+    assert!(
+        slack
+            .all_messages()
+            .iter()
+            .all(|m| !m.text().contains(&bob)),
+        "a decision by Bob was posted"
+    );
     drop(client);
     assert_eq!(server.stop().await, Some(0));
 }
@@ -653,4 +666,37 @@ async fn hostile_payloads_are_refused_without_harm_and_the_server_keeps_serving(
         Some(0),
         "a clean exit after hostile input"
     );
+}
+
+#[tokio::test]
+async fn config_paths_with_parent_components_are_refused_at_startup() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    for (extra, shown) in [
+        (
+            "[[workspace]]\nid = \"escape\"\nchannel_id = \"C9\"\npath = \"ws/../../etc\"\n",
+            "ws/../../etc",
+        ),
+        (
+            "[[workspace]]\nid = \"escape\"\nchannel_id = \"C9\"\npath = \"/tmp/../etc\"\n",
+            "/tmp/../etc",
+        ),
+    ] {
+        let config = write_config(dir.path(), &slack, extra);
+        let (code, stderr) = run_to_exit(&config, &[], &[]).await;
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!("path must not contain '..': {shown}")),
+            "{stderr}"
+        );
+    }
+    let config = write_config(dir.path(), &slack, "");
+    let text = std::fs::read_to_string(&config).expect("config").replace(
+        "path = \"data/intercom.db\"",
+        "path = \"data/../../intercom.db\"",
+    );
+    std::fs::write(&config, text).expect("write");
+    let (code, stderr) = run_to_exit(&config, &[], &[]).await;
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("path must not contain '..'"), "{stderr}");
 }
