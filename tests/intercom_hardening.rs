@@ -700,3 +700,16 @@ async fn config_paths_with_parent_components_are_refused_at_startup() {
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("path must not contain '..'"), "{stderr}");
 }
+
+#[tokio::test]
+async fn stdio_flags_are_usage_errors_outside_mcp_mode_or_alone() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "host_cli = \"/bin/sh\"");
+    let (code, stderr) = run_to_exit(&config, &["--mode", "acp", "--mcp-stdio"], &[]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--mcp-stdio needs --mode mcp"), "{stderr}");
+    let (code, stderr) = run_to_exit(&config, &["--workspace", "myproj"], &[]).await;
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--mcp-stdio"), "{stderr}");
+}
