@@ -77,13 +77,10 @@ fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,slack_morphism=warn,rmcp=warn")
     });
-    // The tokens' values as set now: whatever a library logs at any level, they are scrubbed.
-    let secrets = [BOT_TOKEN_ENV, APP_TOKEN_ENV]
-        .into_iter()
-        .filter_map(|name| std::env::var(name).ok());
+    // Whatever a library logs at any level, the tokens' values are scrubbed.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(RedactingStderr::new(secrets))
+        .with_writer(token_scrubber())
         .with_ansi(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
@@ -91,8 +88,17 @@ fn init_logging(format: LogFormat) {
     };
 }
 
+/// The log writer that scrubs the tokens' values as they are set now.
+fn token_scrubber() -> RedactingStderr {
+    RedactingStderr::new(
+        [BOT_TOKEN_ENV, APP_TOKEN_ENV]
+            .into_iter()
+            .filter_map(|name| std::env::var(name).ok()),
+    )
+}
+
 fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", token_scrubber().scrub(&message.to_string()));
     ExitCode::from(1)
 }
 
