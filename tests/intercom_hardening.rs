@@ -124,6 +124,17 @@ async fn posts_survive_rate_limits_and_server_errors_exactly_once_and_in_order()
         8 + injected,
         "one try per fault plus one that succeeds per message"
     );
+
+    // Slack down for longer than the retries: that post is reported lost, the next one lands.
+    slack.fail_next("chat.postMessage", 5, Fault::Status { status: 500 });
+    let (answer, error) = call(&client, "broadcast", json!({ "message": "lost" })).await;
+    assert!(!error, "{answer}");
+    assert_eq!(answer["posted"], false, "{answer}");
+    let (answer, _) = call(&client, "broadcast", json!({ "message": "after-outage" })).await;
+    assert_eq!(answer["posted"], true, "{answer}");
+    assert!(replies_with(&slack, &thread_ts, "lost").is_empty());
+    assert_eq!(replies_with(&slack, &thread_ts, "after-outage").len(), 1);
+    server.wait_log("cannot post to slack").await;
     drop(client);
     assert_eq!(server.stop().await, Some(0));
 }
