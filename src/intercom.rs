@@ -9,9 +9,12 @@
 //! - [`slack`], [`socket`]: the Web API and Socket Mode through slack-morphism.
 //! - [`acp`]: ACP mode, spawned agents on stdio (the stream dialect or standard ACP), stall
 //!   detection and the offline queue.
+//! - [`outbox`]: the ordered, bounded queue every post goes through (429s, retries).
 //! - [`commands`], [`interactions`]: slash commands and button clicks, routed by channel and thread.
 //! - [`blocks`]: the Block Kit the server posts.
-//! - [`cli`]: startup, readiness and shutdown.
+//! - [`cli`]: startup, readiness and shutdown, hot reload of the workspace mapping.
+//! - [`policy`]: the workspace auto-approve policy (`.intercom/settings.json`) of `auto_check`.
+//! - [`redact`]: the log writer that scrubs the Slack tokens from every record.
 //!
 //! Decisions where the matrix contradicts itself or the upstream implementation are `E-INT-*`
 //! entries in `conformance/ERRATA.md`.
@@ -25,6 +28,9 @@ pub mod driver;
 pub mod hub;
 pub mod interactions;
 pub mod mcp;
+pub mod outbox;
+pub mod policy;
+pub mod redact;
 pub mod slack;
 pub mod socket;
 pub mod store;

@@ -106,3 +106,28 @@ fn the_stall_escalation_and_the_acp_stream_lines_are_pinned() {
         .collect();
     pin("acp/stream-lines.json", &Value::Array(parsed));
 }
+
+#[test]
+fn the_example_auto_approve_policy_loads_and_approves_what_it_names() {
+    use ski::intercom::policy;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let target = policy::policy_path(dir.path());
+    std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
+    std::fs::copy(golden("config/settings.json"), &target).expect("copy");
+    let policy = policy::load(dir.path()).expect("loads");
+    assert!(policy.check("list_dir", None).auto_approved);
+    let command = |c: &str| serde_json::json!({ "command": c });
+    assert_eq!(
+        policy
+            .check("run_command", Some(&command("git diff --stat")))
+            .matched_rule
+            .as_deref(),
+        Some("commands:git diff*")
+    );
+    assert!(!policy.check("write_file", None).auto_approved);
+    assert!(
+        !policy
+            .check("run_command", Some(&command("git push")))
+            .auto_approved
+    );
+}

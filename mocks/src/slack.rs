@@ -288,6 +288,12 @@ impl FakeSlack {
         Ok(self.injected(id, Some(ts), mention))
     }
 
+    /// Sends `payload` unchanged in an envelope of `kind` (hostile or malformed payloads).
+    pub fn raw_envelope(&self, kind: EnvelopeKind, payload: Value) -> Injected {
+        let id = self.shared.raw_envelope(kind, payload);
+        self.injected(id, None, None)
+    }
+
     /// A user adds a reaction to a message (`reaction_added`).
     pub fn user_reaction(
         &self,

@@ -106,6 +106,20 @@ async fn serve_controls_records_and_stops_when_stdin_closes() {
         .to_string();
     let ack = control(&ready, "ack", json!({"envelope_id": envelope})).await;
     assert_eq!(ack["ack"], Value::Null, "nobody is connected to ack it");
+    let raw_injected = control(
+        &ready,
+        "raw_envelope",
+        json!({"type": "interactive", "payload": {"type": "block_actions", "user": 5}}),
+    )
+    .await;
+    assert!(raw_injected["envelope_id"].is_string(), "{raw_injected}");
+    let refused = control(
+        &ready,
+        "raw_envelope",
+        json!({"type": "carrier_pigeon", "payload": {}}),
+    )
+    .await;
+    assert_eq!(refused["ok"], false, "{refused}");
     let timed_out = control(
         &ready,
         "ack",

@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use ski_mocks::slack::{
-    Click, Config, Direction, DisconnectReason, FakeSlack, SlashCommand, UserMessage,
+    Click, Config, Direction, DisconnectReason, EnvelopeKind, FakeSlack, SlashCommand, UserMessage,
 };
 use slack_morphism::prelude::*;
 use slack_support::{app_token, bot_token, morphism};
@@ -436,4 +436,20 @@ async fn response_urls_reply_replace_and_delete() {
     let malformed =
         slack_support::raw("POST", &url, Some("application/json"), None, b"{not json").await;
     assert_eq!(malformed, (400, "invalid_payload".to_string()));
+}
+
+#[tokio::test]
+async fn raw_envelopes_arrive_unchanged_whatever_their_payload() {
+    let slack = FakeSlack::start(Config::default()).await.expect("start");
+    let mut socket = connect(&slack).await;
+    assert_eq!(next_json(&mut socket).await["type"], "hello");
+    let hostile = json!({"type": "view_submission", "user": 5, "view": [[["deep"]]]});
+    let injected = slack.raw_envelope(EnvelopeKind::Interactive, hostile.clone());
+    let frame = next_json(&mut socket).await;
+    assert_eq!(frame["envelope_id"], json!(injected.envelope_id));
+    assert_eq!(frame["type"], "interactive");
+    assert_eq!(frame["accepts_response_payload"], true);
+    assert_eq!(frame["payload"], hostile);
+    slack.raw_envelope(EnvelopeKind::SlashCommands, json!("text"));
+    assert_eq!(next_json(&mut socket).await["payload"], "text");
 }

@@ -23,7 +23,7 @@ enum Command {
     Teams(ski::teams::cli::TeamsArgs),
     // The help text of `ski kiro` comes from `KiroArgs`.
     Kiro(ski::kiro::cli::KiroArgs),
-    /// Intercom server: agent sessions in Slack threads (MCP mode; ACP mode later)
+    // The help text of `ski intercom` comes from `IntercomArgs`.
     Intercom(ski::intercom::cli::IntercomArgs),
 }
 

@@ -1,5 +1,6 @@
 //! `ski intercom`: startup in the matrix's order (arguments, config, tokens, database, Slack,
-//! listeners), one readiness line on stdout, logs on stderr, shutdown on SIGINT or SIGTERM.
+//! listeners), one readiness line on stdout (on stderr with `--mcp-stdio`, where stdout carries
+//! MCP), logs on stderr scrubbed of the tokens, shutdown on SIGINT or SIGTERM.
 //!
 //! Exit codes: 0 after a signal, 1 for any startup failure (config, tokens, database, Slack),
 //! 2 for usage errors (clap).
@@ -15,17 +16,18 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::acp::AcpDriver;
-use super::config::{Config, Mode, Tokens, validate_workspaces};
+use super::config::{APP_TOKEN_ENV, BOT_TOKEN_ENV, Config, Mode, Tokens, validate_workspaces};
 use super::driver::{AgentDriver, McpDriver};
 use super::hub::Hub;
+use super::redact::RedactingStderr;
 use super::slack::{self, Poster};
 use super::store::Store;
 use super::{mcp, socket};
 
 /// How long startup waits for Slack's Socket Mode `hello`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
-/// How often the config file is checked for workspace mapping changes.
-const RELOAD_POLL: Duration = Duration::from_millis(250);
+/// How long the config watcher waits for an editor's burst of file events to settle.
+const RELOAD_SETTLE: Duration = Duration::from_millis(100);
 
 /// `--log-format`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -45,6 +47,13 @@ operators approve, steer, list and stop sessions from Slack with the slash comma
 only from SLACK_BOT_TOKEN and SLACK_APP_TOKEN. Prints one JSON readiness line on stdout once the
 listeners are up and Slack is connected; logs go to stderr.
 
+With --mcp-stdio one more MCP session is served over this process's stdin and stdout (placed
+like ?workspace_id=ID with --workspace ID); the readiness line then goes to stderr. End of
+stdin ends that session only: the server and its HTTP endpoint keep running.
+
+The [[workspace]] mapping is reloaded when the config file changes (its directory is watched,
+so editors that replace the file are seen); an invalid edit keeps the last good mapping.
+
 Exit codes: 0 after SIGINT/SIGTERM; 1 a startup failure (config, tokens, database, Slack); 2 usage."
 )]
 pub struct IntercomArgs {
@@ -57,15 +66,22 @@ pub struct IntercomArgs {
     /// Log format on stderr.
     #[arg(long, value_enum, default_value = "text")]
     pub log_format: LogFormat,
+    /// Also serve one MCP session over stdin/stdout (MCP mode only); readiness goes to stderr.
+    #[arg(long)]
+    pub mcp_stdio: bool,
+    /// The workspace of the stdio MCP session (as the `workspace_id` query parameter).
+    #[arg(long, value_name = "ID", requires = "mcp_stdio")]
+    pub workspace: Option<String>,
 }
 
 fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
         tracing_subscriber::EnvFilter::new("info,slack_morphism=warn,rmcp=warn")
     });
+    // Whatever a library logs at any level, the tokens' values are scrubbed.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(token_scrubber())
         .with_ansi(false);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
@@ -73,14 +89,27 @@ fn init_logging(format: LogFormat) {
     };
 }
 
+/// The log writer that scrubs the tokens' values as they are set now.
+fn token_scrubber() -> RedactingStderr {
+    RedactingStderr::new(
+        [BOT_TOKEN_ENV, APP_TOKEN_ENV]
+            .into_iter()
+            .filter_map(|name| std::env::var(name).ok()),
+    )
+}
+
 fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {message}");
+    eprintln!("error: {}", token_scrubber().scrub(&message.to_string()));
     ExitCode::from(1)
 }
 
 /// Runs the server; answers the process exit code.
 pub fn run(args: IntercomArgs) -> ExitCode {
     init_logging(args.log_format);
+    if args.mcp_stdio && args.mode != Mode::Mcp {
+        eprintln!("error: --mcp-stdio needs --mode mcp");
+        return ExitCode::from(2);
+    }
     let config = match Config::load(&args.config, args.mode) {
         Ok(config) => config,
         Err(error) => return fail(error),
@@ -120,8 +149,14 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
         count => tracing::warn!(count, "agent processes of an earlier run ended"),
     }
     match store.interrupt_leftovers() {
-        Ok(0) => {}
-        Ok(count) => tracing::warn!(count, "sessions of an earlier run marked interrupted"),
+        Ok(leftovers) if leftovers == Default::default() => {}
+        Ok(leftovers) => tracing::warn!(
+            sessions = leftovers.sessions,
+            approvals = leftovers.approvals,
+            "recovered an earlier run: {} sessions and {} pending approvals marked interrupted",
+            leftovers.sessions,
+            leftovers.approvals
+        ),
         Err(error) => return fail(error),
     }
     let client = match slack::client(&config.slack.api_base_url) {
@@ -178,6 +213,14 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
         };
         ready["mcp_url"] = json!(format!("http://{address}/mcp"));
         tokio::spawn(mcp::serve(tcp, hub.clone(), shutdown.clone()));
+        if args.mcp_stdio {
+            ready["mcp_stdio"] = json!(true);
+            tokio::spawn(mcp::serve_stdio(
+                hub.clone(),
+                args.workspace.clone(),
+                shutdown.clone(),
+            ));
+        }
     }
     tokio::spawn(watch_config(
         args.config.clone(),
@@ -185,7 +228,11 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
         shutdown.clone(),
     ));
     tracing::info!(mode = args.mode.as_str(), "intercom server ready");
-    println!("{ready}");
+    if args.mcp_stdio {
+        eprintln!("{ready}");
+    } else {
+        println!("{ready}");
+    }
     tokio::select! {
         _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
         _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
@@ -208,38 +255,89 @@ fn fingerprint(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
 }
 
-/// Re-reads `[[workspace]]` when the file changes; an invalid edit keeps the last good mapping.
-async fn watch_config(path: PathBuf, hub: Arc<Hub>, shutdown: CancellationToken) {
-    let mut last = fingerprint(&path);
-    loop {
-        tokio::select! {
-            () = tokio::time::sleep(RELOAD_POLL) => {}
-            () = shutdown.cancelled() => return,
-        }
-        let now = fingerprint(&path);
-        if now == last {
-            continue;
-        }
-        last = now;
-        let Some(bytes) = &last else {
-            tracing::warn!(path = %path.display(), "failed to reload workspace mappings — keeping previous values (file unreadable)");
-            continue;
+/// Watches the config file's directory (editors often replace the file rather than write it);
+/// answers the watcher (dropping it stops the events) and the receiver of "something changed".
+fn watch_directory(
+    path: &Path,
+) -> notify::Result<(notify::RecommendedWatcher, tokio::sync::mpsc::Receiver<()>)> {
+    use notify::Watcher;
+    let (tx, rx) = tokio::sync::mpsc::channel(1);
+    let name = path.file_name().map(std::ffi::OsStr::to_os_string);
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        let relevant = match &event {
+            Ok(event) => event
+                .paths
+                .iter()
+                .any(|changed| changed.file_name().map(std::ffi::OsStr::to_os_string) == name),
+            Err(_) => true,
         };
-        let text = String::from_utf8_lossy(bytes);
-        match Config::parse(&text, &path).and_then(|config| {
-            validate_workspaces(&config.workspaces)?;
-            Ok(config)
-        }) {
-            Ok(config) => {
-                let count = config.workspaces.len();
-                hub.replace_workspaces(config.workspaces);
-                tracing::warn!(
-                    workspaces = count,
-                    "hot-reloaded workspace mappings from config; active sessions keep their channel"
-                );
-            }
+        if relevant {
+            // A full channel already holds a wake-up; the reload reads the file anyway.
+            let _ = tx.try_send(());
+        }
+    })?;
+    let directory = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    watcher.watch(directory, notify::RecursiveMode::NonRecursive)?;
+    Ok((watcher, rx))
+}
+
+/// Re-reads `[[workspace]]` when the file changes; an invalid edit keeps the last good mapping.
+/// The watch starts when this is called (before the readiness line), not when it is polled.
+fn watch_config(
+    path: PathBuf,
+    hub: Arc<Hub>,
+    shutdown: CancellationToken,
+) -> impl std::future::Future<Output = ()> {
+    let watch = watch_directory(&path);
+    let mut last = fingerprint(&path);
+    async move {
+        let (_watcher, mut changed) = match watch {
+            Ok(pair) => pair,
             Err(error) => {
-                tracing::warn!(%error, "failed to reload workspace mappings — keeping previous values");
+                tracing::error!(%error, path = %path.display(), "cannot watch the config file; hot reload is off");
+                return;
+            }
+        };
+        loop {
+            tokio::select! {
+                event = changed.recv() => if event.is_none() { return },
+                () = shutdown.cancelled() => return,
+            }
+            // Let an editor's write-rename-chmod burst settle before reading.
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(RELOAD_SETTLE) => break,
+                    event = changed.recv() => if event.is_none() { return },
+                }
+            }
+            let now = fingerprint(&path);
+            if now == last {
+                continue;
+            }
+            last = now;
+            let Some(bytes) = &last else {
+                tracing::warn!(path = %path.display(), "failed to reload workspace mappings — keeping previous values (file unreadable)");
+                continue;
+            };
+            let text = String::from_utf8_lossy(bytes);
+            match Config::parse(&text, &path).and_then(|config| {
+                validate_workspaces(&config.workspaces)?;
+                Ok(config)
+            }) {
+                Ok(config) => {
+                    let count = config.workspaces.len();
+                    hub.replace_workspaces(config.workspaces);
+                    tracing::warn!(
+                        workspaces = count,
+                        "hot-reloaded workspace mappings from config; active sessions keep their channel"
+                    );
+                }
+                Err(error) => {
+                    tracing::warn!(%error, "failed to reload workspace mappings — keeping previous values");
+                }
             }
         }
     }

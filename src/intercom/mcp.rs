@@ -1,6 +1,7 @@
 //! MCP mode: the nine intercom tools over rmcp's streamable HTTP transport at `/mcp` on a
-//! loopback port. Each MCP session is one intercom session, created at `initialize` from the
-//! `workspace_id` (or legacy `channel_id`) query parameter, with `protocol_mode = 'mcp'`.
+//! loopback port, and (with `--mcp-stdio`) one session over the process's stdin and stdout. Each
+//! MCP session is one intercom session, created at `initialize` from the `workspace_id` (or
+//! legacy `channel_id`) query parameter, or `--workspace` on stdio, with `protocol_mode = 'mcp'`.
 
 use std::borrow::Cow;
 use std::convert::Infallible;
@@ -27,6 +28,7 @@ use tokio_util::sync::CancellationToken;
 use super::blocks;
 use super::config::Mode;
 use super::hub::Hub;
+use super::policy;
 
 /// The nine tools: name, description, input schema.
 pub fn tools() -> Vec<Tool> {
@@ -191,6 +193,8 @@ impl Drop for Slot {
 pub struct IntercomMcp {
     hub: Arc<Hub>,
     slot: Arc<Slot>,
+    /// The query a transport without URLs (stdio) stands in for.
+    fixed_query: Option<String>,
 }
 
 impl IntercomMcp {
@@ -202,8 +206,31 @@ impl IntercomMcp {
                 session_id: Mutex::new(None),
             }),
             hub,
+            fixed_query: None,
         }
     }
+
+    /// A handler placed as if connected with `?workspace_id=ID` (for stdio).
+    pub fn with_workspace(hub: Arc<Hub>, workspace_id: Option<&str>) -> IntercomMcp {
+        let mut handler = IntercomMcp::new(hub);
+        handler.fixed_query = Some(
+            workspace_id
+                .map(|id| format!("workspace_id={}", percent_encode(id)))
+                .unwrap_or_default(),
+        );
+        handler
+    }
+}
+
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|byte| match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (byte as char).to_string()
+            }
+            _ => format!("%{byte:02X}"),
+        })
+        .collect()
 }
 
 fn query_param(query: &str, name: &str) -> Option<String> {
@@ -415,7 +442,30 @@ impl IntercomMcp {
             }
             "auto_check" => {
                 let tool_name = required(&args, "tool_name")?;
-                Ok(json!({ "auto_approved": false, "tool_name": tool_name, "matched_rule": null }))
+                let context = args.get("context");
+                if context.is_some_and(|c| !c.is_object()) {
+                    return Err("invalid arguments: context must be an object".into());
+                }
+                let root = hub
+                    .config()
+                    .workspaces
+                    .iter()
+                    .find(|w| Some(&w.id) == session.workspace_id.as_ref())
+                    .and_then(|w| w.path.clone());
+                let policy = match root.as_deref().map(policy::load) {
+                    Some(Ok(policy)) => policy,
+                    Some(Err(error)) => {
+                        tracing::warn!(%error, session_id = %session.id, "auto-approve policy unusable; approving nothing");
+                        policy::AutoApprove::default()
+                    }
+                    None => policy::AutoApprove::default(),
+                };
+                let verdict = policy.check(&tool_name, context);
+                Ok(json!({
+                    "auto_approved": verdict.auto_approved,
+                    "tool_name": tool_name,
+                    "matched_rule": verdict.matched_rule,
+                }))
             }
             "transmit" => {
                 let prompt_text = required(&args, "prompt_text")?;
@@ -567,10 +617,15 @@ impl ServerHandler for IntercomMcp {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
         if self.slot.id().is_none() {
-            let query = context
-                .extensions
-                .get::<hyper::http::request::Parts>()
-                .and_then(|parts| parts.uri.query().map(str::to_string))
+            let query = self
+                .fixed_query
+                .clone()
+                .or_else(|| {
+                    context
+                        .extensions
+                        .get::<hyper::http::request::Parts>()
+                        .and_then(|parts| parts.uri.query().map(str::to_string))
+                })
                 .unwrap_or_default();
             let workspace_id = query_param(&query, "workspace_id");
             let channel_id = query_param(&query, "channel_id");
@@ -664,6 +719,28 @@ pub async fn serve(listener: TcpListener, hub: Arc<Hub>, shutdown: CancellationT
             }
         });
     }
+}
+
+/// Serves one MCP session over the process's stdin and stdout until stdin ends (the session is
+/// then terminated) or `shutdown` is cancelled. The rest of the server keeps running either way.
+pub async fn serve_stdio(hub: Arc<Hub>, workspace_id: Option<String>, shutdown: CancellationToken) {
+    use rmcp::ServiceExt;
+    let handler = IntercomMcp::with_workspace(hub, workspace_id.as_deref());
+    let service = match handler
+        .serve_with_ct(rmcp::transport::stdio(), shutdown.child_token())
+        .await
+    {
+        Ok(service) => service,
+        Err(error) => {
+            tracing::warn!(%error, "mcp stdio: no session (stdin closed or initialize failed); the HTTP endpoint keeps running");
+            return;
+        }
+    };
+    let reason = service.waiting().await;
+    tracing::info!(
+        ?reason,
+        "mcp stdio: session over; the server and its HTTP endpoint keep running"
+    );
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 //! The Slack Web API through slack-morphism, pointed at `[slack] api_base_url`: posts (thread
-//! roots and replies), updates and modals, with 429s honoured and transient failures retried a
-//! bounded number of times.
+//! roots and replies) through the ordered [`Outbox`], updates and modals, with 429s honoured and
+//! transient failures retried a bounded number of times.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,6 +9,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 use slack_morphism::errors::SlackClientError;
 use slack_morphism::prelude::*;
+
+use super::outbox::{self, Attempt, Outbox, OutboxError};
 
 /// The connector: rustls with native roots, `http` allowed for a configured base URL.
 pub type Connector = SlackClientHyperConnector<hyper_rustls::HttpsConnector<HttpConnector>>;
@@ -54,6 +56,24 @@ pub fn client(api_base_url: &str) -> Result<Arc<Client>, SlackError> {
 pub struct Poster {
     client: Arc<Client>,
     token: SlackApiToken,
+    outbox: Outbox<Arc<SlackApiChatPostMessageRequest>>,
+}
+
+/// One `chat.postMessage` try, classified for the outbox.
+async fn post_once(
+    client: Arc<Client>,
+    token: SlackApiToken,
+    request: Arc<SlackApiChatPostMessageRequest>,
+) -> Attempt {
+    let session = client.open_session(&token);
+    match session.chat_post_message(&request).await {
+        Ok(answer) => Attempt::Posted(answer.ts.to_string()),
+        Err(SlackClientError::RateLimitError(limit)) => Attempt::RateLimited(limit.retry_after),
+        Err(error) => match retry_delay(&error, 1) {
+            Some(_) => Attempt::Transient(error.to_string()),
+            None => Attempt::Fatal(error.to_string()),
+        },
+    }
 }
 
 /// Whether another try may succeed, and how long to wait first.
@@ -106,11 +126,18 @@ macro_rules! retrying {
 }
 
 impl Poster {
-    /// A poster using `client` with the bot token.
+    /// A poster using `client` with the bot token; starts the post outbox's worker, so it must
+    /// be called inside a Tokio runtime.
     pub fn new(client: Arc<Client>, bot_token: &str) -> Poster {
+        let token = SlackApiToken::new(bot_token.to_string().into());
+        let (send_client, send_token) = (client.clone(), token.clone());
+        let send: outbox::SendFn<Arc<SlackApiChatPostMessageRequest>> = Arc::new(move |request| {
+            Box::pin(post_once(send_client.clone(), send_token.clone(), request))
+        });
         Poster {
             client,
-            token: SlackApiToken::new(bot_token.to_string().into()),
+            token,
+            outbox: Outbox::start(outbox::CAPACITY, send),
         }
     }
 
@@ -125,7 +152,8 @@ impl Poster {
         Ok(answer.user_id.to_string())
     }
 
-    /// `chat.postMessage` at the top level (`thread_ts` `None`) or in a thread; answers the `ts`.
+    /// `chat.postMessage` at the top level (`thread_ts` `None`) or in a thread, queued behind
+    /// earlier posts in the outbox; answers the `ts`.
     pub async fn post(
         &self,
         channel: &str,
@@ -145,9 +173,13 @@ impl Poster {
                 method: "chat.postMessage",
                 message: format!("bad blocks: {error}"),
             })?;
-        let answer = retrying!(self, "chat.postMessage", |session| session
-            .chat_post_message(&request))?;
-        Ok(answer.ts.to_string())
+        self.outbox
+            .post(Arc::new(request))
+            .await
+            .map_err(|error: OutboxError| SlackError::Api {
+                method: "chat.postMessage",
+                message: error.to_string(),
+            })
     }
 
     /// `chat.update`: replaces a message's text and blocks.

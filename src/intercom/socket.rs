@@ -112,12 +112,30 @@ async fn on_push(
     Ok(())
 }
 
+/// How much of a listener error (which quotes the whole offending frame) reaches the log.
+const MAX_LOGGED_ERROR: usize = 1024;
+
+/// `text` cut to at most `max` bytes on a character boundary, saying how much was cut.
+fn truncated(text: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    if text.len() <= max {
+        return text.into();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes cut)", &text[..end], text.len() - end).into()
+}
+
 fn on_error(
     error: Box<dyn std::error::Error + Send + Sync>,
     _client: Arc<Client>,
     _states: SlackClientEventsUserState,
 ) -> hyper::StatusCode {
-    tracing::warn!(%error, "socket mode listener error");
+    // A hostile frame (deep nesting, huge strings, wrong types) fails to parse here; the log
+    // gets the reason and the start of the frame, never megabytes of it.
+    let error = error.to_string();
+    tracing::warn!(error = %truncated(&error, MAX_LOGGED_ERROR), "socket mode listener error");
     hyper::StatusCode::OK
 }
 
@@ -159,4 +177,15 @@ pub async fn listen(
         .await?;
     inner.start().await;
     Ok((Listener { inner }, receiver))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::truncated;
+
+    #[test]
+    fn long_errors_are_cut_on_a_character_boundary() {
+        assert_eq!(truncated("short", 10), "short");
+        assert_eq!(truncated("ééé", 3), "é… (4 bytes cut)");
+    }
 }

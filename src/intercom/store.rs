@@ -167,6 +167,13 @@ fn session_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Session> {
     })
 }
 
+/// What a restart found of an earlier run and marked interrupted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Leftovers {
+    pub sessions: usize,
+    pub approvals: usize,
+}
+
 impl Store {
     /// Opens (creating it and its directory if needed) the database at `path` in WAL mode and
     /// bootstraps the schema.
@@ -230,20 +237,27 @@ impl Store {
     }
 
     /// Marks every session left created/active/paused by an earlier run as interrupted, and
-    /// their pending approvals too; answers how many sessions.
-    pub fn interrupt_leftovers(&self) -> Result<usize, StoreError> {
-        let db = self.db();
+    /// their pending approvals too (in one transaction); answers how many of each.
+    pub fn interrupt_leftovers(&self) -> Result<Leftovers, StoreError> {
+        let mut db = self.db();
         let stamp = now();
-        db.execute(
-            "UPDATE approval_request SET status = 'interrupted', decided_at = ?1
+        let transaction = db.transaction()?;
+        let approvals = transaction.execute(
+            "UPDATE approval_request SET status = 'interrupted', decided_at = ?1,
+                reason = COALESCE(reason, 'server restarted')
              WHERE status = 'pending'",
             params![stamp],
         )?;
-        Ok(db.execute(
+        let sessions = transaction.execute(
             "UPDATE session SET status = 'interrupted', updated_at = ?1
              WHERE status IN ('created', 'active', 'paused')",
             params![stamp],
-        )?)
+        )?;
+        transaction.commit()?;
+        Ok(Leftovers {
+            sessions,
+            approvals,
+        })
     }
 
     /// Inserts an active session.

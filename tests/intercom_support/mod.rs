@@ -75,9 +75,12 @@ path = "data/intercom.db"
 /// A running `ski intercom`.
 pub struct Server {
     pub ready: Value,
+    /// The server's process id (it leads its own process group).
+    pub pid: u32,
     lines: Arc<Mutex<Vec<String>>>,
+    stdout: Arc<Mutex<Vec<String>>>,
     notify: Arc<Notify>,
-    stop: Option<oneshot::Sender<()>>,
+    stop: Option<oneshot::Sender<nix::sys::signal::Signal>>,
     done: Option<tokio::task::JoinHandle<Option<i32>>>,
 }
 
@@ -126,11 +129,27 @@ pub async fn run_to_exit(
 impl Server {
     /// Starts the server and waits for its readiness line.
     pub async fn start(config: &Path, extra_args: &[&str]) -> Server {
-        let mut process = child::spawn(spec(config, extra_args)).expect("spawn");
+        Server::start_with_env(config, extra_args, &[]).await
+    }
+
+    /// Starts the server with extra environment variables (they win over the defaults).
+    pub async fn start_with_env(
+        config: &Path,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
+        let mut spec = spec(config, extra_args);
+        for (key, value) in env {
+            spec = spec.env(key, value);
+        }
+        let mut process = child::spawn(spec).expect("spawn");
+        let pid = process.pid();
         let lines = Arc::new(Mutex::new(Vec::new()));
+        let stdout = Arc::new(Mutex::new(Vec::new()));
         let notify = Arc::new(Notify::new());
         let (ready_tx, ready_rx) = oneshot::channel();
-        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
+        let (stop_tx, mut stop_rx) = oneshot::channel::<nix::sys::signal::Signal>();
+        let task_stdout = stdout.clone();
         let task_lines = lines.clone();
         let task_notify = notify.clone();
         let done = tokio::spawn(async move {
@@ -140,6 +159,7 @@ impl Server {
                 tokio::select! {
                     line = process.next_output_line() => match line {
                         Some((OutputStream::Stdout, line)) => {
+                            task_stdout.lock().expect("stdout").push(line.clone());
                             if let Some(tx) = ready_tx.take() {
                                 let _ = tx.send(line);
                             }
@@ -150,9 +170,10 @@ impl Server {
                         }
                         None => break,
                     },
-                    _ = &mut stop_rx, if !stopping => {
+                    signal = &mut stop_rx, if !stopping => {
                         stopping = true;
-                        let _ = process.signal_group(nix::sys::signal::Signal::SIGTERM);
+                        let signal = signal.unwrap_or(nix::sys::signal::Signal::SIGTERM);
+                        let _ = process.signal_group(signal);
                     }
                 }
             }
@@ -167,7 +188,9 @@ impl Server {
         };
         Server {
             ready,
+            pid,
             lines,
+            stdout,
             notify,
             stop: Some(stop_tx),
             done: Some(done),
@@ -208,10 +231,41 @@ impl Server {
         }
     }
 
+    /// Every stdout line so far (the readiness line).
+    pub fn stdout(&self) -> Vec<String> {
+        self.stdout.lock().expect("stdout").clone()
+    }
+
+    /// Waits until `count` log lines contain `needle`.
+    pub async fn wait_log_count(&self, needle: &str, count: usize) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let notified = self.notify.notified();
+            if self.log().iter().filter(|l| l.contains(needle)).count() >= count {
+                return;
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                panic!(
+                    "fewer than {count} log lines with {needle:?}:\n{}",
+                    self.log().join("\n")
+                );
+            }
+        }
+    }
+
     /// SIGTERM; answers the exit code.
-    pub async fn stop(mut self) -> Option<i32> {
+    pub async fn stop(self) -> Option<i32> {
+        self.end(nix::sys::signal::Signal::SIGTERM).await
+    }
+
+    /// SIGKILL to the process group, as a crash would; answers once it is reaped.
+    pub async fn kill(self) -> Option<i32> {
+        self.end(nix::sys::signal::Signal::SIGKILL).await
+    }
+
+    async fn end(mut self, signal: nix::sys::signal::Signal) -> Option<i32> {
         if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+            let _ = stop.send(signal);
         }
         let done = self.done.take().expect("running");
         tokio::time::timeout(WAIT, done)
@@ -224,7 +278,7 @@ impl Server {
 impl Drop for Server {
     fn drop(&mut self) {
         if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
+            let _ = stop.send(nix::sys::signal::Signal::SIGTERM);
         }
     }
 }

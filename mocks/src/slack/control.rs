@@ -150,6 +150,16 @@ async fn run(shared: &Arc<Shared>, operation: &str, body: Value) -> Result<Value
                 .map_err(text)?;
             Ok(json!({ "envelope_id": id }))
         }
+        "raw_envelope" => {
+            #[derive(Deserialize)]
+            struct RawArgs {
+                #[serde(rename = "type")]
+                kind: super::envelope::EnvelopeKind,
+                payload: Value,
+            }
+            let raw: RawArgs = args(body)?;
+            Ok(json!({ "envelope_id": shared.raw_envelope(raw.kind, raw.payload) }))
+        }
         "user_message" => {
             let message: UserMessage = args(body)?;
             let (id, ts, mention) = shared.user_message(&message).map_err(text)?;

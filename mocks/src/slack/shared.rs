@@ -296,6 +296,14 @@ impl Shared {
         Ok(id)
     }
 
+    /// Sends `payload` as it is in an envelope of `kind`: hostile or malformed payloads that no
+    /// real Slack would send, to see the app answer them without harm.
+    pub fn raw_envelope(self: &Arc<Self>, kind: EnvelopeKind, payload: Value) -> String {
+        let id = self.workspace().next_envelope_id();
+        self.send_envelope(&id, kind, payload, kind != EnvelopeKind::EventsApi);
+        id
+    }
+
     pub fn click(self: &Arc<Self>, click: &Click) -> Result<String, FakeSlackError> {
         let (id, payload) = {
             let mut workspace = self.workspace();

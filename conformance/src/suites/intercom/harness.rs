@@ -377,6 +377,20 @@ impl SessionRow {
     }
 }
 
+/// Connects an rmcp client to a streamable HTTP endpoint (initialize included).
+pub async fn connect_url(ctx: &Ctx, url: &str) -> Result<Client, CheckError> {
+    let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
+    let transport = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url.to_string()),
+    );
+    ctx.within(
+        "the MCP handshake",
+        Box::pin(ClientConfig::default().serve(transport)),
+    )
+    .await?
+    .or_fail(format!("an MCP session at {url}"))
+}
+
 /// A running target.
 pub struct Server {
     ctx: Ctx,
@@ -405,18 +419,7 @@ impl Server {
 
     /// Connects an rmcp client (initialize included).
     pub async fn connect(&self, query: &str) -> Result<Client, CheckError> {
-        let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
-        let url = self.mcp_url(query)?;
-        let transport = StreamableHttpClientTransport::from_config(
-            StreamableHttpClientTransportConfig::with_uri(url.clone()),
-        );
-        self.ctx
-            .within(
-                "the MCP handshake",
-                Box::pin(ClientConfig::default().serve(transport)),
-            )
-            .await?
-            .or_fail(format!("an MCP session at {url}"))
+        connect_url(&self.ctx, &self.mcp_url(query)?).await
     }
 
     /// Every log line so far.

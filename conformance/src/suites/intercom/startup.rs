@@ -1,15 +1,19 @@
 //! S001–S007: startup in each mode, configuration errors and their exit codes, the nine tools.
 
-use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
+use rmcp::ServiceExt;
+use rmcp::model::ClientConfig;
+use serde_json::Value;
 
-use super::harness::World;
+use crate::{Check, CheckResult, Ctx, Failure, OrFail, ensure, ensure_eq};
+
+use super::harness::{CHANNEL_X, World, connect_url};
 
 /// The checks of this part.
 pub fn checks() -> Vec<Check> {
     vec![
         Check::new(
             "S001",
-            "Starts the target without --mode; expects the readiness line, a Socket Mode connection to the fake Slack and an MCP endpoint that completes initialize and tools/list.",
+            "Starts the target without --mode; expects the readiness line, a Socket Mode connection to the fake Slack and an MCP endpoint that completes initialize and tools/list. With capability mcp-stdio, also starts it with `server_stdio`: an MCP session over its stdin/stdout (placed in workspace myproj), readiness on stderr; closing stdin ends that session (it leaves 'active', a note lands in its thread) while the HTTP endpoint keeps serving.",
             s001,
         ),
         Check::new(
@@ -66,7 +70,111 @@ async fn mcp_starts(ctx: &Ctx, mode: Option<&str>) -> CheckResult {
 }
 
 async fn s001(ctx: Ctx) -> CheckResult {
-    mcp_starts(&ctx, None).await
+    mcp_starts(&ctx, None).await?;
+    if ctx.has("mcp-stdio") {
+        stdio_session_leaves_http_running(&ctx).await?;
+    }
+    Ok(())
+}
+
+/// E-INT-03: the stdio transport serves one session; its end (stdin closed) is not the server's.
+async fn stdio_session_leaves_http_running(ctx: &Ctx) -> CheckResult {
+    let world = World::new(ctx).await?;
+    let config = world.config.display().to_string();
+    let spec = ctx.command(
+        "server_stdio",
+        &[("config", config.as_str()), ("workspace_id", "myproj")],
+    )?;
+    let mut child = ctx.spawn(spec)?;
+    let stdin = child.take_stdin().or_error("the target's stdin")?;
+    let stdout = child.take_stdout().or_error("the target's stdout")?;
+    let mut stderr = Vec::new();
+    let ready = ctx
+        .within("the readiness line on stderr", async {
+            while let Some(line) = child.next_stderr_line().await {
+                let value = serde_json::from_str::<Value>(&line).ok();
+                stderr.push(line);
+                if let Some(value) = value.filter(|v| v.get("mcp_url").is_some()) {
+                    return Some(value);
+                }
+            }
+            None
+        })
+        .await?
+        .ok_or_else(|| {
+            Failure::expected("a JSON readiness line with mcp_url on stderr").actual(format!(
+                "the target ended first; stderr: {}",
+                stderr.join("\n")
+            ))
+        })?;
+    let client = ctx
+        .within(
+            "the MCP handshake over stdio",
+            Box::pin(ClientConfig::default().serve((stdout, stdin))),
+        )
+        .await?
+        .or_fail("an MCP session over the target's stdin/stdout")?;
+    let tools = client
+        .list_tools(None)
+        .await
+        .map_err(|e| Failure::expected("tools/list over stdio").actual(e.to_string()))?;
+    ensure_eq!(9, tools.tools.len(), "tools over stdio");
+    // The newest row: the HTTP part of S001 used the same database before.
+    let newest = |world: &World| -> Result<super::harness::SessionRow, crate::CheckError> {
+        world
+            .sessions()?
+            .pop()
+            .or_fail("a session row for the stdio session")
+    };
+    let session = newest(&world)?;
+    ensure_eq!(
+        Some(CHANNEL_X),
+        session.channel_id.as_deref(),
+        "the stdio session's channel (workspace myproj)"
+    );
+    let root = session
+        .thread_ts
+        .clone()
+        .or_fail("the stdio session's thread root")?;
+    let before: std::collections::HashSet<String> = world
+        .slack
+        .messages(CHANNEL_X, Some(&root))
+        .iter()
+        .map(|m| m.ts().to_string())
+        .collect();
+    // Closing the client closes the target's stdin.
+    let _ = client.cancel().await;
+    world
+        .message(
+            "a note in the stdio session's thread after stdin closed",
+            |m| m.thread_ts() == Some(root.as_str()) && !before.contains(m.ts()),
+        )
+        .await?;
+    let status = newest(&world)?.status;
+    ensure!(
+        status != "active",
+        "the stdio session ends with stdin (status {status})"
+    );
+    ensure!(
+        child.try_status().is_none(),
+        "the target keeps running after stdin closed"
+    );
+    let url = ready["mcp_url"].as_str().or_fail("mcp_url")?.to_string();
+    let http = connect_url(ctx, &url).await?;
+    let tools = http.list_tools(None).await.map_err(|e| {
+        Failure::expected("tools/list over HTTP after stdin closed").actual(e.to_string())
+    })?;
+    ensure!(!tools.tools.is_empty(), "the HTTP endpoint still serves");
+    let _ = http.cancel().await;
+    child
+        .signal_group(nix::sys::signal::Signal::SIGTERM)
+        .or_error("SIGTERM the target")?;
+    let status = ctx
+        .within("the exit after SIGTERM", child.wait())
+        .await?
+        .or_error("wait for the target")?;
+    ensure_eq!(Some(0), status.code(), "exit code after SIGTERM");
+    Ok(())
 }
 
 async fn s002(ctx: Ctx) -> CheckResult {
