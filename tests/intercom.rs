@@ -152,17 +152,10 @@ async fn an_mcp_session_threads_its_messages_and_clearances_block_until_a_click(
     );
 
     // Accept.
-    let pending = {
-        let client: rmcp::Peer<rmcp::RoleClient> = (*client).clone();
-        tokio::spawn(async move {
-            call(
-                &client,
-                "check_clearance",
-                json!({"title": "edit main", "diff": "fn main() {}\n", "file_path": "src/main.rs"}),
-            )
-            .await
-        })
-    };
+    let pending = ask_clearance(
+        &client,
+        json!({"title": "edit main", "diff": "fn main() {}\n", "file_path": "src/main.rs"}),
+    );
     let approval = slack
         .wait_for_message(|m| m.text().contains("Approval request `req-001`"), WAIT)
         .await

@@ -486,17 +486,10 @@ async fn pending_clearance(
     String,
 ) {
     let client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
-    let pending = {
-        let client: rmcp::Peer<rmcp::RoleClient> = (*client).clone();
-        tokio::spawn(async move {
-            call(
-                &client,
-                "check_clearance",
-                json!({"title": "edit", "diff": "x\n", "file_path": "a.txt"}),
-            )
-            .await
-        })
-    };
+    let pending = ask_clearance(
+        &client,
+        json!({"title": "edit", "diff": "x\n", "file_path": "a.txt"}),
+    );
     let approval = slack
         .wait_for_message(|m| m.text().contains("Approval request `req-001`"), WAIT)
         .await

@@ -283,6 +283,15 @@ impl Drop for Server {
     }
 }
 
+/// Starts a `check_clearance` call in a task (it blocks until the operator decides).
+pub fn ask_clearance(
+    client: &RunningService<RoleClient, ClientConfig>,
+    args: Value,
+) -> tokio::task::JoinHandle<(Value, bool)> {
+    let peer: rmcp::Peer<RoleClient> = (**client).clone();
+    tokio::spawn(async move { call(&peer, "check_clearance", args).await })
+}
+
 /// An rmcp client on the streamable HTTP transport.
 pub async fn mcp_client(url: &str) -> RunningService<RoleClient, ClientConfig> {
     let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
