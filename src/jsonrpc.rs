@@ -34,7 +34,7 @@ pub use framing::{DEFAULT_MAX_LINE_BYTES, FrameError, LineReader, LineWriter};
 pub use id::RequestId;
 pub use message::{
     DecodeError, EncodeError, Message, Notification, Request, Response, VersionField, classify,
-    decode, encode_into,
+    decode, decode_noting_version, encode_into, encode_notification_into,
 };
 pub use peer::{
     BoxFuture, CANCEL_REQUEST_METHOD, CallError, IdStyle, NotificationContext, NotificationHandler,

@@ -333,19 +333,13 @@ impl Inner {
 
     /// Sends a `session/update` to the session's owner; a failure is logged, not returned.
     pub(crate) async fn update(&self, session: &str, update: SessionUpdate) {
-        let kind = update.kind().to_owned();
-        let params = match serde_json::to_value(SessionNotification::new(session, update)) {
-            Ok(params) => params,
-            Err(error) => {
-                tracing::error!(session, %error, "cannot encode a session/update");
-                return;
-            }
-        };
+        let params = SessionNotification::new(session, update);
         if let Err(error) = self
             .registry
-            .notify(Some(session), SESSION_UPDATE, params)
+            .notify(Some(session), SESSION_UPDATE, &params)
             .await
         {
+            let kind = params.update.kind();
             tracing::warn!(session, kind, %error, "session/update not delivered");
         }
     }

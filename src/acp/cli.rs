@@ -10,6 +10,9 @@ use tracing_subscriber::EnvFilter;
 
 use crate::exit::CommandError;
 
+/// What `ski acp` is, in one line.
+pub const ABOUT: &str = "Agent Client Protocol: reference agent and client";
+
 /// `ski acp`: the Agent Client Protocol.
 #[derive(Debug, Subcommand)]
 pub enum AcpCommand {

@@ -32,7 +32,8 @@ use super::validation::{Issue, IssueKind};
 mod batch;
 use crate::exit::{CommandError, CommandResult};
 
-const ABOUT: &str = "AOF/1 agent task protocol: validate envelopes, route messages into a \
+/// What `ski aof` is, in one line (also the stub `ski --help` lists before it is built).
+pub const ABOUT: &str = "AOF/1 agent task protocol: validate envelopes, route messages into a \
 filesystem task store, run the scheduler poll and session-end processing";
 
 const LONG_ABOUT: &str =

@@ -2,41 +2,81 @@
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Command, FromArgMatches, Subcommand};
 
-/// ski: reference implementations of agent protocols.
-#[derive(Debug, Parser)]
-#[command(name = "ski", version, about, long_about = None)]
-struct Cli {
-    #[command(subcommand)]
-    command: Command,
-}
-
+/// The subcommands; each one's arguments are built only when it is the one invoked.
 #[derive(Debug, Subcommand)]
-enum Command {
-    /// Agent Client Protocol: reference agent and client
+enum SkiCommand {
     #[command(subcommand)]
     Acp(ski::acp::cli::AcpCommand),
-    // The help text of `ski aof` comes from `AofArgs`.
     Aof(ski::aof::cli::AofArgs),
-    // The help text of `ski teams` comes from `TeamsArgs`.
     Teams(ski::teams::cli::TeamsArgs),
-    // The help text of `ski kiro` comes from `KiroArgs`.
     Kiro(ski::kiro::cli::KiroArgs),
-    // The help text of `ski intercom` comes from `IntercomArgs`.
     Intercom(ski::intercom::cli::IntercomArgs),
 }
 
+/// The command line. Building clap's whole tree (every flag of every subcommand) costs more at
+/// start-up than an agent's first answer, so each subcommand is a stub naming itself, filled in
+/// by clap (`Command::defer`) only when it is parsed or its help is shown.
+fn command_line() -> Command {
+    Command::new("ski")
+        .version(env!("CARGO_PKG_VERSION"))
+        .about(env!("CARGO_PKG_DESCRIPTION"))
+        .subcommand_required(true)
+        .arg_required_else_help(true)
+        .subcommand(
+            Command::new("acp")
+                .about(ski::acp::cli::ABOUT)
+                .subcommand_required(true)
+                .arg_required_else_help(true)
+                // The enum's own doc comment would replace the about line.
+                .defer(|acp| {
+                    ski::acp::cli::AcpCommand::augment_subcommands(acp).about(ski::acp::cli::ABOUT)
+                }),
+        )
+        .subcommand(
+            Command::new("aof")
+                .about(ski::aof::cli::ABOUT)
+                .defer(ski::aof::cli::AofArgs::augment_args),
+        )
+        .subcommand(
+            Command::new("teams")
+                .about(ski::teams::cli::ABOUT)
+                .defer(ski::teams::cli::TeamsArgs::augment_args),
+        )
+        .subcommand(
+            Command::new("kiro")
+                .about(ski::kiro::cli::ABOUT)
+                .defer(ski::kiro::cli::KiroArgs::augment_args),
+        )
+        .subcommand(
+            Command::new("intercom")
+                .about(ski::intercom::cli::ABOUT)
+                .defer(ski::intercom::cli::IntercomArgs::augment_args),
+        )
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Acp(command) => command.run(),
-        Command::Aof(args) => match ski::aof::cli::run(args) {
+    let matches = command_line().get_matches();
+    let command = SkiCommand::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    match command {
+        SkiCommand::Acp(command) => command.run(),
+        SkiCommand::Aof(args) => match ski::aof::cli::run(args) {
             Ok(()) => ExitCode::SUCCESS,
             Err(error) => error.report(),
         },
-        Command::Teams(args) => ski::teams::cli::run(args),
-        Command::Kiro(args) => ski::kiro::cli::run(args),
-        Command::Intercom(args) => ski::intercom::cli::run(args),
+        SkiCommand::Teams(args) => ski::teams::cli::run(args),
+        SkiCommand::Kiro(args) => ski::kiro::cli::run(args),
+        SkiCommand::Intercom(args) => ski::intercom::cli::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_command_line_passes_clap_checks_with_every_subcommand_built() {
+        command_line().debug_assert();
     }
 }

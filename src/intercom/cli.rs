@@ -36,10 +36,14 @@ pub enum LogFormat {
     Json,
 }
 
+/// What `ski intercom` is, in one line (also the stub `ski --help` lists before it is built).
+pub const ABOUT: &str =
+    "Intercom server: bridges coding agents to Slack threads (MCP tools, approvals, steering)";
+
 /// `ski intercom`.
 #[derive(Debug, Args)]
 #[command(
-    about = "Intercom server: bridges coding agents to Slack threads (MCP tools, approvals, steering)",
+    about = ABOUT,
     long_about = "Intercom server: bridges coding agents to Slack threads.
 
 Agents connect to the MCP endpoint (http://HOST:PORT/mcp?workspace_id=ID) and call nine tools;

@@ -73,7 +73,10 @@ use self::pending::{Deadline, PendingTable};
 use super::error::RpcError;
 use super::framing::DEFAULT_MAX_LINE_BYTES;
 use super::id::RequestId;
-use super::message::{EncodeError, Message, Notification, Request, VersionField, encode_into};
+use super::message::{
+    EncodeError, Message, Notification, Request, VersionField, encode_into,
+    encode_notification_into,
+};
 use super::transport::Transport;
 use super::wire::{WireEvent, WireObserver};
 
@@ -595,18 +598,28 @@ impl Peer {
         }
         let mut bytes = Vec::with_capacity(256);
         encode_into(message, self.shared.config.version, &mut bytes)?;
+        self.queue_encoded(bytes).await
+    }
+
+    /// Queues an encoded message (one line without its terminator) for writing.
+    async fn queue_encoded(&self, bytes: Vec<u8>) -> Result<(), SendError> {
         let permit = self.shared.acquire_permit().await?;
         self.shared.enqueue(bytes, false, permit, WriteDone::Nobody)
     }
 
-    /// Sends a notification with typed params.
-    pub async fn notify_typed(
+    /// Sends a notification with typed params, encoded straight from their type: the same line
+    /// as [`Peer::notify`] with their value form, without building that value.
+    pub async fn notify_typed<P: Serialize + ?Sized>(
         &self,
-        method: impl Into<String>,
-        params: &impl Serialize,
+        method: &str,
+        params: &P,
     ) -> Result<(), SendError> {
-        let params = serde_json::to_value(params).map_err(|e| SendError::Encode(e.into()))?;
-        self.notify(method, Some(params)).await
+        if self.is_closed() {
+            return Err(SendError::NotConnected);
+        }
+        let mut bytes = Vec::with_capacity(256);
+        encode_notification_into(method, params, self.shared.config.version, &mut bytes)?;
+        self.queue_encoded(bytes).await
     }
 
     /// Asks the remote side to cancel one of our requests (`$/cancel_request`). The request stays

@@ -42,12 +42,13 @@ Example:
   ski kiro provision --kiro-home ~/.kiro
   ski kiro echo \"Say exactly: HI\"";
 
+/// What `ski kiro` is, in one line (also the stub `ski --help` lists before it is built).
+pub const ABOUT: &str =
+    "The foundation of a bot driving kiro-cli acp: config check, provisioner, an echo turn";
+
 /// `ski kiro`.
 #[derive(Debug, Args)]
-#[command(
-    about = "The foundation of a bot driving kiro-cli acp: config check, provisioner, an echo turn",
-    long_about = LONG_ABOUT
-)]
+#[command(about = ABOUT, long_about = LONG_ABOUT)]
 pub struct KiroArgs {
     #[command(subcommand)]
     command: KiroCommand,

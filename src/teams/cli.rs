@@ -21,7 +21,8 @@ use super::mailbox::MessageKind;
 use super::names::check_team_name;
 use super::team::{OpenTeam, Outgoing, Teams};
 
-const ABOUT: &str =
+/// What `ski teams` is, in one line (also the stub `ski --help` lists before it is built).
+pub const ABOUT: &str =
     "Agent teams: a lead and teammates sharing a SQLite task ledger and JSONL inboxes";
 
 const LONG_ABOUT: &str = "Agent teams: a lead and teammates sharing a SQLite task ledger and JSONL inboxes.

@@ -136,14 +136,13 @@ pub async fn text_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &str) {
     } else {
         0
     };
-    for chunk in chunks(text, size) {
-        agent
-            .update(
-                &ctx.session_id(),
-                json!({"sessionUpdate": "agent_message_chunk",
-                       "content": {"type": "text", "text": chunk}}),
-            )
-            .await;
+    let session = ctx.session_id();
+    if size == 0 || text.is_empty() {
+        agent.message_chunk(&session, text).await;
+    } else {
+        for chunk in chunks(text, size) {
+            agent.message_chunk(&session, &chunk).await;
+        }
     }
     let reason = stop_reason(agent, ctx);
     finish_turn(agent, ctx, &reason).await;

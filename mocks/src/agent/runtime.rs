@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use ski::jsonrpc::{
-    DecodeError, ErrorCode, Message, RequestId, Response, RpcError, VersionField, classify,
-    encode_into,
+    DecodeError, ErrorCode, Message, RequestId, Response, RpcError, VersionField,
+    decode_noting_version, encode_into, encode_notification_into,
 };
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::AbortHandle;
@@ -75,6 +75,15 @@ impl Inbound {
     }
 }
 
+/// The version field of a line written with (`true`) or without `"jsonrpc"`.
+fn version_field(jsonrpc: bool) -> VersionField {
+    if jsonrpc {
+        VersionField::Required
+    } else {
+        VersionField::Optional
+    }
+}
+
 /// The intercom stream dialect's own methods, written without `"jsonrpc"`.
 pub fn is_intercom_bespoke(method: &str) -> bool {
     matches!(
@@ -97,14 +106,18 @@ pub fn prompt_text(inbound: &Inbound) -> Option<String> {
     match inbound.method.as_str() {
         "session/prompt" => {
             let blocks = inbound.param("prompt")?.as_array()?;
-            Some(
-                blocks
-                    .iter()
-                    .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                    .filter_map(|b| b.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            )
+            let mut text = String::new();
+            let texts = blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str));
+            for (n, piece) in texts.enumerate() {
+                if n > 0 {
+                    text.push(' ');
+                }
+                text.push_str(piece);
+            }
+            Some(text)
         }
         "prompt/send" => inbound.param_str("text").map(str::to_owned),
         _ => None,
@@ -312,12 +325,7 @@ impl Agent {
         plan: Option<&FragmentPlan>,
     ) -> Written {
         let mut line = Vec::with_capacity(256);
-        let version = if jsonrpc {
-            VersionField::Required
-        } else {
-            VersionField::Optional
-        };
-        if let Err(error) = encode_into(message, version, &mut line) {
+        if let Err(error) = encode_into(message, version_field(jsonrpc), &mut line) {
             self.transcript
                 .note(&format!("cannot encode a message: {error}"));
             return Written::Failed;
@@ -333,6 +341,21 @@ impl Agent {
             written = self.write_bytes(&line, true, plan).await;
         }
         written
+    }
+
+    /// Sends a notification whose params are written straight from their type (no JSON value
+    /// tree in between), as [`Agent::notify`] would send their value form.
+    pub async fn notify_typed<P: serde::Serialize>(&self, method: &str, params: &P) -> Written {
+        let jsonrpc = self.jsonrpc_for(Some(method), None);
+        let mut line = Vec::with_capacity(256);
+        if let Err(error) =
+            encode_notification_into(method, params, version_field(jsonrpc), &mut line)
+        {
+            self.transcript
+                .note(&format!("cannot encode a message: {error}"));
+            return Written::Failed;
+        }
+        self.write_bytes(&line, true, None).await
     }
 
     /// Writes stderr bytes.
@@ -422,12 +445,53 @@ impl Agent {
         .await
     }
 
+    /// Sends the `session/update` of an `agent_message_chunk` with `text`, the update every
+    /// turn streams: the same line as [`Agent::update`] with its value form, written straight
+    /// from borrowed text.
+    pub async fn message_chunk(&self, session: &str, text: &str) -> Written {
+        #[derive(serde::Serialize)]
+        struct Params<'a> {
+            #[serde(rename = "sessionId")]
+            session_id: &'a str,
+            update: Chunk<'a>,
+        }
+        #[derive(serde::Serialize)]
+        struct Chunk<'a> {
+            #[serde(rename = "sessionUpdate")]
+            session_update: &'static str,
+            content: TextContent<'a>,
+        }
+        #[derive(serde::Serialize)]
+        struct TextContent<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            text: &'a str,
+        }
+        self.record_history(session, text);
+        let params = Params {
+            session_id: session,
+            update: Chunk {
+                session_update: "agent_message_chunk",
+                content: TextContent { kind: "text", text },
+            },
+        };
+        self.notify_typed("session/update", &params).await
+    }
+
     /// Keeps agent text of an update in the session's history, for `session/load`.
     pub fn record_agent_text(&self, session: &str, update: &Value) {
         if update.get("sessionUpdate").and_then(Value::as_str) == Some("agent_message_chunk")
-            && let Some(text) = update.pointer("/content/text").and_then(Value::as_str)
-            && let Some(entry) = self.state().session(session)
+            && let Some(text) = update
+                .get("content")
+                .and_then(|content| content.get("text"))
+                .and_then(Value::as_str)
         {
+            self.record_history(session, text);
+        }
+    }
+
+    fn record_history(&self, session: &str, text: &str) {
+        if let Some(entry) = self.state().session(session) {
             entry.history.push(("agent".to_owned(), text.to_owned()));
             if self.config.kiro.sessions_on_disk {
                 crate::agent::personality::kiro_sessions::append(session, "agent", text);
@@ -551,26 +615,15 @@ impl Agent {
         self.transcript
             .line(super::transcript::Kind::In, line, None);
         self.state().lines_in += 1;
-        let value: Value = match serde_json::from_slice(line) {
-            Ok(value) => value,
-            Err(error) => {
-                self.bad_input(DecodeError::Parse {
-                    reason: error.to_string(),
-                })
-                .await;
-                return;
-            }
-        };
-        let jsonrpc = value.get("jsonrpc").is_some();
         let version = if self.config.personality == Personality::Intercom {
             VersionField::Optional
         } else {
             VersionField::Required
         };
-        match classify(value, version) {
+        match decode_noting_version(line, version) {
             Err(error) => self.bad_input(error).await,
-            Ok(Message::Response(response)) => self.on_response(response).await,
-            Ok(Message::Request(request)) => {
+            Ok((Message::Response(response), _)) => self.on_response(response).await,
+            Ok((Message::Request(request), jsonrpc)) => {
                 self.on_call(Inbound {
                     method: request.method,
                     id: Some(request.id),
@@ -579,7 +632,7 @@ impl Agent {
                 })
                 .await;
             }
-            Ok(Message::Notification(notification)) => {
+            Ok((Message::Notification(notification), jsonrpc)) => {
                 self.on_call(Inbound {
                     method: notification.method,
                     id: None,
@@ -636,10 +689,12 @@ impl Agent {
                 id: inbound.id.clone(),
                 params: inbound.params.clone(),
             });
-            *state
-                .method_counts
-                .entry(inbound.method.clone())
-                .or_insert(0) += 1;
+            match state.method_counts.get_mut(&inbound.method) {
+                Some(count) => *count += 1,
+                None => {
+                    state.method_counts.insert(inbound.method.clone(), 1);
+                }
+            }
         }
         self.seen.notify_waiters();
 
@@ -754,10 +809,15 @@ impl Agent {
     /// The index of the first rule that fires for `inbound` (and whether it is `once`); prompt
     /// captures go into the context.
     fn matching_rule(&self, inbound: &Inbound, ctx: &mut Ctx) -> Option<(usize, bool)> {
-        let fired = self.state().fired.clone();
-        let text = prompt_text(inbound);
-        for (index, rule) in self.config.script.rules.iter().enumerate() {
-            if rule.once && fired.contains(&index) {
+        let rules = &self.config.script.rules;
+        if rules.is_empty() {
+            return None;
+        }
+        let state = self.state();
+        // The prompt's text only if a prompt rule asks for it.
+        let mut text: Option<Option<String>> = None;
+        for (index, rule) in rules.iter().enumerate() {
+            if rule.once && state.fired.contains(&index) {
                 continue;
             }
             match &rule.trigger {
@@ -765,7 +825,9 @@ impl Agent {
                     return Some((index, rule.once));
                 }
                 Trigger::Prompt { matcher, glob } => {
-                    let Some(text) = &text else { continue };
+                    let Some(text) = text.get_or_insert_with(|| prompt_text(inbound)) else {
+                        continue;
+                    };
                     let subject = if *glob { text.trim() } else { text.as_str() };
                     if let Some(captures) = matcher.captures(subject) {
                         ctx.vars.captures = captures;

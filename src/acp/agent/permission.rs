@@ -121,7 +121,8 @@ pub(crate) async fn decide(agent: &Inner, session: &str, control: &TurnControl) 
         options: options(),
         extra: Extra::new(),
     };
-    match ask(agent, &request, config.timeout, control).await {
+    // Boxed: asking is the rare path, and inline it would make every turn's future larger.
+    match Box::pin(ask(agent, &request, config.timeout, control)).await {
         Ok(Answer::Selected(kind)) => {
             agent.remember(session, &tool_call, &kind);
             match kind {

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use serde_json::Value;
+use serde::Serialize;
 
 use crate::acp::ClientCapabilities;
 use crate::jsonrpc::{Peer, SendError};
@@ -211,15 +211,15 @@ impl Registry {
 
     /// Sends a notification where [`Registry::route`] says; with several targets, the first
     /// failure is reported after every target was tried.
-    pub async fn notify(
+    pub async fn notify<P: Serialize + ?Sized>(
         &self,
         session: Option<&str>,
         method: &str,
-        params: Value,
+        params: &P,
     ) -> Result<(), RouteError> {
         match self.route(session)? {
             Target::Owner(id, peer) => {
-                peer.notify(method, Some(params))
+                peer.notify_typed(method, params)
                     .await
                     .map_err(|source| RouteError::Send {
                         connection: id,
@@ -229,7 +229,7 @@ impl Registry {
             Target::All(targets) => {
                 let mut first_error = None;
                 for (id, peer) in targets {
-                    if let Err(source) = peer.notify(method, Some(params.clone())).await {
+                    if let Err(source) = peer.notify_typed(method, params).await {
                         first_error.get_or_insert(RouteError::Send {
                             connection: id,
                             source,
@@ -304,7 +304,7 @@ mod tests {
     async fn notify_with_no_connection_is_an_error_not_a_panic() {
         let registry = Registry::default();
         let error = registry
-            .notify(Some("s"), "session/update", serde_json::json!({}))
+            .notify(Some("s"), "session/update", &serde_json::json!({}))
             .await
             .unwrap_err();
         assert!(error.to_string().starts_with("not connected"), "{error}");

@@ -260,6 +260,8 @@ pub(super) async fn content(
     Ok(())
 }
 
+// The turn's future is moved into a box once per prompt, so its size is copied on every turn:
+// the tool-call paths, several KiB each, are boxed where they run rather than inlined here.
 async fn steps(
     agent: &Arc<Inner>,
     session: &str,
@@ -335,11 +337,11 @@ async fn steps(
     }
     if plan.tool_calls.is_empty() {
         if full {
-            echo_tool_call(agent, session, control, prompt, &reply).await?;
+            Box::pin(echo_tool_call(agent, session, control, prompt, &reply)).await?;
         }
     } else {
         for spec in &plan.tool_calls {
-            tools::run(agent, session, control, spec, &reply).await?;
+            Box::pin(tools::run(agent, session, control, spec, &reply)).await?;
         }
     }
     for _ in 0..plan.reply_chunks.max(1) {

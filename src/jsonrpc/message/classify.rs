@@ -20,10 +20,22 @@ use crate::jsonrpc::id::RequestId;
 /// Invalid JSON, including invalid UTF-8, is [`DecodeError::Parse`]; valid JSON that is not a
 /// message is [`DecodeError::InvalidRequest`] or [`DecodeError::InvalidResponse`].
 pub fn decode(bytes: &[u8], version: VersionField) -> Result<Message, DecodeError> {
+    decode_noting_version(bytes, version).map(|(message, _)| message)
+}
+
+/// As [`decode`], and whether the text carried the `jsonrpc` member: a peer of a dialect that
+/// may leave it out (with [`VersionField::Optional`]) answers each message in kind.
+pub fn decode_noting_version(
+    bytes: &[u8],
+    version: VersionField,
+) -> Result<(Message, bool), DecodeError> {
     let shape: Shape = serde_json::from_slice(bytes).map_err(|e| DecodeError::Parse {
         reason: e.to_string(),
     })?;
-    shape.into_message(version)
+    let carried = matches!(&shape, Shape::Object(members) if members.jsonrpc.is_some());
+    shape
+        .into_message(version)
+        .map(|message| (message, carried))
 }
 
 /// Classifies an already parsed JSON value as a message.
