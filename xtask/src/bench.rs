@@ -96,6 +96,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             .context("building the official-SDK benchmark peers failed")?;
             sh.set_var("SKI_BENCH_OFFICIAL_BIN_DIR", peers_target.join("release"));
         }
+        // The benchmarks of ski-mocks start the `ski` program beside them; a copy left from an
+        // earlier build would be measured instead of this tree.
+        if selected.iter().any(|(package, _)| *package == "ski-mocks") {
+            cmd!(sh, "cargo build --release --locked -p ski --bin ski")
+                .run()
+                .context("building the ski program for the benchmarks failed")?;
+        }
         for (package, name) in selected {
             let stale = rows_dir.join(format!("{name}.json"));
             if stale.exists() {
