@@ -364,6 +364,26 @@ mod tests {
     }
 
     #[test]
+    fn decoding_notes_whether_the_version_member_was_there() {
+        let with = br#"{"jsonrpc":"2.0","method":"heartbeat"}"#;
+        let without = br#"{"method":"heartbeat"}"#;
+        let (message, carried) =
+            decode_noting_version(with, VersionField::Optional).expect("decodes");
+        assert!(carried);
+        assert_eq!(
+            message,
+            decode(with, VersionField::Optional).expect("decodes")
+        );
+        let (_, carried) = decode_noting_version(without, VersionField::Optional).expect("decodes");
+        assert!(!carried);
+        assert!(decode_noting_version(without, VersionField::Required).is_err());
+        assert!(matches!(
+            decode_noting_version(b"{", VersionField::Optional),
+            Err(DecodeError::Parse { .. })
+        ));
+    }
+
+    #[test]
     fn typed_notifications_encode_as_their_value_form_would() {
         #[derive(Serialize)]
         struct Params<'a> {
