@@ -25,35 +25,38 @@ fn command_line() -> Command {
         .subcommand_required(true)
         .arg_required_else_help(true)
         .subcommand(
-            Command::new("acp")
-                .about(ski::acp::cli::ABOUT)
-                .subcommand_required(true)
-                .arg_required_else_help(true)
-                // The enum's own doc comment would replace the about line.
-                .defer(|acp| {
-                    ski::acp::cli::AcpCommand::augment_subcommands(acp).about(ski::acp::cli::ABOUT)
-                }),
+            // The enum's own doc comment would replace the about line.
+            stub("acp", ski::acp::cli::ABOUT, |acp| {
+                ski::acp::cli::AcpCommand::augment_subcommands(acp).about(ski::acp::cli::ABOUT)
+            })
+            .subcommand_required(true)
+            .arg_required_else_help(true),
         )
-        .subcommand(
-            Command::new("aof")
-                .about(ski::aof::cli::ABOUT)
-                .defer(ski::aof::cli::AofArgs::augment_args),
-        )
-        .subcommand(
-            Command::new("teams")
-                .about(ski::teams::cli::ABOUT)
-                .defer(ski::teams::cli::TeamsArgs::augment_args),
-        )
-        .subcommand(
-            Command::new("kiro")
-                .about(ski::kiro::cli::ABOUT)
-                .defer(ski::kiro::cli::KiroArgs::augment_args),
-        )
-        .subcommand(
-            Command::new("intercom")
-                .about(ski::intercom::cli::ABOUT)
-                .defer(ski::intercom::cli::IntercomArgs::augment_args),
-        )
+        .subcommand(stub(
+            "aof",
+            ski::aof::cli::ABOUT,
+            ski::aof::cli::AofArgs::augment_args,
+        ))
+        .subcommand(stub(
+            "teams",
+            ski::teams::cli::ABOUT,
+            ski::teams::cli::TeamsArgs::augment_args,
+        ))
+        .subcommand(stub(
+            "kiro",
+            ski::kiro::cli::ABOUT,
+            ski::kiro::cli::KiroArgs::augment_args,
+        ))
+        .subcommand(stub(
+            "intercom",
+            ski::intercom::cli::ABOUT,
+            ski::intercom::cli::IntercomArgs::augment_args,
+        ))
+}
+
+/// A subcommand as `ski --help` lists it, whose arguments `build` adds when it is used.
+fn stub(name: &'static str, about: &'static str, build: fn(Command) -> Command) -> Command {
+    Command::new(name).about(about).defer(build)
 }
 
 fn main() -> ExitCode {

@@ -137,12 +137,8 @@ pub async fn text_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &str) {
         0
     };
     let session = ctx.session_id();
-    if size == 0 || text.is_empty() {
-        agent.message_chunk(&session, text).await;
-    } else {
-        for chunk in chunks(text, size) {
-            agent.message_chunk(&session, &chunk).await;
-        }
+    for chunk in chunks(text, size) {
+        agent.message_chunk(&session, &chunk).await;
     }
     let reason = stop_reason(agent, ctx);
     finish_turn(agent, ctx, &reason).await;
