@@ -33,8 +33,9 @@ pub use error::{ErrorCode, RpcError, decode_params};
 pub use framing::{DEFAULT_MAX_LINE_BYTES, FrameError, LineReader, LineWriter};
 pub use id::RequestId;
 pub use message::{
-    DecodeError, EncodeError, Message, Notification, Request, Response, VersionField, classify,
-    decode, decode_noting_version, encode_into, encode_notification_into,
+    CallParams, DecodeError, EncodeError, Message, Notification, Request, Response, VersionField,
+    classify, decode, decode_noting_version, decode_with_params, encode_into,
+    encode_notification_into, encode_result_into,
 };
 pub use peer::{
     BoxFuture, CANCEL_REQUEST_METHOD, CallError, IdStyle, NotificationContext, NotificationHandler,

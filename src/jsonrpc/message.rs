@@ -12,29 +12,29 @@ use super::id::RequestId;
 
 mod classify;
 
-pub use classify::{classify, decode, decode_noting_version};
+pub use classify::{CallParams, classify, decode, decode_noting_version, decode_with_params};
 
 /// The only value of the `jsonrpc` member this engine speaks.
 pub const JSONRPC_VERSION: &str = "2.0";
 
 /// A request: a method call that expects a response carrying the same id.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Request {
+pub struct Request<P = Value> {
     /// The id the response must echo, exactly as it was sent.
     pub id: RequestId,
     /// The method name.
     pub method: String,
     /// The params as raw JSON: `None` when the member is absent. Protocol layers decode them.
-    pub params: Option<Value>,
+    pub params: Option<P>,
 }
 
 /// A notification: a method call without an id, never answered.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Notification {
+pub struct Notification<P = Value> {
     /// The method name.
     pub method: String,
     /// The params as raw JSON: `None` when the member is absent.
-    pub params: Option<Value>,
+    pub params: Option<P>,
 }
 
 /// A response: either a result or an error object, for the request with the same id.
@@ -64,13 +64,14 @@ impl Response {
     }
 }
 
-/// Any JSON-RPC message.
+/// Any JSON-RPC message. `P` is how the params of requests and notifications are held: a
+/// [`Value`] tree by default, or any other [`CallParams`] (see [`decode_with_params`]).
 #[derive(Debug, Clone, PartialEq)]
-pub enum Message {
+pub enum Message<P = Value> {
     /// A request (has `method` and `id`).
-    Request(Request),
+    Request(Request<P>),
     /// A notification (has `method`, no `id`).
-    Notification(Notification),
+    Notification(Notification<P>),
     /// A success or error response (has `id` and `result` or `error`).
     Response(Response),
 }
@@ -261,6 +262,23 @@ pub fn encode_notification_into<P: Serialize + ?Sized>(
     encode_wire(&wire, out)
 }
 
+/// Appends a success response as [`encode_into`] would write `Message::success(id, result)`,
+/// serialising `result` straight from its own type, as [`encode_notification_into`] does for
+/// params.
+pub fn encode_result_into<R: Serialize + ?Sized>(
+    id: &RequestId,
+    result: &R,
+    version: VersionField,
+    out: &mut Vec<u8>,
+) -> Result<(), EncodeError> {
+    let wire = ResultWire {
+        id,
+        result,
+        version: version == VersionField::Required,
+    };
+    encode_wire(&wire, out)
+}
+
 fn encode_wire<T: Serialize>(wire: &T, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     let start = out.len();
     if let Err(e) = serde_json::to_writer(&mut *out, wire) {
@@ -289,6 +307,25 @@ impl<P: Serialize + ?Sized> Serialize for NotificationWire<'_, P> {
         }
         map.serialize_entry("method", self.method)?;
         map.serialize_entry("params", self.params)?;
+        map.end()
+    }
+}
+
+/// A success response with a typed result, members in the order [`Wire`] writes them.
+struct ResultWire<'a, R: ?Sized> {
+    id: &'a RequestId,
+    result: &'a R,
+    version: bool,
+}
+
+impl<R: Serialize + ?Sized> Serialize for ResultWire<'_, R> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(None)?;
+        if self.version {
+            map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
+        }
+        map.serialize_entry("id", self.id)?;
+        map.serialize_entry("result", self.result)?;
         map.end()
     }
 }
@@ -406,6 +443,28 @@ mod tests {
             );
             encode_into(&message, version, &mut from_value).expect("encodes");
             assert_eq!(from_type, from_value);
+        }
+    }
+
+    #[test]
+    fn typed_results_encode_as_their_value_form_would() {
+        #[derive(Serialize)]
+        struct Outcome<'a> {
+            #[serde(rename = "stopReason")]
+            stop_reason: &'a str,
+        }
+        let typed = Outcome {
+            stop_reason: "end_turn",
+        };
+        for id in [RequestId::Number(7), RequestId::String("a\"b".into())] {
+            for version in [VersionField::Required, VersionField::Optional] {
+                let mut from_type = Vec::new();
+                encode_result_into(&id, &typed, version, &mut from_type).expect("encodes");
+                let mut from_value = Vec::new();
+                let message = Message::success(id.clone(), json!({"stopReason": "end_turn"}));
+                encode_into(&message, version, &mut from_value).expect("encodes");
+                assert_eq!(from_type, from_value);
+            }
         }
     }
 

@@ -40,6 +40,22 @@ pub async fn reply(agent: &Arc<Agent>, ctx: &mut Ctx, result: Result<Value, RpcE
     }
 }
 
+/// As [`reply`] with a success written straight from its type.
+async fn reply_typed<R: serde::Serialize>(agent: &Arc<Agent>, ctx: &mut Ctx, result: &R) {
+    ctx.turn.take();
+    if let Some(trigger) = ctx.trigger.clone() {
+        agent.respond_typed(&trigger, result).await;
+        ctx.answered = true;
+    }
+}
+
+/// The result of a prompt turn.
+#[derive(serde::Serialize)]
+struct PromptResult<'a> {
+    #[serde(rename = "stopReason")]
+    stop_reason: &'a str,
+}
+
 /// What the start of a prompt turn sends (kiro: a `turn_start` marker).
 pub async fn begin_turn(agent: &Arc<Agent>, ctx: &Ctx) {
     if agent.config.personality == Personality::Kiro {
@@ -50,15 +66,14 @@ pub async fn begin_turn(agent: &Arc<Agent>, ctx: &Ctx) {
 /// Ends a prompt turn: the personality's closing messages, the result, and the faults that
 /// send updates after it.
 pub async fn finish_turn(agent: &Arc<Agent>, ctx: &mut Ctx, stop_reason: &str) {
-    let session = ctx.session_id();
     if agent.config.personality == Personality::Kiro {
         kiro::turn_end(agent, ctx, stop_reason).await;
     }
-    reply(agent, ctx, Ok(json!({ "stopReason": stop_reason }))).await;
+    reply_typed(agent, ctx, &PromptResult { stop_reason }).await;
     if agent.config.faults.updates_after_prompt_result {
         agent
             .update(
-                &session,
+                &ctx.session_id(),
                 json!({"sessionUpdate": "agent_message_chunk",
                        "content": {"type": "text", "text": "late update after the prompt result"}}),
             )
@@ -81,8 +96,8 @@ pub fn stop_reason(agent: &Agent, ctx: &Ctx) -> String {
 
 /// The built-in prompt turn: echo, commands or silence, framed by the personality's markers.
 pub async fn prompt_turn(agent: &Arc<Agent>, ctx: &mut Ctx) {
-    let session = ctx.session_id();
-    let known = agent.state().session(&session).is_some();
+    let session = ctx.session.as_deref().unwrap_or_default();
+    let known = agent.state().session(session).is_some();
     if !known {
         reply(
             agent,
@@ -112,15 +127,21 @@ pub async fn prompt_turn(agent: &Arc<Agent>, ctx: &mut Ctx) {
 
 /// `text` in pieces of at most `size` characters (the whole text when `size` is 0 or the text
 /// is empty), so that joined they give `text` back.
-pub fn chunks(text: &str, size: usize) -> Vec<String> {
-    if size == 0 || text.is_empty() {
-        return vec![text.to_owned()];
-    }
-    let characters: Vec<char> = text.chars().collect();
-    characters
-        .chunks(size)
-        .map(|c| c.iter().collect())
-        .collect()
+pub fn chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
+    let mut rest = Some(text);
+    std::iter::from_fn(move || {
+        let current = rest?;
+        let end = match size {
+            0 => current.len(),
+            _ => current
+                .char_indices()
+                .nth(size)
+                .map_or(current.len(), |(at, _)| at),
+        };
+        let (piece, tail) = current.split_at(end);
+        rest = (!tail.is_empty()).then_some(tail);
+        Some(piece)
+    })
 }
 
 /// A whole prompt turn answering with `text`: in ACP one `agent_message_chunk` and the result
@@ -136,9 +157,9 @@ pub async fn text_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &str) {
     } else {
         0
     };
-    let session = ctx.session_id();
+    let session = ctx.session.as_deref().unwrap_or_default();
     for chunk in chunks(text, size) {
-        agent.message_chunk(&session, &chunk).await;
+        agent.message_chunk(session, chunk).await;
     }
     let reason = stop_reason(agent, ctx);
     finish_turn(agent, ctx, &reason).await;

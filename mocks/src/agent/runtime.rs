@@ -1,6 +1,7 @@
 //! The running agent: shared state, the write path with its faults, and the dispatch of every
 //! inbound line to a script rule or to the personality's built-in handling.
 
+pub mod params;
 pub mod sequence;
 pub mod state;
 
@@ -10,10 +11,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use ski::jsonrpc::{
     DecodeError, ErrorCode, Message, RequestId, Response, RpcError, VersionField,
-    decode_noting_version, encode_into, encode_notification_into,
+    decode_with_params, encode_into, encode_notification_into, encode_result_into,
 };
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::AbortHandle;
@@ -23,10 +25,11 @@ use super::output::{ErrorOutput, Gates, Output, Written};
 use super::personality;
 use super::script::step::{FragmentPlan, Fragments};
 use super::script::{IdStyle, Personality, Trigger};
-use super::template::Vars;
+use super::template::{AgentNames, Vars};
 use super::transcript::Transcript;
+use params::{Params, Text};
 use sequence::{Ctx, TurnGuard};
-use state::{Pending, Reply, Running, Seen, State, id_key};
+use state::{Pending, Reply, Role, Running, Seen, State, id_key};
 
 /// How the agent process was started, as the transcript and the state report show it.
 #[derive(Debug, Clone, Default)]
@@ -50,23 +53,29 @@ pub struct Exit {
     pub reason: String,
 }
 
-/// An inbound request or notification.
-#[derive(Debug, Clone)]
+/// An inbound request or notification. Shared (`Arc`) by the record of what was seen, the
+/// context of the sequence it started, and its template variables.
+#[derive(Debug)]
 pub struct Inbound {
     /// The method.
     pub method: String,
     /// The id, for a request.
     pub id: Option<RequestId>,
-    /// The params, shared with the record of what was seen and the template variables.
-    pub params: Option<Arc<Value>>,
+    /// The params.
+    pub params: Option<Params>,
     /// Whether the message carried `"jsonrpc"`.
     pub jsonrpc: bool,
 }
 
 impl Inbound {
+    /// The params as a JSON value.
+    pub fn params_value(&self) -> Option<&Value> {
+        self.params.as_ref().map(Params::value)
+    }
+
     /// A member of the params.
     pub fn param(&self, key: &str) -> Option<&Value> {
-        self.params.as_ref()?.get(key)
+        self.params_value()?.get(key)
     }
 
     /// A string member of the params.
@@ -105,6 +114,9 @@ pub fn is_intercom_bespoke(method: &str) -> bool {
 pub fn prompt_text(inbound: &Inbound) -> Option<String> {
     match inbound.method.as_str() {
         "session/prompt" => {
+            if let Some(view) = inbound.params.as_ref()?.view::<PromptView<'_>>() {
+                return view.text();
+            }
             let blocks = inbound.param("prompt")?.as_array()?;
             let mut text = String::new();
             let texts = blocks
@@ -124,6 +136,62 @@ pub fn prompt_text(inbound: &Inbound) -> Option<String> {
     }
 }
 
+/// The members of `session/prompt` params a turn reads, borrowed from the received text.
+/// Params of any other shape (a member of another type, a repeated member) fail this view and
+/// are read from their `Value` form instead, with the same result.
+#[derive(serde::Deserialize)]
+struct PromptView<'a> {
+    #[serde(borrow, rename = "sessionId")]
+    session_id: Option<Text<'a>>,
+    #[serde(borrow)]
+    prompt: Option<Vec<BlockView<'a>>>,
+}
+
+#[derive(serde::Deserialize)]
+struct BlockView<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Option<Text<'a>>,
+    #[serde(borrow)]
+    text: Option<Text<'a>>,
+}
+
+impl PromptView<'_> {
+    /// The text blocks joined by spaces, as [`prompt_text`] reads them.
+    fn text(&self) -> Option<String> {
+        let blocks = self.prompt.as_ref()?;
+        let mut text = String::new();
+        let texts = blocks
+            .iter()
+            .filter(|b| b.kind.as_ref().is_some_and(|kind| kind.0 == "text"))
+            .filter_map(|b| b.text.as_ref().map(|text| &*text.0));
+        for (n, piece) in texts.enumerate() {
+            if n > 0 {
+                text.push(' ');
+            }
+            text.push_str(piece);
+        }
+        Some(text)
+    }
+}
+
+/// The session a `session/prompt` names and its text, read through the borrowed view when the
+/// params have its shape.
+fn prompt_session_and_text(inbound: &Inbound) -> (Option<String>, String) {
+    if inbound.method == "session/prompt"
+        && let Some(view) = inbound
+            .params
+            .as_ref()
+            .and_then(Params::view::<PromptView<'_>>)
+    {
+        let text = view.text().unwrap_or_default();
+        return (view.session_id.map(|id| id.0.into_owned()), text);
+    }
+    (
+        inbound.param_str("sessionId").map(str::to_owned),
+        prompt_text(inbound).unwrap_or_default(),
+    )
+}
+
 /// The running agent.
 pub struct Agent {
     /// What it runs with.
@@ -132,6 +200,8 @@ pub struct Agent {
     pub process: ProcessInfo,
     /// Its identity (`INTERCOM_SESSION_ID`).
     pub identity: Option<String>,
+    /// The names templates read, shared by every sequence.
+    names: Arc<AgentNames>,
     /// The transcript.
     pub transcript: Transcript,
     /// Gates released by the control channel.
@@ -171,10 +241,16 @@ impl Agent {
             .iter()
             .find(|(name, _)| name == "INTERCOM_SESSION_ID")
             .map(|(_, value)| value.clone());
+        let names = Arc::new(AgentNames {
+            agent: config.kiro.agent.clone(),
+            model: config.kiro.model.clone(),
+            identity: identity.clone(),
+        });
         Arc::new(Self {
             config,
             process,
             identity,
+            names,
             transcript,
             gates: Gates::default(),
             control_path,
@@ -330,15 +406,23 @@ impl Agent {
                 .note(&format!("cannot encode a message: {error}"));
             return Written::Failed;
         }
-        let times =
-            if matches!(message, Message::Response(_)) && self.config.faults.duplicate_responses {
-                2
-            } else {
-                1
-            };
+        if matches!(message, Message::Response(_)) {
+            self.write_response(&line, plan).await
+        } else {
+            self.write_bytes(&line, true, plan).await
+        }
+    }
+
+    /// Writes an encoded response: twice under the `duplicate_responses` fault.
+    async fn write_response(&self, line: &[u8], plan: Option<&FragmentPlan>) -> Written {
+        let times = if self.config.faults.duplicate_responses {
+            2
+        } else {
+            1
+        };
         let mut written = Written::Ok;
         for _ in 0..times {
-            written = self.write_bytes(&line, true, plan).await;
+            written = self.write_bytes(line, true, plan).await;
         }
         written
     }
@@ -428,6 +512,30 @@ impl Agent {
         self.write_message(&message, jsonrpc, plan).await
     }
 
+    /// Answers `trigger` with a success whose result is written straight from its type, as
+    /// [`Agent::respond`] would send its value form.
+    pub async fn respond_typed<R: serde::Serialize>(
+        &self,
+        trigger: &Inbound,
+        result: &R,
+    ) -> Written {
+        let Some(id) = &trigger.id else {
+            self.transcript.note(&format!(
+                "no response: {} was a notification",
+                trigger.method
+            ));
+            return Written::Ok;
+        };
+        let jsonrpc = self.jsonrpc_for(None, Some(trigger));
+        let mut line = Vec::with_capacity(64);
+        if let Err(error) = encode_result_into(id, result, version_field(jsonrpc), &mut line) {
+            self.transcript
+                .note(&format!("cannot encode a message: {error}"));
+            return Written::Failed;
+        }
+        self.write_response(&line, None).await
+    }
+
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Written {
         let jsonrpc = self.jsonrpc_for(Some(method), None);
@@ -492,7 +600,7 @@ impl Agent {
 
     fn record_history(&self, session: &str, text: &str) {
         if let Some(entry) = self.state().session(session) {
-            entry.history.push(("agent".to_owned(), text.to_owned()));
+            entry.history.push((Role::Agent, text.into()));
             if self.config.kiro.sessions_on_disk {
                 crate::agent::personality::kiro_sessions::append(session, "agent", text);
             }
@@ -620,14 +728,14 @@ impl Agent {
         } else {
             VersionField::Required
         };
-        match decode_noting_version(line, version) {
+        match decode_with_params::<Box<RawValue>>(line, version) {
             Err(error) => self.bad_input(error).await,
             Ok((Message::Response(response), _)) => self.on_response(response).await,
             Ok((Message::Request(request), jsonrpc)) => {
                 self.on_call(Inbound {
                     method: request.method,
                     id: Some(request.id),
-                    params: request.params.map(Arc::new),
+                    params: request.params.map(Params::new),
                     jsonrpc,
                 })
                 .await;
@@ -636,7 +744,7 @@ impl Agent {
                 self.on_call(Inbound {
                     method: notification.method,
                     id: None,
-                    params: notification.params.map(Arc::new),
+                    params: notification.params.map(Params::new),
                     jsonrpc,
                 })
                 .await;
@@ -682,13 +790,10 @@ impl Agent {
     }
 
     async fn on_call(self: &Arc<Self>, inbound: Inbound) {
+        let inbound = Arc::new(inbound);
         {
             let mut state = self.state();
-            state.seen.push(Seen {
-                method: inbound.method.clone(),
-                id: inbound.id.clone(),
-                params: inbound.params.clone(),
-            });
+            state.seen.push(Arc::clone(&inbound));
             match state.method_counts.get_mut(&inbound.method) {
                 Some(count) => *count += 1,
                 None => {
@@ -702,15 +807,16 @@ impl Agent {
         // agent waits on.
         if let Some(id) = &inbound.id {
             let mut state = self.state();
-            let key = id_key(id);
-            if state
-                .pending
-                .get(&key)
-                .is_some_and(|p| p.reply_method.as_deref() == Some(inbound.method.as_str()))
+            let key = (!state.pending.is_empty()).then(|| id_key(id));
+            if let Some(key) = key
+                && state
+                    .pending
+                    .get(&key)
+                    .is_some_and(|p| p.reply_method.as_deref() == Some(inbound.method.as_str()))
                 && let Some(pending) = state.pending.remove(&key)
             {
                 let _ = pending.reply.send(Reply {
-                    result: Ok(inbound.params.as_deref().cloned().unwrap_or(Value::Null)),
+                    result: Ok(inbound.params_value().cloned().unwrap_or(Value::Null)),
                 });
                 return;
             }
@@ -756,12 +862,12 @@ impl Agent {
                 Box::pin(async move {
                     let steps = agent.config.script.rules[index].steps.clone();
                     sequence::run_steps(&agent, &steps, &mut ctx).await;
-                    agent.finish_running(ctx.trigger.as_ref());
+                    agent.finish_running(ctx.trigger.as_deref());
                 })
             } else {
                 Box::pin(async move {
                     personality::builtin(&agent, &mut ctx).await;
-                    agent.finish_running(ctx.trigger.as_ref());
+                    agent.finish_running(ctx.trigger.as_deref());
                 })
             };
         // The sequence runs here until it first waits; most end without waiting (an echo turn),
@@ -797,7 +903,10 @@ impl Agent {
 
     fn finish_running(&self, trigger: Option<&Inbound>) {
         if let Some(id) = trigger.and_then(|t| t.id.as_ref()) {
-            self.state().running.remove(&id_key(id));
+            let mut state = self.state();
+            if !state.running.is_empty() {
+                state.running.remove(&id_key(id));
+            }
         }
     }
 
@@ -842,17 +951,10 @@ impl Agent {
 
     /// The context a sequence for `inbound` runs in: variables, the session (a `session/new`
     /// reserves and registers the new one), and the turn of a prompt.
-    fn context_for(self: &Arc<Self>, inbound: &Inbound) -> Ctx {
+    fn context_for(self: &Arc<Self>, inbound: &Arc<Inbound>) -> Ctx {
         let mut vars = Vars {
-            id: inbound
-                .id
-                .as_ref()
-                .map(|id| serde_json::to_value(id).unwrap_or(Value::Null)),
-            method: Some(inbound.method.clone()),
-            params: inbound.params.clone(),
-            agent: Some(self.config.kiro.agent.clone()),
-            model: Some(self.config.kiro.model.clone()),
-            identity: self.identity.clone(),
+            trigger: Some(Arc::clone(inbound)),
+            names: Some(Arc::clone(&self.names)),
             ..Vars::default()
         };
         let mut state = self.state();
@@ -882,29 +984,27 @@ impl Agent {
             "session/prompt" | "prompt/send" => {
                 state.prompts += 1;
                 vars.turn = state.prompts;
-                let text = prompt_text(inbound).unwrap_or_default();
-                vars.prompt = Some(text.clone());
-                let id = inbound
-                    .param_str("sessionId")
-                    .map(str::to_owned)
-                    .or_else(|| state.last_session.clone());
+                let (named, text) = prompt_session_and_text(inbound);
+                let text: Arc<str> = text.into();
+                vars.prompt = Some(Arc::clone(&text));
+                let id = named.or_else(|| state.last_session.clone());
                 if let Some(id) = &id {
                     if let Some(session) = state.session(id) {
                         vars.previous_prompt = session
                             .history
                             .iter()
                             .rev()
-                            .find(|(role, _)| role == "user")
-                            .map(|(_, text)| text.clone());
+                            .find(|(role, _)| *role == Role::User)
+                            .map(|(_, text)| Arc::clone(text));
                         vars.first_prompt = session
                             .history
                             .iter()
-                            .find(|(role, _)| role == "user")
-                            .map(|(_, text)| text.clone());
+                            .find(|(role, _)| *role == Role::User)
+                            .map(|(_, text)| Arc::clone(text));
                         if self.config.kiro.sessions_on_disk {
                             crate::agent::personality::kiro_sessions::append(id, "user", &text);
                         }
-                        session.history.push(("user".to_owned(), text));
+                        session.history.push((Role::User, text));
                         session.active_prompts += 1;
                         cancel = Some(session.cancel.subscribe());
                         turn = Some(TurnGuard::new(Arc::clone(self), id.clone()));
@@ -923,7 +1023,7 @@ impl Agent {
         let cursor = state.seen.len();
         drop(state);
         let mut ctx = Ctx::detached(vars, session, cursor);
-        ctx.trigger = Some(inbound.clone());
+        ctx.trigger = Some(Arc::clone(inbound));
         ctx.cancel = cancel;
         ctx.turn = turn;
         ctx
@@ -1008,9 +1108,7 @@ impl Agent {
         let vars = Vars {
             session: state.last_session.clone(),
             turn: state.prompts,
-            agent: Some(self.config.kiro.agent.clone()),
-            model: Some(self.config.kiro.model.clone()),
-            identity: self.identity.clone(),
+            names: Some(Arc::clone(&self.names)),
             ..Vars::default()
         };
         Ctx::detached(vars, state.last_session.clone(), state.seen.len())

@@ -5,8 +5,11 @@
 //! keeps a numeric id a number); placeholders inside longer strings are replaced by their text.
 //! `$${` writes a literal `${`.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
+use super::runtime::Inbound;
 use super::script::trigger::Captures;
 
 /// The placeholder names, for messages; `match.N`, `params.PATH`, `reply.PATH` and `env.NAME`
@@ -32,35 +35,38 @@ pub const NAMES: &[&str] = &[
     "env.NAME",
 ];
 
+/// The agent's own names, the same for every sequence: shared, not copied per message.
+#[derive(Debug, Clone, Default)]
+pub struct AgentNames {
+    /// The kiro agent name.
+    pub agent: String,
+    /// The kiro model.
+    pub model: String,
+    /// The agent's identity (`INTERCOM_SESSION_ID`).
+    pub identity: Option<String>,
+}
+
 /// The values placeholders are filled from.
 #[derive(Debug, Clone, Default)]
 pub struct Vars {
     /// The current session id.
     pub session: Option<String>,
-    /// The triggering request's id.
-    pub id: Option<Value>,
-    /// The triggering message's method.
-    pub method: Option<String>,
+    /// The triggering message: `${id}`, `${method}` and `${params...}` read it.
+    pub trigger: Option<Arc<Inbound>>,
     /// The prompt text.
-    pub prompt: Option<String>,
+    pub prompt: Option<Arc<str>>,
     /// The session's prompt before this one (from its history, also after a reload).
-    pub previous_prompt: Option<String>,
+    pub previous_prompt: Option<Arc<str>>,
     /// The session's first prompt (from its history, also after a reload).
-    pub first_prompt: Option<String>,
+    pub first_prompt: Option<Arc<str>>,
     /// Captures of the prompt pattern.
     pub captures: Captures,
-    /// The triggering message's params.
-    pub params: Option<std::sync::Arc<Value>>,
     /// The last reply received by a `request` step.
     pub reply: Option<Value>,
     /// The number of prompts received so far.
     pub turn: u64,
-    /// The kiro agent name.
-    pub agent: Option<String>,
-    /// The kiro model.
-    pub model: Option<String>,
-    /// The agent's identity (`INTERCOM_SESSION_ID`).
-    pub identity: Option<String>,
+    /// `${agent}`, `${model}` and `${identity}`.
+    pub names: Option<Arc<AgentNames>>,
 }
 
 /// Checks that every placeholder in `text` has a known name.
@@ -162,29 +168,32 @@ impl Vars {
     /// The value of one placeholder; `None` when it has no value here.
     pub fn lookup(&self, name: &str) -> Option<Value> {
         let string = |s: &Option<String>| s.clone().map(Value::String);
+        let trigger = self.trigger.as_deref();
+        let names = self.names.as_deref();
         match name {
             "session" => string(&self.session),
-            "id" => self.id.clone(),
-            "method" => string(&self.method),
-            "prompt" => string(&self.prompt),
-            "previous_prompt" => Some(Value::String(
-                self.previous_prompt.clone().unwrap_or_default(),
-            )),
-            "first_prompt" => Some(Value::String(self.first_prompt.clone().unwrap_or_default())),
-            "params" => self.params.as_deref().cloned(),
+            "id" => trigger?
+                .id
+                .as_ref()
+                .map(|id| serde_json::to_value(id).unwrap_or(Value::Null)),
+            "method" => Some(Value::String(trigger?.method.clone())),
+            "prompt" => self.prompt.as_deref().map(Value::from),
+            "previous_prompt" => Some(Value::from(self.previous_prompt.as_deref().unwrap_or(""))),
+            "first_prompt" => Some(Value::from(self.first_prompt.as_deref().unwrap_or(""))),
+            "params" => trigger?.params_value().cloned(),
             "reply" => self.reply.clone(),
             "uuid" => Some(Value::String(uuid::Uuid::new_v4().to_string())),
             "turn" => Some(Value::from(self.turn)),
             "pid" => Some(Value::from(std::process::id())),
-            "agent" => string(&self.agent),
-            "model" => string(&self.model),
-            "identity" => string(&self.identity),
+            "agent" => Some(Value::String(names?.agent.clone())),
+            "model" => Some(Value::String(names?.model.clone())),
+            "identity" => names?.identity.clone().map(Value::String),
             _ => {
                 if let Some(key) = name.strip_prefix("match.") {
                     return self.captures.get(key).map(|s| Value::String(s.to_owned()));
                 }
                 if let Some(path) = name.strip_prefix("params.") {
-                    return pointer(self.params.as_deref()?, path);
+                    return pointer(trigger?.params_value()?, path);
                 }
                 if let Some(path) = name.strip_prefix("reply.") {
                     return pointer(self.reply.as_ref()?, path);
@@ -264,10 +273,17 @@ mod tests {
 
     #[test]
     fn whole_placeholders_keep_their_json_type() {
+        let params = r#"{"a": {"b": [10, 20]}}"#.to_owned();
         let vars = Vars {
-            id: Some(json!(7)),
+            trigger: Some(Arc::new(Inbound {
+                method: "m".to_owned(),
+                id: Some(ski::jsonrpc::RequestId::Number(7)),
+                params: Some(super::super::runtime::params::Params::new(
+                    serde_json::value::RawValue::from_string(params).unwrap(),
+                )),
+                jsonrpc: true,
+            })),
             session: Some("s-1".into()),
-            params: Some(std::sync::Arc::new(json!({"a": {"b": [10, 20]}}))),
             ..Vars::default()
         };
         let value = json!({"id": "${id}", "text": "in ${session}: ${params.a.b.1}", "k": "$${x}"});

@@ -6,10 +6,12 @@
 //! `serde_json::Value`; unknown members are still parsed (and so validated) and then dropped.
 
 use std::fmt;
+use std::marker::PhantomData;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::{DecodeError, JSONRPC_VERSION, Message, Notification, Request, Response, VersionField};
 use crate::jsonrpc::error::RpcError;
@@ -29,13 +31,42 @@ pub fn decode_noting_version(
     bytes: &[u8],
     version: VersionField,
 ) -> Result<(Message, bool), DecodeError> {
-    let shape: Shape = serde_json::from_slice(bytes).map_err(|e| DecodeError::Parse {
+    decode_with_params(bytes, version)
+}
+
+/// As [`decode_noting_version`], with the params held as `P`: `Box<RawValue>` keeps them as the
+/// text they arrived as (one copy, no tree), for a peer that reads few of them or reads them
+/// into its own types. The same texts decode, and fail, as with [`decode`].
+pub fn decode_with_params<P: CallParams>(
+    bytes: &[u8],
+    version: VersionField,
+) -> Result<(Message<P>, bool), DecodeError> {
+    let shape: Shape<P> = serde_json::from_slice(bytes).map_err(|e| DecodeError::Parse {
         reason: e.to_string(),
     })?;
     let carried = matches!(&shape, Shape::Object(members) if members.jsonrpc.is_some());
     shape
         .into_message(version)
         .map(|message| (message, carried))
+}
+
+/// What the params of a decoded request or notification can be held as.
+pub trait CallParams: for<'de> Deserialize<'de> {
+    /// Whether these params have a shape JSON-RPC allows: an object, an array, or `null`.
+    fn has_params_shape(&self) -> bool;
+}
+
+impl CallParams for Value {
+    fn has_params_shape(&self) -> bool {
+        matches!(self, Value::Object(_) | Value::Array(_) | Value::Null)
+    }
+}
+
+impl CallParams for Box<RawValue> {
+    fn has_params_shape(&self) -> bool {
+        let text = self.get();
+        text.starts_with(['{', '[']) || text == "null"
+    }
 }
 
 /// Classifies an already parsed JSON value as a message.
@@ -62,25 +93,37 @@ pub fn classify(value: Value, version: VersionField) -> Result<Message, DecodeEr
     clippy::large_enum_variant,
     reason = "a short-lived value on the decode path; boxing would add an allocation per message"
 )]
-pub(super) enum Shape {
-    Object(Members),
+pub(super) enum Shape<P = Value> {
+    Object(Members<P>),
     Array,
     Scalar,
 }
 
 /// The JSON-RPC members of an object; `Some(Value::Null)` is a member present with `null`.
-#[derive(Default)]
-pub(super) struct Members {
+pub(super) struct Members<P = Value> {
     jsonrpc: Option<Value>,
     id: Option<Value>,
     method: Option<Value>,
-    params: Option<Value>,
+    params: Option<P>,
     result: Option<Value>,
     error: Option<Value>,
 }
 
-impl Shape {
-    pub(super) fn into_message(self, version: VersionField) -> Result<Message, DecodeError> {
+impl<P> Members<P> {
+    fn absent() -> Self {
+        Self {
+            jsonrpc: None,
+            id: None,
+            method: None,
+            params: None,
+            result: None,
+            error: None,
+        }
+    }
+}
+
+impl<P: CallParams> Shape<P> {
+    pub(super) fn into_message(self, version: VersionField) -> Result<Message<P>, DecodeError> {
         match self {
             Shape::Object(members) => members.into_message(version),
             Shape::Array => Err(invalid_request(
@@ -95,8 +138,8 @@ impl Shape {
     }
 }
 
-impl Members {
-    fn into_message(self, version: VersionField) -> Result<Message, DecodeError> {
+impl<P: CallParams> Members<P> {
+    fn into_message(self, version: VersionField) -> Result<Message<P>, DecodeError> {
         let is_response = self.method.is_none() && (self.result.is_some() || self.error.is_some());
         self.check_version(version, is_response)?;
         if is_response {
@@ -124,7 +167,7 @@ impl Members {
         })
     }
 
-    fn into_call(self) -> Result<Message, DecodeError> {
+    fn into_call(self) -> Result<Message<P>, DecodeError> {
         let id = match &self.id {
             None => None,
             Some(raw) => match id_from_value(raw) {
@@ -145,7 +188,7 @@ impl Members {
         };
         let params = match self.params {
             None => None,
-            Some(p @ (Value::Object(_) | Value::Array(_) | Value::Null)) => Some(p),
+            Some(p) if p.has_params_shape() => Some(p),
             Some(_) => {
                 return Err(invalid_request(
                     answer_id(),
@@ -159,7 +202,7 @@ impl Members {
         })
     }
 
-    fn into_response(self) -> Result<Message, DecodeError> {
+    fn into_response(self) -> Result<Message<P>, DecodeError> {
         let Some(id) = self.id.as_ref().and_then(id_from_value) else {
             return Err(DecodeError::InvalidResponse {
                 id: None,
@@ -244,30 +287,33 @@ impl<'de> Deserialize<'de> for Member {
     }
 }
 
-impl<'de> Deserialize<'de> for Shape {
+impl<'de, P: CallParams> Deserialize<'de> for Shape<P> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(ShapeVisitor)
+        deserializer.deserialize_any(ShapeVisitor(PhantomData))
     }
 }
 
-struct ShapeVisitor;
+struct ShapeVisitor<P>(PhantomData<P>);
 
-impl<'de> Visitor<'de> for ShapeVisitor {
-    type Value = Shape;
+impl<'de, P: CallParams> Visitor<'de> for ShapeVisitor<P> {
+    type Value = Shape<P>;
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a json value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape, A::Error> {
-        let mut members = Members::default();
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Shape<P>, A::Error> {
+        let mut members = Members::absent();
         // A repeated member keeps its last value, as a `serde_json::Value` map does.
         while let Some(member) = map.next_key::<Member>()? {
             let slot = match member {
                 Member::Jsonrpc => &mut members.jsonrpc,
                 Member::Id => &mut members.id,
                 Member::Method => &mut members.method,
-                Member::Params => &mut members.params,
+                Member::Params => {
+                    members.params = Some(map.next_value()?);
+                    continue;
+                }
                 Member::Result => &mut members.result,
                 Member::Error => &mut members.error,
                 Member::Other => {
@@ -281,40 +327,40 @@ impl<'de> Visitor<'de> for ShapeVisitor {
         Ok(Shape::Object(members))
     }
 
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Shape, A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Shape<P>, A::Error> {
         while seq.next_element::<Value>()?.is_some() {}
         Ok(Shape::Array)
     }
 
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Shape, E> {
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Shape<P>, E> {
         Ok(Shape::Scalar)
     }
 
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Shape, E> {
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Shape<P>, E> {
         Ok(Shape::Scalar)
     }
 
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Shape, E> {
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Shape<P>, E> {
         Ok(Shape::Scalar)
     }
 
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Shape, E> {
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Shape<P>, E> {
         Ok(Shape::Scalar)
     }
 
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<Shape, E> {
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Shape<P>, E> {
         Ok(Shape::Scalar)
     }
 
-    fn visit_unit<E: de::Error>(self) -> Result<Shape, E> {
+    fn visit_unit<E: de::Error>(self) -> Result<Shape<P>, E> {
         Ok(Shape::Scalar)
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<Shape, E> {
+    fn visit_none<E: de::Error>(self) -> Result<Shape<P>, E> {
         Ok(Shape::Scalar)
     }
 
-    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Shape, D::Error> {
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Shape<P>, D::Error> {
         deserializer.deserialize_any(self)
     }
 }
@@ -347,6 +393,53 @@ mod tests {
                     classify(value, version),
                     "{input}"
                 );
+            }
+        }
+    }
+
+    /// Raw params decode the same texts to the same messages, and fail the same ones.
+    #[test]
+    fn raw_params_decode_as_value_params_do() {
+        let inputs = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1, 2]}}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":[true]}"#,
+            r#"{"jsonrpc":"2.0","id":"x","method":"m","params":null}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":3}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":"s"}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":{"a":1},"params":[2]}"#,
+            r#"{"method":"m","params":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"r":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\u00e9\n"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":}}"#,
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"a\":\"\n\"}}",
+        ];
+        for input in inputs {
+            for version in [VersionField::Required, VersionField::Optional] {
+                let by_value = decode_noting_version(input.as_bytes(), version);
+                let by_raw = decode_with_params::<Box<RawValue>>(input.as_bytes(), version);
+                let as_value = by_raw.map(|(message, carried)| {
+                    let parse = |raw: Box<RawValue>| serde_json::from_str(raw.get()).unwrap();
+                    let message = match message {
+                        Message::Request(r) => Message::Request(super::super::Request {
+                            id: r.id,
+                            method: r.method,
+                            params: r.params.map(parse),
+                        }),
+                        Message::Notification(n) => {
+                            Message::Notification(super::super::Notification {
+                                method: n.method,
+                                params: n.params.map(parse),
+                            })
+                        }
+                        Message::Response(r) => Message::Response(r),
+                    };
+                    (message, carried)
+                });
+                match (&by_value, &as_value) {
+                    // The parser words the position of a raw-value error its own way.
+                    (Err(DecodeError::Parse { .. }), Err(DecodeError::Parse { .. })) => {}
+                    _ => assert_eq!(by_value, as_value, "{input}"),
+                }
             }
         }
     }

@@ -11,7 +11,7 @@ use ski::jsonrpc::{ErrorCode, RpcError};
 use super::{kiro_sessions, reply, standard};
 use crate::agent::runtime::Agent;
 use crate::agent::runtime::sequence::Ctx;
-use crate::agent::runtime::state::Session;
+use crate::agent::runtime::state::{Role, Session};
 use crate::agent::script::Quirk;
 
 /// `_kiro.dev/commands/available`.
@@ -240,7 +240,11 @@ fn from_disk(agent: &Arc<Agent>, id: &str) -> Result<bool, u32> {
             .note(&format!("cannot write the lock of {id}"));
     }
     let mut session = Session::new(id.to_owned(), stored.cwd, &agent.config.kiro.agent);
-    session.history = stored.history;
+    session.history = stored
+        .history
+        .into_iter()
+        .map(|(role, text)| (Role::from_name(&role), text.into()))
+        .collect();
     agent.state().sessions.push(session);
     Ok(true)
 }

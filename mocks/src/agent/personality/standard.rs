@@ -10,6 +10,7 @@ use ski::jsonrpc::{ErrorCode, RpcError};
 use super::{prompt_turn, reply};
 use crate::agent::runtime::Agent;
 use crate::agent::runtime::sequence::Ctx;
+use crate::agent::runtime::state::Role;
 
 /// Modes every session offers.
 pub const MODES: &[(&str, &str)] = &[("default", "Default"), ("plan", "Plan")];
@@ -154,7 +155,7 @@ pub async fn replay(agent: &Arc<Agent>, session: &str) {
         .map(|s| s.history.clone())
         .unwrap_or_default();
     for (role, text) in history {
-        let kind = if role == "user" {
+        let kind = if role == Role::User {
             "user_message_chunk"
         } else {
             "agent_message_chunk"

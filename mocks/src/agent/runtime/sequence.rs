@@ -38,7 +38,7 @@ impl Drop for TurnGuard {
 #[derive(Debug)]
 pub struct Ctx {
     /// The message that started it, if any.
-    pub trigger: Option<Inbound>,
+    pub trigger: Option<Arc<Inbound>>,
     /// Placeholder values.
     pub vars: Vars,
     /// The current session.
@@ -250,7 +250,7 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
             match seen {
                 Some(seen) => {
                     ctx.cursor = cursor;
-                    ctx.vars.reply = seen.params.map(std::sync::Arc::unwrap_or_clone);
+                    ctx.vars.reply = seen.params_value().cloned();
                 }
                 None => {
                     agent
@@ -312,7 +312,7 @@ async fn respond(
                     };
                     if step
                         .jsonrpc
-                        .unwrap_or_else(|| agent.jsonrpc_for(None, ctx.trigger.as_ref()))
+                        .unwrap_or_else(|| agent.jsonrpc_for(None, ctx.trigger.as_deref()))
                     {
                         message["jsonrpc"] = json!("2.0");
                     }
@@ -333,7 +333,7 @@ async fn respond(
     };
     let jsonrpc = step
         .jsonrpc
-        .unwrap_or_else(|| agent.jsonrpc_for(None, ctx.trigger.as_ref()));
+        .unwrap_or_else(|| agent.jsonrpc_for(None, ctx.trigger.as_deref()));
     if ctx.trigger.as_ref().and_then(|t| t.id.as_ref()) == Some(&id) {
         // Answering the trigger ends its turn before the client can see the answer.
         ctx.turn.take();

@@ -2,6 +2,7 @@
 //! the log of inbound messages that `wait_for` steps search, and which rules fired.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use ski::jsonrpc::RequestId;
@@ -35,14 +36,26 @@ pub struct Pending {
 }
 
 /// One inbound request or notification, as `wait_for` steps see it.
-#[derive(Debug, Clone)]
-pub struct Seen {
-    /// The method.
-    pub method: String,
-    /// The id, for requests.
-    pub id: Option<RequestId>,
-    /// The params.
-    pub params: Option<std::sync::Arc<Value>>,
+pub type Seen = std::sync::Arc<super::Inbound>;
+
+/// Who wrote a message of a session's history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// The client's prompt.
+    User,
+    /// The agent's text.
+    Agent,
+}
+
+impl Role {
+    /// The role of a stored history line: `user`, else the agent.
+    pub fn from_name(name: &str) -> Self {
+        if name == "user" {
+            Role::User
+        } else {
+            Role::Agent
+        }
+    }
 }
 
 /// A session.
@@ -58,8 +71,9 @@ pub struct Session {
     pub model: Option<String>,
     /// The current value of the `verbosity` config option.
     pub verbosity: String,
-    /// The messages of the session, for replay on `session/load`: (`user` or `agent`, text).
-    pub history: Vec<(String, String)>,
+    /// The messages of the session, for replay on `session/load`; texts are shared with the
+    /// template variables of later turns.
+    pub history: Vec<(Role, Arc<str>)>,
     /// Counts cancellations; prompt turns watch it.
     pub cancel: watch::Sender<u64>,
     /// A cancel arrived while no prompt ran (reported by `cancel_status`).
