@@ -54,6 +54,12 @@ pub fn decode_with_params<P: CallParams>(
 pub trait CallParams: for<'de> Deserialize<'de> {
     /// Whether these params have a shape JSON-RPC allows: an object, an array, or `null`.
     fn has_params_shape(&self) -> bool;
+
+    /// Why the same text would not have parsed into a `Value`, if it would not: params held in
+    /// any form decode from exactly the texts [`decode`] accepts.
+    fn refusal(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 impl CallParams for Value {
@@ -67,6 +73,45 @@ impl CallParams for Box<RawValue> {
         let text = self.get();
         text.starts_with(['{', '[']) || text == "null"
     }
+
+    /// A raw value is captured without serde_json's recursion limit, which a `Value` parse of
+    /// the message hits at 128 nested arrays and objects, the message's own object included.
+    fn refusal(&self) -> Option<&'static str> {
+        const LIMIT: usize = 126;
+        let text = self.get().as_bytes();
+        // Nesting deeper than the limit takes two bytes per level.
+        if text.len() <= 2 * LIMIT || nesting_depth(text) <= LIMIT {
+            return None;
+        }
+        Some("recursion limit exceeded")
+    }
+}
+
+/// The deepest nesting of arrays and objects in a valid JSON text.
+fn nesting_depth(text: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in text {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// Classifies an already parsed JSON value as a message.
@@ -311,7 +356,11 @@ impl<'de, P: CallParams> Visitor<'de> for ShapeVisitor<P> {
                 Member::Id => &mut members.id,
                 Member::Method => &mut members.method,
                 Member::Params => {
-                    members.params = Some(map.next_value()?);
+                    let params: P = map.next_value()?;
+                    if let Some(reason) = params.refusal() {
+                        return Err(de::Error::custom(reason));
+                    }
+                    members.params = Some(params);
                     continue;
                 }
                 Member::Result => &mut members.result,
@@ -400,6 +449,20 @@ mod tests {
     /// Raw params decode the same texts to the same messages, and fail the same ones.
     #[test]
     fn raw_params_decode_as_value_params_do() {
+        // Nested to serde_json's recursion limit and beyond it, with brackets inside strings.
+        let nested = |depth: usize| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{}"[{{\\\"]"{}}}"#,
+                "[".repeat(depth),
+                "]".repeat(depth)
+            )
+        };
+        let (deep, deepest, too_deep) = (nested(125), nested(126), nested(127));
+        assert!(decode(deepest.as_bytes(), VersionField::Required).is_ok());
+        assert!(matches!(
+            decode(too_deep.as_bytes(), VersionField::Required),
+            Err(DecodeError::Parse { .. })
+        ));
         let inputs = [
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[1, 2]}}"#,
             r#"{"jsonrpc":"2.0","method":"m","params":[true]}"#,
@@ -412,6 +475,9 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":"\u00e9\n"}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":}}"#,
             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"a\":\"\n\"}}",
+            &deep,
+            &deepest,
+            &too_deep,
         ];
         for input in inputs {
             for version in [VersionField::Required, VersionField::Optional] {
