@@ -254,10 +254,10 @@ pub fn encode_notification_into<P: Serialize + ?Sized>(
     version: VersionField,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
-    let wire = NotificationWire {
-        method,
-        params,
+    let wire = TypedWire {
         version: version == VersionField::Required,
+        first: ("method", method),
+        second: ("params", params),
     };
     encode_wire(&wire, out)
 }
@@ -271,10 +271,10 @@ pub fn encode_result_into<R: Serialize + ?Sized>(
     version: VersionField,
     out: &mut Vec<u8>,
 ) -> Result<(), EncodeError> {
-    let wire = ResultWire {
-        id,
-        result,
+    let wire = TypedWire {
         version: version == VersionField::Required,
+        first: ("id", id),
+        second: ("result", result),
     };
     encode_wire(&wire, out)
 }
@@ -292,40 +292,23 @@ fn encode_wire<T: Serialize>(wire: &T, out: &mut Vec<u8>) -> Result<(), EncodeEr
     Ok(())
 }
 
-/// A notification with typed params, members in the order [`Wire`] writes them.
-struct NotificationWire<'a, P: ?Sized> {
-    method: &'a str,
-    params: &'a P,
+/// A message written straight from typed parts: `jsonrpc` if asked, then two members
+/// (`method` and `params` of a notification, `id` and `result` of a success), in the order
+/// [`Wire`] writes them.
+struct TypedWire<'a, A: ?Sized, B: ?Sized> {
     version: bool,
+    first: (&'static str, &'a A),
+    second: (&'static str, &'a B),
 }
 
-impl<P: Serialize + ?Sized> Serialize for NotificationWire<'_, P> {
+impl<A: Serialize + ?Sized, B: Serialize + ?Sized> Serialize for TypedWire<'_, A, B> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(None)?;
         if self.version {
             map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
         }
-        map.serialize_entry("method", self.method)?;
-        map.serialize_entry("params", self.params)?;
-        map.end()
-    }
-}
-
-/// A success response with a typed result, members in the order [`Wire`] writes them.
-struct ResultWire<'a, R: ?Sized> {
-    id: &'a RequestId,
-    result: &'a R,
-    version: bool,
-}
-
-impl<R: Serialize + ?Sized> Serialize for ResultWire<'_, R> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(None)?;
-        if self.version {
-            map.serialize_entry("jsonrpc", JSONRPC_VERSION)?;
-        }
-        map.serialize_entry("id", self.id)?;
-        map.serialize_entry("result", self.result)?;
+        map.serialize_entry(self.first.0, self.first.1)?;
+        map.serialize_entry(self.second.0, self.second.1)?;
         map.end()
     }
 }
