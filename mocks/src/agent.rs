@@ -195,7 +195,7 @@ fn start_record(agent: &Agent, launch: &Launch) -> Map<String, Value> {
     );
     record.insert(
         "identity".into(),
-        json!({ "INTERCOM_SESSION_ID": agent.identity }),
+        json!({ "INTERCOM_SESSION_ID": agent.names.identity }),
     );
     record.insert(
         "env".into(),

@@ -198,10 +198,9 @@ pub struct Agent {
     pub config: Config,
     /// How it was started.
     pub process: ProcessInfo,
-    /// Its identity (`INTERCOM_SESSION_ID`).
-    pub identity: Option<String>,
-    /// The names templates read, shared by every sequence.
-    names: Arc<AgentNames>,
+    /// The names templates read (kiro agent and model, `INTERCOM_SESSION_ID`), shared by every
+    /// sequence.
+    pub names: Arc<AgentNames>,
     /// The transcript.
     pub transcript: Transcript,
     /// Gates released by the control channel.
@@ -244,12 +243,11 @@ impl Agent {
         let names = Arc::new(AgentNames {
             agent: config.kiro.agent.clone(),
             model: config.kiro.model.clone(),
-            identity: identity.clone(),
+            identity,
         });
         Arc::new(Self {
             config,
             process,
-            identity,
             names,
             transcript,
             gates: Gates::default(),
@@ -1163,7 +1161,7 @@ impl Agent {
         let pending: Vec<String> = state.pending.keys().cloned().collect();
         json!({
             "pid": self.process.pid,
-            "identity": {"INTERCOM_SESSION_ID": self.identity},
+            "identity": {"INTERCOM_SESSION_ID": self.names.identity},
             "personality": self.config.personality.name(),
             "script": if self.config.script.origin.is_empty() { Value::Null } else { json!(self.config.script.origin) },
             "argv": self.process.argv,
