@@ -5,27 +5,69 @@ pub mod serve;
 
 use std::process::ExitCode;
 
-use clap::{Args, Subcommand, ValueEnum};
-use tracing_subscriber::EnvFilter;
+use clap::{Args, Command, Subcommand, ValueEnum};
+use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{EnvFilter, Layer, Registry, fmt};
 
 use crate::exit::CommandError;
 
 /// What `ski acp` is, in one line.
 pub const ABOUT: &str = "Agent Client Protocol: reference agent and client";
 
+/// `ski acp serve` in one line.
+const SERVE_ABOUT: &str =
+    "Run the reference ACP agent (a deterministic echo back end) over stdio or WebSocket";
+
+/// `ski acp serve --help`'s description.
+const SERVE_LONG_ABOUT: &str = "Run the reference ACP agent (a deterministic echo back end) \
+over stdio or WebSocket.\n\nThe agent answers every prompt with its text and implements the ACP \
+v1 agent methods, session list, resume, fork, delete and close, the legacy session/set_model, \
+and the ski extensions session/export and session/stop. Flags inject delays, holds, failures, \
+retries, timeouts and tool calls so that every path can be driven from outside.";
+
+/// `ski acp client` in one line.
+const CLIENT_ABOUT: &str = "Talk to an ACP agent as its client (over stdio or WebSocket)";
+
 /// `ski acp`: the Agent Client Protocol.
 #[derive(Debug, Subcommand)]
 pub enum AcpCommand {
-    /// Run the reference ACP agent (a deterministic echo back end) over stdio or WebSocket.
-    ///
-    /// The agent answers every prompt with its text and implements the ACP v1 agent methods,
-    /// session list, resume, fork, delete and close, the legacy session/set_model, and the ski
-    /// extensions session/export and session/stop. Flags inject delays, holds, failures,
-    /// retries, timeouts and tool calls so that every path can be driven from outside.
+    /// `ski acp serve`: the reference agent.
+    #[command(about = SERVE_ABOUT, long_about = SERVE_LONG_ABOUT)]
     Serve(serve::ServeArgs),
-    /// Talk to an ACP agent as its client (over stdio or WebSocket)
-    #[command(subcommand)]
+    /// `ski acp client`: a client of any agent.
+    #[command(subcommand, about = CLIENT_ABOUT, long_about = None)]
     Client(client::ClientCommand),
+}
+
+/// Adds `ski acp`'s subcommands to `acp` as stubs whose arguments clap builds only for the one
+/// that is parsed or whose help is shown: `ski acp serve` does not pay at start-up for the
+/// client's flags. Names and help are those of [`AcpCommand`], which parses the matches.
+pub fn add_deferred_subcommands(acp: Command) -> Command {
+    // A stub's `about` is set again after its arguments: `augment_args` applies the struct's
+    // own doc comment, which would replace it.
+    acp.subcommand(
+        Command::new("serve")
+            .about(SERVE_ABOUT)
+            .long_about(SERVE_LONG_ABOUT)
+            .defer(|serve| {
+                serve::ServeArgs::augment_args(serve)
+                    .about(SERVE_ABOUT)
+                    .long_about(SERVE_LONG_ABOUT)
+            }),
+    )
+    .subcommand(
+        Command::new("client")
+            .about(CLIENT_ABOUT)
+            .subcommand_required(true)
+            .arg_required_else_help(true)
+            .defer(|client| {
+                client::ClientCommand::augment_subcommands(client)
+                    .about(CLIENT_ABOUT)
+                    .long_about(None)
+            }),
+    )
 }
 
 impl AcpCommand {
@@ -81,35 +123,114 @@ impl LogArgs {
     /// Installs the global tracing subscriber writing to stderr. `--log-level` wins over
     /// `RUST_LOG`; an unusable `RUST_LOG` is a configuration error.
     pub fn init(&self) -> Result<(), CommandError> {
-        let filter = match (self.log_level, std::env::var("RUST_LOG")) {
-            (Some(level), _) => EnvFilter::new(level_name(level)),
-            (None, Ok(spec)) if !spec.trim().is_empty() => EnvFilter::try_new(&spec)
-                .map_err(|error| {
+        // A bare level needs no directive parser: the usual start installs a plain level filter.
+        match (self.log_level, std::env::var("RUST_LOG")) {
+            (Some(level), _) => install(level_filter(level), self.log_format),
+            (None, Ok(spec)) if !spec.trim().is_empty() => {
+                let directives = EnvFilter::try_new(&spec).map_err(|error| {
                     CommandError::configuration(anyhow::anyhow!(
                         "RUST_LOG={spec:?} is not a valid log filter ({error}); fix it or pass --log-level"
                     ))
-                })?,
-            (None, _) => EnvFilter::new("info"),
-        };
-        let builder = tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr);
-        let installed = match self.log_format {
-            LogFormat::Text => builder.with_ansi(false).try_init(),
-            LogFormat::Json => builder.json().try_init(),
-        };
-        // A subscriber installed earlier (in tests) keeps working; nothing to do then.
-        let _ = installed;
+                })?;
+                install(directives, self.log_format);
+            }
+            (None, _) => install(LevelFilter::INFO, self.log_format),
+        }
         Ok(())
     }
 }
 
-fn level_name(level: LogLevel) -> &'static str {
+/// Installs the global subscriber: `filter`, then lines in `format` on stderr. A subscriber
+/// installed earlier (in tests) keeps working; nothing to do then.
+fn install<F>(filter: F, format: LogFormat)
+where
+    F: Layer<Registry> + Send + Sync + 'static,
+{
+    let registry = tracing_subscriber::registry().with(filter);
+    let _installed = match format {
+        LogFormat::Text => registry
+            .with(fmt::layer().with_ansi(false).with_writer(std::io::stderr))
+            .try_init(),
+        LogFormat::Json => registry
+            .with(fmt::layer().json().with_writer(std::io::stderr))
+            .try_init(),
+    };
+}
+
+fn level_filter(level: LogLevel) -> LevelFilter {
     match level {
-        LogLevel::Error => "error",
-        LogLevel::Warn => "warn",
-        LogLevel::Info => "info",
-        LogLevel::Debug => "debug",
-        LogLevel::Trace => "trace",
+        LogLevel::Error => LevelFilter::ERROR,
+        LogLevel::Warn => LevelFilter::WARN,
+        LogLevel::Info => LevelFilter::INFO,
+        LogLevel::Debug => LevelFilter::DEBUG,
+        LogLevel::Trace => LevelFilter::TRACE,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::FromArgMatches;
+
+    use super::*;
+
+    /// Every help page under a command, keyed by its subcommand path.
+    fn help_pages(command: &mut Command, path: &str, pages: &mut Vec<(String, String)>) {
+        command.build();
+        pages.push((format!("{path} -h"), command.render_help().to_string()));
+        pages.push((
+            format!("{path} --help"),
+            command.render_long_help().to_string(),
+        ));
+        // clap's generated `help` subcommand lists the tree as built so far; it is not a page.
+        for sub in command
+            .get_subcommands_mut()
+            .filter(|sub| sub.get_name() != "help")
+        {
+            let sub_path = format!("{path} {}", sub.get_name());
+            help_pages(sub, &sub_path, pages);
+        }
+    }
+
+    #[test]
+    fn the_deferred_subcommands_show_the_same_help_as_the_derived_ones() {
+        // The enum's doc comment becomes the derived tree's about line; `ski` sets its own.
+        let mut derived = AcpCommand::augment_subcommands(Command::new("acp")).about(ABOUT);
+        let mut deferred = add_deferred_subcommands(Command::new("acp")).about(ABOUT);
+        let (mut derived_pages, mut deferred_pages) = (Vec::new(), Vec::new());
+        help_pages(&mut derived, "acp", &mut derived_pages);
+        help_pages(&mut deferred, "acp", &mut deferred_pages);
+        assert!(derived_pages.len() > 10, "{} pages", derived_pages.len());
+        let paths = |pages: &[(String, String)]| {
+            pages
+                .iter()
+                .map(|(path, _)| path.clone())
+                .collect::<Vec<_>>()
+        };
+        let (deferred_paths, derived_paths) = (paths(&deferred_pages), paths(&derived_pages));
+        let missing: Vec<_> = derived_paths
+            .iter()
+            .filter(|p| !deferred_paths.contains(p))
+            .collect();
+        let extra: Vec<_> = deferred_paths
+            .iter()
+            .filter(|p| !derived_paths.contains(p))
+            .collect();
+        assert_eq!(
+            deferred_paths, derived_paths,
+            "missing {missing:?}, extra {extra:?}"
+        );
+        for ((path, deferred), (_, derived)) in deferred_pages.iter().zip(&derived_pages) {
+            assert_eq!(deferred, derived, "help of `{path}` differs");
+        }
+    }
+
+    #[test]
+    fn the_deferred_subcommands_parse_into_the_derived_command() {
+        let command = add_deferred_subcommands(Command::new("acp"));
+        let matches = command
+            .try_get_matches_from(["acp", "serve", "--turn-updates", "message"])
+            .expect("parses");
+        let parsed = AcpCommand::from_arg_matches(&matches).expect("converts");
+        assert!(matches!(parsed, AcpCommand::Serve(_)), "{parsed:?}");
     }
 }

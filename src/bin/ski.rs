@@ -27,7 +27,7 @@ fn command_line() -> Command {
         .subcommand(
             // The enum's own doc comment would replace the about line.
             stub("acp", ski::acp::cli::ABOUT, |acp| {
-                ski::acp::cli::AcpCommand::augment_subcommands(acp).about(ski::acp::cli::ABOUT)
+                ski::acp::cli::add_deferred_subcommands(acp).about(ski::acp::cli::ABOUT)
             })
             .subcommand_required(true)
             .arg_required_else_help(true),
@@ -60,8 +60,10 @@ fn stub(name: &'static str, about: &'static str, build: fn(Command) -> Command) 
 }
 
 fn main() -> ExitCode {
-    let matches = command_line().get_matches();
-    let command = SkiCommand::from_arg_matches(&matches).unwrap_or_else(|error| error.exit());
+    let mut matches = command_line().get_matches();
+    // `from_arg_matches` would clone every match first; the matches are not used again.
+    let command =
+        SkiCommand::from_arg_matches_mut(&mut matches).unwrap_or_else(|error| error.exit());
     match command {
         SkiCommand::Acp(command) => command.run(),
         SkiCommand::Aof(args) => match ski::aof::cli::run(args) {
