@@ -7,9 +7,11 @@
 //! - [`kiro`]: the foundation of a bot driving `kiro-cli acp`: config, provisioner, ACP client.
 //! - [`intercom`]: the intercom server: Slack threads for agent sessions, MCP tools, SQLite.
 //! - [`exit`]: exit codes and the error type every `ski` subcommand returns.
+//! - [`cli`]: subcommands whose arguments are built only when used.
 
 pub mod acp;
 pub mod aof;
+pub mod cli;
 pub mod exit;
 pub mod intercom;
 pub mod jsonrpc;

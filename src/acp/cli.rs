@@ -11,6 +11,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, Registry, fmt};
 
+use crate::cli::deferred;
 use crate::exit::CommandError;
 
 /// What `ski acp` is, in one line.
@@ -45,28 +46,22 @@ pub enum AcpCommand {
 /// that is parsed or whose help is shown: `ski acp serve` does not pay at start-up for the
 /// client's flags. Names and help are those of [`AcpCommand`], which parses the matches.
 pub fn add_deferred_subcommands(acp: Command) -> Command {
-    // A stub's `about` is set again after its arguments: `augment_args` applies the struct's
-    // own doc comment, which would replace it.
     acp.subcommand(
-        Command::new("serve")
-            .about(SERVE_ABOUT)
-            .long_about(SERVE_LONG_ABOUT)
-            .defer(|serve| {
-                serve::ServeArgs::augment_args(serve)
-                    .about(SERVE_ABOUT)
-                    .long_about(SERVE_LONG_ABOUT)
-            }),
+        deferred("serve", SERVE_ABOUT, |serve| {
+            serve::ServeArgs::augment_args(serve)
+                .about(SERVE_ABOUT)
+                .long_about(SERVE_LONG_ABOUT)
+        })
+        .long_about(SERVE_LONG_ABOUT),
     )
     .subcommand(
-        Command::new("client")
-            .about(CLIENT_ABOUT)
-            .subcommand_required(true)
-            .arg_required_else_help(true)
-            .defer(|client| {
-                client::ClientCommand::augment_subcommands(client)
-                    .about(CLIENT_ABOUT)
-                    .long_about(None)
-            }),
+        deferred("client", CLIENT_ABOUT, |client| {
+            client::ClientCommand::augment_subcommands(client)
+                .about(CLIENT_ABOUT)
+                .long_about(None)
+        })
+        .subcommand_required(true)
+        .arg_required_else_help(true),
     )
 }
 

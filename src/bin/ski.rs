@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::{Args, Command, FromArgMatches, Subcommand};
+use ski::cli::deferred;
 
 /// The subcommands; each one's arguments are built only when it is the one invoked.
 #[derive(Debug, Subcommand)]
@@ -26,37 +27,32 @@ fn command_line() -> Command {
         .arg_required_else_help(true)
         .subcommand(
             // The enum's own doc comment would replace the about line.
-            stub("acp", ski::acp::cli::ABOUT, |acp| {
+            deferred("acp", ski::acp::cli::ABOUT, |acp| {
                 ski::acp::cli::add_deferred_subcommands(acp).about(ski::acp::cli::ABOUT)
             })
             .subcommand_required(true)
             .arg_required_else_help(true),
         )
-        .subcommand(stub(
+        .subcommand(deferred(
             "aof",
             ski::aof::cli::ABOUT,
             ski::aof::cli::AofArgs::augment_args,
         ))
-        .subcommand(stub(
+        .subcommand(deferred(
             "teams",
             ski::teams::cli::ABOUT,
             ski::teams::cli::TeamsArgs::augment_args,
         ))
-        .subcommand(stub(
+        .subcommand(deferred(
             "kiro",
             ski::kiro::cli::ABOUT,
             ski::kiro::cli::KiroArgs::augment_args,
         ))
-        .subcommand(stub(
+        .subcommand(deferred(
             "intercom",
             ski::intercom::cli::ABOUT,
             ski::intercom::cli::IntercomArgs::augment_args,
         ))
-}
-
-/// A subcommand as `ski --help` lists it, whose arguments `build` adds when it is used.
-fn stub(name: &'static str, about: &'static str, build: fn(Command) -> Command) -> Command {
-    Command::new(name).about(about).defer(build)
 }
 
 fn main() -> ExitCode {
