@@ -384,9 +384,12 @@ where
     // Answers true when stdin was closed on purpose (a `close_stdin` step): the agent goes on.
     let reader = async move {
         let mut lines = LineReader::with_max_line_bytes(stdin, max);
+        // One wait for a `close_stdin` step for the whole read loop, not one per line.
+        let close_requested = reader_agent.close_stdin_requested();
+        tokio::pin!(close_requested);
         loop {
             let next = tokio::select! {
-                () = reader_agent.close_stdin_requested() => {
+                () = &mut close_requested => {
                     drop(lines);
                     if let Err(error) = ski::transport::stdio::close_stdin() {
                         reader_agent.transcript.note(&format!("closing stdin failed: {error}"));
@@ -396,10 +399,7 @@ where
                 next = lines.next_line() => next,
             };
             match next {
-                Some(Ok(line)) => {
-                    let line = line.to_vec();
-                    reader_agent.handle_line(&line).await;
-                }
+                Some(Ok(line)) => reader_agent.handle_line(line).await,
                 Some(Err(FrameError::Oversize { length, limit })) => {
                     reader_agent.transcript.note(&format!(
                         "input line of {length} bytes dropped (limit {limit})"
@@ -420,12 +420,21 @@ where
             }
         }
     };
-    tokio::pin!(reader);
+    // The reader is a task of its own, so that a line arriving wakes only the reader and not
+    // the waits for an exit request and for signals below (polling those on every line was a
+    // tenth of the agent's work per prompt round trip).
+    let mut reader = tokio::spawn(reader);
+    let _stop_reader = AbortOnDrop(reader.abort_handle());
     let mut reading = true;
     loop {
         tokio::select! {
-            on_purpose = &mut reader, if reading => {
+            ended = &mut reader, if reading => {
                 reading = false;
+                let on_purpose = match ended {
+                    Ok(on_purpose) => on_purpose,
+                    Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+                    Err(_) => false,
+                };
                 agent.transcript.note(if on_purpose { "stdin closed by the script" } else { "stdin closed" });
                 agent.mark_stdin_closed();
                 if !on_purpose && !agent.config.faults.ignore_eof {
@@ -443,6 +452,15 @@ where
                 return Outcome { code, reason: reason.to_owned() };
             }
         }
+    }
+}
+
+/// Aborts a task when dropped (the stdin reader, when serving ends another way).
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

@@ -184,7 +184,7 @@ pub async fn run_scenario_turn(agent: &Arc<Agent>, ctx: &mut Ctx, scenario: Scen
 }
 
 async fn finish_with_text(agent: &Arc<Agent>, ctx: &mut Ctx, text: String, reason: Option<String>) {
-    let reason = reason.unwrap_or_else(|| stop_reason(agent, ctx));
+    let reason = reason.unwrap_or_else(|| stop_reason(agent, ctx).into_owned());
     if reason != "cancelled" {
         let id = agent.state().next_item();
         agent

@@ -10,6 +10,7 @@ pub mod kiro;
 pub mod kiro_sessions;
 pub mod standard;
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -40,20 +41,13 @@ pub async fn reply(agent: &Arc<Agent>, ctx: &mut Ctx, result: Result<Value, RpcE
     }
 }
 
-/// As [`reply`] with a success written straight from its type.
-async fn reply_typed<R: serde::Serialize>(agent: &Arc<Agent>, ctx: &mut Ctx, result: &R) {
+/// Answers the turn's prompt with `stop_reason` (once, as [`reply`]).
+async fn reply_prompt_result(agent: &Arc<Agent>, ctx: &mut Ctx, stop_reason: &str) {
     ctx.turn.take();
     if let Some(trigger) = ctx.trigger.clone() {
-        agent.respond_typed(&trigger, result).await;
+        agent.respond_prompt_result(&trigger, stop_reason).await;
         ctx.answered = true;
     }
-}
-
-/// The result of a prompt turn.
-#[derive(serde::Serialize)]
-struct PromptResult<'a> {
-    #[serde(rename = "stopReason")]
-    stop_reason: &'a str,
 }
 
 /// What the start of a prompt turn sends (kiro: a `turn_start` marker).
@@ -69,7 +63,7 @@ pub async fn finish_turn(agent: &Arc<Agent>, ctx: &mut Ctx, stop_reason: &str) {
     if agent.config.personality == Personality::Kiro {
         kiro::turn_end(agent, ctx, stop_reason).await;
     }
-    reply_typed(agent, ctx, &PromptResult { stop_reason }).await;
+    reply_prompt_result(agent, ctx, stop_reason).await;
     if agent.config.faults.updates_after_prompt_result {
         agent
             .update(
@@ -86,11 +80,11 @@ pub async fn finish_turn(agent: &Arc<Agent>, ctx: &mut Ctx, stop_reason: &str) {
 
 /// The stop reason of a turn that ran to its end: `cancelled` if the session was cancelled
 /// meanwhile, else the configured one.
-pub fn stop_reason(agent: &Agent, ctx: &Ctx) -> String {
+pub fn stop_reason<'a>(agent: &'a Agent, ctx: &Ctx) -> Cow<'a, str> {
     if ctx.cancelled() {
-        "cancelled".to_owned()
+        Cow::Borrowed("cancelled")
     } else {
-        ctx.vars.expand_str(&agent.config.stop_reason)
+        ctx.vars.expand_text(&agent.config.stop_reason)
     }
 }
 

@@ -4,6 +4,7 @@
 pub mod params;
 pub mod sequence;
 pub mod state;
+mod turn_lines;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -15,7 +16,7 @@ use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use ski::jsonrpc::{
     DecodeError, ErrorCode, Message, RequestId, Response, RpcError, VersionField,
-    decode_with_params, encode_into, encode_notification_into, encode_result_into,
+    decode_with_params, encode_into,
 };
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::AbortHandle;
@@ -155,16 +156,33 @@ struct BlockView<'a> {
     text: Option<Text<'a>>,
 }
 
+impl BlockView<'_> {
+    /// The text of a `text` block.
+    fn text(&self) -> Option<&str> {
+        if self.kind.as_ref().is_some_and(|kind| kind.0 == "text") {
+            self.text.as_ref().map(|text| &*text.0)
+        } else {
+            None
+        }
+    }
+}
+
 impl PromptView<'_> {
+    /// As [`PromptView::text`], shared; a single text block (the usual prompt) is copied once.
+    fn shared_text(&self) -> Arc<str> {
+        let mut texts = self.prompt.iter().flatten().filter_map(BlockView::text);
+        match (texts.next(), texts.next()) {
+            (None, _) => Arc::from(""),
+            (Some(only), None) => Arc::from(only),
+            _ => self.text().unwrap_or_default().into(),
+        }
+    }
+
     /// The text blocks joined by spaces, as [`prompt_text`] reads them.
     fn text(&self) -> Option<String> {
         let blocks = self.prompt.as_ref()?;
         let mut text = String::new();
-        let texts = blocks
-            .iter()
-            .filter(|b| b.kind.as_ref().is_some_and(|kind| kind.0 == "text"))
-            .filter_map(|b| b.text.as_ref().map(|text| &*text.0));
-        for (n, piece) in texts.enumerate() {
+        for (n, piece) in blocks.iter().filter_map(BlockView::text).enumerate() {
             if n > 0 {
                 text.push(' ');
             }
@@ -176,19 +194,19 @@ impl PromptView<'_> {
 
 /// The session a `session/prompt` names and its text, read through the borrowed view when the
 /// params have its shape.
-fn prompt_session_and_text(inbound: &Inbound) -> (Option<String>, String) {
+fn prompt_session_and_text(inbound: &Inbound) -> (Option<String>, Arc<str>) {
     if inbound.method == "session/prompt"
         && let Some(view) = inbound
             .params
             .as_ref()
             .and_then(Params::view::<PromptView<'_>>)
     {
-        let text = view.text().unwrap_or_default();
+        let text = view.shared_text();
         return (view.session_id.map(|id| id.0.into_owned()), text);
     }
     (
         inbound.param_str("sessionId").map(str::to_owned),
-        prompt_text(inbound).unwrap_or_default(),
+        prompt_text(inbound).unwrap_or_default().into(),
     )
 }
 
@@ -386,9 +404,18 @@ impl Agent {
             tokio::time::sleep(delay).await;
         }
         let plan = self.plan(plan);
-        let mut out = self.out.lock().await;
+        let mut out = self.stdout().await;
         out.write(bytes, newline, &plan, &self.gates, &self.transcript)
             .await
+    }
+
+    /// Stdout, once no other writer holds it: taken at once when free (the usual case, which
+    /// costs a tenth of queueing for it), else in turn.
+    async fn stdout(&self) -> tokio::sync::MutexGuard<'_, Output> {
+        match self.out.try_lock() {
+            Ok(out) => out,
+            Err(_) => self.out.lock().await,
+        }
     }
 
     /// Writes one message as a line; a response is written twice under `duplicate_responses`.
@@ -425,21 +452,6 @@ impl Agent {
         written
     }
 
-    /// Sends a notification whose params are written straight from their type (no JSON value
-    /// tree in between), as [`Agent::notify`] would send their value form.
-    pub async fn notify_typed<P: serde::Serialize>(&self, method: &str, params: &P) -> Written {
-        let jsonrpc = self.jsonrpc_for(Some(method), None);
-        let mut line = Vec::with_capacity(256);
-        if let Err(error) =
-            encode_notification_into(method, params, version_field(jsonrpc), &mut line)
-        {
-            self.transcript
-                .note(&format!("cannot encode a message: {error}"));
-            return Written::Failed;
-        }
-        self.write_bytes(&line, true, None).await
-    }
-
     /// Writes stderr bytes.
     pub async fn write_stderr(&self, bytes: &[u8]) {
         // Stdout lines queued before this go out first, so the two streams keep their order.
@@ -461,7 +473,7 @@ impl Agent {
             loop {
                 wanted.notified().await;
                 let Some(agent) = agent.upgrade() else { return };
-                agent.out.lock().await.flush_queued(&agent.transcript).await;
+                agent.stdout().await.flush_queued(&agent.transcript).await;
             }
         });
     }
@@ -510,30 +522,6 @@ impl Agent {
         self.write_message(&message, jsonrpc, plan).await
     }
 
-    /// Answers `trigger` with a success whose result is written straight from its type, as
-    /// [`Agent::respond`] would send its value form.
-    pub async fn respond_typed<R: serde::Serialize>(
-        &self,
-        trigger: &Inbound,
-        result: &R,
-    ) -> Written {
-        let Some(id) = &trigger.id else {
-            self.transcript.note(&format!(
-                "no response: {} was a notification",
-                trigger.method
-            ));
-            return Written::Ok;
-        };
-        let jsonrpc = self.jsonrpc_for(None, Some(trigger));
-        let mut line = Vec::with_capacity(64);
-        if let Err(error) = encode_result_into(id, result, version_field(jsonrpc), &mut line) {
-            self.transcript
-                .note(&format!("cannot encode a message: {error}"));
-            return Written::Failed;
-        }
-        self.write_response(&line, None).await
-    }
-
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Option<Value>) -> Written {
         let jsonrpc = self.jsonrpc_for(Some(method), None);
@@ -555,33 +543,35 @@ impl Agent {
     /// turn streams: the same line as [`Agent::update`] with its value form, written straight
     /// from borrowed text.
     pub async fn message_chunk(&self, session: &str, text: &str) -> Written {
-        #[derive(serde::Serialize)]
-        struct Params<'a> {
-            #[serde(rename = "sessionId")]
-            session_id: &'a str,
-            update: Chunk<'a>,
-        }
-        #[derive(serde::Serialize)]
-        struct Chunk<'a> {
-            #[serde(rename = "sessionUpdate")]
-            session_update: &'static str,
-            content: TextContent<'a>,
-        }
-        #[derive(serde::Serialize)]
-        struct TextContent<'a> {
-            #[serde(rename = "type")]
-            kind: &'static str,
-            text: &'a str,
-        }
         self.record_history(session, text);
-        let params = Params {
-            session_id: session,
-            update: Chunk {
-                session_update: "agent_message_chunk",
-                content: TextContent { kind: "text", text },
-            },
+        let jsonrpc = self.jsonrpc_for(Some("session/update"), None);
+        let mut line = Vec::with_capacity(160 + session.len() + text.len());
+        if let Err(error) = turn_lines::message_chunk(session, text, jsonrpc, &mut line) {
+            self.transcript
+                .note(&format!("cannot encode a message: {error}"));
+            return Written::Failed;
+        }
+        self.write_bytes(&line, true, None).await
+    }
+
+    /// Answers the prompt `trigger` with `stop_reason`: the line [`Agent::respond`] would
+    /// write for `{"stopReason": stop_reason}`.
+    pub async fn respond_prompt_result(&self, trigger: &Inbound, stop_reason: &str) -> Written {
+        let Some(id) = &trigger.id else {
+            self.transcript.note(&format!(
+                "no response: {} was a notification",
+                trigger.method
+            ));
+            return Written::Ok;
         };
-        self.notify_typed("session/update", &params).await
+        let jsonrpc = self.jsonrpc_for(None, Some(trigger));
+        let mut line = Vec::with_capacity(96);
+        if let Err(error) = turn_lines::prompt_result(id, stop_reason, jsonrpc, &mut line) {
+            self.transcript
+                .note(&format!("cannot encode a message: {error}"));
+            return Written::Failed;
+        }
+        self.write_response(&line, None).await
     }
 
     /// Keeps agent text of an update in the session's history, for `session/load`.
@@ -983,7 +973,6 @@ impl Agent {
                 state.prompts += 1;
                 vars.turn = state.prompts;
                 let (named, text) = prompt_session_and_text(inbound);
-                let text: Arc<str> = text.into();
                 vars.prompt = Some(Arc::clone(&text));
                 let id = named.or_else(|| state.last_session.clone());
                 if let Some(id) = &id {

@@ -5,6 +5,7 @@
 //! keeps a numeric id a number); placeholders inside longer strings are replaced by their text.
 //! `$${` writes a literal `${`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -208,8 +209,13 @@ impl Vars {
 
     /// Fills in the placeholders of a string.
     pub fn expand_str(&self, text: &str) -> String {
+        self.expand_text(text).into_owned()
+    }
+
+    /// As [`Vars::expand_str`], borrowing `text` when it has no placeholder.
+    pub fn expand_text<'t>(&self, text: &'t str) -> Cow<'t, str> {
         if !text.contains('$') {
-            return text.to_owned();
+            return Cow::Borrowed(text);
         }
         let mut out = String::with_capacity(text.len());
         for piece in parse(text) {
@@ -224,7 +230,7 @@ impl Vars {
                 Piece::Unclosed => {}
             }
         }
-        out
+        Cow::Owned(out)
     }
 
     /// Fills in the placeholders of every string inside `value`.

@@ -118,7 +118,10 @@ fn nesting_depth(text: &[u8]) -> usize {
 pub fn classify(value: Value, version: VersionField) -> Result<Message, DecodeError> {
     let shape = match value {
         Value::Object(mut map) => Shape::Object(Members {
-            jsonrpc: map.remove("jsonrpc"),
+            jsonrpc: map.remove("jsonrpc").map(|value| match value {
+                Value::String(text) if text == JSONRPC_VERSION => Version::Supported,
+                _ => Version::Other,
+            }),
             id: map.remove("id"),
             method: map.remove("method"),
             params: map.remove("params"),
@@ -146,7 +149,7 @@ pub(super) enum Shape<P = Value> {
 
 /// The JSON-RPC members of an object; `Some(Value::Null)` is a member present with `null`.
 pub(super) struct Members<P = Value> {
-    jsonrpc: Option<Value>,
+    jsonrpc: Option<Version>,
     id: Option<Value>,
     method: Option<Value>,
     params: Option<P>,
@@ -196,7 +199,7 @@ impl<P: CallParams> Members<P> {
 
     fn check_version(&self, version: VersionField, is_response: bool) -> Result<(), DecodeError> {
         let reason = match &self.jsonrpc {
-            Some(Value::String(v)) if v == JSONRPC_VERSION => return Ok(()),
+            Some(Version::Supported) => return Ok(()),
             None if version == VersionField::Optional => return Ok(()),
             None => "missing \"jsonrpc\":\"2.0\"",
             Some(_) => "\"jsonrpc\" must be \"2.0\"",
@@ -293,6 +296,68 @@ fn invalid_request(id: RequestId, reason: &str) -> DecodeError {
     }
 }
 
+/// The `jsonrpc` member: whether it says `"2.0"`. Read without building a value for it (a
+/// string that is not kept); any other value is still parsed in full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Version {
+    Supported,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct VersionVisitor;
+
+        impl<'de> Visitor<'de> for VersionVisitor {
+            type Value = Version;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a json value")
+            }
+
+            fn visit_str<E: de::Error>(self, text: &str) -> Result<Version, E> {
+                Ok(if text == JSONRPC_VERSION {
+                    Version::Supported
+                } else {
+                    Version::Other
+                })
+            }
+
+            fn visit_bool<E: de::Error>(self, _: bool) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+
+            fn visit_i64<E: de::Error>(self, _: i64) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+
+            fn visit_u64<E: de::Error>(self, _: u64) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+
+            fn visit_f64<E: de::Error>(self, _: f64) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+
+            fn visit_unit<E: de::Error>(self) -> Result<Version, E> {
+                Ok(Version::Other)
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Version, A::Error> {
+                while map.next_entry::<String, Value>()?.is_some() {}
+                Ok(Version::Other)
+            }
+
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Version, A::Error> {
+                while seq.next_element::<Value>()?.is_some() {}
+                Ok(Version::Other)
+            }
+        }
+
+        deserializer.deserialize_any(VersionVisitor)
+    }
+}
+
 /// A top-level member name.
 enum Member {
     Jsonrpc,
@@ -352,7 +417,10 @@ impl<'de, P: CallParams> Visitor<'de> for ShapeVisitor<P> {
         // A repeated member keeps its last value, as a `serde_json::Value` map does.
         while let Some(member) = map.next_key::<Member>()? {
             let slot = match member {
-                Member::Jsonrpc => &mut members.jsonrpc,
+                Member::Jsonrpc => {
+                    members.jsonrpc = Some(map.next_value()?);
+                    continue;
+                }
                 Member::Id => &mut members.id,
                 Member::Method => &mut members.method,
                 Member::Params => {

@@ -1,0 +1,133 @@
+//! The two lines of every prompt turn, the `agent_message_chunk` update and the prompt result,
+//! assembled from fixed text around their few varying values. They are byte for byte what the
+//! generic encoders (`encode_notification_into`, `encode_result_into`) write for the same values
+//! (tested below), without serialising a dozen constant keys and strings one by one: those were
+//! the largest part of the agent's work per prompt round trip.
+
+use ski::jsonrpc::RequestId;
+
+/// Appends the `session/update` notification carrying `text` as an `agent_message_chunk` of
+/// `session`, with `"jsonrpc":"2.0"` if `jsonrpc`.
+pub fn message_chunk(
+    session: &str,
+    text: &str,
+    jsonrpc: bool,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    out.extend_from_slice(if jsonrpc {
+        br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#
+    } else {
+        br#"{"method":"session/update","params":{"sessionId":"#
+    });
+    serde_json::to_writer(&mut *out, session)?;
+    out.extend_from_slice(
+        br#","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"#,
+    );
+    serde_json::to_writer(&mut *out, text)?;
+    out.extend_from_slice(b"}}}}");
+    Ok(())
+}
+
+/// Appends the success response to the prompt `id` with `stop_reason`, with `"jsonrpc":"2.0"`
+/// if `jsonrpc`.
+pub fn prompt_result(
+    id: &RequestId,
+    stop_reason: &str,
+    jsonrpc: bool,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
+    out.extend_from_slice(if jsonrpc {
+        br#"{"jsonrpc":"2.0","id":"#
+    } else {
+        br#"{"id":"#
+    });
+    serde_json::to_writer(&mut *out, id)?;
+    out.extend_from_slice(br#","result":{"stopReason":"#);
+    serde_json::to_writer(&mut *out, stop_reason)?;
+    out.extend_from_slice(b"}}");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ski::jsonrpc::{VersionField, encode_notification_into, encode_result_into};
+
+    /// Texts with everything JSON escapes, and text it leaves alone.
+    const TEXTS: &[&str] = &[
+        "",
+        "hello",
+        "quote \" backslash \\ slash /",
+        "controls \u{0} \u{1f} \n \r \t \u{8} \u{c} del \u{7f}",
+        "non-ascii é 漢字 🦀 \u{2028}",
+    ];
+
+    fn version(jsonrpc: bool) -> VersionField {
+        if jsonrpc {
+            VersionField::Required
+        } else {
+            VersionField::Optional
+        }
+    }
+
+    #[test]
+    fn the_chunk_line_is_what_the_generic_encoder_writes() {
+        for jsonrpc in [true, false] {
+            for session in ["sess-1", "a \"quoted\" id"] {
+                for text in TEXTS {
+                    let params = serde_json::json!({
+                        "sessionId": session,
+                        "update": {
+                            "sessionUpdate": "agent_message_chunk",
+                            "content": {"type": "text", "text": text},
+                        },
+                    });
+                    let mut expected = Vec::new();
+                    encode_notification_into(
+                        "session/update",
+                        &params,
+                        version(jsonrpc),
+                        &mut expected,
+                    )
+                    .unwrap();
+                    let mut line = b"queued before|".to_vec();
+                    message_chunk(session, text, jsonrpc, &mut line).unwrap();
+                    assert_eq!(
+                        String::from_utf8(line).unwrap(),
+                        format!("queued before|{}", String::from_utf8(expected).unwrap())
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_result_line_is_what_the_generic_encoder_writes() {
+        let ids = [
+            RequestId::Number(7),
+            RequestId::Number(-1),
+            RequestId::String("s2c-\"1\"".to_owned()),
+            RequestId::Null,
+        ];
+        for jsonrpc in [true, false] {
+            for id in &ids {
+                for reason in ["end_turn", "cancelled", TEXTS[3]] {
+                    let mut expected = Vec::new();
+                    encode_result_into(
+                        id,
+                        &serde_json::json!({"stopReason": reason}),
+                        version(jsonrpc),
+                        &mut expected,
+                    )
+                    .unwrap();
+                    let mut line = Vec::new();
+                    prompt_result(id, reason, jsonrpc, &mut line).unwrap();
+                    assert_eq!(
+                        String::from_utf8(line).unwrap(),
+                        String::from_utf8(expected).unwrap()
+                    );
+                }
+            }
+        }
+    }
+}
