@@ -96,12 +96,19 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             .context("building the official-SDK benchmark peers failed")?;
             sh.set_var("SKI_BENCH_OFFICIAL_BIN_DIR", peers_target.join("release"));
         }
-        // The benchmarks of ski-mocks start the `ski` program beside them; a copy left from an
-        // earlier build would be measured instead of this tree.
+        // The benchmarks of ski-mocks start the `ski` program: this tree's, built as a user
+        // builds it (`-p ski`: its start-up order list matches that build), and copied aside,
+        // because `cargo bench -p ski` rebuilds `target/release/ski` with the dev-dependencies'
+        // features.
         if selected.iter().any(|(package, _)| *package == "ski-mocks") {
             cmd!(sh, "cargo build --release --locked -p ski --bin ski")
                 .run()
                 .context("building the ski program for the benchmarks failed")?;
+            let measured = bench_dir.join("ski");
+            fs::copy(target.join("release/ski"), &measured).with_context(|| {
+                format!("cannot copy the ski program to {}", measured.display())
+            })?;
+            sh.set_var("SKI_BIN", &measured);
         }
         for (package, name) in selected {
             let stale = rows_dir.join(format!("{name}.json"));
