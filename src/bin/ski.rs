@@ -88,6 +88,8 @@ fn exit_status(code: ExitCode) -> i32 {
         .map_or(1, i32::from)
 }
 
+// Called only from the C `main`, which test builds do not have.
+#[cfg_attr(test, allow(dead_code))]
 fn run() -> ExitCode {
     let mut matches = command_line().get_matches();
     // `from_arg_matches` would clone every match first; the matches are not used again.
