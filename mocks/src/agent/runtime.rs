@@ -510,11 +510,7 @@ impl Agent {
         result: Result<Value, RpcError>,
         plan: Option<&FragmentPlan>,
     ) -> Written {
-        let Some(id) = trigger.id.clone() else {
-            self.transcript.note(&format!(
-                "no response: {} was a notification",
-                trigger.method
-            ));
+        let Some(id) = self.answerable(trigger).cloned() else {
             return Written::Ok;
         };
         let jsonrpc = self.jsonrpc_for(None, Some(trigger));
@@ -554,14 +550,21 @@ impl Agent {
         self.write_bytes(&line, true, None).await
     }
 
-    /// Answers the prompt `trigger` with `stop_reason`: the line [`Agent::respond`] would
-    /// write for `{"stopReason": stop_reason}`.
-    pub async fn respond_prompt_result(&self, trigger: &Inbound, stop_reason: &str) -> Written {
-        let Some(id) = &trigger.id else {
+    /// The id to answer `trigger` with; a notification has none, which the transcript notes.
+    fn answerable<'t>(&self, trigger: &'t Inbound) -> Option<&'t RequestId> {
+        if trigger.id.is_none() {
             self.transcript.note(&format!(
                 "no response: {} was a notification",
                 trigger.method
             ));
+        }
+        trigger.id.as_ref()
+    }
+
+    /// Answers the prompt `trigger` with `stop_reason`: the line [`Agent::respond`] would
+    /// write for `{"stopReason": stop_reason}`.
+    pub async fn respond_prompt_result(&self, trigger: &Inbound, stop_reason: &str) -> Written {
+        let Some(id) = self.answerable(trigger) else {
             return Written::Ok;
         };
         let jsonrpc = self.jsonrpc_for(None, Some(trigger));

@@ -50,8 +50,9 @@ pub fn prompt_result(
 
 #[cfg(test)]
 mod tests {
+    use super::super::version_field as version;
     use super::*;
-    use ski::jsonrpc::{VersionField, encode_notification_into, encode_result_into};
+    use ski::jsonrpc::{encode_notification_into, encode_result_into};
 
     /// Texts with everything JSON escapes, and text it leaves alone.
     const TEXTS: &[&str] = &[
@@ -61,14 +62,6 @@ mod tests {
         "controls \u{0} \u{1f} \n \r \t \u{8} \u{c} del \u{7f}",
         "non-ascii é 漢字 🦀 \u{2028}",
     ];
-
-    fn version(jsonrpc: bool) -> VersionField {
-        if jsonrpc {
-            VersionField::Required
-        } else {
-            VersionField::Optional
-        }
-    }
 
     #[test]
     fn the_chunk_line_is_what_the_generic_encoder_writes() {
