@@ -11,7 +11,6 @@
 //! The decisions taken where the specification contradicts itself or its original implementation
 //! are recorded as `E-AOF-*` entries in `conformance/ERRATA.md`.
 
-pub mod atomic_file;
 pub mod cli;
 pub mod clock;
 pub mod completion;
@@ -19,7 +18,6 @@ pub mod data_dir;
 pub mod envelope;
 pub mod error;
 pub mod event;
-pub mod file_lock;
 pub mod handoff;
 pub mod message;
 pub mod router;

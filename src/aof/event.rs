@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use super::atomic_file::{create_dir_durable, is_temp_name};
-use super::file_lock::FileLock;
+use crate::storage::atomic_file::{create_dir_durable, is_temp_name};
+use crate::storage::file_lock::FileLock;
 use super::task_id::TaskId;
 use super::timestamp::Timestamp;
 

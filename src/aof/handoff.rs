@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
+use crate::storage::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
 use super::envelope::HandoffRequestPayload;
 use super::error::AofError;
 

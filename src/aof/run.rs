@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
+use crate::storage::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
 use super::envelope::{
     MAX_BLOCKERS, MAX_DELIVERABLES, MAX_ITEM, MAX_NAME, OUTCOME_VALUES, Outcome, TestReport,
 };

@@ -1,7 +1,7 @@
 //! The filesystem task store: `tasks/<status>/<id>.md` plus a companion directory
 //! `tasks/<status>/<id>/{inputs,work,outputs,subtasks}/` that moves with the file.
 //!
-//! Every write is atomic ([`super::atomic_file`]). A transition first rewrites the file in place with
+//! Every write is atomic ([`crate::storage::atomic_file`]). A transition first rewrites the file in place with
 //! its new status, then renames it into the new status directory, then moves the companion
 //! directory. If a process dies between those steps, the next locked [`TaskStore::load`] finds the
 //! file's status and directory disagree and finishes the move, so a task is never lost or doubled.
@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::atomic_file::{
+use crate::storage::atomic_file::{
     create_dir_durable, is_temp_name, rename_durable, sweep_stale_temps, write_atomic,
 };
-use super::file_lock::FileLock;
+use crate::storage::file_lock::FileLock;
 use super::task::{
     Frontmatter, Lease, Priority, Routing, Task, TaskFileError, TaskStatus, content_hash,
     is_valid_transition,

@@ -6,8 +6,8 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 
 use super::error::{TeamsError, TeamsResult};
-use crate::aof::atomic_file::write_atomic;
-use crate::aof::file_lock::FileLock;
+use crate::storage::atomic_file::write_atomic;
+use crate::storage::file_lock::FileLock;
 
 /// The config file's name.
 pub const CONFIG_FILE: &str = "config.json";

@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::error::{TeamsError, TeamsResult};
-use crate::aof::file_lock::FileLock;
+use crate::storage::file_lock::FileLock;
 
 /// The file of an inbox's messages.
 pub const MESSAGES_FILE: &str = "messages.jsonl";
@@ -242,7 +242,7 @@ pub fn prune(dir: &Path, cutoff_ms: i64) -> TeamsResult<usize> {
     let result = if kept.is_empty() {
         fs::remove_file(&path)
     } else {
-        crate::aof::atomic_file::write_atomic(&path, &kept)
+        crate::storage::atomic_file::write_atomic(&path, &kept)
     };
     result.map_err(|e| TeamsError::storage(format!("rewriting {}", path.display()), e))?;
     Ok(removed)

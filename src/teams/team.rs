@@ -20,8 +20,8 @@ use super::names::{
     TEAM_NAME_PATTERN, check_member_name, check_team_name, inbox_key, normalise_agent_id,
 };
 use super::xml;
-use crate::aof::atomic_file::sync_dir;
-use crate::aof::file_lock::FileLock;
+use crate::storage::atomic_file::sync_dir;
+use crate::storage::file_lock::FileLock;
 
 /// The limits every command enforces (E-TEAM-17, E-TEAM-18).
 #[derive(Debug, Clone, Copy)]

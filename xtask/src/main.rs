@@ -3,7 +3,6 @@
 mod bench;
 mod ci;
 mod conformance;
-mod startup_order;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -24,9 +23,6 @@ enum Command {
     Conformance(conformance::ConformanceArgs),
     /// Run the benchmarks, write target/bench/report.json and print a table.
     Bench(bench::BenchArgs),
-    /// Trace `ski acp serve` (valgrind) and write src/bin/ski.order, the functions the linker
-    /// places together so that start-up touches few pages of code.
-    StartupOrder(startup_order::StartupOrderArgs),
 }
 
 fn main() -> Result<()> {
@@ -36,7 +32,6 @@ fn main() -> Result<()> {
         Command::Ci(args) => ci::run(&args),
         Command::Conformance(args) => conformance::run(&args),
         Command::Bench(args) => bench::run(&args),
-        Command::StartupOrder(args) => startup_order::run(&args),
     }
 }
 
