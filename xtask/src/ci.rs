@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::Value;
 use xshell::{Shell, cmd};
@@ -33,6 +33,7 @@ pub fn run(args: &CiArgs) -> Result<()> {
         )
         .run()
         .context("clippy found problems")?;
+        check_features(&sh)?;
     }
     cmd!(
         sh,
@@ -44,6 +45,59 @@ pub fn run(args: &CiArgs) -> Result<()> {
         .run()
         .context("doc tests failed")?;
     Ok(())
+}
+
+/// The systems of `ski`, one Cargo feature each.
+const SYSTEMS: &[&str] = &["acp", "aof", "teams", "kiro", "intercom"];
+
+/// What a package that adds `ski-mocks` must not compile (SQLite, the MCP SDK, the Slack client).
+const HEAVY_FOR_MOCKS: &[&str] = &["rusqlite", "libsqlite3-sys", "rmcp", "slack-morphism"];
+
+/// Each system of `ski` builds alone (and with none), and `ski-mocks` pulls in none of the heavy
+/// dependencies of the systems it does not use.
+fn check_features(sh: &Shell) -> Result<()> {
+    cmd!(
+        sh,
+        "cargo check -p ski --no-default-features --lib --locked"
+    )
+    .run()
+    .context("ski does not build without its systems")?;
+    for system in SYSTEMS {
+        cmd!(
+            sh,
+            "cargo check -p ski --no-default-features --features {system} --lib --bins --locked"
+        )
+        .run()
+        .with_context(|| format!("ski does not build with only the `{system}` feature"))?;
+    }
+    let format = "{p}";
+    let tree = cmd!(
+        sh,
+        "cargo tree -p ski-mocks --edges normal,build --prefix none --format {format} --locked"
+    )
+    .quiet()
+    .read()
+    .context("cargo tree failed")?;
+    let heavy = heavy_dependencies(&tree);
+    if !heavy.is_empty() {
+        bail!(
+            "ski-mocks pulls in {} (enable fewer features of ski in mocks/Cargo.toml)",
+            heavy.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// The crates of [`HEAVY_FOR_MOCKS`] named in a `cargo tree --prefix none` listing.
+fn heavy_dependencies(tree: &str) -> Vec<&'static str> {
+    HEAVY_FOR_MOCKS
+        .iter()
+        .copied()
+        .filter(|name| {
+            tree.lines()
+                .any(|line| line.split_whitespace().next() == Some(*name))
+        })
+        .collect()
 }
 
 /// Installs a rustup component when the cargo subcommand it provides is missing.
@@ -89,4 +143,17 @@ pub fn target_dir(sh: &Shell, root: &Path) -> Result<PathBuf> {
         .as_str()
         .map(PathBuf::from)
         .context("cargo metadata has no target_directory")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heavy_dependencies_are_found_by_crate_name_only() {
+        let tree =
+            "ski-mocks v0.1.0 (/x/mocks)\nski v0.1.0 (/x)\nrusqlite v0.37.0\nrmcp-macros v1.0.0\n";
+        assert_eq!(heavy_dependencies(tree), vec!["rusqlite"]);
+        assert!(heavy_dependencies("ski v0.1.0\nserde v1.0.0\n").is_empty());
+    }
 }
