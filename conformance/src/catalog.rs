@@ -189,7 +189,7 @@ impl TimeoutClass {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Scenario {
-    /// The stable ID from `specs/README.md`.
+    /// The stable ID (the scheme is in `conformance/catalog/README.md`).
     pub id: String,
     /// A short English title.
     pub title: String,
