@@ -97,9 +97,8 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             sh.set_var("SKI_BENCH_OFFICIAL_BIN_DIR", peers_target.join("release"));
         }
         // The benchmarks of ski-mocks start the `ski` program: this tree's, built as a user
-        // builds it (`-p ski`: its start-up order list matches that build), and copied aside,
-        // because `cargo bench -p ski` rebuilds `target/release/ski` with the dev-dependencies'
-        // features.
+        // builds it (`-p ski`), and copied aside, because `cargo bench -p ski` rebuilds
+        // `target/release/ski` with the dev-dependencies' features.
         if selected.iter().any(|(package, _)| *package == "ski-mocks") {
             cmd!(sh, "cargo build --release --locked -p ski --bin ski")
                 .run()
