@@ -14,34 +14,38 @@
 //!   [`adopt_orphans`]); otherwise the system's init reaps them.
 //! - A process that leaves its group (`setsid`, `setpgid`) escapes the group signal. That is the
 //!   documented limit of group teardown.
+//!
+//! The parts: [`ChildSpec`] (what to start, `spec`), [`spawn`] (starting it, `spawn`),
+//! [`ProcessTracker`] and the group probes (which groups are alive, `tracker`), the supervisor
+//! task (waiting, the group's teardown, reaping, `supervisor`); this module holds the [`Child`]
+//! handle itself and its errors.
 
-use std::ffi::{OsStr, OsString};
+mod spawn;
+mod spec;
+mod supervisor;
+mod tracker;
+
 use std::fmt;
 use std::io;
-use std::path::{Path, PathBuf};
-use std::process::{ExitStatus, Stdio};
-use std::sync::{Arc, Mutex};
+use std::process::ExitStatus;
+use std::sync::Arc;
 use std::time::Duration;
 
-use nix::errno::Errno;
-use nix::sys::signal::{Signal, killpg};
-use nix::sys::wait::{WaitPidFlag, waitpid};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStderr, ChildStdin, ChildStdout};
-use tokio::sync::{mpsc, watch};
-use tokio::time::Instant;
+use tokio::process::{ChildStdin, ChildStdout};
+use tokio::sync::mpsc;
+
+pub use spawn::spawn;
+pub use spec::ChildSpec;
+pub use tracker::{ProcessTracker, adopt_orphans, group_exists, process_exists};
 
 use super::{Direction, LoggedRead, LoggedWrite, WireLog};
+use supervisor::send_group;
+use tracker::Group;
 
 /// How long a group gets between SIGTERM and SIGKILL unless the spec says otherwise.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(3);
-
-/// How long teardown waits, after SIGKILL, for the group to disappear before reporting it.
-const KILL_DEADLINE: Duration = Duration::from_secs(10);
-
-/// How often teardown looks whether the group is gone.
-const POLL_INTERVAL: Duration = Duration::from_millis(5);
 
 /// Errors of starting or talking to a child process.
 #[derive(Debug, thiserror::Error)]
@@ -85,156 +89,6 @@ pub enum ChildError {
         /// The child's name.
         name: String,
     },
-}
-
-/// What to start and how: program, arguments, environment, working directory, grace period,
-/// and where to record and track it.
-#[derive(Debug, Clone)]
-pub struct ChildSpec {
-    name: String,
-    program: OsString,
-    args: Vec<OsString>,
-    env: Vec<(OsString, Option<OsString>)>,
-    env_clear: bool,
-    cwd: Option<PathBuf>,
-    grace: Duration,
-    wire: Option<WireLog>,
-    tracker: Option<ProcessTracker>,
-    die_with_parent: bool,
-}
-
-impl ChildSpec {
-    /// A spec for `program`, named `name` in wire logs and reports.
-    pub fn new(name: impl Into<String>, program: impl AsRef<OsStr>) -> Self {
-        Self {
-            name: name.into(),
-            program: program.as_ref().to_owned(),
-            args: Vec::new(),
-            env: Vec::new(),
-            env_clear: false,
-            cwd: None,
-            grace: DEFAULT_GRACE,
-            wire: None,
-            tracker: None,
-            die_with_parent: false,
-        }
-    }
-
-    /// A spec from an argv list whose first element is the program.
-    ///
-    /// Returns `None` for an empty list.
-    pub fn from_argv<S: AsRef<OsStr>>(name: impl Into<String>, argv: &[S]) -> Option<Self> {
-        let (program, args) = argv.split_first()?;
-        Some(Self::new(name, program).args(args))
-    }
-
-    /// Appends one argument.
-    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Self {
-        self.args.push(arg.as_ref().to_owned());
-        self
-    }
-
-    /// Appends arguments.
-    pub fn args<S: AsRef<OsStr>>(mut self, args: impl IntoIterator<Item = S>) -> Self {
-        self.args
-            .extend(args.into_iter().map(|a| a.as_ref().to_owned()));
-        self
-    }
-
-    /// Sets one environment variable.
-    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {
-        self.env
-            .push((key.as_ref().to_owned(), Some(value.as_ref().to_owned())));
-        self
-    }
-
-    /// Sets environment variables.
-    pub fn envs<K: AsRef<OsStr>, V: AsRef<OsStr>>(
-        mut self,
-        vars: impl IntoIterator<Item = (K, V)>,
-    ) -> Self {
-        for (key, value) in vars {
-            self = self.env(key, value);
-        }
-        self
-    }
-
-    /// Removes one inherited environment variable.
-    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Self {
-        self.env.push((key.as_ref().to_owned(), None));
-        self
-    }
-
-    /// Starts from an empty environment instead of inheriting this process's.
-    pub fn env_clear(mut self) -> Self {
-        self.env_clear = true;
-        self
-    }
-
-    /// Sets the working directory.
-    pub fn cwd(mut self, dir: impl AsRef<Path>) -> Self {
-        self.cwd = Some(dir.as_ref().to_owned());
-        self
-    }
-
-    /// Sets the time between SIGTERM and SIGKILL at teardown.
-    pub fn grace(mut self, grace: Duration) -> Self {
-        self.grace = grace;
-        self
-    }
-
-    /// Records stdin, stdout, stderr and process events into `log`.
-    pub fn wire_log(mut self, log: WireLog) -> Self {
-        self.wire = Some(log);
-        self
-    }
-
-    /// Registers the child with `tracker`, which can tear it down and verify it is gone.
-    pub fn tracker(mut self, tracker: ProcessTracker) -> Self {
-        self.tracker = Some(tracker);
-        self
-    }
-
-    /// Asks the system to SIGKILL the child when this process dies, even by SIGKILL (Linux
-    /// `PR_SET_PDEATHSIG`; elsewhere nothing). The signal follows the death of the spawning
-    /// thread, so spawn from a runtime's worker thread, never from a short-lived one. Only the
-    /// child itself is signalled: what it started needs its owner's recovery.
-    pub fn die_with_parent(mut self) -> Self {
-        self.die_with_parent = true;
-        self
-    }
-
-    /// The name used in wire logs.
-    pub fn name(&self) -> &str {
-        &self.name
-    }
-
-    /// The program.
-    pub fn program(&self) -> &OsStr {
-        &self.program
-    }
-
-    /// The arguments.
-    pub fn get_args(&self) -> &[OsString] {
-        &self.args
-    }
-
-    /// The working directory, if one was set.
-    pub fn get_cwd(&self) -> Option<&Path> {
-        self.cwd.as_deref()
-    }
-
-    /// The environment changes, in order (`None` removes a variable).
-    pub fn get_env(&self) -> &[(OsString, Option<OsString>)] {
-        &self.env
-    }
-
-    /// The command line as one display string (lossy, for logs).
-    pub fn display_command(&self) -> String {
-        let mut parts = vec![self.program.to_string_lossy().into_owned()];
-        parts.extend(self.args.iter().map(|a| a.to_string_lossy().into_owned()));
-        parts.join(" ")
-    }
 }
 
 /// Which output stream a line came from.
@@ -284,106 +138,6 @@ impl fmt::Display for Termination {
     }
 }
 
-/// The shared state of one child's process group.
-#[derive(Debug)]
-struct Group {
-    name: String,
-    pid: u32,
-    status: watch::Receiver<Option<ExitStatus>>,
-    done: watch::Receiver<Option<Termination>>,
-    teardown: mpsc::UnboundedSender<()>,
-}
-
-impl Group {
-    fn request_teardown(&self) {
-        // A closed channel means the supervisor already finished; nothing is left to do.
-        let _ = self.teardown.send(());
-    }
-
-    async fn finished(&self) -> Result<Termination, ChildError> {
-        let mut done = self.done.clone();
-        let result = done.wait_for(Option::is_some).await;
-        match result {
-            Ok(termination) => termination.clone().ok_or_else(|| self.gone()),
-            Err(_) => Err(self.gone()),
-        }
-    }
-
-    fn gone(&self) -> ChildError {
-        ChildError::SupervisorGone {
-            name: self.name.clone(),
-        }
-    }
-}
-
-/// Keeps track of every child spawned with it, to tear them all down and prove they are gone.
-///
-/// Cloning gives another handle to the same set.
-#[derive(Debug, Clone, Default)]
-pub struct ProcessTracker {
-    groups: Arc<Mutex<Vec<Arc<Group>>>>,
-}
-
-impl ProcessTracker {
-    /// An empty tracker.
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    fn add(&self, group: Arc<Group>) {
-        self.lock().push(group);
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Arc<Group>>> {
-        self.groups
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// The pids (process-group ids) of every child spawned with this tracker.
-    pub fn pids(&self) -> Vec<u32> {
-        self.lock().iter().map(|g| g.pid).collect()
-    }
-
-    /// How many children were spawned with this tracker.
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    /// Whether no child was spawned with this tracker.
-    pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
-    }
-
-    /// Tears down every tracked group (those already torn down report again) and waits for all.
-    ///
-    /// The result lists every group; [`Termination::group_gone`] is false for any survivor.
-    pub async fn shutdown_all(&self) -> Vec<Termination> {
-        let groups: Vec<Arc<Group>> = self.lock().clone();
-        for group in &groups {
-            group.request_teardown();
-        }
-        let mut report = Vec::with_capacity(groups.len());
-        for group in groups {
-            let termination = match group.finished().await {
-                Ok(termination) => termination,
-                // The supervisor's runtime went away; its guard sent SIGKILL. Look at the group.
-                Err(_) => Termination {
-                    name: group.name.clone(),
-                    pid: group.pid,
-                    status: None,
-                    exited_before_teardown: false,
-                    sent_term: false,
-                    sent_kill: true,
-                    group_gone: !group_exists(group.pid),
-                },
-            };
-            report.push(termination);
-        }
-        report
-    }
-}
-
 /// A running child process: its stdio, its pid, and the supervisor that ends its group.
 ///
 /// Dropping a `Child` tears its process group down in the background; call [`Child::shutdown`]
@@ -408,181 +162,6 @@ impl fmt::Debug for Child {
             .field("pid", &self.pid)
             .finish_non_exhaustive()
     }
-}
-
-/// Makes this process the reaper of orphaned descendants (Linux `PR_SET_CHILD_SUBREAPER`).
-///
-/// With it, grandchildren of a killed child are reparented to this process and teardown reaps
-/// them, so none is left as a zombie even where the system's init does not reap. Returns whether
-/// the attribute is now set; on other systems it does nothing and returns `false`.
-pub fn adopt_orphans() -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        nix::sys::prctl::set_child_subreaper(true).is_ok()
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        false
-    }
-}
-
-/// Whether a process group with this id still has any member (a zombie counts as a member).
-pub fn group_exists(pgid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pgid) else {
-        return false;
-    };
-    if raw <= 1 {
-        return false;
-    }
-    match killpg(Pid::from_raw(raw), None) {
-        Ok(()) => true,
-        Err(Errno::ESRCH) => false,
-        // EPERM: the group exists but belongs to someone else.
-        Err(_) => true,
-    }
-}
-
-/// Whether a process with this pid exists (a zombie counts).
-pub fn process_exists(pid: u32) -> bool {
-    let Ok(raw) = i32::try_from(pid) else {
-        return false;
-    };
-    if raw <= 0 {
-        return false;
-    }
-    !matches!(
-        nix::sys::signal::kill(Pid::from_raw(raw), None),
-        Err(Errno::ESRCH)
-    )
-}
-
-/// Starts a child process as described by `spec`.
-///
-/// The child gets a new process group, piped stdin, stdout and stderr, the spec's environment and
-/// working directory. Stderr is read continuously (so the child never blocks on a full pipe) into
-/// the wire log and into [`Child::next_stderr_line`]. Must be called inside a tokio runtime.
-pub fn spawn(spec: ChildSpec) -> Result<Child, ChildError> {
-    let mut command = tokio::process::Command::new(&spec.program);
-    command
-        .args(&spec.args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        // The supervisor normally reaps the child; this only matters if its runtime shuts down.
-        .kill_on_drop(true);
-    if spec.env_clear {
-        command.env_clear();
-    }
-    for (key, value) in &spec.env {
-        match value {
-            Some(value) => command.env(key, value),
-            None => command.env_remove(key),
-        };
-    }
-    if let Some(dir) = &spec.cwd {
-        command.current_dir(dir);
-    }
-    if spec.die_with_parent {
-        kill_when_parent_dies(&mut command);
-    }
-    let mut os_child = command.spawn().map_err(|source| ChildError::Spawn {
-        program: spec.program.to_string_lossy().into_owned(),
-        source,
-    })?;
-    let Some(pid) = os_child.id() else {
-        return Err(ChildError::NoPid { name: spec.name });
-    };
-    if i32::try_from(pid).is_err() {
-        return Err(ChildError::NoPid { name: spec.name });
-    }
-    if let Some(log) = &spec.wire {
-        log.note(
-            &spec.name,
-            &format!("spawned pid {pid}: {}", spec.display_command()),
-        );
-    }
-    let stdin = os_child.stdin.take();
-    let stdout = os_child.stdout.take().map(BufReader::new);
-    let stderr = os_child
-        .stderr
-        .take()
-        .map(|stream| drain_stderr(stream, spec.wire.clone(), &spec.name));
-
-    let (status_tx, status_rx) = watch::channel(None);
-    let (done_tx, done_rx) = watch::channel(None);
-    let (teardown_tx, teardown_rx) = mpsc::unbounded_channel();
-    let group = Arc::new(Group {
-        name: spec.name.clone(),
-        pid,
-        status: status_rx,
-        done: done_rx,
-        teardown: teardown_tx,
-    });
-    let supervisor = Supervisor {
-        name: spec.name.clone(),
-        pid,
-        grace: spec.grace,
-        wire: spec.wire.clone(),
-        status: status_tx,
-        done: done_tx,
-    };
-    tokio::spawn(supervisor.run(os_child, teardown_rx));
-    if let Some(tracker) = &spec.tracker {
-        tracker.add(Arc::clone(&group));
-    }
-    Ok(Child {
-        name: spec.name,
-        pid,
-        wire: spec.wire,
-        stdin,
-        stdout,
-        stdout_partial: Vec::new(),
-        stderr,
-        group,
-    })
-}
-
-#[cfg(target_os = "linux")]
-#[allow(unsafe_code)]
-fn kill_when_parent_dies(command: &mut tokio::process::Command) {
-    // SAFETY: the closure runs in the forked child before exec and calls only prctl(2), which
-    // is async-signal-safe; it allocates nothing and touches no lock.
-    unsafe {
-        command
-            .pre_exec(|| nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(io::Error::from));
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-fn kill_when_parent_dies(_command: &mut tokio::process::Command) {}
-
-fn drain_stderr(
-    stream: ChildStderr,
-    wire: Option<WireLog>,
-    name: &str,
-) -> mpsc::UnboundedReceiver<String> {
-    let (tx, rx) = mpsc::unbounded_channel();
-    let channel = format!("{name}/stderr");
-    tokio::spawn(async move {
-        let mut reader = BufReader::new(stream);
-        let mut buf = Vec::new();
-        loop {
-            buf.clear();
-            match reader.read_until(b'\n', &mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let line = trim_line(&buf);
-                    if let Some(log) = &wire {
-                        log.record(&channel, Direction::In, &line);
-                    }
-                    // The receiver may be gone when nobody reads stderr; the log still has it.
-                    let _ = tx.send(line);
-                }
-            }
-        }
-    });
-    rx
 }
 
 fn trim_line(buf: &[u8]) -> String {
@@ -799,176 +378,10 @@ impl Drop for Child {
     }
 }
 
-fn send_group(pid: u32, signal: Signal) -> Result<(), Errno> {
-    let raw = i32::try_from(pid).map_err(|_| Errno::EINVAL)?;
-    match killpg(Pid::from_raw(raw), signal) {
-        Ok(()) | Err(Errno::ESRCH) => Ok(()),
-        Err(errno) => Err(errno),
-    }
-}
-
-/// Sends SIGKILL to a group when dropped while armed: the last resort if the supervisor task is
-/// dropped before it finished (its runtime shut down).
-struct KillGuard {
-    pid: u32,
-    armed: bool,
-}
-
-impl Drop for KillGuard {
-    fn drop(&mut self) {
-        if self.armed {
-            let _ = send_group(self.pid, Signal::SIGKILL);
-        }
-    }
-}
-
-/// The task that owns the operating-system child: it reports the exit and runs the teardown.
-struct Supervisor {
-    name: String,
-    pid: u32,
-    grace: Duration,
-    wire: Option<WireLog>,
-    status: watch::Sender<Option<ExitStatus>>,
-    done: watch::Sender<Option<Termination>>,
-}
-
-impl Supervisor {
-    fn note(&self, text: &str) {
-        if let Some(log) = &self.wire {
-            log.note(&self.name, text);
-        }
-    }
-
-    async fn run(
-        self,
-        mut child: tokio::process::Child,
-        mut teardown: mpsc::UnboundedReceiver<()>,
-    ) {
-        let mut guard = KillGuard {
-            pid: self.pid,
-            armed: true,
-        };
-        let mut status = None;
-        tokio::select! {
-            result = child.wait() => {
-                if let Ok(exit) = result {
-                    self.note(&format!("exited by itself: {exit}"));
-                    status = Some(exit);
-                    let _ = self.status.send(Some(exit));
-                }
-            }
-            // A closed channel (every handle dropped) is a teardown request too.
-            _ = teardown.recv() => {}
-        }
-        let exited_before_teardown = status.is_some();
-        if exited_before_teardown {
-            let _ = teardown.recv().await;
-        }
-        let termination = self.teardown(&mut child, status).await;
-        let termination = Termination {
-            exited_before_teardown,
-            ..termination
-        };
-        if !termination.group_gone {
-            self.note("process group still exists after SIGKILL");
-        }
-        guard.armed = false;
-        let _ = self.done.send(Some(termination));
-        // Later teardown requests (from a tracker after a drop) find `done` already set.
-        drop(teardown);
-    }
-
-    async fn teardown(
-        &self,
-        child: &mut tokio::process::Child,
-        mut status: Option<ExitStatus>,
-    ) -> Termination {
-        let mut sent_term = false;
-        let mut sent_kill = false;
-        if group_exists(self.pid) {
-            self.note("teardown: SIGTERM to the process group");
-            let _ = send_group(self.pid, Signal::SIGTERM);
-            sent_term = true;
-        }
-        let mut gone = self
-            .reap_until_gone(child, &mut status, Instant::now() + self.grace)
-            .await;
-        if !gone {
-            self.note(&format!(
-                "teardown: still running after {:?}, SIGKILL to the process group",
-                self.grace
-            ));
-            let _ = send_group(self.pid, Signal::SIGKILL);
-            sent_kill = true;
-            gone = self
-                .reap_until_gone(child, &mut status, Instant::now() + KILL_DEADLINE)
-                .await;
-        }
-        if let Some(exit) = status {
-            let _ = self.status.send(Some(exit));
-        }
-        self.note(&match status {
-            Some(exit) => format!("teardown done: {exit}"),
-            None => "teardown done: no exit status".to_owned(),
-        });
-        Termination {
-            name: self.name.clone(),
-            pid: self.pid,
-            status,
-            exited_before_teardown: false,
-            sent_term,
-            sent_kill,
-            group_gone: gone,
-        }
-    }
-
-    /// Reaps the leader (through tokio, which owns it) and then any adopted group member, until
-    /// the group is gone or the deadline passes. Returns whether the group is gone.
-    async fn reap_until_gone(
-        &self,
-        child: &mut tokio::process::Child,
-        status: &mut Option<ExitStatus>,
-        deadline: Instant,
-    ) -> bool {
-        loop {
-            if status.is_none()
-                && let Ok(Some(exit)) = child.try_wait()
-            {
-                *status = Some(exit);
-            }
-            // Members other than the leader are only reaped after the leader was, so that tokio
-            // keeps the leader's exit status.
-            if status.is_some() {
-                reap_adopted(self.pid);
-            }
-            if status.is_some() && !group_exists(self.pid) {
-                return true;
-            }
-            if Instant::now() >= deadline {
-                return false;
-            }
-            tokio::time::sleep(POLL_INTERVAL).await;
-        }
-    }
-}
-
-/// Reaps every exited member of group `pgid` that is a child of this process (members adopted
-/// through [`adopt_orphans`]).
-fn reap_adopted(pgid: u32) {
-    let Ok(raw) = i32::try_from(pgid) else {
-        return;
-    };
-    loop {
-        match waitpid(Pid::from_raw(-raw), Some(WaitPidFlag::WNOHANG)) {
-            Ok(nix::sys::wait::WaitStatus::StillAlive) | Err(_) => return,
-            Ok(_) => {}
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tokio::time::Instant;
 
     fn sh(script: &str) -> ChildSpec {
         ChildSpec::new("sh", "/bin/sh").arg("-c").arg(script)
