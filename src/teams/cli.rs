@@ -16,7 +16,7 @@ use serde_json::{Map, Value, json};
 
 use super::clock::Clock;
 use super::error::{TeamsError, TeamsResult};
-use super::ledger::{BusyPolicy, NewTask, TaskFilter};
+use super::ledger::{BusyPolicy, NewTask, TaskFilter, TaskStatus};
 use super::mailbox::MessageKind;
 use super::names::check_team_name;
 use super::team::{OpenTeam, Outgoing, Teams};
@@ -676,15 +676,18 @@ fn task_command(
             include_completed,
             ..
         } => {
-            if let Some(status) = status
-                && !["pending", "in_progress", "completed", "deleted"].contains(&status.as_str())
-            {
-                return Err(TeamsError::InvalidArgument(format!(
-                    "unknown status {status:?}: use pending, in_progress, completed or deleted"
-                )));
-            }
+            let status = status
+                .as_deref()
+                .map(str::parse::<TaskStatus>)
+                .transpose()
+                .map_err(|error| {
+                    TeamsError::InvalidArgument(format!(
+                        "unknown status {:?}: use pending, in_progress, completed or deleted",
+                        error.value
+                    ))
+                })?;
             let tasks = team.ledger().list(&TaskFilter {
-                status: status.clone(),
+                status,
                 owner: owner.clone(),
                 available: *available,
                 include_completed: *include_completed,

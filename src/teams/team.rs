@@ -14,7 +14,10 @@ use super::config::{
     CONFIG_FILE, Metadata, STATUS_ACTIVE, STATUS_SHUTDOWN, STATUS_SHUTTING_DOWN, TeamConfig,
 };
 use super::error::{TeamsError, TeamsResult};
-use super::ledger::{BusyPolicy, LEDGER_FILE, Ledger, Member, NewTask, TaskFilter};
+use super::ledger::{
+    BusyPolicy, LEDGER_FILE, Ledger, Member, MemberRole, MemberStatus, NewTask, TaskFilter,
+    TaskStatus,
+};
 use super::mailbox::{self, Message, MessageKind};
 use super::names::{
     TEAM_NAME_PATTERN, check_member_name, check_team_name, inbox_key, normalise_agent_id,
@@ -148,9 +151,9 @@ impl Teams {
                     session_key: lead.to_owned(),
                     agent_id: normalise_agent_id(agent_type),
                     name: "lead".to_owned(),
-                    role: "lead".to_owned(),
+                    role: MemberRole::Lead,
                     agent_type: Some(agent_type.to_owned()),
-                    status: "idle".to_owned(),
+                    status: MemberStatus::Idle,
                     current_task: None,
                     joined_at: now,
                     inbox_key: lead_inbox.clone(),
@@ -302,7 +305,7 @@ impl OpenTeam {
 
     fn require_lead(&mut self, caller: &str, what: &str) -> TeamsResult<Member> {
         let member = self.require_member(caller)?;
-        if member.role == "lead" {
+        if member.is_lead() {
             Ok(member)
         } else {
             Err(TeamsError::NotLead(what.to_owned()))
@@ -347,7 +350,7 @@ impl OpenTeam {
             .map(|m| (m.session_key.as_str(), m.name.as_str()))
             .collect();
         out.push_str("\ntasks\n");
-        for task in tasks.iter().filter(|t| t.status != "deleted") {
+        for task in tasks.iter().filter(|t| t.status != TaskStatus::Deleted) {
             let owner = task
                 .owner
                 .as_deref()
@@ -399,9 +402,9 @@ impl OpenTeam {
             session_key: key.to_owned(),
             agent_id: agent.to_owned(),
             name: name.to_owned(),
-            role: "member".to_owned(),
+            role: MemberRole::Member,
             agent_type: Some(self.config.agent_type.clone()),
-            status: "idle".to_owned(),
+            status: MemberStatus::Idle,
             current_task: None,
             joined_at: self.now(),
             inbox_key: inbox_key(key)?,
@@ -484,17 +487,12 @@ impl OpenTeam {
             .ledger
             .members()?
             .into_iter()
-            .filter(|m| m.role != "lead" && m.status == "working")
+            .filter(|m| !m.is_lead() && m.status == MemberStatus::Working)
             .collect();
         if working.is_empty() {
-            for member in self
-                .ledger
-                .members()?
-                .into_iter()
-                .filter(|m| m.role != "lead")
-            {
+            for member in self.ledger.members()?.into_iter().filter(|m| !m.is_lead()) {
                 self.ledger
-                    .set_member_status(&member.session_key, "shutdown")?;
+                    .set_member_status(&member.session_key, MemberStatus::Shutdown)?;
             }
             TeamConfig::set_status(&self.dir, STATUS_SHUTDOWN, now)?;
             return Ok(json!({ "teamName": self.name, "status": STATUS_SHUTDOWN }));
@@ -597,7 +595,7 @@ impl OpenTeam {
         }
         let sender = self.require_member(caller)?;
         match outgoing.kind {
-            MessageKind::ShutdownRequest if sender.role != "lead" => {
+            MessageKind::ShutdownRequest if !sender.is_lead() => {
                 return Err(TeamsError::NotLead("send a shutdown_request".into()));
             }
             MessageKind::ShutdownRequest | MessageKind::ShutdownResponse
@@ -775,7 +773,7 @@ impl OpenTeam {
             .ledger
             .members()?
             .iter()
-            .any(|m| m.role != "lead" && m.status == "working");
+            .any(|m| !m.is_lead() && m.status == MemberStatus::Working);
         if working && !force && config.metadata.status != STATUS_SHUTDOWN {
             return Err(TeamsError::InvalidArgument(
                 "members are still working: shut the team down first, or pass --force".into(),
