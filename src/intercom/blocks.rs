@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 
+use super::store::NewApproval;
+
 /// Action ids of the buttons.
 pub mod action {
     pub const APPROVE_ACCEPT: &str = "approve_accept";
@@ -91,6 +93,23 @@ pub fn approval(
             ]
         }
     ])
+}
+
+/// The message asking the operator about `approval`: its text and its blocks ([`approval`]).
+pub fn approval_request(approval: &NewApproval<'_>) -> (String, Value) {
+    let text = format!(
+        "📋 Approval request `{}`: {}",
+        approval.request_id, approval.title
+    );
+    let blocks = self::approval(
+        approval.request_id,
+        approval.title,
+        approval.file_path,
+        approval.risk_level,
+        approval.description,
+        approval.diff,
+    );
+    (text, blocks)
 }
 
 /// A forwarded prompt with Continue, Refine and Stop.

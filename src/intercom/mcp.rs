@@ -29,6 +29,7 @@ use super::blocks;
 use super::config::Mode;
 use super::hub::Hub;
 use super::policy;
+use super::store::NewApproval;
 
 /// The nine tools: name, description, input schema.
 pub fn tools() -> Vec<Tool> {
@@ -354,27 +355,20 @@ impl IntercomMcp {
                     .store
                     .next_request_id(&session.id)
                     .map_err(|e| e.to_string())?;
+                let approval = NewApproval {
+                    session_id: &session.id,
+                    request_id: &request_id,
+                    title: &title,
+                    description: description.as_deref(),
+                    diff: &diff,
+                    file_path: &file_path,
+                    risk_level: &risk,
+                };
                 hub.store
-                    .insert_approval(
-                        &session.id,
-                        &request_id,
-                        &title,
-                        description.as_deref(),
-                        &diff,
-                        &file_path,
-                        &risk,
-                    )
+                    .insert_approval(&approval)
                     .map_err(|e| e.to_string())?;
                 let answer = hub.mcp.await_clearance(&session.id, &request_id);
-                let blocks = blocks::approval(
-                    &request_id,
-                    &title,
-                    &file_path,
-                    &risk,
-                    description.as_deref(),
-                    &diff,
-                );
-                let text = format!("📋 Approval request `{request_id}`: {title}");
+                let (text, blocks) = blocks::approval_request(&approval);
                 match hub.post_in_session(&session.id, &text, Some(&blocks)).await {
                     Some((channel, ts)) => {
                         let _ =

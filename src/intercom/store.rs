@@ -58,6 +58,21 @@ pub struct NewSession<'a> {
     pub prompt: Option<&'a str>,
 }
 
+/// An approval to record as pending: what the agent asks to change and how risky it says it is.
+#[derive(Debug, Clone, Copy)]
+pub struct NewApproval<'a> {
+    pub session_id: &'a str,
+    /// Session-scoped: the agent's own id (ACP clearance) or [`Store::next_request_id`].
+    pub request_id: &'a str,
+    pub title: &'a str,
+    pub description: Option<&'a str>,
+    /// The proposed change; empty when the request carries none.
+    pub diff: &'a str,
+    pub file_path: &'a str,
+    /// `low`, `high` or `critical`.
+    pub risk_level: &'a str,
+}
+
 /// A pending or decided approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approval {
@@ -555,29 +570,19 @@ impl Store {
     }
 
     /// Records a pending approval.
-    #[allow(clippy::too_many_arguments)]
-    pub fn insert_approval(
-        &self,
-        session_id: &str,
-        request_id: &str,
-        title: &str,
-        description: Option<&str>,
-        diff: &str,
-        file_path: &str,
-        risk_level: &str,
-    ) -> Result<(), StoreError> {
+    pub fn insert_approval(&self, approval: &NewApproval<'_>) -> Result<(), StoreError> {
         self.db().execute(
             "INSERT INTO approval_request (session_id, request_id, title, description,
                 diff_content, file_path, risk_level, status, created_at)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
             params![
-                session_id,
-                request_id,
-                title,
-                description,
-                diff,
-                file_path,
-                risk_level,
+                approval.session_id,
+                approval.request_id,
+                approval.title,
+                approval.description,
+                approval.diff,
+                approval.file_path,
+                approval.risk_level,
                 now()
             ],
         )?;

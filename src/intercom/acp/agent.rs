@@ -22,6 +22,7 @@ use crate::intercom::blocks;
 use crate::intercom::config::Dialect;
 use crate::intercom::driver::{DriverError, SessionStart};
 use crate::intercom::hub::Hub;
+use crate::intercom::store::{NewApproval, StoreError};
 use crate::jsonrpc::{FrameError, LineReader};
 use crate::transport::child::{self, Child};
 use crate::transport::{LoggedRead, LoggedWrite};
@@ -604,40 +605,23 @@ impl<'a> Run<'a> {
             }
             Inbound::Clearance(request) => {
                 let request_id = id_text(&request.id);
-                let diff = request.diff.clone().unwrap_or_default();
-                if let Err(error) = hub.store.insert_approval(
-                    &session_id,
-                    &request_id,
-                    &request.title,
-                    request.description.as_deref(),
-                    &diff,
-                    &request.file_path,
-                    &request.risk_level,
-                ) {
+                let approval = NewApproval {
+                    session_id: &session_id,
+                    request_id: &request_id,
+                    title: &request.title,
+                    description: request.description.as_deref(),
+                    diff: request.diff.as_deref().unwrap_or_default(),
+                    file_path: &request.file_path,
+                    risk_level: &request.risk_level,
+                };
+                let pending = Pending::Clearance {
+                    raw_id: request.id.clone(),
+                    options: None,
+                };
+                if let Err(error) = self.ask_operator(&approval, pending) {
                     tracing::warn!(session_id, request_id, %error, "clearance request refused (an id used twice?)");
                     return None;
                 }
-                lock(&self.link.pending).insert(
-                    request_id.clone(),
-                    Pending::Clearance {
-                        raw_id: request.id.clone(),
-                        options: None,
-                    },
-                );
-                self.wait_for_operator();
-                let blocks = blocks::approval(
-                    &request_id,
-                    &request.title,
-                    &request.file_path,
-                    &request.risk_level,
-                    request.description.as_deref(),
-                    &diff,
-                );
-                self.lane.post(
-                    format!("📋 Approval request `{request_id}`: {}", request.title),
-                    Some(blocks),
-                    Some(request_id),
-                );
             }
             Inbound::Permission {
                 id,
@@ -652,32 +636,24 @@ impl<'a> Run<'a> {
                         return None;
                     }
                 };
-                if let Err(error) = hub.store.insert_approval(
-                    &session_id,
-                    &request_id,
-                    &title,
-                    None,
-                    "",
-                    &file_path,
-                    "high",
-                ) {
+                // A permission request carries no diff or description; it is always high risk.
+                let approval = NewApproval {
+                    session_id: &session_id,
+                    request_id: &request_id,
+                    title: &title,
+                    description: None,
+                    diff: "",
+                    file_path: &file_path,
+                    risk_level: "high",
+                };
+                let pending = Pending::Clearance {
+                    raw_id: id,
+                    options: Some(options),
+                };
+                if let Err(error) = self.ask_operator(&approval, pending) {
                     tracing::error!(%error, "cannot record the permission request");
                     return None;
                 }
-                lock(&self.link.pending).insert(
-                    request_id.clone(),
-                    Pending::Clearance {
-                        raw_id: id,
-                        options: Some(options),
-                    },
-                );
-                self.wait_for_operator();
-                let blocks = blocks::approval(&request_id, &title, &file_path, "high", None, "");
-                self.lane.post(
-                    format!("📋 Approval request `{request_id}`: {title}"),
-                    Some(blocks),
-                    Some(request_id),
-                );
             }
             Inbound::PromptForward { id, text, kind } => {
                 let prompt_id = id_text(&id);
@@ -708,6 +684,24 @@ impl<'a> Run<'a> {
             Inbound::Ignored { .. } => {}
         }
         None
+    }
+
+    /// The one path of an approval (a clearance request, or a permission request): records it,
+    /// keeps the agent's request until the operator answers, pauses the stall detector and posts
+    /// the approval message in the session's lane. Fails, with nothing else done, when the
+    /// approval cannot be recorded.
+    fn ask_operator(
+        &mut self,
+        approval: &NewApproval<'_>,
+        pending: Pending,
+    ) -> Result<(), StoreError> {
+        self.hub.store.insert_approval(approval)?;
+        lock(&self.link.pending).insert(approval.request_id.to_owned(), pending);
+        self.wait_for_operator();
+        let (text, blocks) = blocks::approval_request(approval);
+        self.lane
+            .post(text, Some(blocks), Some(approval.request_id.to_owned()));
+        Ok(())
     }
 
     fn wait_for_operator(&mut self) {
