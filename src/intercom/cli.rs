@@ -2,14 +2,20 @@
 //! listeners), one readiness line on stdout (on stderr with `--mcp-stdio`, where stdout carries
 //! MCP), logs on stderr scrubbed of the tokens, shutdown on SIGINT or SIGTERM.
 //!
-//! Exit codes: 0 after a signal, 1 for any startup failure (config, tokens, database, Slack),
-//! 2 for usage errors (clap).
+//! Startup checks what it can before it creates anything: the config and the tokens, then that
+//! Slack answers `auth.test` and that the MCP address can be bound, and only then opens (and
+//! perhaps creates) the database; a later startup failure removes a database it created.
+//!
+//! Exit codes ([`crate::exit`]): 0 after a signal, 2 usage, 3 configuration (the file, the
+//! tokens, the database path, the MCP address), 4 Slack unreachable or refusing, 5 internal.
+//! Every failure is one `error: …` line on stderr.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::anyhow;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use tokio::signal::unix::{SignalKind, signal};
@@ -20,9 +26,10 @@ use super::config::{APP_TOKEN_ENV, BOT_TOKEN_ENV, Config, Mode, Tokens, validate
 use super::driver::{AgentDriver, McpDriver};
 use super::hub::Hub;
 use super::redact::RedactingStderr;
-use super::slack::{self, Poster};
+use super::slack::{self, Poster, SlackError};
 use super::store::Store;
 use super::{mcp, socket};
+use crate::exit::{CommandError, CommandResult};
 
 /// How long startup waits for Slack's Socket Mode `hello`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -58,7 +65,8 @@ stdin ends that session only: the server and its HTTP endpoint keep running.
 The [[workspace]] mapping is reloaded when the config file changes (its directory is watched,
 so editors that replace the file are seen); an invalid edit keeps the last good mapping.
 
-Exit codes: 0 after SIGINT/SIGTERM; 1 a startup failure (config, tokens, database, Slack); 2 usage."
+Exit codes: 0 after SIGINT/SIGTERM; 2 usage; 3 configuration (file, tokens, database, MCP
+address); 4 Slack unreachable or refusing; 5 internal."
 )]
 pub struct IntercomArgs {
     /// The configuration file (TOML).
@@ -102,52 +110,129 @@ fn token_scrubber() -> RedactingStderr {
     )
 }
 
-fn fail(message: impl std::fmt::Display) -> ExitCode {
-    eprintln!("error: {}", token_scrubber().scrub(&message.to_string()));
-    ExitCode::from(1)
+/// Prints `error` as one `error: …` line, the tokens' values scrubbed; answers its exit code.
+fn report(error: &CommandError) -> ExitCode {
+    // The messages carry their causes; a cause's own lines are joined into the one line.
+    let line = error.error.to_string().replace('\n', " ");
+    eprintln!("error: {}", token_scrubber().scrub(&line));
+    ExitCode::from(error.class.code())
+}
+
+/// What opening the database is about to create (the file, its companions, missing parent
+/// directories), removed again when startup fails after it.
+#[derive(Debug, Default)]
+struct Created {
+    files: Vec<PathBuf>,
+    /// Deepest first.
+    dirs: Vec<PathBuf>,
+}
+
+impl Created {
+    /// What opening `database` would create now.
+    fn by_opening(database: &Path) -> Created {
+        let mut dirs = Vec::new();
+        let mut parent = database.parent();
+        while let Some(dir) = parent.filter(|dir| !dir.as_os_str().is_empty() && !dir.exists()) {
+            dirs.push(dir.to_owned());
+            parent = dir.parent();
+        }
+        let files = if database.exists() {
+            Vec::new()
+        } else {
+            ["", "-wal", "-shm", "-journal"]
+                .iter()
+                .map(|suffix| {
+                    let mut name = database.as_os_str().to_owned();
+                    name.push(suffix);
+                    PathBuf::from(name)
+                })
+                .collect()
+        };
+        Created { files, dirs }
+    }
+
+    fn remove(&self) {
+        for file in &self.files {
+            let _ = std::fs::remove_file(file);
+        }
+        for dir in &self.dirs {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
 }
 
 /// Runs the server; answers the process exit code.
 pub fn run(args: IntercomArgs) -> ExitCode {
     init_logging(args.log_format);
-    if args.mcp_stdio && args.mode != Mode::Mcp {
-        eprintln!("error: --mcp-stdio needs --mode mcp");
-        return ExitCode::from(2);
+    let mut created = Created::default();
+    match start(args, &mut created) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            created.remove();
+            report(&error)
+        }
     }
-    let config = match Config::load(&args.config, args.mode) {
-        Ok(config) => config,
-        Err(error) => return fail(error),
-    };
-    let tokens = match Tokens::from_env() {
-        Ok(tokens) => tokens,
-        Err(error) => return fail(error),
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+}
+
+/// Checks the arguments, the config and the tokens, then serves on a runtime that is shut down
+/// (and with it everything holding the database) before this returns.
+fn start(args: IntercomArgs, created: &mut Created) -> CommandResult {
+    if args.mcp_stdio && args.mode != Mode::Mcp {
+        return Err(CommandError::invalid_input(anyhow!(
+            "--mcp-stdio needs --mode mcp"
+        )));
+    }
+    let config = Config::load(&args.config, args.mode).map_err(CommandError::configuration)?;
+    let tokens = Tokens::from_env().map_err(CommandError::configuration)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => return fail(format!("cannot start the runtime: {error}")),
-    };
-    let code = runtime.block_on(serve(args, config, tokens));
+        .map_err(|error| CommandError::internal(anyhow!("cannot start the runtime: {error}")))?;
+    let result = runtime.block_on(serve(args, config, tokens, created));
     runtime.shutdown_timeout(Duration::from_secs(2));
-    code
+    result
 }
 
-async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
-    let mut terminate = match signal(SignalKind::terminate()) {
-        Ok(signal) => signal,
-        Err(error) => return fail(format!("cannot handle SIGTERM: {error}")),
-    };
-    let mut interrupt = match signal(SignalKind::interrupt()) {
-        Ok(signal) => signal,
-        Err(error) => return fail(format!("cannot handle SIGINT: {error}")),
-    };
-    let store = match Store::open(&config.database.path) {
-        Ok(store) => store,
-        Err(error) => return fail(error),
-    };
+/// A failed `auth.test`: Slack unreachable, or refusing the token.
+fn slack_failure(api_base_url: &str, error: SlackError) -> CommandError {
+    match error {
+        SlackError::Unreachable { cause, .. } => {
+            CommandError::upstream(anyhow!("cannot reach Slack at {api_base_url}: {cause}"))
+        }
+        other => CommandError::upstream(other),
+    }
+}
+
+async fn serve(
+    args: IntercomArgs,
+    config: Config,
+    tokens: Tokens,
+    created: &mut Created,
+) -> CommandResult {
+    let mut terminate = signal(SignalKind::terminate())
+        .map_err(|error| CommandError::internal(anyhow!("cannot handle SIGTERM: {error}")))?;
+    let mut interrupt = signal(SignalKind::interrupt())
+        .map_err(|error| CommandError::internal(anyhow!("cannot handle SIGINT: {error}")))?;
+    // Slack and the MCP address first: nothing is created before they answer.
+    let client = slack::client(&config.slack.api_base_url).map_err(CommandError::internal)?;
+    let poster = Poster::new(client, &tokens.bot);
+    let bot_user = poster
+        .auth_test()
+        .await
+        .map_err(|error| slack_failure(&config.slack.api_base_url, error))?;
+    let mcp_address = format!("{}:{}", config.mcp.host, config.mcp.port);
+    let tcp =
+        match args.mode {
+            Mode::Mcp => Some(tokio::net::TcpListener::bind(&mcp_address).await.map_err(
+                |error| {
+                    CommandError::configuration(anyhow!("cannot listen on {mcp_address}: {error}"))
+                },
+            )?),
+            Mode::Acp => None,
+        };
+    *created = Created::by_opening(&config.database.path);
+    let store = Store::open(&config.database.path).map_err(CommandError::configuration)?;
     match super::acp::end_leftovers(&store) {
         0 => {}
         count => tracing::warn!(count, "agent processes of an earlier run ended"),
@@ -161,17 +246,8 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
             leftovers.sessions,
             leftovers.approvals
         ),
-        Err(error) => return fail(error),
+        Err(error) => return Err(CommandError::internal(error)),
     }
-    let client = match slack::client(&config.slack.api_base_url) {
-        Ok(client) => client,
-        Err(error) => return fail(error),
-    };
-    let poster = Poster::new(client, &tokens.bot);
-    let bot_user = match poster.auth_test().await {
-        Ok(user) => user,
-        Err(error) => return fail(error),
-    };
     let mcp_driver = Arc::new(McpDriver::default());
     let acp_driver = Arc::new(AcpDriver::default());
     let driver: Arc<dyn AgentDriver> = match args.mode {
@@ -179,19 +255,19 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
         Mode::Acp => acp_driver.clone(),
     };
     let database = config.database.path.display().to_string();
-    let mcp_address = format!("{}:{}", config.mcp.host, config.mcp.port);
     let hub = Arc::new(Hub::new(
         args.mode, config, store, poster, mcp_driver, driver,
     ));
     acp_driver.attach(&hub);
-    let (listener, mut connected) = match socket::listen(hub.clone(), &tokens.app).await {
-        Ok(pair) => pair,
-        Err(error) => return fail(format!("slack socket mode: {error}")),
-    };
+    let (listener, mut connected) = socket::listen(hub.clone(), &tokens.app)
+        .await
+        .map_err(|error| CommandError::upstream(anyhow!("slack socket mode: {error}")))?;
     let hello = tokio::time::timeout(CONNECT_TIMEOUT, connected.wait_for(|up| *up)).await;
     if !matches!(hello, Ok(Ok(_))) {
         listener.shutdown().await;
-        return fail("slack socket mode: no hello within 30 s");
+        return Err(CommandError::upstream(anyhow!(
+            "slack socket mode: no hello within 30 s"
+        )));
     }
     let shutdown = CancellationToken::new();
     let mut ready = json!({
@@ -203,17 +279,15 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
         "bot_user_id": bot_user,
         "slash_command": hub.config().slack.slash_command,
     });
-    if args.mode == Mode::Mcp {
-        let tcp = match tokio::net::TcpListener::bind(&mcp_address).await {
-            Ok(tcp) => tcp,
-            Err(error) => {
-                listener.shutdown().await;
-                return fail(format!("cannot listen on {mcp_address}: {error}"));
-            }
-        };
+    if let Some(tcp) = tcp {
         let address = match tcp.local_addr() {
             Ok(address) => address,
-            Err(error) => return fail(format!("cannot read the MCP address: {error}")),
+            Err(error) => {
+                listener.shutdown().await;
+                return Err(CommandError::internal(anyhow!(
+                    "cannot read the MCP address: {error}"
+                )));
+            }
         };
         ready["mcp_url"] = json!(format!("http://{address}/mcp"));
         tokio::spawn(mcp::serve(tcp, hub.clone(), shutdown.clone()));
@@ -226,6 +300,8 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
             ));
         }
     }
+    // Started: the database stays whatever happens next.
+    *created = Created::default();
     tokio::spawn(watch_config(
         args.config.clone(),
         hub.clone(),
@@ -252,7 +328,7 @@ async fn serve(args: IntercomArgs, config: Config, tokens: Tokens) -> ExitCode {
             .await;
     }
     listener.shutdown().await;
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 fn fingerprint(path: &Path) -> Option<Vec<u8>> {

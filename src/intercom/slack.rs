@@ -30,8 +30,52 @@ pub enum SlackError {
         method: &'static str,
         message: String,
     },
+    /// The request did not get an answer (connection refused, DNS, TLS, reset).
+    #[error("slack: {method}: cannot reach Slack: {cause}")]
+    Unreachable { method: &'static str, cause: String },
     #[error("slack: cannot build the client: {0}")]
     Connector(String),
+}
+
+/// A Web API failure in one line: the causes of a connection failure joined (slack-morphism's
+/// own text for it is a debug dump), an API error by its code, no response bodies.
+pub fn describe(error: &SlackClientError) -> String {
+    match error {
+        SlackClientError::HttpProtocolError(error) => match error.cause.as_deref() {
+            Some(cause) => causes(cause),
+            None => "no answer".to_owned(),
+        },
+        SlackClientError::SystemError(error) => {
+            let mut text = error.message.clone().unwrap_or_default();
+            if let Some(cause) = error.cause.as_deref() {
+                if !text.is_empty() {
+                    text.push_str(": ");
+                }
+                text.push_str(&causes(cause));
+            }
+            text
+        }
+        SlackClientError::ApiError(error) => format!("Slack API error: {}", error.code),
+        SlackClientError::HttpError(error) => format!("HTTP status {}", error.status_code),
+        SlackClientError::RateLimitError(_) => "rate limited".to_owned(),
+        other => other.to_string().replace('\n', " "),
+    }
+}
+
+/// `error` and its sources, joined with `: `, a source whose text its parent already holds left
+/// out.
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text.replace('\n', " ")
 }
 
 /// Builds the slack-morphism client for `api_base_url`.
@@ -70,8 +114,8 @@ async fn post_once(
         Ok(answer) => Attempt::Posted(answer.ts.to_string()),
         Err(SlackClientError::RateLimitError(limit)) => Attempt::RateLimited(limit.retry_after),
         Err(error) => match retry_delay(&error, 1) {
-            Some(_) => Attempt::Transient(error.to_string()),
-            None => Attempt::Fatal(error.to_string()),
+            Some(_) => Attempt::Transient(describe(&error)),
+            None => Attempt::Fatal(describe(&error)),
         },
     }
 }
@@ -109,13 +153,19 @@ macro_rules! retrying {
                     attempt += 1;
                     match retry_delay(&error, attempt) {
                         Some(delay) if attempt < ATTEMPTS => {
-                            tracing::warn!(method = $method, attempt, ?delay, error = %error, "slack call failed, retrying");
+                            tracing::warn!(method = $method, attempt, ?delay, error = %describe(&error), "slack call failed, retrying");
                             tokio::time::sleep(delay).await;
                         }
                         _ => {
-                            break Err(SlackError::Api {
-                                method: $method,
-                                message: error.to_string(),
+                            break Err(match &error {
+                                SlackClientError::HttpProtocolError(_) => SlackError::Unreachable {
+                                    method: $method,
+                                    cause: describe(&error),
+                                },
+                                _ => SlackError::Api {
+                                    method: $method,
+                                    message: describe(&error),
+                                },
                             });
                         }
                     }
