@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use acp_agent_support::{TestClient, duplex_client, reply_text};
+use rstest::rstest;
 use serde_json::{Value, json};
 use ski::acp::agent::{
     Agent, AgentConfig, AuthMethodSpec, Feature, Features, ManualClock, PermissionConfig,
@@ -31,18 +32,27 @@ async fn client(config: AgentConfig) -> (Agent, TestClient) {
     (agent, client)
 }
 
+#[rstest]
+#[case::two(json!(2))]
+#[case::a_string(json!("1"))]
+#[case::zero(json!(0))]
+#[case::a_fraction(json!(1.5))]
+#[tokio::test]
+async fn initialize_refuses_any_version_but_1_and_names_both(#[case] version: Value) {
+    let agent = Agent::new(config());
+    let (client, _connection) = duplex_client(&agent);
+    let (code, message) = client
+        .call_err("initialize", json!({"protocolVersion": version}))
+        .await;
+    assert_eq!(code, -32602, "{version}");
+    assert!(message.contains("expected: 1"), "{message}");
+    assert!(message.contains(&version.to_string()), "{message}");
+}
+
 #[tokio::test]
 async fn initialize_accepts_only_version_1_and_advertises_capabilities() {
     let agent = Agent::new(config());
     let (client, _connection) = duplex_client(&agent);
-    for version in [json!(2), json!("1"), json!(0), json!(1.5)] {
-        let (code, message) = client
-            .call_err("initialize", json!({"protocolVersion": version}))
-            .await;
-        assert_eq!(code, -32602, "{version}");
-        assert!(message.contains("expected: 1"), "{message}");
-        assert!(message.contains(&version.to_string()), "{message}");
-    }
     let (code, _) = client.call_err("initialize", json!({})).await;
     assert_eq!(code, -32602);
     let result = client.initialize().await;

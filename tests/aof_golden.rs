@@ -17,12 +17,13 @@ fn golden_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/aof")
 }
 
-fn snapshot_settings() -> insta::Settings {
-    let mut settings = insta::Settings::clone_current();
-    settings.set_snapshot_path(golden_root().join("snapshots"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings.set_sort_maps(true);
-    settings
+const SNAPSHOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/golden/aof/snapshots");
+
+/// Pins `value` as `golden/aof/snapshots/<name>.snap`.
+fn pin(name: &str, value: &Value) {
+    insta::with_settings!({ snapshot_path => SNAPSHOTS, prepend_module_to_snapshot => false, omit_expression => true, sort_maps => true }, {
+        insta::assert_json_snapshot!(name, value);
+    });
 }
 
 /// The fixtures of one kind: (case name, expected validity, path).
@@ -64,7 +65,6 @@ const KINDS: [&str; 12] = [
 
 #[test]
 fn every_fixture_validates_as_its_directory_says_and_is_pinned() {
-    let settings = snapshot_settings();
     let mut checked = 0;
     for kind in KINDS {
         for (name, expected_valid, path) in cases(kind) {
@@ -86,7 +86,7 @@ fn every_fixture_validates_as_its_directory_says_and_is_pinned() {
                     path.display()
                 );
             }
-            settings.bind(|| insta::assert_json_snapshot!(name.as_str(), report));
+            pin(&name, &report);
             checked += 1;
         }
     }
@@ -135,7 +135,6 @@ fn describe(parsed: &Parsed) -> Value {
 
 #[test]
 fn every_message_fixture_parses_as_pinned() {
-    let settings = snapshot_settings();
     let dir = golden_root().join("message");
     let mut paths: Vec<PathBuf> = fs::read_dir(&dir)
         .expect("golden/aof/message exists")
@@ -151,6 +150,6 @@ fn every_message_fixture_parses_as_pinned() {
             .and_then(|s| s.to_str())
             .unwrap_or_default();
         let result = describe(&parse_input(&text));
-        settings.bind(|| insta::assert_json_snapshot!(format!("message__{stem}"), result));
+        pin(&format!("message__{stem}"), &result);
     }
 }

@@ -1,6 +1,8 @@
-//! golden/intercom: the nine MCP tool schemas and the Block Kit the server posts are pinned as
-//! files (written on the first run or with `SKI_UPDATE_GOLDEN=1`, compared otherwise), and the
-//! example config parses and validates.
+//! golden/intercom: the nine MCP tool schemas, the Block Kit the server posts and the ACP stream
+//! lines it writes are pinned by insta snapshots in `golden/intercom/snapshots/`, and the example
+//! config and auto-approve policy (`golden/intercom/config/`) parse and validate.
+//!
+//! After an intended change: `cargo insta review` (CI never writes snapshots).
 
 use std::path::{Path, PathBuf};
 
@@ -9,38 +11,32 @@ use ski::intercom::blocks;
 use ski::intercom::config::{Config, Mode};
 use ski::intercom::mcp::tools;
 
+const SNAPSHOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/golden/intercom/snapshots");
+
 fn golden(relative: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("golden/intercom")
         .join(relative)
 }
 
-fn pin(relative: &str, actual: &Value) {
-    let path = golden(relative);
-    let text = format!("{}\n", serde_json::to_string_pretty(actual).expect("json"));
-    if std::env::var_os("SKI_UPDATE_GOLDEN").is_some() || !path.exists() {
-        std::fs::create_dir_all(path.parent().expect("parent")).expect("dir");
-        std::fs::write(&path, &text).expect("write golden");
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).expect("read golden");
-    assert_eq!(
-        expected, text,
-        "{relative} changed; rerun with SKI_UPDATE_GOLDEN=1 if intended"
-    );
+/// Pins `actual` as `golden/intercom/snapshots/<name>.snap`.
+fn pin(name: &str, actual: &Value) {
+    insta::with_settings!({ snapshot_path => SNAPSHOTS, prepend_module_to_snapshot => false, omit_expression => true }, {
+        insta::assert_json_snapshot!(name, actual);
+    });
 }
 
 #[test]
 fn the_nine_tool_schemas_are_pinned() {
     let tools = serde_json::to_value(tools()).expect("tools json");
     assert_eq!(tools.as_array().map(Vec::len), Some(9));
-    pin("mcp/tools.json", &tools);
+    pin("mcp__tools", &tools);
 }
 
 #[test]
 fn the_posted_blocks_are_pinned() {
     pin(
-        "slack/approval.json",
+        "slack__approval",
         &blocks::approval(
             "req-001",
             "edit main",
@@ -51,19 +47,19 @@ fn the_posted_blocks_are_pinned() {
         ),
     );
     pin(
-        "slack/prompt.json",
+        "slack__prompt",
         &blocks::prompt("prompt-0001", "clarification", "Which parser?"),
     );
     pin(
-        "slack/standby.json",
+        "slack__standby",
         &blocks::standby("00000000-0000-0000-0000-000000000001", "Waiting for review"),
     );
     pin(
-        "slack/decided.json",
+        "slack__decided",
         &blocks::decided("✅ *Approved* `req-001` by <@U0000000002>"),
     );
     pin(
-        "slack/reject_modal.json",
+        "slack__reject_modal",
         &blocks::reason_modal("approval_reject", "Reject", "Why reject?", "{}"),
     );
 }
@@ -82,7 +78,7 @@ fn the_example_config_parses_and_validates() {
 fn the_stall_escalation_and_the_acp_stream_lines_are_pinned() {
     use ski::intercom::acp::wire::out;
     pin(
-        "slack/stalled.json",
+        "slack__stalled",
         &blocks::stalled(
             "00000000-0000-0000-0000-000000000001",
             "⚠️ Agent unresponsive after 3 nudge attempts — switching to queue mode.",
@@ -104,7 +100,7 @@ fn the_stall_escalation_and_the_acp_stream_lines_are_pinned() {
             serde_json::from_str(line).expect("each line is one JSON object")
         })
         .collect();
-    pin("acp/stream-lines.json", &Value::Array(parsed));
+    pin("acp__stream-lines", &Value::Array(parsed));
 }
 
 #[test]

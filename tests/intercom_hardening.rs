@@ -8,6 +8,7 @@ use intercom_support::*;
 use nix::sys::signal::Signal;
 use rmcp::ServiceExt;
 use rmcp::model::ClientConfig;
+use rstest::rstest;
 use serde_json::{Value, json};
 use ski::transport::child::{self, ChildSpec};
 use ski_mocks::slack::{Click, EnvelopeKind, Fault, SlashCommand};
@@ -672,28 +673,27 @@ async fn hostile_payloads_are_refused_without_harm_and_the_server_keeps_serving(
     );
 }
 
+#[rstest]
+#[case::relative("ws/../../etc")]
+#[case::absolute("/tmp/../etc")]
 #[tokio::test]
-async fn config_paths_with_parent_components_are_refused_at_startup() {
+async fn workspace_paths_with_parent_components_are_refused_at_startup(#[case] path: &str) {
     let slack = fake_slack().await;
     let dir = tempfile::tempdir().expect("tempdir");
-    for (extra, shown) in [
-        (
-            "[[workspace]]\nid = \"escape\"\nchannel_id = \"C9\"\npath = \"ws/../../etc\"\n",
-            "ws/../../etc",
-        ),
-        (
-            "[[workspace]]\nid = \"escape\"\nchannel_id = \"C9\"\npath = \"/tmp/../etc\"\n",
-            "/tmp/../etc",
-        ),
-    ] {
-        let config = write_config(dir.path(), &slack, extra);
-        let (code, stderr) = run_to_exit(&config, &[], &[]).await;
-        assert_eq!(code, Some(1), "{stderr}");
-        assert!(
-            stderr.contains(&format!("path must not contain '..': {shown}")),
-            "{stderr}"
-        );
-    }
+    let extra = format!("[[workspace]]\nid = \"escape\"\nchannel_id = \"C9\"\npath = \"{path}\"\n");
+    let config = write_config(dir.path(), &slack, &extra);
+    let (code, stderr) = run_to_exit(&config, &[], &[]).await;
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(
+        stderr.contains(&format!("path must not contain '..': {path}")),
+        "{stderr}"
+    );
+}
+
+#[tokio::test]
+async fn a_database_path_with_parent_components_is_refused_at_startup() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
     let config = write_config(dir.path(), &slack, "");
     let text = std::fs::read_to_string(&config).expect("config").replace(
         "path = \"data/intercom.db\"",
@@ -701,7 +701,7 @@ async fn config_paths_with_parent_components_are_refused_at_startup() {
     );
     std::fs::write(&config, text).expect("write");
     let (code, stderr) = run_to_exit(&config, &[], &[]).await;
-    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(code, Some(3), "{stderr}");
     assert!(stderr.contains("path must not contain '..'"), "{stderr}");
 }
 

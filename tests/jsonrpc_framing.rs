@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use proptest::prelude::*;
+use rstest::rstest;
 use serde_json::json;
 use ski::jsonrpc::framing::READ_CHUNK;
 use ski::jsonrpc::{
@@ -159,8 +160,18 @@ async fn the_limit_is_exact_and_excludes_the_terminator() {
     );
 }
 
+/// The same input split in many ways must give the same result (`usize::MAX`: one chunk).
+#[rstest]
+#[case(1)]
+#[case(7)]
+#[case(100)]
+#[case(1023)]
+#[case(1024)]
+#[case(1025)]
+#[case(4096)]
+#[case::whole(usize::MAX)]
 #[tokio::test]
-async fn an_oversize_line_is_skipped_and_the_next_line_decodes() {
+async fn an_oversize_line_is_skipped_and_the_next_line_decodes(#[case] chunk: usize) {
     let max = 1024;
     let big = format!(
         "{{\"jsonrpc\":\"2.0\",\"method\":\"big\",\"params\":{{\"t\":\"{}\"}}}}",
@@ -168,23 +179,20 @@ async fn an_oversize_line_is_skipped_and_the_next_line_decodes() {
     );
     let valid = r#"{"jsonrpc":"2.0","id":1,"method":"after"}"#;
     let input = format!("{big}\n{valid}\n");
-    // The same input split in many ways must give the same result.
-    for chunk in [1, 7, 100, 1023, 1024, 1025, 4096, input.len()] {
-        let chunks = input.as_bytes().chunks(chunk).map(<[u8]>::to_vec).collect();
-        let mut reader = LineReader::with_max_line_bytes(Chunked::new(chunks), max);
-        let items = read_all(&mut reader).await;
-        assert_eq!(
-            items,
-            vec![Item::Oversize(big.len() as u64), line(valid)],
-            "chunk size {chunk}"
-        );
-        assert!(
-            reader.high_water_mark() <= reader.buffer_bound(),
-            "buffer grew to {} over the bound {}",
-            reader.high_water_mark(),
-            reader.buffer_bound()
-        );
-    }
+    let chunks = input.as_bytes().chunks(chunk).map(<[u8]>::to_vec).collect();
+    let mut reader = LineReader::with_max_line_bytes(Chunked::new(chunks), max);
+    let items = read_all(&mut reader).await;
+    assert_eq!(
+        items,
+        vec![Item::Oversize(big.len() as u64), line(valid)],
+        "chunk size {chunk}"
+    );
+    assert!(
+        reader.high_water_mark() <= reader.buffer_bound(),
+        "buffer grew to {} over the bound {}",
+        reader.high_water_mark(),
+        reader.buffer_bound()
+    );
 }
 
 #[tokio::test]

@@ -12,13 +12,7 @@ use std::path::Path;
 use serde_json::Value;
 use teams_support::{LEAD, Root};
 
-fn snapshot_settings() -> insta::Settings {
-    let mut settings = insta::Settings::clone_current();
-    settings
-        .set_snapshot_path(Path::new(env!("CARGO_MANIFEST_DIR")).join("golden/teams/snapshots"));
-    settings.set_prepend_module_to_snapshot(false);
-    settings
-}
+const SNAPSHOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/golden/teams/snapshots");
 
 /// Replaces every lowercase hyphenated UUID in `text` with `[uuid]`.
 fn redact_uuids(text: &str) -> String {
@@ -62,10 +56,9 @@ fn a_scripted_session_prints_the_pinned_documents() {
         all.extend_from_slice(args);
         root.run(caller, &all).1
     };
-    let settings = snapshot_settings();
     let redacted = |value: &Value| redact(value, &root.root);
     let researcher = "agent:researcher:main";
-    settings.bind(|| {
+    insta::with_settings!({ snapshot_path => SNAPSHOTS, prepend_module_to_snapshot => false, omit_expression => true }, {
         insta::assert_json_snapshot!(
             "team-create",
             redacted(&at(

@@ -6,6 +6,7 @@ mod teams_support;
 
 use std::time::{Duration, Instant};
 
+use rstest::rstest;
 use teams_support::{Guarded, LEAD, Root, tree};
 
 const TRAVERSALS: &[&str] = &[
@@ -208,23 +209,20 @@ fn hostile_session_keys_and_messages_stay_inside_the_team_and_change_nothing() {
     );
 }
 
-#[test]
-fn a_corrupt_ledger_is_reported_and_left_as_it_was() {
+#[rstest]
+#[case::task_list(&["task", "list", "t"])]
+#[case::task_create(&["task", "create", "t", "--subject", "s"])]
+#[case::team_show(&["team", "show", "t"])]
+fn a_corrupt_ledger_is_reported_and_left_as_it_was(#[case] args: &[&str]) {
     let root = Root::new();
     root.ok(LEAD, &["team", "create", "t"]);
     let ledger = root.ledger("t");
     let garbage =
         b"this is not a database, it is a text file of exactly this content...".repeat(64);
     std::fs::write(&ledger, &garbage).expect("corrupt");
-    for args in [
-        vec!["task", "list", "t"],
-        vec!["task", "create", "t", "--subject", "s"],
-        vec!["team", "show", "t"],
-    ] {
-        let (code, value) = root.run(LEAD, &args);
-        assert_eq!(code, 3, "{args:?}: {value}");
-        assert_eq!(value["error"]["code"], "ledger_unusable", "{value}");
-    }
+    let (code, value) = root.run(LEAD, args);
+    assert_eq!(code, 3, "{args:?}: {value}");
+    assert_eq!(value["error"]["code"], "ledger_unusable", "{value}");
     assert_eq!(
         std::fs::read(&ledger).expect("ledger"),
         garbage,

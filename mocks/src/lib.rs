@@ -2,6 +2,8 @@
 //!
 //! - [`agent`]: `ski-mock-agent`, a scriptable fake agent process, and its interpreter.
 //! - [`slack`]: `ski-fake-slack`, a fake Slack (Web API, Socket Mode, control API).
+//! - [`testing`]: test support shared by ski's integration tests and the conformance suites.
 
 pub mod agent;
 pub mod slack;
+pub mod testing;

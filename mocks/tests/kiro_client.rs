@@ -11,44 +11,12 @@ use serde_json::Value;
 use ski::kiro::agent_name::AgentName;
 use ski::kiro::client::{ClientError, ClientOptions, ClientState, KiroClient, TurnEvent};
 use ski::transport::child::group_exists;
+use ski_mocks::testing::KIRO_RULES;
 
-const SCRIPT: &str = r#"
-personality = "kiro"
-
-[[on]]
-prompt_regex = '^Say exactly: (.*)$'
-do = [{ turn = "${match.1}" }]
-
-[[on]]
-prompt = "stream"
-do = [
-  { update = { sessionUpdate = "agent_message_chunk", content = { type = "text", text = "one " } } },
-  { update = { sessionUpdate = "tool_call", toolCallId = "tooluse_1", title = "Read", kind = "read", status = "pending" } },
-  { update = { sessionUpdate = "agent_message_chunk", content = { type = "text", text = "two " } } },
-  { update = { sessionUpdate = "agent_message_chunk", content = { type = "text", text = "three" } } },
-  { notify = "_session/terminate", params = { sessionId = "sub-1" } },
-  { respond = { stopReason = "end_turn" } },
-]
-
-[[on]]
-prompt = "die"
-do = [
-  { update = { sessionUpdate = "agent_message_chunk", content = { type = "text", text = "partial" } } },
-  { exit = 3 },
-]
-
-[[on]]
-prompt = "noise"
-do = [
-  { stderr = "warning from kiro" },
-  { stderr_bytes = 10485760 },
-  { stderr = "after the flood" },
-  { raw_hex = "ff fe 0a" },
-  { oversize = 10485760 },
-  { malformed = true },
-  { turn = "still fine" },
-]
-"#;
+/// The mock's script: the kiro personality with the rules the kiro conformance suite uses.
+fn script() -> String {
+    format!("personality = \"kiro\"\n{KIRO_RULES}")
+}
 
 struct Setup {
     dir: tempfile::TempDir,
@@ -61,7 +29,7 @@ impl Setup {
     fn new(ignore_term: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("kiro.toml");
-        std::fs::write(&script, SCRIPT).unwrap();
+        std::fs::write(&script, script()).unwrap();
         let mock = env!("CARGO_BIN_EXE_ski-mock-agent");
         let transcript = dir.path().join("transcript.jsonl");
         let body = if ignore_term {

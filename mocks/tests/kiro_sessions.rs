@@ -3,11 +3,11 @@
 //! after the result), a live holder's lock refuses the load with kiro-cli's error, a killed
 //! holder's lock is stale, and a scripted answer depends on the session's earlier prompt.
 
-mod support;
+mod agent_support;
 
+use agent_support::{Agent, Start, chunk_text};
 use nix::sys::signal::Signal;
 use serde_json::{Value, json};
-use support::{Agent, Start, chunk_text};
 
 fn kiro(home: &std::path::Path, extra_kiro: &str) -> Agent {
     let script = format!(

@@ -1,5 +1,7 @@
-//! `golden/slack/`: one Web API response per method and one Socket Mode frame per kind, as the
-//! fake emits them, pinned with insta and decoded by slack-morphism's model types.
+//! `golden/slack/snapshots/`: one Web API response per method and one Socket Mode frame per
+//! kind, as the fake emits them, pinned with insta and decoded by slack-morphism's model types.
+//!
+//! After an intended change: `cargo insta review` (CI never writes snapshots).
 
 mod slack_support;
 
@@ -17,12 +19,14 @@ const GENERAL: &str = "C0000000001";
 const ALICE: &str = "U0000000002";
 
 /// Ports differ per run: the fixture says `PORT`.
+const SNAPSHOTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../golden/slack/snapshots");
+
 fn stable(value: &Value) -> Value {
     let ports = regex::Regex::new(r"127\.0\.0\.1:\d+").expect("regex");
     serde_json::from_str(&ports.replace_all(&value.to_string(), "127.0.0.1:PORT")).expect("json")
 }
 
-/// Pins `value` as `golden/slack/<name>.snap` and decodes it as `T`.
+/// Pins `value` as `golden/slack/snapshots/<name>.snap` and decodes it as `T`.
 fn pin<T: DeserializeOwned>(name: &str, value: &Value) {
     pin_part::<T>(name, value, |value| value.clone());
 }
@@ -45,7 +49,7 @@ fn pin_part<T: DeserializeOwned>(name: &str, value: &Value, part: impl Fn(&Value
         );
     }
     let value = stable(value);
-    insta::with_settings!({ snapshot_path => "../../golden/slack", prepend_module_to_snapshot => false, omit_expression => true }, {
+    insta::with_settings!({ snapshot_path => SNAPSHOTS, prepend_module_to_snapshot => false, omit_expression => true }, {
         insta::assert_json_snapshot!(name, value);
     });
 }

@@ -1,4 +1,4 @@
-//! The Rust example of the README's `ski-fake-slack` section, kept as a test: `readme.rs`
+//! The Rust example of the README's `ski-fake-slack` section, kept as a test: `agent_readme.rs`
 //! requires the README's block to be this file's text after this comment.
 
 use std::time::Duration;

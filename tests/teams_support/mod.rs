@@ -6,7 +6,7 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::thread;
@@ -86,29 +86,7 @@ impl Root {
     }
 }
 
-/// Every file and directory under `dir`, relative, sorted.
-pub fn tree(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for entry in entries.flatten() {
-                let path = entry.path();
-                out.push(
-                    path.strip_prefix(base)
-                        .unwrap_or(&path)
-                        .display()
-                        .to_string(),
-                );
-                if path.is_dir() {
-                    walk(base, &path, out);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
+pub use ski_mocks::testing::tree;
 
 /// A stderr line of a gated process, or its end.
 #[derive(Debug)]

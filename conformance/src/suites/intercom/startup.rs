@@ -3,6 +3,7 @@
 use rmcp::ServiceExt;
 use rmcp::model::ClientConfig;
 use serde_json::Value;
+use ski_mocks::testing::INTERCOM_TOOLS;
 
 use crate::{Check, CheckResult, Ctx, Failure, OrFail, ensure, ensure_eq};
 
@@ -295,21 +296,7 @@ async fn s007(ctx: Ctx) -> CheckResult {
         .map_err(|e| crate::Failure::expected("tools/list answers").actual(e.to_string()))?;
     let mut names: Vec<String> = tools.tools.iter().map(|t| t.name.to_string()).collect();
     names.sort();
-    ensure_eq!(
-        vec![
-            "auto_check",
-            "broadcast",
-            "check_clearance",
-            "check_diff",
-            "ping",
-            "reboot",
-            "standby",
-            "switch_freq",
-            "transmit"
-        ],
-        names,
-        "the tools tools/list names"
-    );
+    ensure_eq!(INTERCOM_TOOLS.to_vec(), names, "the tools tools/list names");
     let _ = client.cancel().await;
     server.stop().await?;
     Ok(())

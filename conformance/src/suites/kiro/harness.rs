@@ -11,6 +11,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
+use ski_mocks::testing::KIRO_RULES;
 
 use crate::suites::aof::adapter::Output;
 use crate::{CheckError, Ctx, Failure, OrFail};
@@ -22,7 +23,7 @@ pub const AGENT: &str = "tg-acp";
 /// The bot token every scenario uses; it must never be printed.
 pub const TOKEN: &str = "tok-5ecr3t-never-printed";
 /// The line the mock writes on stderr while answering `initialize`.
-pub const STDERR_MARKER: &str = "kiro-cli stderr marker 7f3a";
+pub use ski_mocks::testing::KIRO_STDERR_MARKER as STDERR_MARKER;
 
 /// The configuration keys of the document (BR-01).
 pub const KEYS: [&str; 7] = [
@@ -34,56 +35,6 @@ pub const KEYS: [&str; 7] = [
     "IDLE_TIMEOUT_SECONDS",
     "LOG_LEVEL",
 ];
-
-/// The script of the suite's `kiro-cli`: the kiro personality with a prompt per behaviour.
-/// Rules a check adds come before these, so they win.
-const BASE_RULES: &str = r#"
-[[on]]
-method = "initialize"
-do = [{ stderr = "kiro-cli stderr marker 7f3a" }, { default = true }]
-
-[[on]]
-prompt_regex = '^Say exactly: (.*)$'
-do = [{ turn = "${match.1}" }]
-
-[[on]]
-prompt = "Count to 3*"
-do = [{ turn = "1, 2, 3" }]
-
-[[on]]
-prompt = "stream"
-do = [
-  { update = { sessionUpdate = "agent_message_chunk", content = { type = "text", text = "one " } } },
-  { update = { sessionUpdate = "tool_call", toolCallId = "tooluse_abc", title = "Read notes", kind = "read", status = "pending" } },
-  { update = { sessionUpdate = "agent_message_chunk", content = { type = "text", text = "two " } } },
-  { update = { sessionUpdate = "tool_call_update", toolCallId = "tooluse_abc", title = "Read notes", kind = "read", status = "completed" } },
-  { update = { sessionUpdate = "plan", entries = [{ content = "answer", priority = "high", status = "completed" }] } },
-  { notify = "_session/terminate", params = { sessionId = "sub-1" } },
-  { update = { sessionUpdate = "agent_message_chunk", content = { type = "text", text = "three" } }, fragments = 4 },
-  { respond = { stopReason = "end_turn" }, id = 999999 },
-  { respond = { stopReason = "end_turn" } },
-]
-
-[[on]]
-prompt = "permission"
-do = [
-  { update = { sessionUpdate = "tool_call", toolCallId = "tooluse_p1", title = "Run ls", kind = "execute", status = "pending" } },
-  { request = "session/request_permission", params = { sessionId = "${session}", toolCall = { toolCallId = "tooluse_p1", title = "Run ls", kind = "execute", status = "pending" }, options = [{ optionId = "allow-once", name = "Yes", kind = "allow_once" }, { optionId = "reject-once", name = "No", kind = "reject_once" }] } },
-  { update = { sessionUpdate = "tool_call_update", toolCallId = "tooluse_p1", title = "Run ls", kind = "execute", status = "completed" } },
-  { turn = "permission ${reply.outcome.optionId}" },
-]
-
-[[on]]
-prompt = "die"
-do = [
-  { update = { sessionUpdate = "agent_message_chunk", content = { type = "text", text = "partial" } } },
-  { exit = 3 },
-]
-
-[[on]]
-prompt = "flood"
-do = [{ stderr_bytes = 1048576 }, { stderr = "" }, { turn = "after the flood" }]
-"#;
 
 /// How the `kiro-cli` on `PATH` starts the mock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,10 +149,10 @@ impl Kiro {
         write(&self.kiro_home().join(relative), text)
     }
 
-    /// Writes the mock's script: `extra_rules` first, then the base rules.
+    /// Writes the mock's script: `extra_rules` first (they win), then the shared kiro-cli rules.
     pub fn script(&self, extra_rules: &str) -> Result<(), CheckError> {
         let text = format!(
-            "personality = \"kiro\"\n\n[kiro]\nquirks = [\"exit-on-missing-mcp-servers\", \"silent-malformed-load\"]\nsessions_on_disk = true\nrequire_agent = true\n{extra_rules}\n{BASE_RULES}"
+            "personality = \"kiro\"\n\n[kiro]\nquirks = [\"exit-on-missing-mcp-servers\", \"silent-malformed-load\"]\nsessions_on_disk = true\nrequire_agent = true\n{extra_rules}\n{KIRO_RULES}"
         );
         write(&self.root.join("kiro.toml"), &text)
     }

@@ -291,26 +291,4 @@ pub fn inbox_lines(path: &Path) -> Result<Vec<Value>, CheckError> {
         .collect()
 }
 
-/// Every file and directory under `dir`, relative, sorted.
-pub fn tree(dir: &Path) -> Vec<String> {
-    fn walk(base: &Path, dir: &Path, out: &mut Vec<String>) {
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for entry in entries.flatten() {
-                let path = entry.path();
-                out.push(
-                    path.strip_prefix(base)
-                        .unwrap_or(&path)
-                        .display()
-                        .to_string(),
-                );
-                if path.is_dir() {
-                    walk(base, &path, out);
-                }
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
-}
+pub use ski_mocks::testing::tree;
