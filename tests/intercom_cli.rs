@@ -1,5 +1,5 @@
-//! `ski intercom`'s startup failures as a user meets them: one `error:` line each, exit 3 for a
-//! configuration error, and nothing left on disk when Slack cannot be reached.
+//! `ski intercom`'s startup failures as a user meets them: one `error:` line each, exit 1 for a
+//! configuration error (the matrix's code), and nothing left on disk when Slack cannot be reached.
 
 use std::net::TcpListener;
 use std::path::Path;
@@ -67,11 +67,11 @@ fn stderr_lines(output: &Output) -> Vec<String> {
 }
 
 #[test]
-fn a_missing_config_file_exits_3_with_one_line_naming_it() {
+fn a_missing_config_file_exits_1_with_one_line_naming_it() {
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("absent.toml");
     let output = intercom(&missing, true);
-    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
     let lines = stderr_lines(&output);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].starts_with("error: "), "{lines:?}");
@@ -80,11 +80,11 @@ fn a_missing_config_file_exits_3_with_one_line_naming_it() {
 }
 
 #[test]
-fn missing_tokens_exit_3() {
+fn missing_tokens_exit_1() {
     let dir = tempfile::tempdir().expect("tempdir");
     let config = write_config(dir.path(), &closed_port_url());
     let output = intercom(&config, false);
-    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
     let lines = stderr_lines(&output);
     assert_eq!(lines.len(), 1, "{lines:?}");
     assert!(lines[0].contains("SLACK_BOT_TOKEN"), "{lines:?}");

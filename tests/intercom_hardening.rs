@@ -683,7 +683,7 @@ async fn workspace_paths_with_parent_components_are_refused_at_startup(#[case] p
     let extra = format!("[[workspace]]\nid = \"escape\"\nchannel_id = \"C9\"\npath = \"{path}\"\n");
     let config = write_config(dir.path(), &slack, &extra);
     let (code, stderr) = run_to_exit(&config, &[], &[]).await;
-    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains(&format!("path must not contain '..': {path}")),
         "{stderr}"
@@ -701,7 +701,7 @@ async fn a_database_path_with_parent_components_is_refused_at_startup() {
     );
     std::fs::write(&config, text).expect("write");
     let (code, stderr) = run_to_exit(&config, &[], &[]).await;
-    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("path must not contain '..'"), "{stderr}");
 }
 

@@ -34,13 +34,13 @@ fn session_of(db: &std::path::Path, index: usize) -> Value {
 }
 
 #[tokio::test]
-async fn startup_errors_exit_3_with_the_matrix_texts_and_usage_errors_exit_2() {
+async fn startup_errors_exit_1_with_the_matrix_texts_and_usage_errors_exit_2() {
     let slack = fake_slack().await;
     let dir = tempfile::tempdir().expect("tempdir");
 
     let config = write_config(dir.path(), &slack, "");
     let (code, stderr) = run_to_exit(&config, &["--mode", "acp"], &[]).await;
-    assert_eq!(code, Some(3), "{stderr}");
+    assert_eq!(code, Some(1), "{stderr}");
     assert!(
         stderr.contains("ACP mode requires host_cli configuration"),
         "{stderr}"
@@ -48,7 +48,7 @@ async fn startup_errors_exit_3_with_the_matrix_texts_and_usage_errors_exit_2() {
 
     let config = write_config(dir.path(), &slack, "host_cli = \"/nonexistent/path\"");
     let (code, stderr) = run_to_exit(&config, &["--mode", "acp"], &[]).await;
-    assert_eq!(code, Some(3));
+    assert_eq!(code, Some(1));
     assert!(
         stderr.contains("host_cli binary not found: /nonexistent/path"),
         "{stderr}"
@@ -67,7 +67,7 @@ async fn startup_errors_exit_3_with_the_matrix_texts_and_usage_errors_exit_2() {
         "[[workspace]]\nid = \"myproj\"\nchannel_id = \"C9\"\n",
     );
     let (code, stderr) = run_to_exit(&config, &[], &[]).await;
-    assert_eq!(code, Some(3));
+    assert_eq!(code, Some(1));
     assert!(
         stderr.contains("duplicate workspace id: myproj"),
         "{stderr}"
@@ -79,7 +79,7 @@ async fn startup_errors_exit_3_with_the_matrix_texts_and_usage_errors_exit_2() {
         "[[workspace]]\nid = \"\"\nchannel_id = \"C9\"\n",
     );
     let (code, stderr) = run_to_exit(&config, &[], &[]).await;
-    assert_eq!(code, Some(3));
+    assert_eq!(code, Some(1));
     assert!(
         stderr.contains("workspace id must not be empty"),
         "{stderr}"
@@ -87,7 +87,7 @@ async fn startup_errors_exit_3_with_the_matrix_texts_and_usage_errors_exit_2() {
 
     let config = write_config(dir.path(), &slack, "");
     let (code, stderr) = run_to_exit(&config, &[], &[("SLACK_BOT_TOKEN", None)]).await;
-    assert_eq!(code, Some(3));
+    assert_eq!(code, Some(1));
     assert!(stderr.contains("SLACK_BOT_TOKEN is not set"), "{stderr}");
     assert!(
         slack.requests().is_empty(),

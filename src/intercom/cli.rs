@@ -6,8 +6,9 @@
 //! Slack answers `auth.test` and that the MCP address can be bound, and only then opens (and
 //! perhaps creates) the database; a later startup failure removes a database it created.
 //!
-//! Exit codes ([`crate::exit`]): 0 after a signal, 2 usage, 3 configuration (the file, the
-//! tokens, the database path, the MCP address), 4 Slack unreachable or refusing, 5 internal.
+//! Exit codes ([`crate::exit`]'s, but 1 for configuration as the matrix asks): 0 after a signal,
+//! 1 configuration (the file, the tokens, the database path, the MCP address), 2 usage, 4 Slack
+//! unreachable or refusing, 5 internal.
 //! Every failure is one `error: …` line on stderr.
 
 use std::path::{Path, PathBuf};
@@ -29,7 +30,7 @@ use super::redact::RedactingStderr;
 use super::slack::{self, Poster, SlackError};
 use super::store::Store;
 use super::{mcp, socket};
-use crate::exit::{CommandError, CommandResult};
+use crate::exit::{CommandError, CommandResult, FailureClass};
 
 /// How long startup waits for Slack's Socket Mode `hello`.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -65,8 +66,13 @@ stdin ends that session only: the server and its HTTP endpoint keep running.
 The [[workspace]] mapping is reloaded when the config file changes (its directory is watched,
 so editors that replace the file are seen); an invalid edit keeps the last good mapping.
 
-Exit codes: 0 after SIGINT/SIGTERM; 2 usage; 3 configuration (file, tokens, database, MCP
-address); 4 Slack unreachable or refusing; 5 internal."
+Exit codes: 0 after SIGINT/SIGTERM; 1 configuration (file, tokens, database, MCP address: the
+intercom matrix asks for 1 where ski's other commands exit 3); 2 usage; 4 Slack unreachable or
+refusing; 5 internal.",
+    after_help = "Examples:
+  SLACK_BOT_TOKEN=xoxb-... SLACK_APP_TOKEN=xapp-... ski intercom --config intercom.toml
+  ski intercom --config intercom.toml --mode acp      # spawn host_cli per session
+  ski intercom --config intercom.toml --mcp-stdio --workspace myproj"
 )]
 pub struct IntercomArgs {
     /// The configuration file (TOML).
@@ -110,12 +116,20 @@ fn token_scrubber() -> RedactingStderr {
     )
 }
 
-/// Prints `error` as one `error: …` line, the tokens' values scrubbed; answers its exit code.
+/// The exit code of a configuration error: the intercom matrix asks for 1 (S004, S005, S032,
+/// S033; E-INT-02) where ski's other commands exit 3.
+pub const CONFIGURATION_EXIT: u8 = 1;
+
+/// Prints `error` as one `error: …` line, the tokens' values scrubbed; answers its exit code
+/// (`ski::exit`'s, but [`CONFIGURATION_EXIT`] for a configuration error).
 fn report(error: &CommandError) -> ExitCode {
     // The messages carry their causes; a cause's own lines are joined into the one line.
     let line = error.error.to_string().replace('\n', " ");
     eprintln!("error: {}", token_scrubber().scrub(&line));
-    ExitCode::from(error.class.code())
+    match error.class {
+        FailureClass::Configuration => ExitCode::from(CONFIGURATION_EXIT),
+        class => ExitCode::from(class.code()),
+    }
 }
 
 /// What opening the database is about to create (the file, its companions, missing parent
