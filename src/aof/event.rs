@@ -12,10 +12,10 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::storage::atomic_file::{create_dir_durable, is_temp_name};
-use crate::storage::file_lock::FileLock;
 use super::task_id::TaskId;
 use super::timestamp::Timestamp;
+use crate::storage::atomic_file::{create_dir_durable, is_temp_name};
+use crate::storage::file_lock::FileLock;
 
 /// Event type names used by ski.
 pub mod kind {

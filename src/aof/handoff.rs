@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::storage::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
 use super::envelope::HandoffRequestPayload;
 use super::error::AofError;
+use crate::storage::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
 
 /// The delegation depth a child may reach: a root task may delegate, a delegated task may not.
 pub const MAX_DELEGATION_DEPTH: u64 = 1;

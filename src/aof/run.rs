@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::storage::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
 use super::envelope::{
     MAX_BLOCKERS, MAX_DELIVERABLES, MAX_ITEM, MAX_NAME, OUTCOME_VALUES, Outcome, TestReport,
 };
 use super::task_id::TaskId;
 use super::timestamp::Timestamp;
 use super::validation::{Fields, Issue, IssueKind};
+use crate::storage::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
 
 /// File name of the run result.
 pub const RUN_RESULT_FILE: &str = "run_result.json";

@@ -14,16 +14,16 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::storage::atomic_file::{
-    create_dir_durable, is_temp_name, rename_durable, sweep_stale_temps, write_atomic,
-};
-use crate::storage::file_lock::FileLock;
 use super::task::{
     Frontmatter, Lease, Priority, Routing, Task, TaskFileError, TaskStatus, content_hash,
     is_valid_transition,
 };
 use super::task_id::TaskId;
 use super::timestamp::Timestamp;
+use crate::storage::atomic_file::{
+    create_dir_durable, is_temp_name, rename_durable, sweep_stale_temps, write_atomic,
+};
+use crate::storage::file_lock::FileLock;
 
 /// The companion subdirectories created with every task.
 pub const COMPANION_DIRS: [&str; 4] = ["inputs", "work", "outputs", "subtasks"];
