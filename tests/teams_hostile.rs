@@ -7,7 +7,8 @@ mod teams_support;
 use std::time::{Duration, Instant};
 
 use rstest::rstest;
-use teams_support::{Guarded, LEAD, Root, tree};
+use ski_mocks::testing::tree;
+use teams_support::{Guarded, LEAD, Root};
 
 const TRAVERSALS: &[&str] = &[
     "../../../etc/passwd",

@@ -86,8 +86,6 @@ impl Root {
     }
 }
 
-pub use ski_mocks::testing::tree;
-
 /// A stderr line of a gated process, or its end.
 #[derive(Debug)]
 pub enum Event {
