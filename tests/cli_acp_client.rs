@@ -85,13 +85,13 @@ fn help_lists_the_subcommands_and_flags() {
 #[test]
 fn invalid_flags_exit_2_with_a_fix() {
     let cases: &[(&[&str], &str)] = &[
-        (&["connect", "--prompt", "hi"], "needs --cmd"),
+        (&["connect", "--prompt", "hi"], "needs --agent-cmd"),
         (
             &[
                 "connect",
                 "--prompt",
                 "hi",
-                "--cmd",
+                "--agent-cmd",
                 "x",
                 "--ws-heartbeat-ms",
                 "5",
@@ -103,7 +103,7 @@ fn invalid_flags_exit_2_with_a_fix() {
                 "connect",
                 "--prompt",
                 "hi",
-                "--cmd",
+                "--agent-cmd",
                 "x",
                 "--endpoint",
                 "ws://127.0.0.1:1",
@@ -135,17 +135,25 @@ fn invalid_flags_exit_2_with_a_fix() {
                 "ws",
                 "--endpoint",
                 "ws://x:1",
-                "--cmd",
+                "--agent-cmd",
                 "a",
             ],
             "only apply to --transport stdio",
         ),
         (
-            &["connect", "--prompt", "  ", "--cmd", "x"],
+            &["connect", "--prompt", "  ", "--agent-cmd", "x"],
             "must not be blank",
         ),
         (
-            &["connect", "--prompt", "hi", "--cmd", "x", "--fs-root", "/"],
+            &[
+                "connect",
+                "--prompt",
+                "hi",
+                "--agent-cmd",
+                "x",
+                "--fs-root",
+                "/",
+            ],
             "--fs-root needs --fs",
         ),
         (
@@ -153,27 +161,31 @@ fn invalid_flags_exit_2_with_a_fix() {
                 "connect",
                 "--prompt",
                 "hi",
-                "--cmd",
+                "--agent-cmd",
                 "x",
                 "--cwd",
                 "/nonexistent/ski-dir",
             ],
             "--cwd",
         ),
-        (&["connect", "--cmd", "x"], "--prompt"),
+        (&["connect", "--agent-cmd", "x"], "--prompt"),
         (
             &[
                 "connect",
                 "--prompt",
                 "hi",
-                "--cmd",
+                "--agent-cmd",
                 "x",
                 "--max-in-flight-sends",
                 "0",
             ],
             "0",
         ),
-        (&["stop", "--cmd", "x"], "--session-id"),
+        (&["stop", "--agent-cmd", "x"], "--session-id"),
+        (
+            &["connect", "--prompt", "hi", "--agent-cmd", "ski 'acp serve"],
+            "cannot split --agent-cmd \"ski 'acp serve\" into words: a quote (' or \") is never closed",
+        ),
     ];
     for (args, message) in cases {
         ski()
@@ -195,7 +207,7 @@ fn an_invalid_drive_script_exits_2_before_connecting() {
             "acp",
             "client",
             "drive",
-            "--cmd",
+            "--agent-cmd",
             "/nonexistent/agent",
             "--script",
         ])
@@ -214,12 +226,14 @@ fn upstream_failures_exit_4() {
             "connect",
             "--prompt",
             "hi",
-            "--cmd",
+            "--agent-cmd",
             "/nonexistent/ski-agent",
         ])
         .assert()
         .code(4)
-        .stderr(predicate::str::contains("cannot start").and(predicate::str::contains("--cmd")));
+        .stderr(
+            predicate::str::contains("cannot start").and(predicate::str::contains("--agent-cmd")),
+        );
     // An agent that exits at once.
     ski()
         .args([
@@ -228,7 +242,7 @@ fn upstream_failures_exit_4() {
             "connect",
             "--prompt",
             "hi",
-            "--cmd",
+            "--agent-cmd",
             "/bin/true",
         ])
         .assert()
@@ -272,7 +286,7 @@ fn a_stdio_turn_streams_the_echo_and_the_stop_reason() {
             "connect",
             "--transport",
             "stdio",
-            "--cmd",
+            "--agent-cmd",
             "/bin/sh",
         ])
         .args([
@@ -288,13 +302,13 @@ fn a_stdio_turn_streams_the_echo_and_the_stop_reason() {
         .assert()
         .success()
         .stdout("hello there\nstopReason: end_turn\ntwice\nstopReason: end_turn\n");
-    // The whole command line in --cmd is split into words.
+    // The whole command line in --agent-cmd is split into words.
     ski()
         .args([
             "acp",
             "client",
             "connect",
-            "--cmd",
+            "--agent-cmd",
             &format!("/bin/sh {agent}"),
             "--prompt",
             "hi",
@@ -302,6 +316,15 @@ fn a_stdio_turn_streams_the_echo_and_the_stop_reason() {
         .assert()
         .success()
         .stdout("hi\nstopReason: end_turn\n");
+    // The flag's old name, --cmd, still works.
+    ski()
+        .args([
+            "acp", "client", "connect", "--cmd", "/bin/sh", "--args", &agent,
+        ])
+        .args(["--prompt", "old name"])
+        .assert()
+        .success()
+        .stdout("old name\nstopReason: end_turn\n");
 }
 
 #[test]
@@ -310,7 +333,13 @@ fn json_output_is_sorted_lines_with_the_full_update() {
     let agent = agent_script(dir.path(), "");
     let output = ski()
         .args([
-            "acp", "client", "connect", "--cmd", "/bin/sh", "--args", &agent,
+            "acp",
+            "client",
+            "connect",
+            "--agent-cmd",
+            "/bin/sh",
+            "--args",
+            &agent,
         ])
         .args(["--prompt", "hi", "--json", "--log-level", "error"])
         .assert()
@@ -337,7 +366,13 @@ fn a_reused_session_id_skips_session_new() {
     let log = dir.path().join("agent.log");
     let output = ski()
         .args([
-            "acp", "client", "connect", "--cmd", "/bin/sh", "--args", &agent,
+            "acp",
+            "client",
+            "connect",
+            "--agent-cmd",
+            "/bin/sh",
+            "--args",
+            &agent,
         ])
         .args(["--prompt", "hi", "--session-id", "old-7", "--json"])
         .env("AGENT_LOG", &log)
@@ -362,7 +397,13 @@ fn stop_sends_session_stop() {
     let agent = agent_script(dir.path(), "");
     ski()
         .args([
-            "acp", "client", "stop", "--cmd", "/bin/sh", "--args", &agent,
+            "acp",
+            "client",
+            "stop",
+            "--agent-cmd",
+            "/bin/sh",
+            "--args",
+            &agent,
         ])
         .args(["--session-id", "sess-9", "--json"])
         .assert()
@@ -381,7 +422,15 @@ fn a_spawned_agent_that_ignores_eof_and_term_is_killed_as_a_group() {
     let agent = agent_script(dir.path(), &tail);
     ski()
         .args([
-            "acp", "client", "connect", "--cmd", "/bin/sh", "--args", &agent, "--prompt", "hi",
+            "acp",
+            "client",
+            "connect",
+            "--agent-cmd",
+            "/bin/sh",
+            "--args",
+            &agent,
+            "--prompt",
+            "hi",
         ])
         .assert()
         .success()

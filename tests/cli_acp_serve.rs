@@ -52,7 +52,21 @@ fn help_describes_every_group_of_flags_and_exits_0() {
         .args(["acp", "--help"])
         .assert()
         .success()
-        .stdout(predicate::str::contains("serve"));
+        .stdout(
+            predicate::str::contains("serve")
+                .and(predicate::str::contains("Examples:"))
+                .and(predicate::str::contains(
+                    "ski acp client connect --agent-cmd",
+                )),
+        );
+    cargo_bin_cmd!("ski")
+        .args(["acp", "client", "--help"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("Examples:")
+                .and(predicate::str::contains("ski acp client drive --agent-cmd")),
+        );
 }
 
 #[test]

@@ -21,7 +21,7 @@ use crate::report::{self, console::Console};
 use crate::runner::{self, Plan, RunOptions};
 use crate::select::{Glob, Selection, Shard};
 use crate::suites;
-use crate::target::Target;
+use crate::target::{Target, split_words};
 
 /// Exit code: everything as expected.
 pub const EXIT_OK: u8 = 0;
@@ -32,27 +32,88 @@ pub const EXIT_USAGE: u8 = 2;
 
 /// Runs the conformance catalog against a build and reports per scenario.
 #[derive(Debug, Parser)]
-#[command(name = "ski-conformance", version, about)]
+#[command(name = "ski-conformance", version, about, after_help = EXAMPLES)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
 }
 
+const EXAMPLES: &str = "\
+Examples:
+  ski-conformance run                                 the reference build, every suite
+  ski-conformance run --agent-cmd \"my-agent --stdio\"  an ACP agent of yours, discovered first
+  ski-conformance probe --agent-cmd \"my-agent --stdio\" > my-agent.toml
+  ski-conformance run --target my-agent.toml --suite acp --id 'WS-06*'
+  ski-conformance list --suite acp
+  ski-conformance explain WS-001
+
+Exit codes: 0 as expected, 1 an unexpected failure or a stale baseline entry, 2 a usage or
+configuration error.";
+
+const RUN_EXAMPLES: &str = "\
+Examples:
+  ski-conformance run
+      Every suite against the reference build (the binaries next to this one).
+  ski-conformance run --agent-cmd \"my-agent --stdio\" --min-coverage 80
+      An ACP agent over stdio: started once to discover its capabilities, then tested.
+  ski-conformance run --agent-url ws://127.0.0.1:4000/ --no-capability echo
+      An ACP agent already listening on WebSocket, minus one discovered capability.
+  ski-conformance run --target my-agent.toml --baseline my-baseline.toml --out reports
+      A saved profile, with its known failures expected.
+  ski-conformance run --suite acp --id 'WS-06*' --category edge-case -j 2
+      A few rows, two at a time.
+  ski-conformance run --shard 2/4 --out shard-2
+      The second quarter of a run split across machines (then `ski-conformance merge`).
+
+Exit codes: 0 as expected, 1 an unexpected failure or a stale baseline entry, 2 a usage or
+configuration error.";
+
+const LIST_EXAMPLES: &str = "\
+Examples:
+  ski-conformance list                     every row of every suite
+  ski-conformance list --suite acp --json  one suite, as JSON";
+
+const EXPLAIN_EXAMPLES: &str = "\
+Examples:
+  ski-conformance explain WS-001     the row, its Given/When/Then and how it is checked";
+
+const MERGE_EXAMPLES: &str = "\
+Examples:
+  ski-conformance merge shard-*/results.json --out merged
+  ski-conformance merge a/results.json b/results.json --min-coverage 90";
+
+const BASELINE_EXAMPLES: &str = "\
+Examples:
+  ski-conformance baseline --from target/conformance/results.json
+  ski-conformance baseline --from target/conformance/results.json --out baselines/my-agent.toml";
+
+const PROBE_EXAMPLES: &str = "\
+Examples:
+  ski-conformance probe --agent-cmd \"my-agent --stdio\" > my-agent.toml
+  ski-conformance probe --agent-url ws://127.0.0.1:4000/ --name my-ws-agent
+  ski-conformance run --target my-agent.toml    then test with the saved profile";
+
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run scenarios against a target and write report.md, junit.xml and results.json.
+    #[command(after_help = RUN_EXAMPLES)]
     Run(Box<RunArgs>),
     /// Print the catalog.
+    #[command(after_help = LIST_EXAMPLES)]
     List(ListArgs),
     /// Print one scenario and how it is checked.
+    #[command(after_help = EXPLAIN_EXAMPLES)]
     Explain(ExplainArgs),
     /// Combine the results.json files of a sharded run into one report (report.md, junit.xml,
     /// results.json); exits as the whole run would.
+    #[command(after_help = MERGE_EXAMPLES)]
     Merge(MergeArgs),
     /// Draft a strict baseline from a run's failures (review every reason before you commit it).
+    #[command(after_help = BASELINE_EXAMPLES)]
     Baseline(BaselineArgs),
     /// Start an ACP agent once, print what it declares and the target profile (TOML) that
     /// tests it.
+    #[command(after_help = PROBE_EXAMPLES)]
     Probe(ProbeArgs),
     /// Processes the engine's own tests start as stand-ins for a target.
     #[command(hide = true, subcommand)]
@@ -87,70 +148,82 @@ impl CatalogArgs {
 
 #[derive(Debug, Args)]
 struct RunArgs {
-    #[command(flatten)]
-    catalog: CatalogArgs,
-    /// Only these suites (repeatable); default: every suite the target has a section for.
-    #[arg(long = "suite", value_name = "SUITE")]
-    suites: Vec<String>,
-    /// Only scenario IDs matching these globs (repeatable; `*` and `?`).
-    #[arg(long = "id", value_name = "GLOB")]
-    ids: Vec<String>,
-    /// Only these categories (repeatable).
-    #[arg(long = "category", value_name = "CATEGORY")]
-    categories: Vec<Category>,
-    /// Only shard i of n (1-based), split by a stable hash of the scenario ID.
-    #[arg(long, value_name = "I/N")]
-    shard: Option<Shard>,
-    /// The target profile: a name from conformance/targets or a path to a .toml file.
-    #[arg(long, value_name = "PROFILE", conflicts_with_all = ["agent_cmd", "agent_url"])]
+    /// The target profile: a name from conformance/targets or a path to a .toml file
+    /// [default: reference].
+    #[arg(
+        long,
+        value_name = "PROFILE",
+        conflicts_with_all = ["agent_cmd", "agent_url"],
+        help_heading = "Target"
+    )]
     target: Option<String>,
     /// Test this ACP agent command over stdio (builds an ad-hoc profile).
-    #[arg(long, value_name = "CMD")]
+    #[arg(long, value_name = "CMD", help_heading = "Target")]
     agent_cmd: Option<String>,
     /// Test the ACP agent at this WebSocket URL (builds an ad-hoc profile).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", help_heading = "Target")]
     agent_url: Option<String>,
     /// A capability the ad-hoc target declares besides what discovery finds (repeatable).
-    #[arg(long = "capability", value_name = "NAME")]
+    #[arg(long = "capability", value_name = "NAME", help_heading = "Target")]
     capabilities: Vec<String>,
     /// A capability the ad-hoc target does not declare even if discovery finds it (repeatable).
-    #[arg(long = "no-capability", value_name = "NAME")]
+    #[arg(long = "no-capability", value_name = "NAME", help_heading = "Target")]
     no_capabilities: Vec<String>,
     /// Do not start the ad-hoc agent once to discover its capabilities; declare them all with
     /// --capability.
-    #[arg(long)]
+    #[arg(long, help_heading = "Target")]
     no_discover: bool,
     /// The directory of the binaries under test; default: this binary's directory.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", help_heading = "Target")]
     bin_dir: Option<PathBuf>,
+    /// Only these suites (repeatable); default: every suite the target has a section for.
+    #[arg(long = "suite", value_name = "SUITE", help_heading = "Selection")]
+    suites: Vec<String>,
+    /// Only scenario IDs matching these globs (repeatable; `*`, `?`, `[...]`, `{a,b}`).
+    #[arg(long = "id", value_name = "GLOB", help_heading = "Selection")]
+    ids: Vec<Glob>,
+    /// Only these categories (repeatable).
+    #[arg(long = "category", value_name = "CATEGORY", help_heading = "Selection")]
+    categories: Vec<Category>,
+    /// Only shard i of n (1-based), split by a stable hash of the scenario ID.
+    #[arg(long, value_name = "I/N", help_heading = "Selection")]
+    shard: Option<Shard>,
+    #[command(flatten, next_help_heading = "Selection")]
+    catalog: CatalogArgs,
     /// Scenarios run at once; default: the number of CPUs.
-    #[arg(long, short = 'j', value_name = "N")]
+    #[arg(long, short = 'j', value_name = "N", help_heading = "Execution")]
     jobs: Option<usize>,
     /// Multiply every timeout class (short 5 s, normal 20 s, long 60 s) by this.
     #[arg(
         long,
         value_name = "FACTOR",
         default_value_t = 1.0,
-        env = "SKI_TIMEOUT_MULTIPLIER"
+        env = "SKI_TIMEOUT_MULTIPLIER",
+        help_heading = "Execution"
     )]
     timeout_multiplier: f64,
-    /// A strict baseline of known failures (conformance/baselines/*.toml).
-    #[arg(long, value_name = "FILE")]
-    baseline: Option<PathBuf>,
-    /// Where the reports go.
-    #[arg(long, value_name = "DIR", default_value = "target/conformance")]
-    out: PathBuf,
     /// Do not re-run unexpected failures alone.
-    #[arg(long)]
+    #[arg(long, help_heading = "Execution")]
     no_rerun: bool,
     /// Keep each scenario's temp dir (paths go into results.json).
-    #[arg(long)]
+    #[arg(long, help_heading = "Execution")]
     keep_temp: bool,
+    /// A strict baseline of known failures (conformance/baselines/*.toml).
+    #[arg(long, value_name = "FILE", help_heading = "Results")]
+    baseline: Option<PathBuf>,
     /// Fail the run (exit 1) when fewer than P percent of the selected rows ran.
-    #[arg(long, value_name = "P")]
+    #[arg(long, value_name = "P", help_heading = "Results")]
     min_coverage: Option<f64>,
+    /// Where the reports go.
+    #[arg(
+        long,
+        value_name = "DIR",
+        default_value = "target/conformance",
+        help_heading = "Results"
+    )]
+    out: PathBuf,
     /// Do not print a line for each skipped scenario.
-    #[arg(long, short = 'q')]
+    #[arg(long, short = 'q', help_heading = "Results")]
     quiet: bool,
 }
 
@@ -229,10 +302,28 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", error_message(&e));
             EXIT_USAGE
         }
     }
+}
+
+/// The error and its causes on one line, `outer: inner: ...`, each text once: a cause whose
+/// text a message before it already contains (an error that writes its source into its own
+/// message and also exposes it as its source) is not repeated.
+fn error_message(error: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in error.chain() {
+        let text = cause.to_string();
+        if text.is_empty() || message.contains(&text) {
+            continue;
+        }
+        if !message.is_empty() {
+            message.push_str(": ");
+        }
+        message.push_str(&text);
+    }
+    message
 }
 
 fn dispatch(cli: Cli) -> Result<u8> {
@@ -259,7 +350,16 @@ fn all_checks(registry: &[SuiteChecks]) -> Vec<Check> {
         .collect()
 }
 
+/// Checks that `--agent-cmd` splits into words, before anything starts it.
+fn check_agent_cmd(agent_cmd: Option<&str>) -> Result<()> {
+    if let Some(cmd) = agent_cmd {
+        split_words(cmd).map_err(|message| anyhow::anyhow!("--agent-cmd {cmd:?}: {message}"))?;
+    }
+    Ok(())
+}
+
 fn run(args: RunArgs) -> Result<u8> {
+    check_agent_cmd(args.agent_cmd.as_deref())?;
     let catalogs = args.catalog.load()?;
     let registry = registry();
     let ad_hoc = args.agent_cmd.is_some() || args.agent_url.is_some();
@@ -318,7 +418,7 @@ fn run(args: RunArgs) -> Result<u8> {
     let registered: Vec<&str> = registry.iter().map(|s| s.name.as_str()).collect();
     let mut selection = Selection {
         suites: args.suites.clone(),
-        ids: args.ids.iter().map(Glob::new).collect(),
+        ids: args.ids.clone(),
         categories: args.categories.clone(),
         shard: args.shard,
     };
@@ -578,6 +678,7 @@ fn unreachable_target() -> Result<crate::discover::Discovery, crate::discover::D
 }
 
 fn probe(args: ProbeArgs) -> Result<u8> {
+    check_agent_cmd(args.agent_cmd.as_deref())?;
     let found = discover_blocking(args.agent_cmd.as_deref(), args.agent_url.as_deref())?;
     println!(
         "{}",
@@ -733,7 +834,57 @@ fn run_fixture(fixture: Fixture) -> u8 {
 mod tests {
     use std::time::Duration;
 
-    use super::startup_scale_for;
+    use clap::CommandFactory;
+
+    use super::{Cli, error_message, startup_scale_for};
+    use crate::target::Target;
+
+    #[test]
+    fn error_messages_name_each_cause_once() {
+        let missing = Target::load("/nonexistent/ski/none.toml").unwrap_err();
+        let message = error_message(&anyhow::Error::new(missing));
+        assert!(
+            message.starts_with("cannot read target profile /nonexistent/ski/none.toml: "),
+            "{message}"
+        );
+        let os = std::fs::read("/nonexistent/ski/none.toml")
+            .unwrap_err()
+            .to_string();
+        assert_eq!(message.matches(&os).count(), 1, "{message}");
+
+        /// An error that both writes its source into its message and exposes it.
+        #[derive(Debug, thiserror::Error)]
+        #[error("outer: {source}")]
+        struct Twice {
+            #[source]
+            source: std::io::Error,
+        }
+        let twice = anyhow::Error::new(Twice {
+            source: std::io::Error::other("the cause"),
+        })
+        .context("doing it");
+        assert_eq!(error_message(&twice), "doing it: outer: the cause");
+    }
+
+    #[test]
+    fn every_subcommand_help_has_examples_and_run_groups_its_flags() {
+        let mut cli = Cli::command();
+        cli.build();
+        assert!(cli.render_long_help().to_string().contains("Examples:"));
+        for sub in cli.get_subcommands_mut().filter(|s| !s.is_hide_set()) {
+            let name = sub.get_name().to_owned();
+            if name == "help" {
+                continue;
+            }
+            let help = sub.render_long_help().to_string();
+            assert!(help.contains("Examples:"), "{name} --help:\n{help}");
+            if name == "run" {
+                for heading in ["Target:", "Selection:", "Execution:", "Results:"] {
+                    assert!(help.contains(heading), "{heading}\n{help}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn slow_starting_agents_get_longer_timeouts() {

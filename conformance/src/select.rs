@@ -66,44 +66,74 @@ pub fn shard_of(suite: &str, id: &str, count: u32) -> u32 {
     u32::try_from(hash % count).unwrap_or(0) + 1
 }
 
-/// A `*` / `?` glob over scenario IDs (`WS-06*`, `AOF-057-0?`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Glob(String);
+/// A glob over scenario IDs (`WS-06*`, `AOF-057-0?`, `WS-0[12]*`), matched against the whole ID.
+///
+/// The syntax is [`globset`]'s: `*` any run of characters, `?` one character, `[...]` a class,
+/// `{a,b}` alternatives, `\` escapes the next character. `*` and `?` also match `/`
+/// (`literal_separator(false)`): IDs are not paths.
+#[derive(Debug, Clone)]
+pub struct Glob {
+    pattern: String,
+    matcher: globset::GlobMatcher,
+}
 
 impl Glob {
-    /// A glob from its pattern.
+    /// A glob from its pattern; an invalid pattern (`WS-[0`) is an error that names it.
+    pub fn parse(pattern: &str) -> Result<Self, String> {
+        let glob = globset::GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .build()
+            .map_err(|error| format!("invalid glob {pattern:?}: {}", glob_reason(&error)))?;
+        Ok(Self {
+            pattern: pattern.to_owned(),
+            matcher: glob.compile_matcher(),
+        })
+    }
+
+    /// A glob from a pattern known to be valid, such as a literal in code; user input goes
+    /// through [`Glob::parse`] (or `str::parse`).
+    ///
+    /// # Panics
+    ///
+    /// If the pattern is invalid.
     pub fn new(pattern: impl Into<String>) -> Self {
-        Self(pattern.into())
+        let pattern = pattern.into();
+        match Self::parse(&pattern) {
+            Ok(glob) => glob,
+            Err(message) => panic!("{message}"),
+        }
     }
 
     /// Whether `text` matches the whole pattern.
     pub fn matches(&self, text: &str) -> bool {
-        let pattern: Vec<char> = self.0.chars().collect();
-        let text: Vec<char> = text.chars().collect();
-        let (mut p, mut t) = (0, 0);
-        let mut star: Option<(usize, usize)> = None;
-        while t < text.len() {
-            if p < pattern.len() && (pattern[p] == '?' || pattern[p] == text[t]) {
-                p += 1;
-                t += 1;
-            } else if p < pattern.len() && pattern[p] == '*' {
-                star = Some((p, t));
-                p += 1;
-            } else if let Some((sp, st)) = star {
-                p = sp + 1;
-                t = st + 1;
-                star = Some((sp, st + 1));
-            } else {
-                return false;
-            }
-        }
-        pattern[p..].iter().all(|&c| c == '*')
+        self.matcher.is_match(text)
+    }
+}
+
+/// What is wrong with a glob, without globset's repetition of the pattern.
+fn glob_reason(error: &globset::Error) -> String {
+    error.kind().to_string()
+}
+
+impl PartialEq for Glob {
+    fn eq(&self, other: &Self) -> bool {
+        self.pattern == other.pattern
+    }
+}
+
+impl Eq for Glob {}
+
+impl FromStr for Glob {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
     }
 }
 
 impl fmt::Display for Glob {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        f.write_str(&self.pattern)
     }
 }
 
@@ -181,6 +211,25 @@ mod tests {
         assert!(!Glob::new("WS-06").matches("WS-063b"));
         assert!(!Glob::new("WS-0?1").matches("WS-0111"));
         assert!(Glob::new("WS-001").matches("WS-001"));
+        assert!(Glob::new("WS-0[12]*").matches("WS-021"));
+        assert!(!Glob::new("WS-0[12]*").matches("WS-031"));
+        assert!(Glob::new("{WS,AOF}-0*").matches("AOF-057-01"));
+        assert!(
+            Glob::new("A*").matches("A/B"),
+            "`*` crosses `/`: IDs are not paths"
+        );
+    }
+
+    #[test]
+    fn invalid_globs_are_refused_with_the_pattern_and_the_reason() {
+        for (pattern, reason) in [
+            ("WS-[0", "unclosed character class"),
+            ("{WS,AOF", "unclosed alternate group"),
+        ] {
+            let message = pattern.parse::<Glob>().unwrap_err();
+            assert!(message.contains(&format!("{pattern:?}")), "{message}");
+            assert!(message.contains(reason), "{message}");
+        }
     }
 
     #[test]

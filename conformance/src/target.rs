@@ -13,8 +13,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TargetError {
-    /// The profile file could not be read.
-    #[error("cannot read target profile {path}: {source}")]
+    /// The profile file could not be read. The message names the file; the reason is the
+    /// source, so a printer that walks the chain shows it once.
+    #[error("cannot read target profile {path}")]
     Read {
         /// The file.
         path: PathBuf,
@@ -535,88 +536,18 @@ fn render_with(
     Ok(out)
 }
 
-/// Splits a command line into words like a POSIX shell, without expansions: whitespace separates,
-/// single quotes keep everything, double quotes keep everything but `\"` and `\\`, a backslash
-/// outside quotes escapes the next character.
+/// Splits a command line into words like a POSIX shell, without expansions ([`shell_words`]):
+/// spaces, tabs and newlines separate, single quotes keep everything, double quotes keep
+/// everything but `\"`, `\\`, `\$` and `` \` ``, a backslash outside quotes escapes the next
+/// character, and a word starting with `#` begins a comment.
 pub fn split_words(line: &str) -> Result<Vec<String>, String> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err("unclosed single quote".to_owned()),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err("unclosed double quote".to_owned()),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err("unclosed double quote".to_owned()),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => word.push(c),
-                    None => return Err("trailing backslash".to_owned()),
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
+    // shell-words' only error is a quote left open.
+    shell_words::split(line).map_err(|_| "unclosed quote (a ' or \" is never closed)".to_owned())
 }
 
 /// Joins words into one line that [`split_words`] (and a POSIX shell) splits back into them.
 pub fn join_words<S: AsRef<str>>(words: &[S]) -> String {
-    words
-        .iter()
-        .map(|w| quote_word(w.as_ref()))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn quote_word(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@%+,".contains(c));
-    if plain {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
-    }
+    shell_words::join(words)
 }
 
 #[cfg(test)]
@@ -632,7 +563,28 @@ mod tests {
             split_words(&join_words(&["it's", ""])).unwrap(),
             ["it's", ""]
         );
-        assert!(split_words("'open").is_err());
+        let tricky = [
+            "--x=1",
+            "$HOME",
+            "a*",
+            "#not-a-comment",
+            "new\nline",
+            "tab\there",
+            "é",
+        ];
+        assert_eq!(split_words(&join_words(&tricky)).unwrap(), tricky);
+        assert_eq!(join_words(&["ski", "acp", "serve"]), "ski acp serve");
+        for open in ["'open", "\"open", "a \"b \\\""] {
+            let message = split_words(open).unwrap_err();
+            assert!(message.contains("unclosed quote"), "{open}: {message}");
+        }
+        // Every other input splits: words, quotes, escapes, comments.
+        assert_eq!(
+            split_words("a\tb\n c  # a comment").unwrap(),
+            ["a", "b", "c"]
+        );
+        assert_eq!(split_words("''").unwrap(), [""]);
+        assert!(split_words("   ").unwrap().is_empty());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The `ski-conformance` command line: exit codes (0 as expected, 1 unexpected or stale, 2 usage
-//! or configuration), the files it writes, `list` and `explain`.
+//! or configuration), the files it writes, `list` and `explain`, error messages and help pages.
 
 mod support;
 
@@ -233,4 +233,81 @@ async fn list_and_explain_print_the_catalog() {
     )
     .await;
     assert_eq!(missing.code, Some(2));
+}
+
+#[tokio::test]
+async fn a_missing_target_file_is_named_once_with_its_reason_once() {
+    let dir = setup();
+    let missing = dir.path().join("none.toml");
+    let missing = missing.to_str().unwrap();
+    let run = ski_conformance(&["run", "--target", missing], dir.path()).await;
+    assert_eq!(run.code, Some(2), "{}{}", run.stdout, run.stderr);
+    let reason = std::fs::read(missing).unwrap_err().to_string();
+    assert_eq!(
+        run.stderr,
+        format!("error: cannot read target profile {missing}: {reason}\n"),
+    );
+    assert_eq!(run.stderr.matches(&reason).count(), 1, "{}", run.stderr);
+}
+
+#[tokio::test]
+async fn an_invalid_id_glob_is_a_usage_error_that_names_it() {
+    let dir = setup();
+    let run = ski_conformance(
+        &[
+            "run",
+            "--catalog-dir",
+            "catalog",
+            "--target",
+            "target.toml",
+            "--id",
+            "CLI-[0",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert_eq!(run.code, Some(2), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stderr
+            .contains("invalid glob \"CLI-[0\": unclosed character class"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[tokio::test]
+async fn an_unclosed_quote_in_agent_cmd_names_the_flag() {
+    let dir = setup();
+    for command in ["run", "probe"] {
+        let run = ski_conformance(&[command, "--agent-cmd", "my-agent 'x"], dir.path()).await;
+        assert_eq!(run.code, Some(2), "{}{}", run.stdout, run.stderr);
+        assert!(
+            run.stderr
+                .starts_with("error: --agent-cmd \"my-agent 'x\": unclosed quote"),
+            "{command}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_help_has_examples_and_run_groups_its_flags() {
+    let dir = setup();
+    for command in ["", "run", "list", "explain", "merge", "baseline", "probe"] {
+        let args: Vec<&str> = [command, "--help"]
+            .into_iter()
+            .filter(|a| !a.is_empty())
+            .collect();
+        let help = ski_conformance(&args, dir.path()).await;
+        assert_eq!(help.code, Some(0), "{args:?}: {}", help.stderr);
+        assert!(
+            help.stdout.contains("Examples:"),
+            "{args:?}: {}",
+            help.stdout
+        );
+    }
+    let run = ski_conformance(&["run", "--help"], dir.path()).await;
+    for heading in ["Target:", "Selection:", "Execution:", "Results:"] {
+        assert!(run.stdout.contains(heading), "{heading}: {}", run.stdout);
+    }
 }

@@ -17,6 +17,14 @@ use crate::exit::CommandError;
 /// What `ski acp` is, in one line.
 pub const ABOUT: &str = "Agent Client Protocol: reference agent and client";
 
+/// `ski acp --help`'s examples.
+pub const EXAMPLES: &str = "\
+Examples:
+  ski acp serve                                       the reference agent on stdio
+  ski acp serve --transport ws --listen 127.0.0.1:0   on WebSocket (the address goes to stderr)
+  ski acp client connect --agent-cmd 'ski acp serve' --prompt hello
+  ski acp client connect --transport ws --endpoint ws://127.0.0.1:8900 --prompt hello";
+
 /// `ski acp serve` in one line.
 const SERVE_ABOUT: &str =
     "Run the reference ACP agent (a deterministic echo back end) over stdio or WebSocket";
@@ -38,31 +46,39 @@ pub enum AcpCommand {
     #[command(about = SERVE_ABOUT, long_about = SERVE_LONG_ABOUT)]
     Serve(serve::ServeArgs),
     /// `ski acp client`: a client of any agent.
-    #[command(subcommand, about = CLIENT_ABOUT, long_about = None)]
+    #[command(
+        subcommand,
+        about = CLIENT_ABOUT,
+        long_about = None,
+        after_help = client::CLIENT_EXAMPLES
+    )]
     Client(client::ClientCommand),
 }
 
 /// Adds `ski acp`'s subcommands to `acp` as stubs whose arguments clap builds only for the one
 /// that is parsed or whose help is shown: `ski acp serve` does not pay at start-up for the
 /// client's flags. Names and help are those of [`AcpCommand`], which parses the matches.
+/// `acp` gets its examples ([`EXAMPLES`]) too.
 pub fn add_deferred_subcommands(acp: Command) -> Command {
-    acp.subcommand(
-        deferred("serve", SERVE_ABOUT, |serve| {
-            serve::ServeArgs::augment_args(serve)
-                .about(SERVE_ABOUT)
-                .long_about(SERVE_LONG_ABOUT)
-        })
-        .long_about(SERVE_LONG_ABOUT),
-    )
-    .subcommand(
-        deferred("client", CLIENT_ABOUT, |client| {
-            client::ClientCommand::augment_subcommands(client)
-                .about(CLIENT_ABOUT)
-                .long_about(None)
-        })
-        .subcommand_required(true)
-        .arg_required_else_help(true),
-    )
+    acp.after_help(EXAMPLES)
+        .subcommand(
+            deferred("serve", SERVE_ABOUT, |serve| {
+                serve::ServeArgs::augment_args(serve)
+                    .about(SERVE_ABOUT)
+                    .long_about(SERVE_LONG_ABOUT)
+            })
+            .long_about(SERVE_LONG_ABOUT),
+        )
+        .subcommand(
+            deferred("client", CLIENT_ABOUT, |client| {
+                client::ClientCommand::augment_subcommands(client)
+                    .about(CLIENT_ABOUT)
+                    .long_about(None)
+                    .after_help(client::CLIENT_EXAMPLES)
+            })
+            .subcommand_required(true)
+            .arg_required_else_help(true),
+        )
 }
 
 impl AcpCommand {
@@ -189,7 +205,9 @@ mod tests {
     #[test]
     fn the_deferred_subcommands_show_the_same_help_as_the_derived_ones() {
         // The enum's doc comment becomes the derived tree's about line; `ski` sets its own.
-        let mut derived = AcpCommand::augment_subcommands(Command::new("acp")).about(ABOUT);
+        let mut derived = AcpCommand::augment_subcommands(Command::new("acp"))
+            .about(ABOUT)
+            .after_help(EXAMPLES);
         let mut deferred = add_deferred_subcommands(Command::new("acp")).about(ABOUT);
         let (mut derived_pages, mut deferred_pages) = (Vec::new(), Vec::new());
         help_pages(&mut derived, "acp", &mut derived_pages);
@@ -217,6 +235,45 @@ mod tests {
         for ((path, deferred), (_, derived)) in deferred_pages.iter().zip(&derived_pages) {
             assert_eq!(deferred, derived, "help of `{path}` differs");
         }
+    }
+
+    #[test]
+    fn every_help_page_has_examples() {
+        let mut deferred = add_deferred_subcommands(Command::new("acp")).about(ABOUT);
+        let mut pages = Vec::new();
+        help_pages(&mut deferred, "acp", &mut pages);
+        for (path, page) in pages.iter().filter(|(path, _)| path.ends_with("--help")) {
+            assert!(
+                page.contains("Examples:"),
+                "`{path}` has no examples:\n{page}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_agent_command_flag_is_agent_cmd_and_cmd_still_works() {
+        for flag in ["--agent-cmd", "--cmd"] {
+            let matches = add_deferred_subcommands(Command::new("acp"))
+                .try_get_matches_from(["acp", "client", "connect", flag, "ski", "--prompt", "x"])
+                .expect("parses");
+            let parsed = AcpCommand::from_arg_matches(&matches).expect("converts");
+            assert!(
+                format!("{parsed:?}").contains("agent_cmd: Some(\"ski\")"),
+                "{parsed:?}"
+            );
+        }
+        let mut client = add_deferred_subcommands(Command::new("acp"));
+        client.build();
+        let connect = client
+            .find_subcommand_mut("client")
+            .and_then(|client| client.find_subcommand_mut("connect"))
+            .expect("connect");
+        let help = connect.render_long_help().to_string();
+        assert!(help.contains("--agent-cmd <PROG>"), "{help}");
+        assert!(
+            !help.contains("--cmd"),
+            "the old name is a hidden alias:\n{help}"
+        );
     }
 
     #[test]

@@ -84,34 +84,40 @@ pub fn load(root: &Path) -> Result<AutoApprove, PolicyError> {
         path: shown(),
         message: error.to_string(),
     })?;
-    serde_json::from_str::<Settings>(&text)
+    let policy = serde_json::from_str::<Settings>(&text)
         .map(|settings| settings.auto_approve)
         .map_err(|error| PolicyError::Invalid {
             path: shown(),
             message: error.to_string(),
-        })
+        })?;
+    let patterns = policy
+        .tools
+        .iter()
+        .map(|p| ("tools", p))
+        .chain(policy.commands.iter().map(|p| ("commands", p)));
+    for (list, pattern) in patterns {
+        glob(pattern).map_err(|message| PolicyError::Invalid {
+            path: shown(),
+            message: format!("auto_approve.{list}: {message}"),
+        })?;
+    }
+    Ok(policy)
 }
 
-/// Whether `text` matches `pattern`, where `*` stands for any run of characters.
+/// A policy pattern as a matcher: [`globset`]'s syntax (`*` any run of characters, `/` and
+/// spaces included, `?` one byte, `[...]`, `{a,b}`, `\` escapes), matched against the whole
+/// text. An invalid pattern (`read_[`) is an error naming it.
+pub fn glob(pattern: &str) -> Result<globset::GlobMatcher, String> {
+    globset::GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .build()
+        .map(|glob| glob.compile_matcher())
+        .map_err(|error| format!("invalid pattern {pattern:?}: {}", error.kind()))
+}
+
+/// Whether `text` matches `pattern` (see [`glob`]); an invalid pattern matches nothing.
 pub fn glob_match(pattern: &str, text: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let (first, rest) = match parts.split_first() {
-        Some(split) => split,
-        None => return text.is_empty(),
-    };
-    let Some(mut remaining) = text.strip_prefix(first) else {
-        return false;
-    };
-    let Some((last, middle)) = rest.split_last() else {
-        return remaining.is_empty();
-    };
-    for part in middle {
-        match remaining.find(part) {
-            Some(at) => remaining = &remaining[at + part.len()..],
-            None => return false,
-        }
-    }
-    remaining.len() >= last.len() && remaining.ends_with(last)
+    glob(pattern).is_ok_and(|matcher| matcher.is_match(text))
 }
 
 impl AutoApprove {
@@ -166,6 +172,19 @@ mod tests {
         assert!(glob_match("*", ""));
         assert!(!glob_match("ab*ab", "ab"));
         assert!(!glob_match("", "x"));
+        assert!(glob_match("cargo test*", "cargo test -p ski src/x.rs"));
+        assert!(glob_match("git {status,diff}", "git diff"));
+        assert!(!glob_match("git {status,diff}", "git push"));
+        assert!(glob_match("read_?", "read_x"));
+        // globset matches bytes: `?` is one byte, so it does not stand for a non-ASCII character.
+        assert!(!glob_match("read_?", "read_é"));
+        assert!(glob_match("read_*", "read_é"));
+        assert!(glob_match(r"ls \*", "ls *"));
+        assert!(!glob_match(r"ls \*", "ls x"));
+        assert!(
+            !glob_match("read_[", "read_["),
+            "an invalid pattern matches nothing"
+        );
     }
 
     #[test]
@@ -234,6 +253,18 @@ mod tests {
             load(dir.path()),
             Err(PolicyError::TooLarge { .. })
         ));
+        std::fs::write(
+            &file,
+            r#"{"auto_approve": {"commands": ["ok", "git [st"]}}"#,
+        )
+        .expect("write");
+        let Err(PolicyError::Invalid { message, .. }) = load(dir.path()) else {
+            panic!("an invalid pattern is an invalid policy");
+        };
+        assert!(
+            message.contains("auto_approve.commands: invalid pattern \"git [st\""),
+            "{message}"
+        );
         std::fs::write(&file, r#"{"auto_approve": {"tools": ["read_*"]}}"#).expect("write");
         assert!(
             load(dir.path())

@@ -52,6 +52,7 @@ pub enum ClientCommand {
     #[command(after_help = CONNECT_EXAMPLES)]
     Connect(ConnectArgs),
     /// Ask an agent to stop a session's running prompt (the ski session/stop request)
+    #[command(after_help = STOP_EXAMPLES)]
     Stop(StopArgs),
     /// Run a scripted driver and report every request's outcome as JSON lines (for
     /// conformance runners)
@@ -61,9 +62,26 @@ pub enum ClientCommand {
 
 const CONNECT_EXAMPLES: &str = "\
 Examples:
-  ski acp client connect --transport stdio --cmd ski --args acp --args serve --prompt hi
-  ski acp client connect --transport ws --endpoint ws://127.0.0.1:8900 --prompt hi --prompt again
-  ski acp client connect --cmd 'ski acp serve' --prompt hi --json";
+  ski acp client connect --agent-cmd 'ski acp serve' --prompt hi
+  ski acp client connect --agent-cmd ski --args acp --args serve --prompt hi --json
+  ski acp client connect --transport ws --endpoint ws://127.0.0.1:8900 --prompt hi --prompt again";
+
+const STOP_EXAMPLES: &str = "\
+Examples:
+  ski acp client stop --transport ws --endpoint ws://127.0.0.1:8900 --session-id sess-1
+  ski acp client stop --agent-cmd 'ski acp serve' --session-id sess-1 --json";
+
+/// `ski acp client --help`'s examples.
+pub const CLIENT_EXAMPLES: &str = "\
+Examples:
+  ski acp client connect --agent-cmd 'ski acp serve' --prompt hello
+      Spawn an agent, run one turn and print the reply.
+  ski acp client connect --transport ws --endpoint ws://127.0.0.1:8900 --prompt hi --json
+      Talk to a listening agent; print JSON lines.
+  ski acp client stop --transport ws --endpoint ws://127.0.0.1:8900 --session-id sess-1
+      Stop a session's running prompt.
+  ski acp client drive --agent-cmd 'ski acp serve' --script steps.json
+      Run a scripted driver (see `ski acp client drive --help`).";
 
 const DRIVE_HELP: &str = "\
 The script is a JSON array of steps, run in order; every request reports one outcome line
@@ -85,7 +103,11 @@ Steps:
   {\"op\":\"await_sent\"}   wait until every request issued so far was written
   {\"op\":\"sleep\",\"ms\":N}  {\"op\":\"await\"}  {\"op\":\"close\"}  {\"op\":\"stats\"}
 
-Example (40 concurrent session/new, then the counters):
+Examples:
+  ski acp client drive --agent-cmd 'ski acp serve' --script steps.json
+  ski acp client drive --transport ws --endpoint ws://127.0.0.1:8900 --script - < steps.json
+
+A script (40 concurrent session/new, then the counters):
   [{\"op\":\"initialize\"},
    {\"op\":\"request\",\"method\":\"session/new\",\"params\":{\"cwd\":\"/tmp\",\"mcpServers\":[]},\"count\":40},
    {\"op\":\"stats\"}]";
@@ -93,7 +115,7 @@ Example (40 concurrent session/new, then the counters):
 /// How the client reaches the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum TransportKind {
-    /// Spawn the agent (--cmd) and speak NDJSON over its stdin and stdout
+    /// Spawn the agent (--agent-cmd) and speak NDJSON over its stdin and stdout
     Stdio,
     /// Connect to a WebSocket endpoint (--endpoint), one JSON message per text frame
     Ws,
@@ -119,8 +141,8 @@ pub struct TransportArgs {
     transport: TransportKind,
     /// stdio: the agent program to spawn; without --args a command line such as
     /// 'ski acp serve' is split into words
-    #[arg(long, value_name = "PROG")]
-    cmd: Option<String>,
+    #[arg(long = "agent-cmd", alias = "cmd", value_name = "PROG")]
+    agent_cmd: Option<String>,
     /// stdio: one argument for the agent; repeat for more (write --args=--flag for a flag)
     #[arg(long = "args", value_name = "ARG", allow_hyphen_values = true)]
     args: Vec<String>,
@@ -273,6 +295,16 @@ enum Endpoint {
     },
 }
 
+/// Splits `--agent-cmd` into words like a POSIX shell, without expansions ([`shell_words`]).
+fn split_command_line(cmd: &str) -> CommandResult<Vec<String>> {
+    // shell-words' only error is a quote left open.
+    shell_words::split(cmd).map_err(|_| {
+        CommandError::invalid_input(anyhow!(
+            "cannot split --agent-cmd {cmd:?} into words: a quote (' or \") is never closed"
+        ))
+    })
+}
+
 /// Checks the transport flags together and turns them into an endpoint.
 fn endpoint(args: &TransportArgs) -> CommandResult<Endpoint> {
     let invalid = |message: String| Err(CommandError::invalid_input(anyhow!(message)));
@@ -295,9 +327,9 @@ fn endpoint(args: &TransportArgs) -> CommandResult<Endpoint> {
                     "{flag} only applies to --transport ws; remove it or add --transport ws"
                 ));
             }
-            let Some(cmd) = args.cmd.as_deref() else {
+            let Some(cmd) = args.agent_cmd.as_deref() else {
                 return invalid(
-                    "--transport stdio needs --cmd PROG, the agent to spawn (for example --cmd 'ski acp serve')"
+                    "--transport stdio needs --agent-cmd PROG, the agent to spawn (for example --agent-cmd 'ski acp serve')"
                         .to_owned(),
                 );
             };
@@ -305,23 +337,21 @@ fn endpoint(args: &TransportArgs) -> CommandResult<Endpoint> {
                 && cmd.contains(char::is_whitespace)
                 && !Path::new(cmd).exists()
             {
-                split_command_line(cmd).map_err(|reason| {
-                    CommandError::invalid_input(anyhow!("cannot split --cmd {cmd:?}: {reason}"))
-                })?
+                split_command_line(cmd)?
             } else {
                 std::iter::once(cmd.to_owned())
                     .chain(args.args.iter().cloned())
                     .collect()
             };
             if argv.first().is_none_or(|program| program.trim().is_empty()) {
-                return invalid("--cmd must name a program".to_owned());
+                return invalid("--agent-cmd must name a program".to_owned());
             }
             Ok(Endpoint::Spawn { argv })
         }
         TransportKind::Ws => {
-            if args.cmd.is_some() || !args.args.is_empty() {
+            if args.agent_cmd.is_some() || !args.args.is_empty() {
                 return invalid(
-                    "--cmd and --args only apply to --transport stdio; with ws give --endpoint"
+                    "--agent-cmd and --args only apply to --transport stdio; with ws give --endpoint"
                         .to_owned(),
                 );
             }
@@ -346,68 +376,6 @@ fn endpoint(args: &TransportArgs) -> CommandResult<Endpoint> {
             Ok(Endpoint::WebSocket { connector, policy })
         }
     }
-}
-
-/// Splits a command line into words the way a POSIX shell does for plain words, single and
-/// double quotes and backslashes (no expansions).
-fn split_command_line(line: &str) -> Result<Vec<String>, &'static str> {
-    let mut words = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('\'') => break,
-                        Some(c) => word.push(c),
-                        None => return Err("unclosed single quote"),
-                    }
-                }
-            }
-            '"' => {
-                in_word = true;
-                loop {
-                    match chars.next() {
-                        Some('"') => break,
-                        Some('\\') => match chars.next() {
-                            Some(c @ ('"' | '\\' | '$' | '`')) => word.push(c),
-                            Some(c) => {
-                                word.push('\\');
-                                word.push(c);
-                            }
-                            None => return Err("unclosed double quote"),
-                        },
-                        Some(c) => word.push(c),
-                        None => return Err("unclosed double quote"),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                match chars.next() {
-                    Some(c) => word.push(c),
-                    None => return Err("a trailing backslash"),
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(word);
-    }
-    Ok(words)
 }
 
 /// The session working directory: absolute and an existing directory.
@@ -578,11 +546,12 @@ struct AgentProcess {
 impl AgentProcess {
     fn spawn(argv: &[String]) -> CommandResult<(Transport, AgentProcess)> {
         let spec = ChildSpec::from_argv("agent", argv)
-            .ok_or_else(|| CommandError::invalid_input(anyhow!("--cmd must name a program")))?
+            .ok_or_else(|| CommandError::invalid_input(anyhow!("--agent-cmd must name a program")))?
             .grace(AGENT_GRACE);
         // The error's text already includes its cause, so it is not chained a second time.
-        let mut child = child::spawn(spec)
-            .map_err(|error| CommandError::upstream(anyhow!("{error}; check --cmd and --args")))?;
+        let mut child = child::spawn(spec).map_err(|error| {
+            CommandError::upstream(anyhow!("{error}; check --agent-cmd and --args"))
+        })?;
         let stdin = child.take_stdin().map_err(CommandError::internal)?;
         let stdout = child.take_stdout().map_err(CommandError::internal)?;
         let (stop, mut stopped) = oneshot::channel();
@@ -900,7 +869,12 @@ mod tests {
             split_command_line(r#"a 'b c' "d \"e\"" f\ g ''"#).unwrap(),
             ["a", "b c", "d \"e\"", "f g", ""]
         );
-        assert!(split_command_line("a 'b").is_err());
-        assert!(split_command_line("a \"b").is_err());
+        for open in ["a 'b", "a \"b"] {
+            let error = split_command_line(open).unwrap_err().to_string();
+            assert!(
+                error.contains("--agent-cmd") && error.contains("never closed"),
+                "{open}: {error}"
+            );
+        }
     }
 }

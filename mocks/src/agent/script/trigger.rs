@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use globset::GlobBuilder;
 use regex::Regex;
 use serde::Deserialize;
 
@@ -50,18 +51,22 @@ impl PartialEq for Matcher {
 }
 
 impl Matcher {
-    /// A glob: `*` matches any text (newlines too), `?` one character, the rest itself; the
-    /// whole trimmed prompt must match. Each wildcard is a numbered capture.
+    /// A glob in [`globset`]'s syntax: `*` matches any text (newlines and `/` too), `?` one
+    /// character, `[...]` one character of a class, `{a,b}` either alternative, `\` escapes;
+    /// the whole trimmed prompt must match. Each `*`, `?` and class is a numbered capture, from
+    /// the left. An invalid glob (`[a`) is an error naming it.
     pub fn glob(pattern: &str) -> Result<Self, String> {
-        let mut expression = String::from("(?s)^");
-        for ch in pattern.chars() {
-            match ch {
-                '*' => expression.push_str("(.*)"),
-                '?' => expression.push_str("(.)"),
-                other => expression.push_str(&regex::escape(&other.to_string())),
-            }
-        }
-        expression.push('$');
+        // globset parses the glob and decides what it means, but matches without captures. Its
+        // regex (`Glob::regex`) is written for bytes: `(?-u)`, so `.` is one byte, and every
+        // non-ASCII literal is spelled as its UTF-8 bytes `\xNN`. `with_captures` rewrites that
+        // regex for text: each wildcard becomes a numbered group and the bytes become characters
+        // again, so `?` stays one character and the captures are text.
+        let glob = GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .build()
+            .map_err(|e| format!("bad glob {pattern:?}: {}", e.kind()))?;
+        let expression = with_captures(glob.regex())
+            .ok_or_else(|| format!("bad glob {pattern:?}: cannot translate {:?}", glob.regex()))?;
         let regex = Regex::new(&expression).map_err(|e| format!("bad glob {pattern:?}: {e}"))?;
         Ok(Self {
             source: pattern.to_owned(),
@@ -93,6 +98,66 @@ impl Matcher {
             .collect();
         Some(Captures { numbered, named })
     }
+}
+
+/// Rewrites a regex that globset built for bytes (`(?-u)^...$`) into one for text with a
+/// numbered group around each wildcard: `.` (`?`), `.*` (`*`) and `[...]` (a class). globset
+/// escapes every literal character, `]` in a class included, so an unescaped `.` or `[` is
+/// always a wildcard; runs of `\xNN` escapes are the UTF-8 bytes of non-ASCII literals and are
+/// turned back into characters. `None` for a regex not of that form.
+fn with_captures(bytes_regex: &str) -> Option<String> {
+    let body = bytes_regex.strip_prefix("(?-u)")?;
+    let mut out = String::from("(?s)");
+    let mut pending: Vec<u8> = Vec::new();
+    let mut chars = body.chars().peekable();
+    let mut class: Option<String> = None;
+    while let Some(c) = chars.next() {
+        let target = class.as_mut().unwrap_or(&mut out);
+        if c == '\\' {
+            let escaped = chars.next()?;
+            if escaped == 'x' {
+                let hex: String = [chars.next()?, chars.next()?].iter().collect();
+                pending.push(u8::from_str_radix(&hex, 16).ok()?);
+                continue;
+            }
+            flush(&mut pending, target)?;
+            target.push('\\');
+            target.push(escaped);
+            continue;
+        }
+        flush(&mut pending, target)?;
+        match (c, &mut class) {
+            (']', Some(open)) => {
+                open.push(']');
+                out.push('(');
+                out.push_str(open);
+                out.push(')');
+                class = None;
+            }
+            (c, Some(open)) => open.push(c),
+            ('[', None) => class = Some(String::from("[")),
+            ('.', None) if chars.peek() == Some(&'*') => {
+                chars.next();
+                out.push_str("(.*)");
+            }
+            ('.', None) => out.push_str("(.)"),
+            (c, None) => out.push(c),
+        }
+    }
+    if class.is_some() {
+        return None;
+    }
+    flush(&mut pending, &mut out)?;
+    Some(out)
+}
+
+/// Appends the pending UTF-8 bytes as an escaped literal; `None` if they are not UTF-8.
+fn flush(pending: &mut Vec<u8>, out: &mut String) -> Option<()> {
+    if !pending.is_empty() {
+        let text = String::from_utf8(std::mem::take(pending)).ok()?;
+        out.push_str(&regex::escape(&text));
+    }
+    Some(())
 }
 
 /// The captured groups of a matching prompt.
@@ -229,6 +294,34 @@ mod tests {
         let literal = Matcher::glob("a.b").unwrap();
         assert!(literal.captures("a.b").is_some());
         assert!(literal.captures("axb").is_none());
+    }
+
+    #[test]
+    fn glob_wildcards_are_characters_and_each_is_a_capture() {
+        let matcher = Matcher::glob("? [ab]-* on *").unwrap();
+        let captures = matcher.captures("é b-x/y on two\nlines").unwrap();
+        assert_eq!(captures.get("0"), Some("é b-x/y on two\nlines"));
+        assert_eq!(captures.get("1"), Some("é"));
+        assert_eq!(captures.get("2"), Some("b"));
+        assert_eq!(captures.get("3"), Some("x/y"));
+        assert_eq!(captures.get("4"), Some("two\nlines"));
+        assert!(matcher.captures("é c-x on y").is_none());
+        assert!(matcher.captures("éé b-x on y").is_none());
+        // Alternatives choose but do not capture; escaped and non-ASCII literals are themselves.
+        let matcher = Matcher::glob("{hi,hello} ☃\\* *").unwrap();
+        let captures = matcher.captures("hello ☃* there").unwrap();
+        assert_eq!(captures.get("1"), Some("there"));
+        assert!(matcher.captures("hello ☃x there").is_none());
+        assert!(matcher.captures("hey ☃* there").is_none());
+    }
+
+    #[test]
+    fn invalid_globs_are_errors_that_name_them() {
+        for (pattern, reason) in [("say [a", "unclosed character class"), ("{a", "unclosed")] {
+            let message = Matcher::glob(pattern).unwrap_err();
+            assert!(message.contains(&format!("{pattern:?}")), "{message}");
+            assert!(message.contains(reason), "{message}");
+        }
     }
 
     #[test]
