@@ -1,7 +1,12 @@
 //! Exit codes shared by every `ski` subcommand, and the error type that carries one.
 //!
 //! 0 ok, 2 invalid input, 3 configuration, 4 upstream failure, 5 internal error.
+//!
+//! An error is printed once, as one line: [`render`] joins it and its causes with `: `, leaving
+//! out a cause the text already ends with (an error whose message includes its source, such as
+//! thiserror's `#[error("cannot start: {0}")]`, would otherwise print that source twice).
 
+use std::error::Error;
 use std::fmt;
 use std::process::ExitCode;
 
@@ -68,18 +73,84 @@ impl CommandError {
         Self::new(FailureClass::Internal, error)
     }
 
-    /// Prints the error chain to stderr and returns the matching exit code.
+    /// Prints the error chain to stderr (`error: ...`, see [`render`]) and returns the matching
+    /// exit code.
     pub fn report(&self) -> ExitCode {
-        eprintln!("error: {:#}", self.error);
+        eprintln!("error: {self}");
         ExitCode::from(self.class.code())
     }
 }
 
 impl fmt::Display for CommandError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:#}", self.error)
+        f.write_str(&render(&self.error))
     }
+}
+
+/// An error and its causes as one line, `outer: cause: …`, each text once: a cause is left out
+/// when the line so far already ends with it or holds it after a `: `.
+pub fn render(error: &anyhow::Error) -> String {
+    join_chain(error.chain())
+}
+
+/// [`render`] for any error and its [`Error::source`] chain.
+pub fn render_error<'a>(error: &'a (dyn Error + 'static)) -> String {
+    let source = |error: &&'a (dyn Error + 'static)| (*error).source();
+    join_chain(std::iter::successors(Some(error), source))
+}
+
+fn join_chain<'a>(chain: impl Iterator<Item = &'a (dyn Error + 'static)>) -> String {
+    let mut line = String::new();
+    for cause in chain {
+        let text = cause.to_string();
+        if line.is_empty() {
+            line = text;
+        } else if !text.is_empty() && !line.ends_with(&text) && !line.contains(&format!(": {text}"))
+        {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }
 
 /// The result of a `ski` subcommand.
 pub type CommandResult<T = ()> = Result<T, CommandError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, thiserror::Error)]
+    enum Wrapped {
+        #[error("cannot start x: {0}")]
+        Includes(#[source] std::io::Error),
+        #[error("cannot start x")]
+        Omits(#[source] std::io::Error),
+    }
+
+    fn missing() -> std::io::Error {
+        std::io::Error::new(std::io::ErrorKind::NotFound, "no such file")
+    }
+
+    #[test]
+    fn a_source_the_message_already_includes_is_printed_once() {
+        let error = CommandError::upstream(Wrapped::Includes(missing()));
+        assert_eq!(error.to_string(), "cannot start x: no such file");
+        let error = anyhow::Error::new(Wrapped::Includes(missing())).context("echo");
+        assert_eq!(render(&error), "echo: cannot start x: no such file");
+        assert_eq!(
+            render_error(&Wrapped::Includes(missing())),
+            "cannot start x: no such file"
+        );
+    }
+
+    #[test]
+    fn a_source_the_message_leaves_out_is_appended() {
+        let error = CommandError::configuration(Wrapped::Omits(missing()));
+        assert_eq!(error.to_string(), "cannot start x: no such file");
+        let error = anyhow::Error::new(missing()).context("reading the config");
+        assert_eq!(render(&error), "reading the config: no such file");
+        assert_eq!(error.to_string(), "reading the config");
+    }
+}
