@@ -1,4 +1,7 @@
-//! Pieces shared by the `ski` command tree: subcommands whose arguments clap builds lazily.
+//! Pieces shared by the `ski` command tree: subcommands whose arguments clap builds lazily, and
+//! [`output`], the stdout every program prints to (a closed reader is no panic).
+
+pub mod output;
 
 use clap::Command;
 

@@ -28,6 +28,7 @@ use super::store::StoreError;
 use super::task::{STATUS_VALUES, TaskStatus};
 use super::task_id::TaskId;
 use super::timestamp::Timestamp;
+use crate::cli::output;
 use crate::exit::{CommandError, CommandResult};
 use events::EventsArgs;
 use poll::PollArgs;
@@ -50,18 +51,21 @@ A data dir holds tasks/<status>/<TASK-id>.md (YAML frontmatter + Markdown body) 
 directory tasks/<status>/<TASK-id>/{inputs,work,outputs,subtasks}/, runs/<TASK-id>/ (run.json,
 run_heartbeat.json, run_result.json) and events/YYYY-MM-DD.jsonl (one event per line).
 
-Example:
-  ski aof task create --data-dir D --title Parser --status in-progress
-  ski aof route --data-dir D --now 2026-02-09T21:05:00.000Z < message.json
-  ski aof events --data-dir D --type task.transitioned
-
 Every command prints JSON on stdout. Exit codes: 0 ok; 2 invalid input or a rejected message;
 3 unusable data dir; 5 a handler failed (the failure is also logged as protocol.message.error).
 Time comes from --now (ISO 8601 UTC) when given, else from the system clock.";
 
+const AFTER_HELP: &str = "\
+Examples:
+  ski aof task create --data-dir D --title Parser --status in-progress
+  ski aof route --data-dir D --now 2026-02-09T21:05:00.000Z < message.json
+  ski aof poll --data-dir D --dry-run
+  ski aof events --data-dir D --type task.transitioned
+  ski aof resolve --status in-progress --outcome done";
+
 /// `ski aof`.
 #[derive(Debug, Args)]
-#[command(about = ABOUT, long_about = LONG_ABOUT)]
+#[command(about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct AofArgs {
     #[command(subcommand)]
     command: AofCommand,
@@ -70,26 +74,75 @@ pub struct AofArgs {
 #[derive(Debug, Subcommand)]
 enum AofCommand {
     /// Validate one input (stdin or FILE) and print {valid, kind, value|errors}; exit 2 when invalid.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski aof validate < envelope.json\n",
+        "  ski aof validate --kind run-result D/runs/TASK-2026-02-09-001/run_result.json\n",
+        "  ski aof validate --kind task D/tasks/ready/TASK-2026-02-09-001.md"
+    ))]
     Validate(ValidateArgs),
     /// Route one message from stdin (an event object, `AOF/1 {...}` text or plain JSON);
     /// exit 2 when it is rejected.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski aof route --data-dir D --now 2026-02-09T21:05:00.000Z < message.json\n",
+        "  ski aof route --data-dir D --authorize < message.json\n",
+        "  ski aof route --data-dir D --ndjson < messages.ndjson"
+    ))]
     Route(RouteArgs),
     /// Run one scheduler poll: detect stale heartbeats of in-progress tasks and recover them.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski aof poll --data-dir D --dry-run\n",
+        "  ski aof poll --data-dir D --heartbeat-ttl-ms 60000 --now 2026-02-09T22:00:00.000Z"
+    ))]
     Poll(PollArgs),
     /// Apply the run_result.json of every in-progress task (what a session end does).
+    #[command(after_help = concat!(
+        "Example:\n",
+        "  ski aof session-end --data-dir D"
+    ))]
     SessionEnd(DataArgs),
     /// Manage tasks.
     #[command(subcommand)]
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski aof task create --data-dir D --title Parser --now 2026-02-09T21:00:00.000Z\n",
+        "  ski aof task list --data-dir D --status backlog\n",
+        "  ski aof task show --data-dir D TASK-2026-02-09-001\n",
+        "  ski aof task transition --data-dir D TASK-2026-02-09-001 ready --reason triaged"
+    ))]
     Task(TaskCommand),
     /// Write and read run artifacts.
     #[command(subcommand)]
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski aof run start --data-dir D --task TASK-2026-02-09-001 --agent swe-backend\n",
+        "  ski aof run heartbeat --data-dir D --task TASK-2026-02-09-001 --agent swe-backend\n",
+        "  ski aof run result --data-dir D --task TASK-2026-02-09-001 < run_result.json\n",
+        "  ski aof run show --data-dir D --task TASK-2026-02-09-001"
+    ))]
     Run(RunCommand),
     /// Print the event log as a JSON array, ordered by eventId.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski aof events --data-dir D\n",
+        "  ski aof events --data-dir D --type task.transitioned --task TASK-2026-02-09-001"
+    ))]
     Events(EventsArgs),
     /// Print the transitions a completion outcome maps to from a status.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski aof resolve --status in-progress --outcome done\n",
+        "  ski aof resolve --status in-progress --outcome done --review-required false"
+    ))]
     Resolve(ResolveArgs),
     /// Run many commands in this one process: each stdin line {"args": [...], "stdin": "..."}
     /// gets one line {"code", "stdout", "stderr"}.
+    #[command(after_help = concat!(
+        "Example:\n",
+        "  echo '{\"args\": [\"task\", \"list\", \"--data-dir\", \"D\"]}' | ski aof batch"
+    ))]
     Batch,
 }
 
@@ -117,11 +170,12 @@ struct Io<'a> {
 /// Runs `ski aof`.
 pub fn run(args: AofArgs) -> CommandResult {
     if let AofCommand::Batch = args.command {
-        return batch::serve(io::stdin().lock(), io::stdout().lock());
+        return batch::serve(io::stdin().lock(), output::stdout());
     }
     let stdin = io::stdin();
     let mut input = stdin.lock();
-    let mut output = io::stdout().lock();
+    // A reader that went away (`| head -c0`) ends the output quietly, not the command.
+    let mut output = output::stdout();
     execute(
         &mut Io {
             input: &mut input,

@@ -35,12 +35,15 @@ MAX_PROCESSES (5), IDLE_TIMEOUT_SECONDS (30), LOG_LEVEL (INFO).
 
 Every command prints JSON on stdout (echo: one JSON object per line); logs and kiro-cli's stderr
 go to stderr at LOG_LEVEL. Exit codes: 0 ok; 2 invalid arguments; 3 configuration, prerequisites
-or provisioning refused; 4 kiro-cli failed or died; 5 internal error.
+or provisioning refused; 4 kiro-cli failed or died; 5 internal error.";
 
-Example:
+const AFTER_HELP: &str = "\
+Examples:
   BOT_TOKEN=x KIRO_AGENT_NAME=tg-acp ski kiro check
+  ski kiro check --env-file bot.env
   ski kiro provision --kiro-home ~/.kiro
-  ski kiro echo \"Say exactly: HI\"";
+  ski kiro echo \"Say exactly: HI\"
+  ski kiro echo --cancel --no-provision \"Say exactly: HI\"";
 
 /// What `ski kiro` is, in one line (also the stub `ski --help` lists before it is built).
 pub const ABOUT: &str =
@@ -48,7 +51,7 @@ pub const ABOUT: &str =
 
 /// `ski kiro`.
 #[derive(Debug, Args)]
-#[command(about = ABOUT, long_about = LONG_ABOUT)]
+#[command(about = ABOUT, long_about = LONG_ABOUT, after_help = AFTER_HELP)]
 pub struct KiroArgs {
     #[command(subcommand)]
     command: KiroCommand,
@@ -58,10 +61,26 @@ pub struct KiroArgs {
 enum KiroCommand {
     /// Validate the configuration and the startup prerequisites; print the configuration
     /// (BOT_TOKEN redacted) or every violation.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  BOT_TOKEN=x KIRO_AGENT_NAME=tg-acp ski kiro check\n",
+        "  ski kiro check --env-file bot.env"
+    ))]
     Check(CommonArgs),
     /// Sync the agent's entries of agents/, steering/ and skills/ into the kiro home.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski kiro provision\n",
+        "  ski kiro provision --env-file bot.env --kiro-home /tmp/kiro-home"
+    ))]
     Provision(CommonArgs),
     /// Start up, run one prompt through kiro-cli and print the turn as JSON lines.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski kiro echo \"Say exactly: HI\"\n",
+        "  ski kiro echo --no-provision --grace-ms 1000 \"Say exactly: HI\"\n",
+        "  ski kiro echo --kill \"Say exactly: HI\"    (then a prompt refused as DEAD)"
+    ))]
     Echo(EchoArgs),
 }
 
@@ -117,8 +136,9 @@ pub fn run(args: KiroArgs) -> ExitCode {
     }
 }
 
+/// Prints one JSON line on stdout (a closed reader ends the output quietly).
 fn emit(value: &Value) {
-    println!("{value}");
+    crate::cli::output::line(value);
 }
 
 fn environment() -> BTreeMap<String, String> {

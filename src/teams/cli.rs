@@ -6,7 +6,7 @@
 //! teams directory or ledger, 5 an internal failure (a busy budget that ran out included). The
 //! contract is `conformance/targets/teams-adapter.md`.
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -405,7 +405,7 @@ pub fn run(args: TeamsArgs) -> ExitCode {
     let mut retries = 0;
     match execute(&args, &mut retries) {
         Ok(Printed::Text(text)) => {
-            print!("{text}");
+            crate::cli::output::text(&text);
             ExitCode::SUCCESS
         }
         Ok(Printed::Json(value)) => {
@@ -417,7 +417,7 @@ pub fn run(args: TeamsArgs) -> ExitCode {
             if retries > 0 {
                 object.insert("busyRetries".into(), Value::from(retries));
             }
-            println!("{}", Value::Object(object));
+            crate::cli::output::line(Value::Object(object));
             ExitCode::SUCCESS
         }
         Err(error) => {
@@ -427,8 +427,7 @@ pub fn run(args: TeamsArgs) -> ExitCode {
             {
                 fields.insert("busyRetries".into(), Value::from(retries));
             }
-            println!("{}", json!({ "ok": false, "error": body }));
-            let _ = std::io::stdout().flush();
+            crate::cli::output::line(json!({ "ok": false, "error": body }));
             eprintln!("error: {error}");
             ExitCode::from(error.class().code())
         }
