@@ -350,7 +350,7 @@ async fn official_round(bin: &Path, wire: Wire) -> Result<Figures> {
         .kill_on_drop(true);
     let agent = match wire {
         Wire::Stdio => {
-            command.arg("--cmd").arg(bin.join("official-agent"));
+            command.arg("--agent-cmd").arg(bin.join("official-agent"));
             None
         }
         Wire::Ws => {

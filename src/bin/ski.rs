@@ -2,9 +2,14 @@
 
 use std::process::ExitCode;
 
-use clap::{Command, FromArgMatches, Subcommand};
-#[cfg(any(feature = "aof", feature = "teams", feature = "kiro", feature = "intercom"))]
+#[cfg(any(
+    feature = "aof",
+    feature = "teams",
+    feature = "kiro",
+    feature = "intercom"
+))]
 use clap::Args;
+use clap::{Command, FromArgMatches, Subcommand};
 #[cfg(any(
     feature = "acp",
     feature = "aof",
@@ -32,13 +37,17 @@ enum SkiCommand {
 
 const EXAMPLES: &str = "\
 Examples:
-  ski acp serve                          an ACP agent on stdio
-  ski acp client --agent-cmd \"ski acp serve\" --prompt hello
-  ski aof --data-dir ./aof process < envelope.json
-  ski teams --root ./teams --as agent:main:main team create alpha-squad
-  ski intercom --config intercom.toml    (SLACK_BOT_TOKEN and SLACK_APP_TOKEN set)
+  ski acp serve
+      An ACP agent on stdio (`--transport ws --listen 127.0.0.1:0` for WebSocket).
+  ski acp client connect --agent-cmd 'ski acp serve' --prompt hello
+      Spawn an agent, run one turn and print the reply.
+  ski aof task create --data-dir D --title Parser --status in-progress
+  ski teams --root D --as agent:main:main team create alpha-squad
+  ski kiro check --env-file bot.env
+  SLACK_BOT_TOKEN=xoxb-... SLACK_APP_TOKEN=xapp-... ski intercom --config intercom.toml
 
-Exit codes: 0 success, 1 failure, 2 usage error, 3 configuration error.";
+Each subcommand's --help has more examples and its exit codes: 0 success, 2 invalid input,
+3 configuration (1 for `ski intercom`, as its matrix asks), 4 upstream, 5 internal.";
 
 /// The command line. Each subcommand is a stub naming itself, filled in by clap
 /// (`Command::defer`) only when it is parsed or its help is shown: building every flag of every
