@@ -26,13 +26,12 @@ use crate::check::{Failure, Outcome};
 #[non_exhaustive]
 pub enum BaselineError {
     /// The file could not be read.
-    #[error("cannot read baseline {path}: {source}")]
+    #[error("cannot read baseline {path}: {cause}")]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (shown in the message, so not also a `source`).
+        cause: std::io::Error,
     },
     /// Not valid TOML of the baseline format.
     #[error("baseline {origin} is not valid: {message}")]
@@ -150,9 +149,9 @@ impl Baseline {
 
     /// Reads a baseline file.
     pub fn load(path: &Path) -> Result<Self, BaselineError> {
-        let text = std::fs::read_to_string(path).map_err(|source| BaselineError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| BaselineError::Read {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         Self::parse(&path.display().to_string(), &text)
     }

@@ -17,13 +17,12 @@ use serde::{Deserialize, Serialize};
 #[non_exhaustive]
 pub enum CatalogError {
     /// A catalog file could not be read.
-    #[error("cannot read catalog {path}: {source}")]
+    #[error("cannot read catalog {path}: {cause}")]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (shown in the message, so not also a `source`).
+        cause: std::io::Error,
     },
     /// A catalog is not valid TOML of the catalog format.
     #[error("catalog {origin} is not valid: {message}")]
@@ -271,9 +270,9 @@ impl Catalog {
 
     /// Reads and validates one catalog file.
     pub fn load(path: &Path) -> Result<Self, CatalogError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CatalogError::Read {
+        let text = std::fs::read_to_string(path).map_err(|cause| CatalogError::Read {
             path: path.to_owned(),
-            source,
+            cause,
         })?;
         let origin = path
             .file_name()
@@ -403,9 +402,9 @@ impl CatalogSet {
 
     /// Loads every `*.toml` file of a directory.
     pub fn load_dir(dir: &Path) -> Result<Self, CatalogError> {
-        let read_err = |source| CatalogError::Read {
+        let read_err = |cause| CatalogError::Read {
             path: dir.to_owned(),
-            source,
+            cause,
         };
         let mut paths = Vec::new();
         for entry in std::fs::read_dir(dir).map_err(read_err)? {

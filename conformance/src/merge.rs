@@ -18,13 +18,12 @@ pub const RESULTS_FORMAT: &str = "ski-conformance-results/1";
 #[non_exhaustive]
 pub enum MergeError {
     /// A file could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {cause}")]
     Read {
         /// The file.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (shown in the message, so not also a `source`).
+        cause: std::io::Error,
     },
     /// A file is not a results file of this format.
     #[error("{path} is not a ski-conformance results file: {reason}")]
@@ -41,9 +40,9 @@ pub enum MergeError {
 
 /// Reads one `results.json`.
 pub fn load_results(path: &Path) -> Result<RunReport, MergeError> {
-    let text = std::fs::read_to_string(path).map_err(|source| MergeError::Read {
+    let text = std::fs::read_to_string(path).map_err(|cause| MergeError::Read {
         path: path.to_owned(),
-        source,
+        cause,
     })?;
     let format_error = |reason: String| MergeError::Format {
         path: path.to_owned(),

@@ -28,13 +28,12 @@ pub enum PortError {
         attempts: u32,
     },
     /// Binding failed for another reason than the port being in use.
-    #[error("cannot bind {addr}: {source}")]
+    #[error("cannot bind {addr}: {cause}")]
     Bind {
         /// The address.
         addr: SocketAddr,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (shown in the message, so not also a `source`).
+        cause: std::io::Error,
     },
 }
 
@@ -109,7 +108,7 @@ impl PortAllocator {
                 Ok(listener) => {
                     let bound = listener
                         .local_addr()
-                        .map_err(|source| PortError::Bind { addr, source })?;
+                        .map_err(|cause| PortError::Bind { addr, cause })?;
                     attempts.push(PortAttempt {
                         addr: bound,
                         result: "ok".to_owned(),
@@ -123,7 +122,7 @@ impl PortAllocator {
                     });
                     port = 0;
                 }
-                Err(source) => return Err(PortError::Bind { addr, source }),
+                Err(cause) => return Err(PortError::Bind { addr, cause }),
             }
         }
         Err(PortError::Exhausted {
@@ -145,7 +144,7 @@ impl PortAllocator {
                 Ok(listener) => {
                     return listener
                         .local_addr()
-                        .map_err(|source| PortError::Bind { addr, source });
+                        .map_err(|cause| PortError::Bind { addr, cause });
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => {
                     attempts.push(PortAttempt {
@@ -159,7 +158,7 @@ impl PortAllocator {
                     }
                     port = 0;
                 }
-                Err(source) => return Err(PortError::Bind { addr, source }),
+                Err(cause) => return Err(PortError::Bind { addr, cause }),
             }
         }
     }

@@ -28,13 +28,12 @@ pub struct Written {
 #[non_exhaustive]
 pub enum ReportError {
     /// A file could not be written.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}: {cause}")]
     Write {
         /// The file.
         path: PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
+        /// Why (shown in the message, so not also a `source`).
+        cause: std::io::Error,
     },
     /// A report could not be encoded.
     #[error("cannot encode the {what} report: {message}")]
@@ -48,9 +47,9 @@ pub enum ReportError {
 
 /// Writes `report.md`, `junit.xml` and `results.json` into `dir` (created if missing).
 pub fn write_all(report: &RunReport, dir: &Path) -> Result<Written, ReportError> {
-    std::fs::create_dir_all(dir).map_err(|source| ReportError::Write {
+    std::fs::create_dir_all(dir).map_err(|cause| ReportError::Write {
         path: dir.to_owned(),
-        source,
+        cause,
     })?;
     let written = Written {
         markdown: dir.join("report.md"),
@@ -64,8 +63,8 @@ pub fn write_all(report: &RunReport, dir: &Path) -> Result<Written, ReportError>
 }
 
 fn write(path: &Path, text: &str) -> Result<(), ReportError> {
-    std::fs::write(path, text).map_err(|source| ReportError::Write {
+    std::fs::write(path, text).map_err(|cause| ReportError::Write {
         path: path.to_owned(),
-        source,
+        cause,
     })
 }
