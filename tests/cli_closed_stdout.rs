@@ -83,7 +83,14 @@ fn ski_teams_ends_quietly_with_its_own_code() {
 #[test]
 fn ski_aof_ends_quietly_with_its_own_code() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let resolve = ["aof", "resolve", "--status", "in-progress", "--outcome", "done"];
+    let resolve = [
+        "aof",
+        "resolve",
+        "--status",
+        "in-progress",
+        "--outcome",
+        "done",
+    ];
     assert_quiet(
         &run_closed(&resolve, "", &[], dir.path()),
         0,

@@ -89,7 +89,8 @@ async fn a_bad_script_fails_with_a_clear_message(#[case] text: &str, #[case] exp
     let path = dir.path().join("bad.toml");
     std::fs::write(&path, text).expect("write");
     let (code, _, err) = run(&["--script", &path.display().to_string(), "--check"]).await;
-    assert_eq!(code, 2, "{text}");
+    // A script is the agent's configuration: ski::exit's code 3.
+    assert_eq!(code, 3, "{text}");
     assert!(err.contains(expected), "expected {expected:?} in {err:?}");
     assert!(err.starts_with("ski-mock-agent: invalid script"), "{err}");
 }
@@ -97,14 +98,20 @@ async fn a_bad_script_fails_with_a_clear_message(#[case] text: &str, #[case] exp
 #[rstest]
 #[case::missing_script(
     &["--script", "/nonexistent/script.toml"],
-    "cannot read script /nonexistent/script.toml"
+    "cannot read script /nonexistent/script.toml",
+    3
 )]
-#[case::unknown_fault(&["--fault", "explode"], "unknown fault \"explode\"")]
-#[case::fault_value_not_a_number(&["--fault", "delay-ms=soon"], "is not a number")]
-#[case::unknown_quirk(&["--quirk", "sneeze"], "unknown quirk \"sneeze\"")]
+#[case::unknown_fault(&["--fault", "explode"], "unknown fault \"explode\"", 2)]
+#[case::fault_value_not_a_number(&["--fault", "delay-ms=soon"], "\"soon\" is not a number", 2)]
+#[case::unknown_quirk(&["--quirk", "sneeze"], "unknown quirk \"sneeze\"", 2)]
+#[case::unknown_ready_script(&["--print-script", "nope"], "no ready script \"nope\"", 2)]
 #[tokio::test]
-async fn a_bad_argument_fails_with_a_clear_message(#[case] args: &[&str], #[case] expected: &str) {
+async fn a_bad_argument_fails_with_a_clear_message(
+    #[case] args: &[&str],
+    #[case] expected: &str,
+    #[case] exit_code: i32,
+) {
     let (code, _, err) = run(args).await;
-    assert_eq!(code, 2, "{args:?}");
+    assert_eq!(code, exit_code, "{args:?}");
     assert!(err.contains(expected), "expected {expected:?} in {err:?}");
 }

@@ -4,7 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::anyhow;
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use ski::exit::CommandError;
 
 use super::config::{Config, Overrides};
 use super::runtime::ProcessInfo;
@@ -44,7 +46,11 @@ Examples:
   ski-mock-agent --script faults --fault update-before-session-result
   ski-mock-agent --script kiro acp --agent my-agent --model auto
   ski-mock-agent --script intercom --control '/tmp/agent-{env:INTERCOM_SESSION_ID}.sock'
-  ski-mock-agent control /tmp/agent-sess-1.sock '{\"cmd\":\"state\"}'";
+  ski-mock-agent control /tmp/agent-sess-1.sock '{\"cmd\":\"state\"}'
+
+Exit codes: 0 when stdin closes, or the code a script or the control channel gives; 143 on
+SIGTERM, 130 on SIGINT; 2 a bad argument; 3 a script, transcript or control socket that cannot be
+used; 5 an internal failure.";
 
 /// `ski-mock-agent` options.
 #[derive(Debug, Parser)]
@@ -152,9 +158,20 @@ pub enum HandshakeArg {
 pub enum SubCommand {
     /// `kiro-cli acp`: speak ACP on stdio (selects the kiro personality), so that this binary
     /// can stand in for `kiro-cli`.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski-mock-agent --script kiro acp --agent my-agent --model auto\n",
+        "  ski-mock-agent acp --agent my-agent --trust-all-tools"
+    ))]
     Acp(KiroArgs),
     /// Send one control command to a running agent's socket and print the reply; exits 1 if
-    /// the reply is not ok. Waits up to 10 s for the socket to accept.
+    /// the reply is not ok (2 a command that is not JSON, 4 an agent that cannot be reached).
+    /// Waits up to 10 s for the socket to accept.
+    #[command(after_help = concat!(
+        "Examples:\n",
+        "  ski-mock-agent control /tmp/agent.sock '{\"cmd\":\"state\"}'\n",
+        "  ski-mock-agent control /tmp/agent.sock '{\"cmd\":\"exit\",\"code\":3}'"
+    ))]
     Control(ControlArgs),
 }
 
@@ -205,10 +222,9 @@ pub fn apply_fault(faults: &mut FaultSpec, text: &str) -> Result<(), String> {
         None => (text, None),
     };
     let number = |value: Option<&str>| -> Result<u64, String> {
-        value
-            .ok_or_else(|| format!("fault {name} needs a value: {name}=N"))?
-            .parse::<u64>()
-            .map_err(|_| format!("fault {name}: {value:?} is not a number"))
+        let text = value.ok_or_else(|| format!("fault {name} needs a value: {name}=N"))?;
+        text.parse::<u64>()
+            .map_err(|_| format!("fault {name}: {text:?} is not a number"))
     };
     let flag = |value: Option<&str>| -> Result<bool, String> {
         match value {
@@ -267,7 +283,10 @@ fn called_as_kiro(argv0: Option<&str>) -> bool {
 
 impl Cli {
     /// Turns the parsed command line into what to do; `argv` is the full command line.
-    pub fn into_action(self, argv: Vec<String>) -> Result<Action, String> {
+    ///
+    /// A bad argument is an invalid-input error (exit 2), a script that cannot be read or used a
+    /// configuration error (exit 3).
+    pub fn into_action(self, argv: Vec<String>) -> Result<Action, CommandError> {
         if let Some(SubCommand::Control(args)) = self.command {
             return Ok(Action::Control(args));
         }
@@ -277,26 +296,27 @@ impl Cli {
                 .find(|(n, _)| n == name)
                 .map(|(_, text)| Action::Print((*text).to_owned()))
                 .ok_or_else(|| {
-                    format!(
+                    CommandError::invalid_input(anyhow!(
                         "no ready script {name:?}; ready: {}",
                         Script::builtin_names().collect::<Vec<_>>().join(", ")
-                    )
+                    ))
                 });
         }
         let script = match &self.script {
-            Some(name) => Script::load(name).map_err(|e| e.to_string())?,
+            Some(name) => Script::load(name).map_err(CommandError::configuration)?,
             None => Script::empty(),
         };
         let mut overrides = Overrides::default();
         for fault in &self.faults {
-            apply_fault(&mut overrides.faults, fault)?;
+            apply_fault(&mut overrides.faults, fault)
+                .map_err(|message| CommandError::invalid_input(anyhow!(message)))?;
         }
         for quirk in &self.quirks {
             overrides.quirks.push(Quirk::parse(quirk).ok_or_else(|| {
-                format!(
+                CommandError::invalid_input(anyhow!(
                     "unknown quirk {quirk:?}; known: {}",
                     Quirk::NAMES.join(", ")
-                )
+                ))
             })?);
         }
         if self.commands {
@@ -390,19 +410,22 @@ pub fn summary(config: &Config) -> String {
 }
 
 /// Sends one control command and returns the reply line; waits up to 10 s for the socket.
-pub async fn send_control(args: &ControlArgs) -> Result<serde_json::Value, String> {
+///
+/// A command that is not JSON is an invalid-input error (exit 2); an agent that cannot be reached
+/// or answers something unreadable an upstream error (exit 4).
+pub async fn send_control(args: &ControlArgs) -> Result<serde_json::Value, CommandError> {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-    let command: serde_json::Value =
-        serde_json::from_str(&args.command).map_err(|e| format!("the command is not json: {e}"))?;
+    let command: serde_json::Value = serde_json::from_str(&args.command)
+        .map_err(|e| CommandError::invalid_input(anyhow!("the command is not json: {e}")))?;
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     let stream = loop {
         match tokio::net::UnixStream::connect(&args.socket).await {
             Ok(stream) => break stream,
             Err(error) if tokio::time::Instant::now() >= deadline => {
-                return Err(format!(
+                return Err(CommandError::upstream(anyhow!(
                     "cannot connect to {}: {error}",
                     args.socket.display()
-                ));
+                )));
             }
             Err(_) => tokio::time::sleep(std::time::Duration::from_millis(10)).await,
         }
@@ -413,11 +436,12 @@ pub async fn send_control(args: &ControlArgs) -> Result<serde_json::Value, Strin
     write
         .write_all(line.as_bytes())
         .await
-        .map_err(|e| format!("cannot send the command: {e}"))?;
+        .map_err(|e| CommandError::upstream(anyhow!("cannot send the command: {e}")))?;
     let mut reply = String::new();
     BufReader::new(read)
         .read_line(&mut reply)
         .await
-        .map_err(|e| format!("cannot read the reply: {e}"))?;
-    serde_json::from_str(reply.trim_end()).map_err(|e| format!("the reply is not json: {e}"))
+        .map_err(|e| CommandError::upstream(anyhow!("cannot read the reply: {e}")))?;
+    serde_json::from_str(reply.trim_end())
+        .map_err(|e| CommandError::upstream(anyhow!("the reply is not json: {e}")))
 }

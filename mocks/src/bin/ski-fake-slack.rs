@@ -6,14 +6,29 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use serde_json::json;
+use ski::cli::output;
 use ski::exit::{CommandError, CommandResult};
 use ski_mocks::slack::{Config, FakeSlack};
 use tokio::io::AsyncReadExt;
 use tokio::signal::unix::{SignalKind, signal};
 
+const AFTER_HELP: &str = "\
+Examples:
+  ski-fake-slack serve                       the default workspace (team T0000000001, bot
+                                             U0000000001, #general C0000000001, #random C0000000002)
+  ski-fake-slack serve --config workspace.toml --record /tmp/slack.ndjson
+  ski-fake-slack serve --tls --ca-file /tmp/fake-slack-ca.pem
+  curl -s \"$CONTROL_URL/user_message\" \\
+    -d '{\"channel\":\"C0000000001\",\"user\":\"U0000000002\",\"text\":\"hi\"}'
+  curl -s \"$CONTROL_URL/messages\" -d '{\"channel\":\"C0000000001\"}'
+
+CONTROL_URL is the control_url of the first stdout line.
+Exit codes: 0 stopped (stdin closed or SIGTERM); 2 invalid arguments, or --record or --ca-file
+cannot be written; 3 an unusable --config; 5 internal failure.";
+
 /// A fake Slack that real Slack clients accept unmodified.
 #[derive(Parser)]
-#[command(name = "ski-fake-slack", version)]
+#[command(name = "ski-fake-slack", version, after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -23,6 +38,7 @@ struct Cli {
 enum Command {
     /// Serve the Web API, Socket Mode and the control API on loopback ports until stdin closes or
     /// SIGTERM. The first stdout line is JSON with the URLs.
+    #[command(after_help = AFTER_HELP)]
     Serve {
         /// A workspace TOML file (team, bot, users, channels, socket_mode timings).
         #[arg(long, value_name = "FILE")]
@@ -119,7 +135,9 @@ async fn run(cli: Cli) -> CommandResult {
     if let Some(path) = ca_file {
         ready["ca_file"] = json!(path);
     }
-    println!("{ready}");
+    // A reader that went away (`serve | true`) does not stop the fake: it serves until stdin
+    // closes or SIGTERM, as with any reader.
+    output::line(&ready);
     let mut stdin = tokio::io::stdin();
     let mut buffer = [0u8; 1024];
     loop {

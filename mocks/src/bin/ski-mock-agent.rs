@@ -1,8 +1,12 @@
 //! `ski-mock-agent`: a scriptable fake agent process (see `ski-mock-agent --help`).
-
-use std::io::Write;
+//!
+//! Exit codes: those of the script and the control channel while it runs; 2 a bad argument, 3 a
+//! script, transcript or control socket that cannot be used, 5 an internal failure
+//! (`ski::exit`).
 
 use clap::Parser;
+use ski::cli::output;
+use ski::exit::CommandError;
 use ski_mocks::agent::cli::{Action, Cli, ControlArgs, send_control};
 
 fn main() {
@@ -14,26 +18,12 @@ fn main() {
         Ok(Action::Run(launch)) => launch,
         Ok(Action::Control(args)) => control(&args),
         Ok(Action::Print(text)) => {
-            let mut stdout = std::io::stdout();
-            let _ = stdout.write_all(text.as_bytes());
-            let _ = stdout.flush();
+            output::text(&text);
             return;
         }
-        Err(message) => {
-            eprintln!("ski-mock-agent: {message}");
-            std::process::exit(2);
-        }
+        Err(error) => fail(&error),
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("ski-mock-agent: cannot start the runtime: {error}");
-            std::process::exit(1);
-        }
-    };
+    let runtime = runtime();
     // The pipes register with the runtime's reactor, so they are made inside it.
     let _context = runtime.enter();
     let outcome = runtime.block_on(ski_mocks::agent::run(
@@ -44,34 +34,37 @@ fn main() {
     ));
     match outcome {
         Ok(outcome) => std::process::exit(outcome.code),
-        Err(error) => {
-            eprintln!("ski-mock-agent: {error}");
-            std::process::exit(1);
-        }
+        // A transcript or control socket path that cannot be used.
+        Err(error) => fail(&CommandError::configuration(error)),
+    }
+}
+
+/// Prints `ski-mock-agent: ERROR` on stderr and exits with the error's code.
+fn fail(error: &CommandError) -> ! {
+    eprintln!("ski-mock-agent: {error}");
+    std::process::exit(i32::from(error.class.code()));
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => fail(&CommandError::internal(
+            anyhow::Error::new(error).context("cannot start the runtime"),
+        )),
     }
 }
 
 /// `ski-mock-agent control SOCKET JSON`: prints the reply; exits 0 if it is ok, 1 otherwise.
 fn control(args: &ControlArgs) -> ! {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("ski-mock-agent: cannot start the runtime: {error}");
-            std::process::exit(1);
-        }
-    };
-    match runtime.block_on(send_control(args)) {
+    match runtime().block_on(send_control(args)) {
         Ok(reply) => {
-            println!("{reply}");
+            output::line(&reply);
             let ok = reply.get("ok").and_then(serde_json::Value::as_bool) == Some(true);
             std::process::exit(if ok { 0 } else { 1 });
         }
-        Err(message) => {
-            eprintln!("ski-mock-agent: {message}");
-            std::process::exit(1);
-        }
+        Err(error) => fail(&error),
     }
 }
