@@ -1,0 +1,170 @@
+//! Opening a session again: `session/load` (with the history replayed before its result) and
+//! `session/resume` (without), from a second connection on WebSocket.
+
+use serde_json::Value;
+
+use super::super::agent::{Agent, PLAIN, Transport};
+use super::super::connection::Connection;
+use super::super::exchange::{self, QUIET, expect_result, initialize, open, prompt_ok};
+use super::session_params;
+use super::state::state_problems;
+use crate::check::{Check, CheckError, CheckResult};
+use crate::context::Ctx;
+use crate::ensure;
+
+/// The checks of this module.
+pub(super) fn checks() -> Vec<Check> {
+    vec![
+        Check::new(
+            "WS-039",
+            "Loads a session (from a second connection on ws) and requires an object result whose \
+             modes and configOptions, when present, are well formed.",
+            ws_039,
+        ),
+        Check::new(
+            "WS-051",
+            "After a prompt turn, resumes the session (from a second connection on ws); no \
+             message chunk of the session may arrive before or after the result, and a prompt \
+             afterwards ends end_turn.",
+            ws_051,
+        ),
+        Check::new(
+            "ACP-CORE-005",
+            "After a prompt turn, loads the session (from a second connection on ws); the user \
+             and agent message chunks must be replayed before the load result and none after.",
+            core_005,
+        ),
+    ]
+}
+
+/// A second initialized connection on WebSocket; `None` on stdio (the same connection serves).
+async fn second(agent: &mut Agent) -> Result<Option<Connection>, CheckError> {
+    if agent.transport() == Transport::Stdio {
+        return Ok(None);
+    }
+    let mut conn = agent.connect().await?;
+    initialize(&mut conn).await?;
+    Ok(Some(conn))
+}
+
+async fn ws_039(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    if ctx.has("prompt") {
+        prompt_ok(&mut opened.conn, &opened.session, "load me later").await?;
+    }
+    let mut other = second(&mut opened.agent).await?;
+    let conn = other.as_mut().unwrap_or(&mut opened.conn);
+    let reply = conn
+        .call("session/load", session_params(&ctx, &opened.session))
+        .await?;
+    let result = expect_result(reply, "session/load of an existing session succeeds")?;
+    ensure!(
+        result.is_object(),
+        "the session/load result is an object (possibly empty)",
+        "{result}"
+    );
+    let problems = state_problems(&result);
+    ensure!(
+        problems.is_empty(),
+        "modes and configOptions of session/load, when present, are well formed",
+        "{}",
+        problems.join("; ")
+    );
+    Ok(())
+}
+
+async fn ws_051(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    prompt_ok(&mut opened.conn, &opened.session, "resume me").await?;
+    opened.conn.quiet(QUIET).await;
+    let session = opened.session.clone();
+    let mut other = second(&mut opened.agent).await?;
+    let conn = other.as_mut().unwrap_or(&mut opened.conn);
+    let from = conn.cursor();
+    let reply = conn
+        .call("session/resume", session_params(&ctx, &session))
+        .await?;
+    let result = expect_result(reply, "session/resume succeeds")?;
+    ensure!(
+        result.is_object(),
+        "the session/resume result is an object",
+        "{result}"
+    );
+    conn.quiet(QUIET).await;
+    let replayed: Vec<_> = exchange::since(conn, from)
+        .into_iter()
+        .filter(|f| {
+            f.is_update_for(&session)
+                && f.update_kind()
+                    .is_some_and(|k| k.ends_with("_message_chunk"))
+        })
+        .collect();
+    ensure!(
+        replayed.is_empty(),
+        "session/resume replays no history",
+        "{}",
+        exchange::list(&replayed)
+    );
+    let problems = state_problems(&result);
+    ensure!(
+        problems.is_empty(),
+        "modes and configOptions of session/resume, when present, are well formed",
+        "{}",
+        problems.join("; ")
+    );
+    prompt_ok(conn, &session, "after the resume").await?;
+    Ok(())
+}
+
+async fn core_005(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let text = "replay this prompt";
+    prompt_ok(&mut opened.conn, &opened.session, text).await?;
+    opened.conn.quiet(QUIET).await;
+    let session = opened.session.clone();
+    let mut other = second(&mut opened.agent).await?;
+    let conn = other.as_mut().unwrap_or(&mut opened.conn);
+    let from = conn.cursor();
+    let id = conn
+        .request("session/load", session_params(&ctx, &session))
+        .await?;
+    let reply = conn.reply(&id, "session/load").await?;
+    expect_result(reply, "session/load succeeds")?;
+    conn.quiet(QUIET).await;
+    let answer = conn
+        .frames()
+        .iter()
+        .position(|f| f.answers(&id))
+        .unwrap_or_default();
+    let before: Vec<_> = conn.frames()[from..answer]
+        .iter()
+        .filter(|f| f.is_update_for(&session))
+        .collect();
+    let user = before.iter().any(|f| {
+        f.update_kind() == Some("user_message_chunk")
+            && f.update()
+                .and_then(|u| u.pointer("/content/text"))
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.contains(text))
+    });
+    let agent = before
+        .iter()
+        .any(|f| f.update_kind() == Some("agent_message_chunk"));
+    ensure!(
+        user && agent,
+        "the history (a user_message_chunk with the prompt and an agent_message_chunk) is replayed before the session/load result",
+        "before the result: {:?}",
+        exchange::kinds(&before)
+    );
+    let after: Vec<_> = exchange::since(conn, answer + 1)
+        .into_iter()
+        .filter(|f| f.is_update_for(&session))
+        .collect();
+    ensure!(
+        after.is_empty(),
+        "no replayed update after the session/load result",
+        "{}",
+        exchange::list(&after)
+    );
+    Ok(())
+}
