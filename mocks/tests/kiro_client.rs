@@ -14,7 +14,7 @@ use ski::transport::child::group_exists;
 use ski_mocks::testing::KIRO_RULES;
 
 /// The mock's script: the kiro personality with the rules the kiro conformance suite uses.
-fn script() -> String {
+fn script_text() -> String {
     format!("personality = \"kiro\"\n{KIRO_RULES}")
 }
 
@@ -29,7 +29,7 @@ impl Setup {
     fn new(ignore_term: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("kiro.toml");
-        std::fs::write(&script, script()).unwrap();
+        std::fs::write(&script, script_text()).unwrap();
         let mock = env!("CARGO_BIN_EXE_ski-mock-agent");
         let transcript = dir.path().join("transcript.jsonl");
         let body = if ignore_term {

@@ -70,6 +70,10 @@ fn check_features(sh: &Shell) -> Result<()> {
         .run()
         .with_context(|| format!("ski does not build with only the `{system}` feature"))?;
     }
+    // Built alone, as a project that adds it builds it: no feature comes from another package.
+    cmd!(sh, "cargo check -p ski-mocks --lib --bins --locked")
+        .run()
+        .context("ski-mocks does not build on its own")?;
     let format = "{p}";
     let tree = cmd!(
         sh,
