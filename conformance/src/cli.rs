@@ -4,6 +4,7 @@
 //! 1 an unexpected failure or error, or a stale baseline entry; 2 a usage or configuration error
 //! (bad arguments, an invalid catalog, profile or baseline, nothing selected).
 
+use ski::cli::output;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -389,7 +390,7 @@ fn run(args: RunArgs) -> Result<u8> {
             let mut capabilities: BTreeSet<String> = args.capabilities.iter().cloned().collect();
             if !args.no_discover {
                 let found = discover_blocking(cmd.as_deref(), url.as_deref())?;
-                println!(
+                output::line(format_args!(
                     "discovered: {} (ski-conformance probe shows why)",
                     found
                         .capabilities
@@ -397,9 +398,9 @@ fn run(args: RunArgs) -> Result<u8> {
                         .cloned()
                         .collect::<Vec<_>>()
                         .join(", ")
-                );
+                ));
                 for problem in &found.problems {
-                    println!("discovery: {problem}");
+                    output::line(format_args!("discovery: {problem}"));
                 }
                 startup_scale = startup_scale_for(found.startup);
                 capabilities.extend(found.capabilities);
@@ -515,13 +516,13 @@ fn run(args: RunArgs) -> Result<u8> {
 /// Writes the reports into `out`, prints the summary, and gives the run's exit code.
 fn write_and_summarise(report: &runner::RunReport, out: &std::path::Path) -> Result<u8> {
     let written = report::write_all(report, out)?;
-    print!("{}", report::console::summary(report));
-    println!(
+    output::text(&report::console::summary(report));
+    output::line(format_args!(
         "reports: {}, {}, {}",
         written.markdown.display(),
         written.junit.display(),
         written.json.display()
-    );
+    ));
     Ok(report.exit_code())
 }
 
@@ -545,7 +546,7 @@ fn baseline(args: BaselineArgs) -> Result<u8> {
     match &args.out {
         Some(path) => std::fs::write(path, &text)
             .with_context(|| format!("cannot write {}", path.display()))?,
-        None => print!("{text}"),
+        None => output::text(&text),
     }
     Ok(EXIT_OK)
 }
@@ -583,7 +584,7 @@ fn discover_profile(
         timeouts: Timeouts::new(1.0),
     });
     if let Err(missing) = crate::suites::acp::agent::prerequisites(&ctx) {
-        println!("discovery skipped: {missing}");
+        output::line(format_args!("discovery skipped: {missing}"));
         return Ok((target, None));
     }
     let mut spec = ctx
@@ -599,7 +600,7 @@ fn discover_profile(
     let found = runtime
         .block_on(crate::discover::stdio_spec(spec))
         .context("discovering the profile's agent failed (set discover = false and declare its capabilities)")?;
-    println!(
+    output::line(format_args!(
         "discovered: {} (ski-conformance probe shows why)",
         found
             .capabilities
@@ -607,9 +608,9 @@ fn discover_profile(
             .cloned()
             .collect::<Vec<_>>()
             .join(", ")
-    );
+    ));
     for problem in &found.problems {
-        println!("discovery: {problem}");
+        output::line(format_args!("discovery: {problem}"));
     }
     if let Some(section) = target.suites.get_mut("acp") {
         let excluded = section.exclude_capabilities.clone();
@@ -646,9 +647,9 @@ fn startup_scale_for(startup: std::time::Duration) -> f64 {
     }
     // Capped: an agent that never answers must not keep a row waiting for minutes.
     let scale = (1.0 + (seconds - 0.25) * 2.0).min(MAX_STARTUP_SCALE);
-    println!(
+    output::line(format_args!(
         "the agent took {seconds:.2} s to get ready (initialize, session/new): every timeout class is scaled by {scale:.1}"
-    );
+    ));
     scale
 }
 
@@ -680,7 +681,7 @@ fn unreachable_target() -> Result<crate::discover::Discovery, crate::discover::D
 fn probe(args: ProbeArgs) -> Result<u8> {
     check_agent_cmd(args.agent_cmd.as_deref())?;
     let found = discover_blocking(args.agent_cmd.as_deref(), args.agent_url.as_deref())?;
-    println!(
+    output::line(format_args!(
         "{}",
         crate::discover::profile_toml(
             &args.name,
@@ -688,7 +689,7 @@ fn probe(args: ProbeArgs) -> Result<u8> {
             args.agent_url.as_deref(),
             &found
         )
-    );
+    ));
     Ok(EXIT_OK)
 }
 
@@ -773,29 +774,34 @@ fn explain(args: ExplainArgs) -> Result<u8> {
     };
     let registry = registry();
     let check = all_checks(&registry).into_iter().find(|c| c.id() == s.id);
-    println!("{} — {}", s.id, s.title);
-    println!("suite:    {}", s.suite);
-    println!("category: {}", s.category);
-    println!("level:    {}", s.level);
-    println!(
+    output::line(format_args!("{} — {}", s.id, s.title));
+    output::line(format_args!("suite:    {}", s.suite));
+    output::line(format_args!("category: {}", s.category));
+    output::line(format_args!("level:    {}", s.level));
+    output::line(format_args!(
         "timeout:  {} ({:?} unscaled)",
         s.timeout.as_str(),
         s.timeout.base()
-    );
-    println!("source:   {}", s.source);
+    ));
+    output::line(format_args!("source:   {}", s.source));
     if !s.requires.is_empty() {
-        println!("requires: {}", s.requires.join(", "));
+        output::line(format_args!("requires: {}", s.requires.join(", ")));
     }
     if !s.errata.is_empty() {
-        println!(
+        output::line(format_args!(
             "errata:   {} (see conformance/ERRATA.md)",
             s.errata.join(", ")
-        );
+        ));
     }
-    println!("\nGiven {}\nWhen {}\nThen {}", s.given, s.when, s.then);
+    output::line(format_args!(
+        "\nGiven {}\nWhen {}\nThen {}",
+        s.given, s.when, s.then
+    ));
     match check {
-        Some(check) => println!("\nHow it is checked: {}", check.how()),
-        None => println!("\nNo check is registered for this scenario yet."),
+        Some(check) => output::line(format_args!("\nHow it is checked: {}", check.how())),
+        None => output::line(format_args!(
+            "\nNo check is registered for this scenario yet."
+        )),
     }
     Ok(EXIT_OK)
 }
@@ -814,7 +820,7 @@ fn run_fixture(fixture: Fixture) -> u8 {
                     return EXIT_USAGE;
                 }
             };
-            println!("listening on {addr}");
+            output::line(format_args!("listening on {addr}"));
             std::thread::spawn(move || {
                 for stream in listener.incoming() {
                     drop(stream);

@@ -249,7 +249,7 @@ async fn a_live_control_socket_is_not_taken_over() {
     let mut second = Agent::spawn(&["--control", &path]);
     let stderr = second.stderr_until(|t| t.contains("control socket")).await;
     assert!(stderr.contains("cannot use control socket"), "{stderr}");
-    assert_eq!(second.code().await, 1);
+    assert_eq!(second.code().await, 3);
 }
 
 #[tokio::test]

@@ -325,7 +325,7 @@ async fn serve(
     if args.mcp_stdio {
         eprintln!("{ready}");
     } else {
-        println!("{ready}");
+        crate::cli::output::line(&ready);
     }
     tokio::select! {
         _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),

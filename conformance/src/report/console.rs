@@ -1,6 +1,7 @@
 //! The console: one line per finished scenario, a progress bar only on an interactive terminal
 //! (never in CI or when stderr is redirected), and the summary at the end.
 
+use ski::cli::output;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 
@@ -42,7 +43,7 @@ impl Console {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match bar.as_ref() {
             Some(bar) => bar.println(line),
-            None => println!("{line}"),
+            None => output::line(line),
         }
     }
 }
@@ -55,7 +56,7 @@ impl Default for Console {
 
 impl Observer for Console {
     fn started(&self, total: usize) {
-        println!("running {total} scenario(s)");
+        output::line(format_args!("running {total} scenario(s)"));
         if self.use_bar {
             let bar =
                 ProgressBar::with_draw_target(Some(total as u64), ProgressDrawTarget::stderr());
