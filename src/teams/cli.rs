@@ -31,21 +31,22 @@ The root (--root, else $OPENCLAW_STATE_DIR/teams, else ~/.openclaw/teams) holds 
 team: config.json, ledger.db (SQLite, WAL) and inbox/<sanitised session key>/messages.jsonl.
 Every command acts as the session key given with --as.
 
-Example:
-  ski teams --root D --as agent:main:main team create alpha-squad
-  ski teams --root D --as agent:main:main member spawn alpha-squad researcher
-  ski teams --root D --as agent:main:main task create alpha-squad --subject Parse --description 'the parser'
-  ski teams --root D --as KEY task claim alpha-squad 1
-  ski teams --root D --as agent:main:main team board alpha-squad
-
 Every command prints JSON on stdout ({\"ok\": true, …} or {\"ok\": false, \"error\": {\"code\", …}}).
 Exit codes: 0 ok; 2 invalid input or a refused operation; 3 unusable teams directory or ledger;
 5 internal failure, including a ledger that stayed locked past --busy-timeout-ms.
 Time comes from --now-ms (or SKI_TEAMS_NOW_MS) when given, else from the system clock.";
 
+const EXAMPLES: &str = "Examples:
+  ski teams --root D --as agent:main:main team create alpha-squad
+  ski teams --root D --as agent:main:main member spawn alpha-squad researcher
+      Prints the teammate, with its session key (agent:general-purpose:teammate:UUID).
+  ski teams --root D --as agent:main:main task create alpha-squad --subject Parse --description 'the parser'
+  ski teams --root D --as agent:main:main task claim alpha-squad 1
+  ski teams --root D --as agent:main:main team board alpha-squad";
+
 /// `ski teams`.
 #[derive(Debug, Args)]
-#[command(about = ABOUT, long_about = LONG_ABOUT)]
+#[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
 pub struct TeamsArgs {
     /// The teams root directory (created when missing).
     #[arg(long, global = true, visible_alias = "teams-dir", value_name = "DIR")]
