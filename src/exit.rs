@@ -88,6 +88,20 @@ impl fmt::Display for CommandError {
 }
 
 /// An error and its causes as one line, `outer: cause: …`, each text once: a cause is left out
+/// A parse error of a text file (TOML, JSON) as one line: `line L, column C: MESSAGE`, where the
+/// parser's `span` (byte offsets) falls in `text`; parsers' own multi-line renderings (a snippet
+/// with a caret) do not fit the one-line `error: …` every program prints.
+pub fn parse_error_line(message: &str, span: Option<std::ops::Range<usize>>, text: &str) -> String {
+    let message = message.trim().replace('\n', " ");
+    let Some(start) = span.map(|span| span.start.min(text.len())) else {
+        return message;
+    };
+    let before = text.get(..start).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}: {message}")
+}
+
 /// when the line so far already ends with it or holds it after a `: `.
 pub fn render(error: &anyhow::Error) -> String {
     join_chain(error.chain())
@@ -152,5 +166,19 @@ mod tests {
         let error = anyhow::Error::new(missing()).context("reading the config");
         assert_eq!(render(&error), "reading the config: no such file");
         assert_eq!(error.to_string(), "reading the config");
+    }
+
+    #[test]
+    fn parse_errors_name_their_line_and_column_on_one_line() {
+        let text = "a = 1\n[team\n";
+        assert_eq!(
+            parse_error_line("unclosed table, expected `]`\n", Some(11..12), text),
+            "line 2, column 6: unclosed table, expected `]`"
+        );
+        assert_eq!(parse_error_line("bad\nthing", None, text), "bad thing");
+        assert_eq!(
+            parse_error_line("past the end", Some(99..100), "x"),
+            "line 1, column 2: past the end"
+        );
     }
 }

@@ -107,7 +107,7 @@ impl Baseline {
     pub fn parse(origin: &str, text: &str) -> Result<Self, BaselineError> {
         let file: BaselineFile = toml::from_str(text).map_err(|e| BaselineError::Parse {
             origin: origin.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+            message: ski::exit::parse_error_line(e.message(), e.span(), text),
         })?;
         let baseline = Baseline {
             origin: origin.to_owned(),

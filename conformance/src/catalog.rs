@@ -246,7 +246,7 @@ impl Catalog {
     pub fn parse(origin: &str, text: &str) -> Result<Self, CatalogError> {
         let file: CatalogFile = toml::from_str(text).map_err(|e| CatalogError::Parse {
             origin: origin.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+            message: ski::exit::parse_error_line(e.message(), e.span(), text),
         })?;
         let mut catalog = Catalog {
             suite: file.suite,

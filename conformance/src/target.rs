@@ -238,7 +238,7 @@ impl Target {
     pub fn parse(origin: &str, text: &str) -> Result<Self, TargetError> {
         let mut target: Target = toml::from_str(text).map_err(|e| TargetError::Parse {
             origin: origin.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+            message: ski::exit::parse_error_line(e.message(), e.span(), text),
         })?;
         if target.name.is_empty() {
             target.name = origin.trim_end_matches(".toml").to_owned();

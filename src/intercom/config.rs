@@ -356,7 +356,7 @@ impl Config {
     pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
         toml::from_str(text).map_err(|error| ConfigError::Parse {
             path: path.display().to_string(),
-            message: error.message().to_string(),
+            message: crate::exit::parse_error_line(error.message(), error.span(), text),
         })
     }
 

@@ -380,7 +380,7 @@ impl Script {
     pub fn parse(text: &str, origin: &str) -> Result<Self, ScriptError> {
         let spec: ScriptSpec = toml::from_str(text).map_err(|e| ScriptError::Parse {
             origin: origin.to_owned(),
-            message: e.to_string().trim_end().to_owned(),
+            message: ski::exit::parse_error_line(e.message(), e.span(), text),
         })?;
         Self::from_spec(spec, origin)
     }

@@ -156,6 +156,12 @@ impl Config {
 
     /// Parses workspace TOML.
     pub fn parse(text: &str) -> Result<Config, FakeSlackError> {
-        toml::from_str(text).map_err(|error| FakeSlackError::Config(error.to_string()))
+        toml::from_str(text).map_err(|error| {
+            FakeSlackError::Config(ski::exit::parse_error_line(
+                error.message(),
+                error.span(),
+                text,
+            ))
+        })
     }
 }

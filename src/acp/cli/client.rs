@@ -485,7 +485,7 @@ impl Session {
     async fn open(endpoint: Endpoint, config: ClientConfig) -> CommandResult<Session> {
         match endpoint {
             Endpoint::Spawn { argv } => {
-                tracing::info!(transport = "stdio", command = %argv.join(" "), "ACP client connecting");
+                tracing::debug!(transport = "stdio", command = %argv.join(" "), "ACP client connecting");
                 let (transport, agent) = AgentProcess::spawn(&argv)?;
                 Ok(Session {
                     client: Client::over(transport, config),
@@ -493,7 +493,7 @@ impl Session {
                 })
             }
             Endpoint::WebSocket { connector, policy } => {
-                tracing::info!(transport = "ws", endpoint = %connector.url(), "ACP client connecting");
+                tracing::debug!(transport = "ws", endpoint = %connector.url(), "ACP client connecting");
                 let url = connector.url().to_owned();
                 let config = ClientConfig {
                     reconnect: policy,
