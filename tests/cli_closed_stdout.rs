@@ -2,42 +2,24 @@
 //! pipe whose read end is closed before they write (as under `| head -0`) end with their own exit
 //! code and no panic message, and still do their work.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+use ski_mocks::testing::{ClosedRun as Closed, run_with_closed_stdout};
 
 const SKI: &str = env!("CARGO_BIN_EXE_ski");
-
-/// What a run with a closed stdout ended with.
-struct Closed {
-    code: Option<i32>,
-    stderr: String,
-}
 
 /// Runs `ski ARGS` with stdout a pipe closed before the program writes, `stdin` on stdin and the
 /// environment cleared but for `env`.
 fn run_closed(args: &[&str], stdin: &str, env: &[(&str, &str)], dir: &Path) -> Closed {
-    let mut child = Command::new(SKI)
-        .args(args)
-        .env_clear()
-        .envs(env.iter().copied())
-        .current_dir(dir)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn ski");
-    // The read end goes away before the program has started, let alone printed.
-    drop(child.stdout.take());
-    let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("write stdin");
-    drop(input);
-    let output = child.wait_with_output().expect("wait for ski");
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    Closed {
-        code: output.status.code(),
-        stderr,
-    }
+    run_with_closed_stdout(
+        Command::new(SKI)
+            .args(args)
+            .env_clear()
+            .envs(env.iter().copied())
+            .current_dir(dir),
+        stdin,
+    )
 }
 
 fn assert_quiet(closed: &Closed, expected: i32, what: &str) {

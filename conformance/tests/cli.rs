@@ -314,25 +314,23 @@ async fn every_help_has_examples_and_run_groups_its_flags() {
 
 #[test]
 fn a_closed_stdout_ends_the_output_quietly() {
-    use std::process::{Command, Stdio};
+    use std::process::Command;
+
+    use ski_mocks::testing::run_with_closed_stdout;
     let dir = setup();
     for args in [
         &["list", "--catalog-dir", "catalog"][..],
         &["explain", "CLI-01", "--catalog-dir", "catalog"][..],
     ] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ski-conformance"))
-            .args(args)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
         // The reader goes away before the program has printed anything.
-        drop(child.stdout.take());
-        let output = child.wait_with_output().expect("wait");
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let run = run_with_closed_stdout(
+            Command::new(env!("CARGO_BIN_EXE_ski-conformance"))
+                .args(args)
+                .current_dir(dir.path()),
+            "",
+        );
+        let stderr = run.stderr;
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
-        assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
+        assert_eq!(run.code, Some(0), "{args:?}: {stderr}");
     }
 }

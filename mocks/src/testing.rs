@@ -1,8 +1,10 @@
 //! Test support shared by ski's integration tests and the conformance suites that test the same
 //! systems (one copy for both): the kiro-cli rules of the mock agent, the intercom server's MCP
-//! tool names, and a directory listing.
+//! tool names, a directory listing, and a program run with its stdout closed.
 
+use std::io::Write;
 use std::path::Path;
+use std::process::{Command, Stdio};
 
 /// The rules of the `kiro-cli` stand-in (`ski-mock-agent` with `personality = "kiro"`), one prompt
 /// per behaviour: `Say exactly: X` answers X; `Count to 3…`; `stream` (chunks, tool calls, a plan,
@@ -108,4 +110,35 @@ pub fn tree(dir: &Path) -> Vec<String> {
     walk(dir, dir, &mut out);
     out.sort();
     out
+}
+
+/// How a run with a closed stdout ended.
+#[derive(Debug)]
+pub struct ClosedRun {
+    /// The exit code (`None` if a signal ended it).
+    pub code: Option<i32>,
+    /// What it printed on stderr.
+    pub stderr: String,
+}
+
+/// Runs `command` with stdout a pipe whose read end is closed before the program starts (as under
+/// `| head -0`), `stdin` written to its stdin, to its end. The command's program, arguments,
+/// environment and directory are the caller's.
+pub fn run_with_closed_stdout(command: &mut Command, stdin: &str) -> ClosedRun {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the program starts");
+    drop(child.stdout.take());
+    let mut input = child.stdin.take().expect("stdin");
+    // A program that exits without reading its stdin closes the pipe: not the test's failure.
+    let _ = input.write_all(stdin.as_bytes());
+    drop(input);
+    let output = child.wait_with_output().expect("the program ends");
+    ClosedRun {
+        code: output.status.code(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
 }

@@ -2,29 +2,15 @@
 //! pipe whose read end is closed before they write (as under `| head -0` or `| true`) end with
 //! their own exit code and no panic message.
 
-use std::io::Write;
 use std::process::{Command, Stdio};
+
+use ski_mocks::testing::run_with_closed_stdout;
 
 /// Runs `program ARGS` with stdout a pipe closed before it writes and `stdin` on stdin; returns
 /// the exit code and stderr.
 fn run_closed(program: &str, args: &[&str], stdin: &str) -> (Option<i32>, String) {
-    let mut child = Command::new(program)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    // The read end goes away before the program has started, let alone printed.
-    drop(child.stdout.take());
-    let mut input = child.stdin.take().expect("stdin");
-    input.write_all(stdin.as_bytes()).expect("write stdin");
-    drop(input);
-    let output = child.wait_with_output().expect("wait");
-    (
-        output.status.code(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
+    let run = run_with_closed_stdout(Command::new(program).args(args), stdin);
+    (run.code, run.stderr)
 }
 
 fn assert_quiet((code, stderr): (Option<i32>, String), expected: i32, what: &str) {
