@@ -641,7 +641,7 @@ fn shards_partition_the_catalog_by_id_and_stay_put() {
     }
     // A scenario keeps its shard when others are removed from the selection.
     let narrowed = Selection {
-        ids: vec![Glob::new("X-01*")],
+        ids: vec![Glob::parse("X-01*").unwrap()],
         shard: Some(Shard::new(2, 3).unwrap()),
         ..Selection::default()
     };
@@ -687,7 +687,7 @@ async fn a_port_in_use_is_retried_on_a_new_port() {
         },
     );
     let selection = Selection {
-        ids: vec![Glob::new("SYN-PASS")],
+        ids: vec![Glob::parse("SYN-PASS").unwrap()],
         ..Selection::default()
     };
     let plan = Plan::new(&catalogs, vec![check], &selection).unwrap();
@@ -759,7 +759,7 @@ async fn teardown_closes_servers_after_success_and_failure() {
         }
     });
     let selection = Selection {
-        ids: vec![Glob::new("SYN-PASS"), Glob::new("SYN-FAIL")],
+        ids: vec![Glob::parse("SYN-PASS").unwrap(), Glob::parse("SYN-FAIL").unwrap()],
         ..Selection::default()
     };
     let plan = Plan::new(&catalogs, vec![check, failing], &selection).unwrap();
@@ -820,7 +820,7 @@ async fn profile_env_and_placeholders_reach_the_child() {
         Ok(())
     });
     let selection = Selection {
-        ids: vec![Glob::new("SYN-PASS")],
+        ids: vec![Glob::parse("SYN-PASS").unwrap()],
         ..Selection::default()
     };
     let plan = Plan::new(&catalogs, vec![check], &selection).unwrap();
@@ -859,7 +859,7 @@ async fn within_fails_with_what_was_awaited_scaled_by_the_multiplier() {
         Ok(())
     });
     let selection = Selection {
-        ids: vec![Glob::new("SYN-FAIL")],
+        ids: vec![Glob::parse("SYN-FAIL").unwrap()],
         ..Selection::default()
     };
     let plan = Plan::new(&catalogs, vec![check], &selection).unwrap();
