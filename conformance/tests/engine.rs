@@ -759,7 +759,10 @@ async fn teardown_closes_servers_after_success_and_failure() {
         }
     });
     let selection = Selection {
-        ids: vec![Glob::parse("SYN-PASS").unwrap(), Glob::parse("SYN-FAIL").unwrap()],
+        ids: vec![
+            Glob::parse("SYN-PASS").unwrap(),
+            Glob::parse("SYN-FAIL").unwrap(),
+        ],
         ..Selection::default()
     };
     let plan = Plan::new(&catalogs, vec![check, failing], &selection).unwrap();
