@@ -78,7 +78,7 @@ fn command_line() -> Command {
     let command = command.subcommand(deferred(
         "teams",
         ski::teams::cli::ABOUT,
-        ski::teams::cli::TeamsArgs::augment_args,
+        ski::teams::cli::augment_args,
     ));
     #[cfg(feature = "kiro")]
     let command = command.subcommand(deferred(

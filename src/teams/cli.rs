@@ -44,6 +44,162 @@ const EXAMPLES: &str = "Examples:
   ski teams --root D --as agent:main:main task claim alpha-squad 1
   ski teams --root D --as agent:main:main team board alpha-squad";
 
+/// One example per subcommand, shown under its `--help` (`D` a teams root, the lead
+/// `agent:main:main`).
+const SUBCOMMAND_EXAMPLES: &[(&str, &str, &str)] = &[
+    (
+        "team",
+        "create",
+        "ski teams --root D --as agent:main:main team create alpha-squad",
+    ),
+    (
+        "team",
+        "show",
+        "ski teams --root D --as agent:main:main team show alpha-squad",
+    ),
+    (
+        "team",
+        "board",
+        "ski teams --root D --as agent:main:main team board alpha-squad",
+    ),
+    (
+        "team",
+        "list",
+        "ski teams --root D --as agent:main:main team list",
+    ),
+    (
+        "team",
+        "shutdown",
+        "ski teams --root D --as agent:main:main team shutdown alpha-squad",
+    ),
+    (
+        "team",
+        "delete",
+        "ski teams --root D --as agent:main:main team delete alpha-squad",
+    ),
+    (
+        "member",
+        "spawn",
+        "ski teams --root D --as agent:main:main member spawn alpha-squad researcher",
+    ),
+    (
+        "member",
+        "join",
+        "ski teams --root D --as agent:reviewer:main member join alpha-squad reviewer",
+    ),
+    (
+        "member",
+        "list",
+        "ski teams --root D --as agent:main:main member list alpha-squad",
+    ),
+    (
+        "member",
+        "respond-shutdown",
+        "ski teams --root D --as KEY member respond-shutdown alpha-squad --request-id REQ --approve\n      (KEY: the teammate's session key; REQ: the requestId of the shutdown_request it read)",
+    ),
+    (
+        "task",
+        "create",
+        "ski teams --root D --as agent:main:main task create alpha-squad --subject Parse --description 'the parser'",
+    ),
+    (
+        "task",
+        "list",
+        "ski teams --root D --as agent:main:main task list alpha-squad --available",
+    ),
+    (
+        "task",
+        "next-available",
+        "ski teams --root D --as agent:main:main task next-available alpha-squad",
+    ),
+    (
+        "task",
+        "show",
+        "ski teams --root D --as agent:main:main task show alpha-squad 1",
+    ),
+    (
+        "task",
+        "claim",
+        "ski teams --root D --as agent:main:main task claim alpha-squad 1",
+    ),
+    (
+        "task",
+        "complete",
+        "ski teams --root D --as agent:main:main task complete alpha-squad 1 --summary done",
+    ),
+    (
+        "task",
+        "delete",
+        "ski teams --root D --as agent:main:main task delete alpha-squad 2",
+    ),
+    (
+        "task",
+        "release",
+        "ski teams --root D --as agent:main:main task release alpha-squad 1",
+    ),
+    (
+        "task",
+        "depend",
+        "ski teams --root D --as agent:main:main task depend alpha-squad 2 --on 1",
+    ),
+    (
+        "task",
+        "activity",
+        "ski teams --root D --as agent:main:main task activity alpha-squad --limit 10",
+    ),
+    (
+        "message",
+        "send",
+        "ski teams --root D --as agent:main:main message send alpha-squad --broadcast --content 'stand-up in 5'",
+    ),
+    (
+        "inbox",
+        "read",
+        "ski teams --root D --as agent:main:main inbox read alpha-squad --keep",
+    ),
+    (
+        "inbox",
+        "path",
+        "ski teams --root D --as agent:main:main inbox path alpha-squad agent:main:main",
+    ),
+    (
+        "context",
+        "inject",
+        "ski teams --root D --as agent:main:main context inject alpha-squad",
+    ),
+    (
+        "maintenance",
+        "checkpoint",
+        "ski teams --root D --as agent:main:main maintenance checkpoint alpha-squad",
+    ),
+    (
+        "maintenance",
+        "check",
+        "ski teams --root D --as agent:main:main maintenance check alpha-squad",
+    ),
+    (
+        "maintenance",
+        "cleanup",
+        "ski teams --root D --as agent:main:main maintenance cleanup alpha-squad --older-than-ms 3600000",
+    ),
+];
+
+/// `ski teams`'s arguments with an example under each subcommand's help: what the `ski` program
+/// builds when `ski teams` is invoked.
+pub fn augment_args(command: clap::Command) -> clap::Command {
+    let mut command = <TeamsArgs as Args>::augment_args(command);
+    for (group, name, example) in SUBCOMMAND_EXAMPLES {
+        command = command.mut_subcommand(group, |group| {
+            group.mut_subcommand(name, |leaf| {
+                leaf.after_help(format!("Example:\n  {example}"))
+            })
+        });
+    }
+    command.mut_subcommand("limits", |leaf| {
+        leaf.after_help("Example:\n  ski teams --root D --as agent:main:main limits")
+    })
+}
+
 /// `ski teams`.
 #[derive(Debug, Args)]
 #[command(about = ABOUT, long_about = LONG_ABOUT, after_help = EXAMPLES)]
@@ -715,4 +871,27 @@ fn task_command(
             json!({ "activity": team.ledger().activity(*limit)? })
         }
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_subcommand_help_has_an_example() {
+        let command = augment_args(clap::Command::new("teams"));
+        let mut missing = Vec::new();
+        for group in command.get_subcommands() {
+            let leaves: Vec<&clap::Command> = group.get_subcommands().collect();
+            if leaves.is_empty() && group.get_after_help().is_none() {
+                missing.push(group.get_name().to_owned());
+            }
+            for leaf in leaves {
+                if leaf.get_after_help().is_none() {
+                    missing.push(format!("{} {}", group.get_name(), leaf.get_name()));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "no example under: {missing:?}");
+    }
 }
