@@ -303,28 +303,10 @@ pub fn main_with_args(args: impl IntoIterator<Item = std::ffi::OsString>) -> u8 
     match dispatch(cli) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {}", error_message(&e));
+            eprintln!("error: {}", ski::exit::render(&e));
             EXIT_USAGE
         }
     }
-}
-
-/// The error and its causes on one line, `outer: inner: ...`, each text once: a cause whose
-/// text a message before it already contains (an error that writes its source into its own
-/// message and also exposes it as its source) is not repeated.
-fn error_message(error: &anyhow::Error) -> String {
-    let mut message = String::new();
-    for cause in error.chain() {
-        let text = cause.to_string();
-        if text.is_empty() || message.contains(&text) {
-            continue;
-        }
-        if !message.is_empty() {
-            message.push_str(": ");
-        }
-        message.push_str(&text);
-    }
-    message
 }
 
 fn dispatch(cli: Cli) -> Result<u8> {
@@ -842,13 +824,13 @@ mod tests {
 
     use clap::CommandFactory;
 
-    use super::{Cli, error_message, startup_scale_for};
+    use super::{Cli, startup_scale_for};
     use crate::target::Target;
 
     #[test]
     fn error_messages_name_each_cause_once() {
         let missing = Target::load("/nonexistent/ski/none.toml").unwrap_err();
-        let message = error_message(&anyhow::Error::new(missing));
+        let message = ski::exit::render(&anyhow::Error::new(missing));
         assert!(
             message.starts_with("cannot read target profile /nonexistent/ski/none.toml: "),
             "{message}"
@@ -869,7 +851,7 @@ mod tests {
             source: std::io::Error::other("the cause"),
         })
         .context("doing it");
-        assert_eq!(error_message(&twice), "doing it: outer: the cause");
+        assert_eq!(ski::exit::render(&twice), "doing it: outer: the cause");
     }
 
     #[test]
