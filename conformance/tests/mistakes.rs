@@ -7,14 +7,18 @@ mod binaries;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 
 use rstest::rstest;
 use ski_conformance::Target;
 
-/// The workspace's programs, built when missing or stale.
-fn bin_dir() -> PathBuf {
-    let reference = Target::load("reference").expect("the reference profile");
-    binaries::prepare_binaries(&reference).expect("the workspace's programs")
+/// The workspace's programs, built when missing or stale (looked up once for every case).
+fn bin_dir() -> &'static Path {
+    static BIN_DIR: OnceLock<PathBuf> = OnceLock::new();
+    BIN_DIR.get_or_init(|| {
+        let reference = Target::load("reference").expect("the reference profile");
+        binaries::prepare_binaries(&reference).expect("the workspace's programs")
+    })
 }
 
 /// What the case's working directory holds: a file with broken TOML and one with broken JSON.
