@@ -16,6 +16,10 @@
 //!
 //! Stderr (BR-08) is read from the first moment, line by line, and logged at the configured
 //! level; its end does not make the client dead, only the process's exit does.
+//!
+//! Environment: kiro-cli starts from an empty environment plus the variables of
+//! [`ENV_ALLOWLIST`] (and `LC_*`) this process has; `BOT_TOKEN` and everything else stay behind,
+//! since whatever the agent runs can read what kiro-cli inherits.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -43,6 +47,51 @@ pub const MAX_LOGGED_STDERR: usize = 4096;
 
 /// The ACP protocol version sent in `initialize`.
 pub const PROTOCOL_VERSION: u64 = 1;
+
+/// The environment variables kiro-cli inherits (with every `LC_*`): the user and locale, the
+/// terminal and temporary directories, the XDG directories (kiro-cli's log lives under
+/// `XDG_RUNTIME_DIR`), proxies and CA bundles, kiro-cli's own logging knobs and the AWS profile
+/// settings its sign-in reads. Everything else, the bot's token first, is withheld.
+pub const ENV_ALLOWLIST: &[&str] = &[
+    "PATH",
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "SHELL",
+    "LANG",
+    "LANGUAGE",
+    "TERM",
+    "TMPDIR",
+    "TZ",
+    "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME",
+    "XDG_DATA_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "KIRO_LOG_LEVEL",
+    "KIRO_CHAT_LOG_FILE",
+    "AWS_PROFILE",
+    "AWS_REGION",
+    "AWS_DEFAULT_REGION",
+    "AWS_CONFIG_FILE",
+    "AWS_SHARED_CREDENTIALS_FILE",
+    "AWS_CA_BUNDLE",
+];
+
+/// Whether kiro-cli inherits the variable `name` ([`ENV_ALLOWLIST`] or a locale `LC_*`).
+pub fn inherits(name: &str) -> bool {
+    ENV_ALLOWLIST.contains(&name) || name.starts_with("LC_")
+}
 
 /// The client's state (BR-06).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -224,8 +273,11 @@ impl Turn {
 impl KiroClient {
     /// Spawns `kiro-cli acp --agent NAME` in its own process group; the client is `New`.
     pub fn spawn(options: ClientOptions) -> Result<Self, ClientError> {
+        let inherited = std::env::vars_os().filter(|(name, _)| name.to_str().is_some_and(inherits));
         let spec = ChildSpec::new("kiro-cli", &options.program)
             .args(["acp", "--agent", options.agent.as_str()])
+            .env_clear()
+            .envs(inherited)
             .cwd(&options.cwd)
             .grace(options.kill_grace);
         let mut process = child::spawn(spec).map_err(ClientError::Spawn)?;
