@@ -17,13 +17,15 @@
 //!
 //! The parts: [`ChildSpec`] (what to start, `spec`), [`spawn`] (starting it, `spawn`),
 //! [`ProcessTracker`] and the group probes (which groups are alive, `tracker`), the supervisor
-//! task (waiting, the group's teardown, reaping, `supervisor`); this module holds the [`Child`]
-//! handle itself and its errors.
+//! task (waiting, the group's teardown, reaping, `supervisor`), [`Watched`] (a child whose output
+//! is collected in the background, `watch`); this module holds the [`Child`] handle itself and
+//! its errors.
 
 mod spawn;
 mod spec;
 mod supervisor;
 mod tracker;
+mod watch;
 
 use std::fmt;
 use std::io;
@@ -39,6 +41,7 @@ use tokio::sync::mpsc;
 pub use spawn::spawn;
 pub use spec::ChildSpec;
 pub use tracker::{ProcessTracker, adopt_orphans, group_exists, process_exists};
+pub use watch::Watched;
 
 use super::{Direction, LoggedRead, LoggedWrite, WireLog};
 use supervisor::send_group;

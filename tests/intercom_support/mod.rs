@@ -4,7 +4,6 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientConfig};
@@ -13,10 +12,9 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use ski::transport::child::{self, ChildSpec, OutputStream};
+use ski::transport::child::{self, ChildSpec, Watched};
 use ski_mocks::slack::config::ChannelConfig;
 use ski_mocks::slack::{Config, FakeSlack};
-use tokio::sync::{Notify, oneshot};
 
 pub const WAIT: Duration = Duration::from_secs(20);
 pub const ALICE: &str = "U0000000002";
@@ -77,11 +75,7 @@ pub struct Server {
     pub ready: Value,
     /// The server's process id (it leads its own process group).
     pub pid: u32,
-    lines: Arc<Mutex<Vec<String>>>,
-    stdout: Arc<Mutex<Vec<String>>>,
-    notify: Arc<Notify>,
-    stop: Option<oneshot::Sender<nix::sys::signal::Signal>>,
-    done: Option<tokio::task::JoinHandle<Option<i32>>>,
+    process: Watched,
 }
 
 fn spec(config: &Path, extra_args: &[&str]) -> ChildSpec {
@@ -142,58 +136,18 @@ impl Server {
         for (key, value) in env {
             spec = spec.env(key, value);
         }
-        let mut process = child::spawn(spec).expect("spawn");
-        let pid = process.pid();
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let stdout = Arc::new(Mutex::new(Vec::new()));
-        let notify = Arc::new(Notify::new());
-        let (ready_tx, ready_rx) = oneshot::channel();
-        let (stop_tx, mut stop_rx) = oneshot::channel::<nix::sys::signal::Signal>();
-        let task_stdout = stdout.clone();
-        let task_lines = lines.clone();
-        let task_notify = notify.clone();
-        let done = tokio::spawn(async move {
-            let mut ready_tx = Some(ready_tx);
-            let mut stopping = false;
-            loop {
-                tokio::select! {
-                    line = process.next_output_line() => match line {
-                        Some((OutputStream::Stdout, line)) => {
-                            task_stdout.lock().expect("stdout").push(line.clone());
-                            if let Some(tx) = ready_tx.take() {
-                                let _ = tx.send(line);
-                            }
-                        }
-                        Some((_, line)) => {
-                            task_lines.lock().expect("lines").push(line);
-                            task_notify.notify_waiters();
-                        }
-                        None => break,
-                    },
-                    signal = &mut stop_rx, if !stopping => {
-                        stopping = true;
-                        let signal = signal.unwrap_or(nix::sys::signal::Signal::SIGTERM);
-                        let _ = process.signal_group(signal);
-                    }
-                }
-            }
-            process.wait().await.ok().and_then(|status| status.code())
-        });
-        let ready = match tokio::time::timeout(WAIT, ready_rx).await {
+        let (process, ready) = Watched::start(child::spawn(spec).expect("spawn"), |_| true);
+        let ready = match tokio::time::timeout(WAIT, ready).await {
             Ok(Ok(line)) => serde_json::from_str(&line).expect("readiness is json"),
-            _ => {
-                let log = lines.lock().expect("lines").join("\n");
-                panic!("no readiness line; stderr:\n{log}");
-            }
+            _ => panic!(
+                "no readiness line; stderr:\n{}",
+                process.stderr().join("\n")
+            ),
         };
         Server {
             ready,
-            pid,
-            lines,
-            stdout,
-            notify,
-            stop: Some(stop_tx),
-            done: Some(done),
+            pid: process.pid(),
+            process,
         }
     }
 
@@ -214,42 +168,36 @@ impl Server {
 
     /// Every stderr log line so far.
     pub fn log(&self) -> Vec<String> {
-        self.lines.lock().expect("lines").clone()
+        self.process.stderr()
     }
 
     /// Waits for a log line containing `needle`.
     pub async fn wait_log(&self, needle: &str) -> String {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let notified = self.notify.notified();
-            if let Some(line) = self.log().into_iter().find(|l| l.contains(needle)) {
-                return line;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                panic!("no log line with {needle:?}:\n{}", self.log().join("\n"));
-            }
+        let find = |lines: &[String]| lines.iter().find(|l| l.contains(needle)).cloned();
+        match tokio::time::timeout(WAIT, self.process.until_stderr(find)).await {
+            Ok(line) => line,
+            Err(_) => panic!("no log line with {needle:?}:\n{}", self.log().join("\n")),
         }
     }
 
     /// Every stdout line so far (the readiness line).
     pub fn stdout(&self) -> Vec<String> {
-        self.stdout.lock().expect("stdout").clone()
+        self.process.stdout()
     }
 
     /// Waits until `count` log lines contain `needle`.
     pub async fn wait_log_count(&self, needle: &str, count: usize) {
-        let deadline = tokio::time::Instant::now() + WAIT;
-        loop {
-            let notified = self.notify.notified();
-            if self.log().iter().filter(|l| l.contains(needle)).count() >= count {
-                return;
-            }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                panic!(
-                    "fewer than {count} log lines with {needle:?}:\n{}",
-                    self.log().join("\n")
-                );
-            }
+        let enough = |lines: &[String]| {
+            (lines.iter().filter(|l| l.contains(needle)).count() >= count).then_some(())
+        };
+        if tokio::time::timeout(WAIT, self.process.until_stderr(enough))
+            .await
+            .is_err()
+        {
+            panic!(
+                "fewer than {count} log lines with {needle:?}:\n{}",
+                self.log().join("\n")
+            );
         }
     }
 
@@ -263,23 +211,10 @@ impl Server {
         self.end(nix::sys::signal::Signal::SIGKILL).await
     }
 
-    async fn end(mut self, signal: nix::sys::signal::Signal) -> Option<i32> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(signal);
-        }
-        let done = self.done.take().expect("running");
-        tokio::time::timeout(WAIT, done)
+    async fn end(self, signal: nix::sys::signal::Signal) -> Option<i32> {
+        tokio::time::timeout(WAIT, self.process.end(signal))
             .await
             .expect("exits")
-            .expect("task")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(nix::sys::signal::Signal::SIGTERM);
-        }
     }
 }
 

@@ -3,7 +3,6 @@
 //! code), the target's SQLite file opened read-only, and rmcp clients on its MCP endpoint.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientConfig};
@@ -12,10 +11,9 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use ski::transport::child::OutputStream;
+use ski::transport::child::{OutputStream, Watched};
 use ski_mocks::slack::config::ChannelConfig;
 use ski_mocks::slack::{Click, Config, FakeSlack, Message, SlashCommand};
-use tokio::sync::{Notify, oneshot};
 
 use crate::{CheckError, Ctx, Failure, OrFail};
 
@@ -162,58 +160,24 @@ impl World {
 
     /// Starts the target and waits for its readiness line.
     pub async fn start(&self, mode: Option<&str>) -> Result<Server, CheckError> {
-        let mut child = self.ctx.spawn(self.spec(mode)?)?;
-        let lines = Arc::new(Mutex::new(Vec::new()));
-        let notify = Arc::new(Notify::new());
-        let (ready_tx, ready_rx) = oneshot::channel::<String>();
-        let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
-        let (task_lines, task_notify) = (lines.clone(), notify.clone());
-        let done = tokio::spawn(async move {
-            let mut ready_tx = Some(ready_tx);
-            let mut stopping = false;
-            loop {
-                tokio::select! {
-                    line = child.next_output_line() => match line {
-                        Some((OutputStream::Stdout, line)) => {
-                            let is_ready = serde_json::from_str::<Value>(&line).is_ok_and(|v| v.is_object());
-                            if is_ready && let Some(tx) = ready_tx.take() {
-                                let _ = tx.send(line);
-                            }
-                        }
-                        Some((OutputStream::Stderr, line)) => {
-                            task_lines.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(line);
-                            task_notify.notify_waiters();
-                        }
-                        None => break,
-                    },
-                    _ = &mut stop_rx, if !stopping => {
-                        stopping = true;
-                        let _ = child.signal_group(nix::sys::signal::Signal::SIGTERM);
-                    }
-                }
-            }
-            child.wait().await.ok().and_then(|status| status.code())
-        });
-        let ready = self.ctx.within("the readiness line", ready_rx).await?;
-        let ready = match ready {
+        let is_ready =
+            |line: &str| serde_json::from_str::<Value>(line).is_ok_and(|v| v.is_object());
+        let (process, ready) = Watched::start(self.ctx.spawn(self.spec(mode)?)?, is_ready);
+        let ready = match self.ctx.within("the readiness line", ready).await? {
             Ok(line) => serde_json::from_str(&line).or_fail("a JSON readiness line")?,
             Err(_) => {
-                let log = lines
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .join("\n");
                 return Err(Failure::expected("a readiness line on stdout")
-                    .actual(format!("the target ended first; stderr: {log}"))
+                    .actual(format!(
+                        "the target ended first; stderr: {}",
+                        process.stderr().join("\n")
+                    ))
                     .into());
             }
         };
         Ok(Server {
             ctx: self.ctx.clone(),
             ready,
-            lines,
-            notify,
-            stop: Some(stop_tx),
-            done: Some(done),
+            process,
         })
     }
 
@@ -395,10 +359,7 @@ pub async fn connect_url(ctx: &Ctx, url: &str) -> Result<Client, CheckError> {
 pub struct Server {
     ctx: Ctx,
     pub ready: Value,
-    lines: Arc<Mutex<Vec<String>>>,
-    notify: Arc<Notify>,
-    stop: Option<oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<Option<i32>>>,
+    process: Watched,
 }
 
 /// An MCP client session.
@@ -424,55 +385,35 @@ impl Server {
 
     /// Every log line so far.
     pub fn log(&self) -> Vec<String> {
-        self.lines
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+        self.process.stderr()
     }
 
     /// Waits for a log line containing `needle` (case-insensitive).
     pub async fn wait_log(&self, needle: &str) -> Result<String, CheckError> {
         let needle = needle.to_lowercase();
-        let find = async {
-            loop {
-                let notified = self.notify.notified();
-                if let Some(line) = self
-                    .log()
-                    .into_iter()
-                    .find(|l| l.to_lowercase().contains(&needle))
-                {
-                    return line;
-                }
-                notified.await;
-            }
+        let find = |lines: &[String]| {
+            lines
+                .iter()
+                .find(|l| l.to_lowercase().contains(&needle))
+                .cloned()
         };
         self.ctx
-            .within(&format!("a log line with {needle:?}"), find)
+            .within(
+                &format!("a log line with {needle:?}"),
+                self.process.until_stderr(find),
+            )
             .await
     }
 
     /// SIGTERM and the exit code.
-    pub async fn stop(mut self) -> Result<Option<i32>, CheckError> {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        let done = self.done.take().or_error("the server task")?;
+    pub async fn stop(self) -> Result<Option<i32>, CheckError> {
         self.ctx
             .within_for(
                 Duration::from_secs(15),
                 "the target to exit after SIGTERM",
-                done,
+                self.process.end(nix::sys::signal::Signal::SIGTERM),
             )
-            .await?
-            .or_error("the server task")
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+            .await
     }
 }
 
