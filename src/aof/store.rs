@@ -1,11 +1,13 @@
 //! The filesystem task store: `tasks/<status>/<id>.md` plus a companion directory
 //! `tasks/<status>/<id>/{inputs,work,outputs,subtasks}/` that moves with the file.
 //!
-//! Every write is atomic ([`crate::storage::atomic_file`]). A transition first rewrites the file in place with
-//! its new status, then renames it into the new status directory, then moves the companion
-//! directory. If a process dies between those steps, the next locked [`TaskStore::load`] finds the
+//! Every write is atomic ([`crate::storage::atomic_file`]). A transition first rewrites the file in
+//! place with its new status, then renames it into the new status directory, then moves the
+//! companion directory. If a process dies between those steps, the next locked [`TaskStore::load`] finds the
 //! file's status and directory disagree and finishes the move, so a task is never lost or doubled.
 //! Callers serialise work on one task with [`TaskStore::lock`], which holds across processes.
+//! A create publishes the task file only after the caller's event is written
+//! ([`TaskStore::create_recorded`]), so a task never exists without its `task.created` event.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -21,7 +23,7 @@ use super::task::{
 use super::task_id::TaskId;
 use super::timestamp::Timestamp;
 use crate::storage::atomic_file::{
-    create_dir_durable, is_temp_name, rename_durable, sweep_stale_temps, write_atomic,
+    TEMP_PREFIX, create_dir_durable, is_temp_name, rename_durable, sweep_stale_temps, write_atomic,
 };
 use crate::storage::file_lock::FileLock;
 
@@ -294,11 +296,27 @@ impl TaskStore {
 
     /// Creates a task and its companion directories.
     pub fn create(&self, new: NewTask, now: Timestamp) -> Result<Task, StoreError> {
+        self.create_recorded(new, now, |_| Ok::<(), StoreError>(()))
+    }
+
+    /// Creates a task only if `record` (the caller's `task.created` event) succeeds: the companion
+    /// directories and the task file are staged first (the file under a temp name readers skip),
+    /// then `record` runs, and only then is the file renamed into place. When `record` fails, the
+    /// staged file and the directories this call made are removed and the store is as it was, so
+    /// no task exists without its event. A process killed before `record` leaves a temp file
+    /// (swept by the next [`TaskStore::open`]); killed after it, an event of a task that was not
+    /// created, which a retry creates (and records) again.
+    pub fn create_recorded<E: From<StoreError>>(
+        &self,
+        new: NewTask,
+        now: Timestamp,
+        record: impl FnOnce(&Task) -> Result<(), E>,
+    ) -> Result<Task, E> {
         let _store_lock = self.lock_store()?;
         let id = match new.id {
             Some(id) => {
                 if !self.locate(&id).is_empty() {
-                    return Err(StoreError::Exists(id));
+                    return Err(StoreError::Exists(id).into());
                 }
                 id
             }
@@ -328,12 +346,36 @@ impl TaskStore {
             body,
         };
         let _task_lock = self.lock(&id)?;
-        self.save(&task)?;
-        let dir = self.companion_dir(&task);
-        for sub in COMPANION_DIRS {
-            let path = dir.join(sub);
-            create_dir_durable(&path).map_err(io_at(&path))?;
+        let text = task.render().map_err(|source| StoreError::Render {
+            id: id.clone(),
+            source,
+        })?;
+        let path = self.file_path(task.status(), &id);
+        let staged = self.tasks_dir.join(task.status().as_str()).join(format!(
+            "{TEMP_PREFIX}{id}.md.{}.staged",
+            std::process::id()
+        ));
+        let companion = self.companion_dir(&task);
+        let made_companion = !companion.exists();
+        let staging = (|| {
+            for sub in COMPANION_DIRS {
+                let dir = companion.join(sub);
+                create_dir_durable(&dir).map_err(io_at(&dir))?;
+            }
+            write_atomic(&staged, text.as_bytes()).map_err(io_at(&path))
+        })();
+        let recorded = staging.map_err(E::from).and_then(|()| record(&task));
+        if let Err(error) = recorded {
+            let _ = fs::remove_file(&staged);
+            if made_companion {
+                for sub in COMPANION_DIRS {
+                    let _ = fs::remove_dir(companion.join(sub));
+                }
+                let _ = fs::remove_dir(&companion);
+            }
+            return Err(error);
         }
+        rename_durable(&staged, &path).map_err(io_at(&path))?;
         Ok(task)
     }
 

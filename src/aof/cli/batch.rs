@@ -1,7 +1,8 @@
 //! `ski aof batch`: many adapter commands in one process, for suites that would otherwise start
 //! one process per call. Each stdin line is a request `{"args": ["task", "show", …], "stdin":
 //! "…"}` (stdin optional); each gets exactly one compact line `{"code": n, "stdout": "…",
-//! "stderr": "…"}` with what the same command run alone would have printed and its exit code.
+//! "stderr": "…"}` with what the same command run alone would have printed and its exit code. A
+//! line that is not JSON, or not UTF-8 text, gets code 2 and the batch goes on.
 
 use std::io::{BufRead, Cursor, Write};
 
@@ -94,22 +95,32 @@ fn answer(line: &str) -> Answer {
     }
 }
 
+/// The answer to a line that is not UTF-8 text: refused like malformed JSON, and the batch goes on.
+fn not_utf8(error: &std::str::Utf8Error) -> Answer {
+    Answer {
+        code: 2,
+        stdout: String::new(),
+        stderr: format!("error: a batch line must be UTF-8 text: {error}\n"),
+    }
+}
+
 /// Answers every request line of `input` on `output`, in order, until `input` ends.
 pub(super) fn serve(mut input: impl BufRead, mut output: impl Write) -> CommandResult {
-    let mut line = String::new();
+    let mut bytes = Vec::new();
     loop {
-        line.clear();
+        bytes.clear();
         let read = input
-            .read_line(&mut line)
+            .read_until(b'\n', &mut bytes)
             .context("cannot read stdin")
             .map_err(CommandError::invalid_input)?;
         if read == 0 {
             return Ok(());
         }
-        if line.trim().is_empty() {
-            continue;
-        }
-        let answer = answer(line.trim_end_matches(['\n', '\r']));
+        let answer = match std::str::from_utf8(&bytes) {
+            Ok(line) if line.trim().is_empty() => continue,
+            Ok(line) => answer(line.trim_end_matches(['\n', '\r'])),
+            Err(error) => not_utf8(&error),
+        };
         let printed = json!({
             "code": answer.code,
             "stdout": answer.stdout,

@@ -147,15 +147,18 @@ pub(super) fn task(io: &mut Io<'_>, command: TaskCommand) -> CommandResult {
                 new.metadata = parsed;
             }
             new.body = args.body.clone();
-            let task = data.store.create(new, now).map_err(|e| failure(e.into()))?;
+            // The task appears only once its event is written (`TaskStore::create_recorded`).
             let mut journal = Journal::new(&data.events, now);
-            journal
-                .emit(
-                    kind::TASK_CREATED,
-                    &args.created_by,
-                    Some(task.id()),
-                    json!({ "status": task.status(), "title": task.frontmatter.title }),
-                )
+            let task = data
+                .store
+                .create_recorded(new, now, |task| {
+                    journal.emit(
+                        kind::TASK_CREATED,
+                        &args.created_by,
+                        Some(task.id()),
+                        json!({ "status": task.status(), "title": task.frontmatter.title }),
+                    )
+                })
                 .map_err(failure)?;
             print_json(io, &task_json(&data, &task))
         }
