@@ -401,14 +401,7 @@ where
             match next {
                 Some(Ok(line)) => reader_agent.handle_line(line).await,
                 Some(Err(FrameError::Oversize { length, limit })) => {
-                    reader_agent.transcript.note(&format!(
-                        "input line of {length} bytes dropped (limit {limit})"
-                    ));
-                    reader_agent
-                        .log(&format!(
-                            "dropped an input line of {length} bytes (limit {limit})"
-                        ))
-                        .await;
+                    reader_agent.oversize_input(length, limit).await;
                 }
                 Some(Err(FrameError::Io(error))) => {
                     reader_agent

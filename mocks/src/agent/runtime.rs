@@ -743,6 +743,23 @@ impl Agent {
         }
     }
 
+    /// Answers an input line longer than the limit as ski's reference does: -32600 with a null
+    /// id (the intercom personality, which speaks no JSON-RPC errors, only logs it).
+    pub async fn oversize_input(&self, length: u64, limit: usize) {
+        self.transcript.note(&format!(
+            "input line of {length} bytes dropped (limit {limit})"
+        ));
+        let what = format!("message of {length} bytes exceeds the limit of {limit} bytes");
+        if self.config.personality == Personality::Intercom {
+            self.log(&format!("skipping an oversize line: {what}"))
+                .await;
+            return;
+        }
+        let response = Response::error(RequestId::Null, RpcError::invalid_request(what));
+        self.write_message(&Message::Response(response), true, None)
+            .await;
+    }
+
     async fn bad_input(&self, error: DecodeError) {
         if self.config.personality == Personality::Intercom {
             self.log(&format!("skipping a malformed line: {error}"))
