@@ -1,12 +1,14 @@
 //! The control API over HTTP, for tests in any language: `POST <control_url>/<operation>` with a
 //! JSON body, answered `{"ok":true,...}` or `{"ok":false,"error":...}`. Waiting operations take
-//! `timeout_ms` and answer when the thing happened (no polling).
+//! `timeout_ms` and answer when the thing happened (no polling). Bounded: a body larger than
+//! [`MAX_BODY_BYTES`] is answered 413 without being read further, a `timeout_ms` above
+//! [`MAX_WAIT_MS`] is refused with 400.
 
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
@@ -20,6 +22,12 @@ use super::fault::Fault;
 use super::shared::Shared;
 use super::socket::DisconnectReason;
 use super::{Click, SlashCommand, UserMessage};
+
+/// The largest request body the control API reads; a larger one is answered 413.
+pub const MAX_BODY_BYTES: usize = 1 << 20;
+
+/// The longest `timeout_ms` a waiting operation accepts (5 minutes); a longer one is answered 400.
+pub const MAX_WAIT_MS: u64 = 300_000;
 
 /// Serves the control API until the task is aborted.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
@@ -42,8 +50,26 @@ async fn handle(
     request: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
     let operation = request.uri().path().trim_start_matches('/').to_string();
-    let body = match request.into_body().collect().await {
+    let too_large = || {
+        reply(
+            413,
+            &json!({ "ok": false, "error": format!("the body is larger than {MAX_BODY_BYTES} bytes") }),
+        )
+    };
+    let announced = request
+        .headers()
+        .get(hyper::header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<u64>().ok());
+    if announced.is_some_and(|length| length > MAX_BODY_BYTES as u64) {
+        return Ok(too_large());
+    }
+    let body = match Limited::new(request.into_body(), MAX_BODY_BYTES)
+        .collect()
+        .await
+    {
         Ok(body) => body.to_bytes(),
+        Err(error) if error.is::<LengthLimitError>() => return Ok(too_large()),
         Err(error) => {
             return Ok(reply(
                 400,
@@ -96,6 +122,16 @@ struct Timeout {
 
 fn default_timeout() -> u64 {
     10_000
+}
+
+/// A waiting operation's `timeout_ms` as a duration, refused above [`MAX_WAIT_MS`].
+fn wait_time(timeout_ms: u64) -> Result<Duration, String> {
+    if timeout_ms > MAX_WAIT_MS {
+        return Err(format!(
+            "timeout_ms {timeout_ms} is above the limit of {MAX_WAIT_MS}"
+        ));
+    }
+    Ok(Duration::from_millis(timeout_ms))
 }
 
 #[derive(Deserialize)]
@@ -175,7 +211,7 @@ async fn run(shared: &Arc<Shared>, operation: &str, body: Value) -> Result<Value
             let found = match ack.timeout_ms {
                 Some(ms) => Some(
                     shared
-                        .await_ack(&ack.envelope_id, Duration::from_millis(ms))
+                        .await_ack(&ack.envelope_id, wait_time(ms)?)
                         .await
                         .map_err(text)?,
                 ),
@@ -214,6 +250,7 @@ async fn run(shared: &Arc<Shared>, operation: &str, body: Value) -> Result<Value
         }
         "wait_for_message" => {
             let query: MessageQuery = args(body)?;
+            let timeout = wait_time(query.timeout_ms)?;
             let message = shared
                 .wait_for_message(
                     |message| {
@@ -227,7 +264,7 @@ async fn run(shared: &Arc<Shared>, operation: &str, body: Value) -> Result<Value
                                 .as_ref()
                                 .is_none_or(|t| message.text().contains(t.as_str()))
                     },
-                    Duration::from_millis(query.timeout_ms),
+                    timeout,
                 )
                 .await
                 .map_err(text)?;
@@ -239,7 +276,7 @@ async fn run(shared: &Arc<Shared>, operation: &str, body: Value) -> Result<Value
             shared
                 .wait_for_connections(
                     usize::try_from(count).unwrap_or(usize::MAX),
-                    Duration::from_millis(timeout.timeout_ms),
+                    wait_time(timeout.timeout_ms)?,
                 )
                 .await
                 .map_err(text)?;
