@@ -1,5 +1,7 @@
 //! Durable file primitives shared by the file-backed systems (AOF's task store, the teams'
-//! inboxes and configs): atomic replacement and cross-process locks.
+//! inboxes and configs): atomic replacement and cross-process locks; and paths from outside
+//! resolved inside a root directory without following a link out of it.
 
 pub mod atomic_file;
 pub mod file_lock;
+pub mod inside_root;
