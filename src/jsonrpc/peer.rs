@@ -25,7 +25,10 @@
 //!   arrived before it were handled, so a client sees every `session/update` before the prompt's
 //!   result; a caller inside a notification handler does not wait, which avoids a deadlock.
 //! - Every write goes through a bounded send gate (a FIFO semaphore): at most
-//!   `max_in_flight_sends` messages are queued or being written.
+//!   `max_in_flight_sends` messages are queued or being written. While the gate is full the read
+//!   loop reads nothing more (backpressure): a remote that writes without reading what it is
+//!   sent finds its own pipe or socket full instead of growing this process's memory. Answers the
+//!   read loop owes itself (parse errors, invalid and oversize messages) queue at the gate too.
 //!
 //! ```no_run
 //! use ski::jsonrpc::{Peer, Transport, RpcError};

@@ -65,7 +65,10 @@ pub(super) async fn read_loop(
         let item = tokio::select! {
             biased;
             () = shared.closing.cancelled() => break,
-            item = input.next() => item,
+            item = async {
+                writer_has_room(&shared).await;
+                input.next().await
+            } => item,
         };
         match item {
             None => break,
@@ -80,7 +83,11 @@ pub(super) async fn read_loop(
                             tokio::spawn(rest);
                         }
                     }
-                    Err(error) => reject(&peer, error, notifications_seen),
+                    Err(error) => {
+                        if let Some(answer) = reject(&peer, error, notifications_seen) {
+                            queue_answer(&peer, answer).await;
+                        }
+                    }
                 }
             }
             Some(Err(FrameError::Oversize { length, limit })) => {
@@ -93,7 +100,7 @@ pub(super) async fn read_loop(
                 let error = RpcError::invalid_request(format!(
                     "message of {length} bytes exceeds the limit of {limit} bytes"
                 ));
-                answer_in_background(&peer, Response::error(RequestId::Null, error));
+                queue_answer(&peer, Response::error(RequestId::Null, error)).await;
             }
             Some(Err(FrameError::Io(error))) => {
                 tracing::warn!(%error, "reading failed; input closed");
@@ -156,7 +163,20 @@ fn poll_once(mut task: BoxFuture<()>) -> Option<BoxFuture<()>> {
     first.is_pending().then_some(task)
 }
 
-fn reject(peer: &Peer, error: DecodeError, notifications_seen: u64) {
+/// Waits until the send gate has a free permit. The read loop takes in no further message while
+/// the writer is backed up: a remote that writes without reading fills its own pipe or socket
+/// instead of this process's memory, since every message read adds at most one sender waiting at
+/// the gate, ahead of the read loop.
+async fn writer_has_room(shared: &Shared) {
+    if shared.gate.available_permits() == 0 {
+        // The permit goes back at once; an error means the gate closed with the peer.
+        let _ = shared.gate.acquire().await;
+    }
+}
+
+/// Counts and logs an invalid inbound message, fails the pending request a malformed response
+/// names, and returns the answer owed, if any.
+fn reject(peer: &Peer, error: DecodeError, notifications_seen: u64) -> Option<Response> {
     let shared = &peer.shared;
     match &error {
         DecodeError::Parse { .. } => {
@@ -182,9 +202,7 @@ fn reject(peer: &Peer, error: DecodeError, notifications_seen: u64) {
             notifications_seen,
         );
     }
-    if let Some(response) = error.error_response() {
-        answer_in_background(peer, response);
-    }
+    error.error_response()
 }
 
 fn deliver(
@@ -206,14 +224,12 @@ fn deliver(
     }
 }
 
-/// Sends a response without making the read loop wait for a send permit.
-fn answer_in_background(peer: &Peer, response: Response) {
-    let peer = peer.clone();
-    tokio::spawn(async move {
-        if let Err(error) = peer.send_message(&Message::Response(response)).await {
-            tracing::debug!(%error, "could not send an error response");
-        }
-    });
+/// Queues the answer to a message the read loop could not dispatch (not flushed: it leaves with
+/// the next write), waiting for a send permit like any other sender.
+async fn queue_answer(peer: &Peer, response: Response) {
+    if let Err(error) = peer.queue_message(&Message::Response(response)).await {
+        tracing::debug!(%error, "could not send an error response");
+    }
 }
 
 fn cancel_inbound(shared: &Shared, params: Option<Value>) {
