@@ -463,6 +463,10 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"a","result":null}"#,
             r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}"#,
             r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32601,"message":"m","data":{"method":"x"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1e2,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551616,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":-0,"result":null}"#,
         ];
         for line in lines {
             let message = strict(line).unwrap();
@@ -509,7 +513,7 @@ mod tests {
                 Some("x".into()),
             ),
             (
-                r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+                r#"{"jsonrpc":"2.0","id":true,"method":"m"}"#,
                 Some(-32600),
                 Some(RequestId::Null),
             ),

@@ -122,7 +122,11 @@ pub fn classify(value: Value, version: VersionField) -> Result<Message, DecodeEr
                 Value::String(text) if text == JSONRPC_VERSION => Version::Supported,
                 _ => Version::Other,
             }),
-            id: map.remove("id"),
+            // A `Value` always encodes; the id's original text is gone already, so a number that
+            // is not an `i64` keeps the text serde_json writes for its value.
+            id: map
+                .remove("id")
+                .and_then(|id| serde_json::value::to_raw_value(&id).ok()),
             method: map.remove("method"),
             params: map.remove("params"),
             result: map.remove("result"),
@@ -147,10 +151,11 @@ pub(super) enum Shape<P = Value> {
     Scalar,
 }
 
-/// The JSON-RPC members of an object; `Some(Value::Null)` is a member present with `null`.
+/// The JSON-RPC members of an object; `Some(Value::Null)` is a member present with `null`. The id
+/// is held as the text it was written in, so a number id is answered byte for byte.
 pub(super) struct Members<P = Value> {
     jsonrpc: Option<Version>,
-    id: Option<Value>,
+    id: Option<Box<RawValue>>,
     method: Option<Value>,
     params: Option<P>,
     result: Option<Value>,
@@ -204,7 +209,7 @@ impl<P: CallParams> Members<P> {
             None => "missing \"jsonrpc\":\"2.0\"",
             Some(_) => "\"jsonrpc\" must be \"2.0\"",
         };
-        let id = self.id.as_ref().and_then(id_from_value);
+        let id = self.id.as_deref().and_then(id_of);
         Err(if is_response {
             DecodeError::InvalidResponse {
                 id,
@@ -218,12 +223,12 @@ impl<P: CallParams> Members<P> {
     fn into_call(self) -> Result<Message<P>, DecodeError> {
         let id = match &self.id {
             None => None,
-            Some(raw) => match id_from_value(raw) {
+            Some(raw) => match id_of(raw) {
                 Some(id) => Some(id),
                 None => {
                     return Err(invalid_request(
                         RequestId::Null,
-                        "\"id\" must be an integer, a string or null",
+                        "\"id\" must be a number, a string or null",
                     ));
                 }
             },
@@ -251,11 +256,11 @@ impl<P: CallParams> Members<P> {
     }
 
     fn into_response(self) -> Result<Message<P>, DecodeError> {
-        let Some(id) = self.id.as_ref().and_then(id_from_value) else {
+        let Some(id) = self.id.as_deref().and_then(id_of) else {
             return Err(DecodeError::InvalidResponse {
                 id: None,
                 reason: if self.id.is_some() {
-                    "\"id\" must be an integer, a string or null".to_owned()
+                    "\"id\" must be a number, a string or null".to_owned()
                 } else {
                     "missing \"id\"".to_owned()
                 },
@@ -280,13 +285,9 @@ impl<P: CallParams> Members<P> {
     }
 }
 
-fn id_from_value(value: &Value) -> Option<RequestId> {
-    match value {
-        Value::Null => Some(RequestId::Null),
-        Value::Number(n) => n.as_i64().map(RequestId::Number),
-        Value::String(s) => Some(RequestId::String(s.clone())),
-        _ => None,
-    }
+/// The id a member's text stands for; `None` for an object, an array or a boolean.
+fn id_of(raw: &RawValue) -> Option<RequestId> {
+    RequestId::from_json_text(raw.get())
 }
 
 fn invalid_request(id: RequestId, reason: &str) -> DecodeError {
@@ -421,7 +422,10 @@ impl<'de, P: CallParams> Visitor<'de> for ShapeVisitor<P> {
                     members.jsonrpc = Some(map.next_value()?);
                     continue;
                 }
-                Member::Id => &mut members.id,
+                Member::Id => {
+                    members.id = Some(map.next_value()?);
+                    continue;
+                }
                 Member::Method => &mut members.method,
                 Member::Params => {
                     let params: P = map.next_value()?;
