@@ -1,6 +1,12 @@
 //! The Block Kit the server posts: approval, prompt and standby messages with their buttons, the
 //! decision that replaces them, and the modal that asks for a reason. Buttons carry the request
 //! id as their value; the thread they sit in names the session.
+//!
+//! What an agent wrote is shown literally: every agent text placed in a message's text or in a
+//! block's text goes through [`escape`], so it cannot mention `@channel` or anyone, or hide a link
+//! behind a label. Texts ski writes itself (the operator's `<@U…>` in a decision) are not escaped.
+
+use std::borrow::Cow;
 
 use serde_json::{Value, json};
 
@@ -26,6 +32,25 @@ pub const INSTRUCTION_ACTION: &str = "instruction_text";
 /// Slack's limit on a section's text; longer texts are cut.
 const SECTION_LIMIT: usize = 2900;
 
+/// `text` as Slack shows it literally: `&`, `<` and `>` become `&amp;`, `&lt;` and `&gt;`, as
+/// Slack's formatting rules ask of text that is not meant as markup.
+pub fn escape(text: &str) -> Cow<'_, str> {
+    if !text.contains(['&', '<', '>']) {
+        return Cow::Borrowed(text);
+    }
+    let mut escaped = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            other => escaped.push(other),
+        }
+    }
+    Cow::Owned(escaped)
+}
+
+/// `text` cut to `limit` bytes on a character boundary, never inside an escape such as `&amp;`.
 fn cut(text: &str, limit: usize) -> String {
     if text.len() <= limit {
         return text.to_string();
@@ -33,6 +58,12 @@ fn cut(text: &str, limit: usize) -> String {
     let mut end = limit;
     while !text.is_char_boundary(end) {
         end -= 1;
+    }
+    if let Some(amp) = text[..end].rfind('&')
+        && end - amp < "&amp;".len()
+        && !text[amp..end].contains(';')
+    {
+        end = amp;
     }
     format!("{}…", &text[..end])
 }
@@ -65,7 +96,8 @@ pub fn stalled(session_id: &str, text: &str) -> Value {
     ])
 }
 
-/// The approval request with Accept and Reject.
+/// The approval request with Accept and Reject; every text but the button values is the agent's,
+/// escaped.
 pub fn approval(
     request_id: &str,
     title: &str,
@@ -75,15 +107,19 @@ pub fn approval(
     diff: &str,
 ) -> Value {
     let mut summary = format!(
-        "*Approval request* `{request_id}`: {title}\nFile: `{file_path}` · risk: *{risk_level}*"
+        "*Approval request* `{}`: {}\nFile: `{}` · risk: *{}*",
+        escape(request_id),
+        escape(title),
+        escape(file_path),
+        escape(risk_level)
     );
     if let Some(description) = description.filter(|d| !d.is_empty()) {
         summary.push('\n');
-        summary.push_str(description);
+        summary.push_str(&escape(description));
     }
     json!([
         section(&summary),
-        section(&format!("```{}```", cut(diff, SECTION_LIMIT - 10))),
+        section(&format!("```{}```", cut(&escape(diff), SECTION_LIMIT - 10))),
         {
             "type": "actions",
             "block_id": format!("approval_{request_id}"),
@@ -99,7 +135,8 @@ pub fn approval(
 pub fn approval_request(approval: &NewApproval<'_>) -> (String, Value) {
     let text = format!(
         "📋 Approval request `{}`: {}",
-        approval.request_id, approval.title
+        escape(approval.request_id),
+        escape(approval.title)
     );
     let blocks = self::approval(
         approval.request_id,
@@ -112,10 +149,23 @@ pub fn approval_request(approval: &NewApproval<'_>) -> (String, Value) {
     (text, blocks)
 }
 
-/// A forwarded prompt with Continue, Refine and Stop.
+/// The message forwarding an agent's prompt: its text and its blocks ([`prompt`]).
+pub fn prompt_message(prompt_id: &str, prompt_type: &str, text: &str) -> (String, Value) {
+    (
+        format!("💬 Agent prompt: {}", escape(text)),
+        prompt(prompt_id, prompt_type, text),
+    )
+}
+
+/// A forwarded prompt with Continue, Refine and Stop; the agent's texts escaped.
 pub fn prompt(prompt_id: &str, prompt_type: &str, text: &str) -> Value {
     json!([
-        section(&format!("*Agent prompt* ({prompt_type}) `{prompt_id}`\n{text}")),
+        section(&format!(
+            "*Agent prompt* ({}) `{}`\n{}",
+            escape(prompt_type),
+            escape(prompt_id),
+            escape(text)
+        )),
         {
             "type": "actions",
             "block_id": format!("prompt_{prompt_id}"),
@@ -128,10 +178,18 @@ pub fn prompt(prompt_id: &str, prompt_type: &str, text: &str) -> Value {
     ])
 }
 
-/// An agent on standby with Resume and Stop.
+/// The message of an agent on standby: its text and its blocks ([`standby`]).
+pub fn standby_message(session_id: &str, message: &str) -> (String, Value) {
+    (
+        format!("⏸️ {}", escape(message)),
+        standby(session_id, message),
+    )
+}
+
+/// An agent on standby with Resume and Stop; the agent's message escaped.
 pub fn standby(session_id: &str, message: &str) -> Value {
     json!([
-        section(&format!("*Agent on standby*\n{message}")),
+        section(&format!("*Agent on standby*\n{}", escape(message))),
         {
             "type": "actions",
             "block_id": format!("wait_{session_id}"),
@@ -173,6 +231,18 @@ pub fn reason_modal(callback_id: &str, title: &str, label: &str, private_metadat
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_text_is_escaped_and_never_cut_inside_an_escape() {
+        assert_eq!(
+            escape("<!here> & <@U1|x>"),
+            "&lt;!here&gt; &amp; &lt;@U1|x&gt;"
+        );
+        assert!(matches!(escape("plain"), Cow::Borrowed("plain")));
+        let blocks = approval("r", "t", "f", "low", None, &"&".repeat(4000));
+        let diff = blocks[1]["text"]["text"].as_str().expect("text");
+        assert!(diff.trim_end_matches("…```").ends_with("&amp;"), "{diff}");
+    }
 
     #[test]
     fn long_texts_are_cut_on_a_character_boundary() {

@@ -467,8 +467,7 @@ impl IntercomMcp {
                     arg_str(&args, "prompt_type").unwrap_or_else(|| "continuation".into());
                 let prompt_id = format!("prompt-{}", &uuid::Uuid::new_v4().to_string()[..8]);
                 let answer = hub.mcp.await_prompt(&session.id, &prompt_id);
-                let blocks = blocks::prompt(&prompt_id, &prompt_type, &prompt_text);
-                let text = format!("💬 Agent prompt: {prompt_text}");
+                let (text, blocks) = blocks::prompt_message(&prompt_id, &prompt_type, &prompt_text);
                 if hub
                     .post_in_session(&session.id, &text, Some(&blocks))
                     .await
@@ -503,7 +502,11 @@ impl IntercomMcp {
                     _ => "ℹ️",
                 };
                 match hub
-                    .post_in_session(&session.id, &format!("{icon} {message}"), None)
+                    .post_in_session(
+                        &session.id,
+                        &format!("{icon} {}", blocks::escape(&message)),
+                        None,
+                    )
                     .await
                 {
                     Some((_, ts)) => Ok(json!({ "posted": true, "ts": ts })),
@@ -549,9 +552,9 @@ impl IntercomMcp {
                     .and_then(Value::as_u64)
                     .unwrap_or(0);
                 let answer = hub.mcp.await_wait(&session.id);
-                let blocks = blocks::standby(&session.id, &message);
+                let (text, blocks) = blocks::standby_message(&session.id, &message);
                 if hub
-                    .post_in_session(&session.id, &format!("⏸️ {message}"), Some(&blocks))
+                    .post_in_session(&session.id, &text, Some(&blocks))
                     .await
                     .is_none()
                 {

@@ -597,7 +597,7 @@ impl<'a> Run<'a> {
         self.activity();
         let hub = self.hub;
         match message {
-            Inbound::Status { message } => self.lane.status(message),
+            Inbound::Status { message } => self.lane.status(blocks::escape(&message).into_owned()),
             Inbound::Heartbeat { progress } => {
                 if let Some(progress) = progress {
                     let _ = hub.store.set_progress(&session_id, &progress.to_string());
@@ -659,11 +659,8 @@ impl<'a> Run<'a> {
                 let prompt_id = id_text(&id);
                 lock(&self.link.pending).insert(prompt_id.clone(), Pending::Prompt { raw_id: id });
                 self.wait_for_operator();
-                self.lane.post(
-                    format!("💬 Agent prompt: {text}"),
-                    Some(blocks::prompt(&prompt_id, &kind, &text)),
-                    None,
-                );
+                let (text, blocks) = blocks::prompt_message(&prompt_id, &kind, &text);
+                self.lane.post(text, Some(blocks), None);
             }
             Inbound::Update { text } => {
                 if let Some(text) = text
@@ -754,14 +751,14 @@ impl<'a> Run<'a> {
                     Ok(result) => {
                         let stop = result["stopReason"].as_str().unwrap_or("end_turn");
                         let shown = if text.trim().is_empty() {
-                            format!("Turn ended ({stop})")
+                            format!("Turn ended ({})", blocks::escape(stop))
                         } else {
-                            text
+                            blocks::escape(&text).into_owned()
                         };
                         self.lane.status(shown);
                     }
                     Err(error) => self.lane.post(
-                        format!("⚠️ The prompt failed: {}", message(&error)),
+                        format!("⚠️ The prompt failed: {}", blocks::escape(&message(&error))),
                         None,
                         None,
                     ),
@@ -771,13 +768,13 @@ impl<'a> Run<'a> {
             (Purpose::Initialize, Err(error)) => {
                 return Some(End::Finished(
                     "interrupted",
-                    format!("initialize rejected: {}", message(&error)),
+                    format!("initialize rejected: {}", blocks::escape(&message(&error))),
                 ));
             }
             (Purpose::NewSession, Err(error)) => {
                 return Some(End::Finished(
                     "interrupted",
-                    format!("session/new rejected: {}", message(&error)),
+                    format!("session/new rejected: {}", blocks::escape(&message(&error))),
                 ));
             }
         }
@@ -980,7 +977,10 @@ impl<'a> Run<'a> {
             }
         };
         for (request_id, channel, ts) in expired {
-            let note = format!("⌛ Approval `{request_id}` expired: {reason}");
+            let note = format!(
+                "⌛ Approval `{}` expired: {reason}",
+                blocks::escape(&request_id)
+            );
             if let (Some(channel), Some(ts)) = (channel, ts)
                 && let Err(error) = self
                     .hub
