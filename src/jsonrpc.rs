@@ -42,5 +42,5 @@ pub use peer::{
     Peer, PeerBuilder, PeerStats, RequestContext, RequestHandler, RequestOptions, ResponseFuture,
     SendError, Timeout,
 };
-pub use transport::Transport;
+pub use transport::{MessageTooBig, Transport};
 pub use wire::{Direction, WireEvent, WireObserver};

@@ -14,6 +14,18 @@ use super::message::VersionField;
 /// A boxed error from a message transport.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
 
+/// The error a frame stream yields for a message over its own size limit, which it did not
+/// buffer: the peer answers it -32600 with id null, as it answers an oversize line. A stream that
+/// cannot go on after such a message ends right after this error.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("message of {length} bytes exceeds the limit of {limit} bytes")]
+pub struct MessageTooBig {
+    /// How long the message is, or claims to be.
+    pub length: u64,
+    /// The limit it exceeds.
+    pub limit: usize,
+}
+
 type BoxReader = Box<dyn AsyncRead + Send + Unpin + 'static>;
 type BoxWriter = Box<dyn AsyncWrite + Send + Unpin + 'static>;
 type BoxFrameStream = Pin<Box<dyn Stream<Item = Result<String, BoxError>> + Send + 'static>>;
@@ -70,7 +82,8 @@ impl Transport {
     }
 
     /// A message transport: each stream item and each sink item is one JSON text (for example
-    /// one WebSocket text frame). A stream error ends the input.
+    /// one WebSocket text frame). A stream error ends the input, except [`MessageTooBig`], which
+    /// is answered like an oversize line.
     pub fn frames<St, Si, E1, E2>(stream: St, sink: Si) -> Self
     where
         St: Stream<Item = Result<String, E1>> + Send + 'static,
@@ -130,7 +143,15 @@ impl Input {
                 max_bytes,
             } => loop {
                 match stream.next().await? {
-                    Err(error) => return Some(Err(FrameError::Io(io::Error::other(error)))),
+                    Err(error) => {
+                        return Some(Err(match error.downcast::<MessageTooBig>() {
+                            Ok(too_big) => FrameError::Oversize {
+                                length: too_big.length,
+                                limit: too_big.limit,
+                            },
+                            Err(error) => FrameError::Io(io::Error::other(error)),
+                        }));
+                    }
                     Ok(text) if text.len() > *max_bytes => {
                         return Some(Err(FrameError::Oversize {
                             length: text.len() as u64,

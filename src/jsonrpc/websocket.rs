@@ -1,13 +1,29 @@
 //! JSON-RPC over a WebSocket: one message per text frame. Binary frames are ignored (as the ACP
 //! remote-transport RFD requires), control frames are left to tungstenite, and a close frame
 //! ends the input.
+//!
+//! A message over the socket's size limit is refused by tungstenite from its frame header, before
+//! its payload is buffered. The rest of it cannot be skipped, so the input ends there: the peer
+//! answers it -32600 with id null, as it answers an oversize line, and closing the output then
+//! sends a close frame with code 1009 (message too big) instead of one without a code.
 
-use futures::{SinkExt, StreamExt, future, stream};
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll, ready};
+
+use futures::{Sink, StreamExt, stream};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::error::CapacityError;
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message as WsMessage};
 
-use super::transport::Transport;
+use super::transport::{BoxError, MessageTooBig, Transport};
+
+/// The reason sent with close code 1009.
+const TOO_BIG_REASON: &str = "message too big";
 
 impl Transport {
     /// A message transport over an established WebSocket (client or server side).
@@ -16,19 +32,86 @@ impl Transport {
         S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
     {
         let (sink, frames) = socket.split();
-        let incoming = stream::unfold(frames, |mut frames| async move {
-            loop {
-                match Frame::of(frames.next().await) {
-                    Frame::Text(text) => return Some((Ok(text), frames)),
-                    Frame::Ignored => {}
-                    Frame::End => return None,
-                    Frame::Failed(error) => return Some((Err(error), frames)),
+        let too_big = Arc::new(AtomicBool::new(false));
+        let incoming = stream::unfold(
+            (frames, too_big.clone(), false),
+            |(mut frames, too_big, ended)| async move {
+                if ended {
+                    return None;
                 }
-            }
-        });
-        let outgoing =
-            sink.with(|text: String| future::ready(Ok::<_, WsError>(WsMessage::text(text))));
+                loop {
+                    let error: BoxError = match Frame::of(frames.next().await) {
+                        Frame::Text(text) => return Some((Ok(text), (frames, too_big, false))),
+                        Frame::Ignored => continue,
+                        Frame::End => return None,
+                        Frame::Failed(error) => match too_big_message(&error) {
+                            Some(message) => {
+                                too_big.store(true, Ordering::SeqCst);
+                                return Some((Err(message.into()), (frames, too_big, true)));
+                            }
+                            None => error.into(),
+                        },
+                    };
+                    return Some((Err(error), (frames, too_big, false)));
+                }
+            },
+        );
+        let outgoing = Outgoing { sink, too_big };
         Transport::frames(incoming, outgoing)
+    }
+}
+
+/// The size error of a message over the socket's limit.
+fn too_big_message(error: &WsError) -> Option<MessageTooBig> {
+    match error {
+        WsError::Capacity(CapacityError::MessageTooLong { size, max_size }) => {
+            Some(MessageTooBig {
+                length: *size as u64,
+                limit: *max_size,
+            })
+        }
+        _ => None,
+    }
+}
+
+/// The sending half: every item a text frame; closing it after an oversize message sends close
+/// code 1009 first.
+struct Outgoing<Si> {
+    sink: Si,
+    /// Set by the receiving half when a message was over the limit; cleared once the close frame
+    /// is queued.
+    too_big: Arc<AtomicBool>,
+}
+
+impl<Si> Sink<String> for Outgoing<Si>
+where
+    Si: Sink<WsMessage, Error = WsError> + Unpin,
+{
+    type Error = WsError;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WsError>> {
+        Pin::new(&mut self.sink).poll_ready(cx)
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, text: String) -> Result<(), WsError> {
+        Pin::new(&mut self.sink).start_send(WsMessage::text(text))
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WsError>> {
+        Pin::new(&mut self.sink).poll_flush(cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), WsError>> {
+        if self.too_big.load(Ordering::SeqCst) {
+            ready!(Pin::new(&mut self.sink).poll_ready(cx))?;
+            let frame = CloseFrame {
+                code: CloseCode::Size,
+                reason: TOO_BIG_REASON.into(),
+            };
+            Pin::new(&mut self.sink).start_send(WsMessage::Close(Some(frame)))?;
+            self.too_big.store(false, Ordering::SeqCst);
+        }
+        Pin::new(&mut self.sink).poll_close(cx)
     }
 }
 

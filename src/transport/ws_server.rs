@@ -1,7 +1,10 @@
 //! A WebSocket listener for JSON-RPC peers: it binds (port 0 allowed), accepts connections on
 //! any path (`/acp` and `/` included), answers each upgrade with an `Acp-Connection-Id`
 //! header, and hands every established connection over as a message [`Transport`] (one JSON
-//! text per text frame; binary frames are ignored, pings answered).
+//! text per text frame; binary frames are ignored, pings answered). A message over
+//! [`WsServerOptions::max_message_bytes`] is refused from its frame header; the peer answers it
+//! -32600 with id null and the connection closes with code 1009 (see [`crate::jsonrpc`]'s
+//! WebSocket transport).
 //!
 //! Handshakes run on their own tasks, so a slow or silent client never holds up the accept
 //! loop; a handshake that does not finish within the handshake timeout is dropped. What runs
