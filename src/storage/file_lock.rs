@@ -1,4 +1,4 @@
-//! Exclusive advisory locks on lock files (`flock`), held for the life of a guard.
+//! Advisory locks on lock files (`flock`), exclusive or shared, held for the life of a guard.
 //!
 //! They serialise work across processes: two `ski aof` processes handling messages for one task
 //! take the same task lock, so neither update is lost. The kernel drops the lock when the holder
@@ -10,7 +10,7 @@ use std::path::Path;
 
 use nix::fcntl::{Flock, FlockArg};
 
-/// A held exclusive lock; dropping it releases the lock.
+/// A held lock; dropping it releases the lock.
 #[derive(Debug)]
 pub struct FileLock {
     _flock: Flock<File>,
@@ -25,8 +25,25 @@ impl FileLock {
             .create(true)
             .truncate(false)
             .open(path)?;
+        Self::hold(file, FlockArg::LockExclusive)
+    }
+
+    /// Blocks until a shared lock on the existing file `path` is held; creates nothing, so a
+    /// reader can take it on a read-only directory. Shared locks exclude only exclusive ones.
+    pub fn shared(path: &Path) -> io::Result<Self> {
+        let file = File::open(path)?;
+        if !file.metadata()?.is_file() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{} is not a lock file", path.display()),
+            ));
+        }
+        Self::hold(file, FlockArg::LockShared)
+    }
+
+    fn hold(file: File, mode: FlockArg) -> io::Result<Self> {
         loop {
-            match Flock::lock(file.try_clone()?, FlockArg::LockExclusive) {
+            match Flock::lock(file.try_clone()?, mode) {
                 Ok(flock) => return Ok(Self { _flock: flock }),
                 Err((_, nix::errno::Errno::EINTR)) => continue,
                 Err((_, errno)) => return Err(io::Error::from(errno)),

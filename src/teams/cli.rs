@@ -3,8 +3,11 @@
 //! Every command prints one JSON document on stdout: `{"ok": true, …}`, or on refusal
 //! `{"ok": false, "error": {"code", "message", …}}` together with `error: …` on stderr. Exit
 //! codes are those of `ski::exit`: 0 ok, 2 invalid input or a refused operation, 3 an unusable
-//! teams directory or ledger, 5 an internal failure (a busy budget that ran out included). The
-//! contract is `conformance/targets/teams-adapter.md`.
+//! teams directory or ledger, 5 an internal failure (a busy budget that ran out included).
+//! `team list` lists every team it can read, and a team whose config.json cannot be read with its
+//! `error` (then `"ok": false`, code `team_unreadable`, exit 3). A drain (`inbox read`, `context
+//! inject`) removes its messages only once its JSON was written out; commands that only read open
+//! the ledger read-only and write nothing. The contract is `conformance/targets/teams-adapter.md`.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -17,9 +20,11 @@ use serde_json::{Map, Value, json};
 use super::clock::Clock;
 use super::error::{TeamsError, TeamsResult};
 use super::ledger::{BusyPolicy, NewTask, TaskFilter, TaskStatus};
-use super::mailbox::MessageKind;
+use super::mailbox::{self, MessageKind};
 use super::names::check_team_name;
-use super::team::{OpenTeam, Outgoing, Teams};
+use super::team::{Delivery, OpenTeam, Outgoing, Teams};
+use crate::cli::output;
+use crate::exit::FailureClass;
 
 /// What `ski teams` is, in one line (also the stub `ski --help` lists before it is built).
 pub const ABOUT: &str =
@@ -549,10 +554,15 @@ fn default_root() -> TeamsResult<PathBuf> {
         .ok_or_else(|| TeamsError::InvalidArgument("no --root given and HOME is not set".into()))
 }
 
-/// What a command prints on success.
+/// What a command prints when it ran.
 enum Printed {
     Json(Value),
     Text(String),
+    /// A result with a refusal in it (`team list` with teams it cannot read): printed with
+    /// `"ok": false` and the error, exit code of the error.
+    Partial(Value, TeamsError),
+    /// A drain: the messages leave the inbox only once their JSON was written out.
+    Drain(Delivery),
 }
 
 /// Runs `ski teams` and returns the exit code; all output is printed here.
@@ -562,31 +572,66 @@ pub fn run(args: TeamsArgs) -> ExitCode {
     let mut retries = 0;
     match execute(&args, &mut retries) {
         Ok(Printed::Text(text)) => {
-            crate::cli::output::text(&text);
+            output::text(&text);
             ExitCode::SUCCESS
         }
         Ok(Printed::Json(value)) => {
-            let mut object = Map::new();
-            object.insert("ok".into(), Value::Bool(true));
-            if let Value::Object(fields) = value {
-                object.extend(fields);
-            }
-            if retries > 0 {
-                object.insert("busyRetries".into(), Value::from(retries));
-            }
-            crate::cli::output::line(Value::Object(object));
+            output::line(document(true, value, retries));
             ExitCode::SUCCESS
         }
-        Err(error) => {
-            let mut body = error.to_json();
-            if retries > 0
-                && let Value::Object(fields) = &mut body
-            {
-                fields.insert("busyRetries".into(), Value::from(retries));
+        Ok(Printed::Drain(delivery)) => deliver(delivery, retries),
+        Ok(Printed::Partial(value, error)) => refuse(value, &error, retries),
+        Err(error) => refuse(json!({}), &error, retries),
+    }
+}
+
+/// `{"ok": ok, …fields, "busyRetries"?}`.
+fn document(ok: bool, fields: Value, retries: u32) -> Value {
+    let mut object = Map::new();
+    object.insert("ok".into(), Value::Bool(ok));
+    if let Value::Object(fields) = fields {
+        object.extend(fields);
+    }
+    if retries > 0 {
+        object.insert("busyRetries".into(), Value::from(retries));
+    }
+    Value::Object(object)
+}
+
+/// Prints `{"ok": false, …fields, "error": …}` and `error: …` on stderr; the error's exit code.
+fn refuse(fields: Value, error: &TeamsError, retries: u32) -> ExitCode {
+    let mut body = error.to_json();
+    if retries > 0
+        && let Value::Object(fields) = &mut body
+    {
+        fields.insert("busyRetries".into(), Value::from(retries));
+    }
+    let mut printed = document(false, fields, 0);
+    if let Value::Object(object) = &mut printed {
+        object.insert("error".into(), body);
+    }
+    output::line(printed);
+    eprintln!("error: {error}");
+    ExitCode::from(error.class().code())
+}
+
+/// Prints a drain's JSON and, only once it was written out whole, removes its messages from the
+/// inbox. A reader that went away (a closed pipe) or a failed write delivers nothing, so the
+/// messages stay; a process killed before the removal leaves them too (delivery is at least once).
+fn deliver(delivery: Delivery, retries: u32) -> ExitCode {
+    let Delivery { value, taken } = delivery;
+    match output::try_line(document(true, value, retries)) {
+        Ok(()) if output::is_closed() => ExitCode::SUCCESS,
+        Ok(()) => match taken.map_or(Ok(()), mailbox::Taken::remove) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("error: the messages were printed but stay in the inbox: {error}");
+                ExitCode::from(error.class().code())
             }
-            crate::cli::output::line(json!({ "ok": false, "error": body }));
-            eprintln!("error: {error}");
-            ExitCode::from(error.class().code())
+        },
+        Err(error) => {
+            eprintln!("error: cannot write to stdout: {error}; the messages stay in the inbox");
+            ExitCode::from(FailureClass::Internal.code())
         }
     }
 }
@@ -649,6 +694,26 @@ fn team_of(command: &TeamsCommand) -> Option<&str> {
     Some(name)
 }
 
+/// Whether a command on a team only reads: its ledger is opened read-only and nothing is
+/// created, migrated or written, so it works on a read-only root.
+fn only_reads(command: &TeamsCommand) -> bool {
+    matches!(
+        command,
+        TeamsCommand::Team(TeamCommand::Show { .. } | TeamCommand::Board { .. })
+            | TeamsCommand::Member(MemberCommand::List { .. })
+            | TeamsCommand::Task(
+                TaskCommand::List { .. }
+                    | TaskCommand::NextAvailable { .. }
+                    | TaskCommand::Show { .. }
+                    | TaskCommand::Activity { .. }
+            )
+            | TeamsCommand::Inbox(
+                InboxCommand::Read { keep: true, .. } | InboxCommand::Path { .. }
+            )
+            | TeamsCommand::Maintenance(MaintenanceCommand::Check { .. })
+    )
+}
+
 fn execute(args: &TeamsArgs, retries: &mut u32) -> TeamsResult<Printed> {
     if let Some(name) = team_of(&args.command) {
         check_team_name(name)?;
@@ -665,7 +730,13 @@ fn execute(args: &TeamsArgs, retries: &mut u32) -> TeamsResult<Printed> {
     let teams = Teams::new(root, busy, clock);
     match &args.command {
         TeamsCommand::Limits => return Ok(Printed::Json(teams.limits().to_json())),
-        TeamsCommand::Team(TeamCommand::List) => return Ok(Printed::Json(teams.list()?)),
+        TeamsCommand::Team(TeamCommand::List) => {
+            let listing = teams.list()?;
+            return Ok(match listing.unreadable {
+                None => Printed::Json(listing.value),
+                Some(error) => Printed::Partial(listing.value, error),
+            });
+        }
         TeamsCommand::Team(TeamCommand::Create {
             name,
             description,
@@ -682,7 +753,11 @@ fn execute(args: &TeamsArgs, retries: &mut u32) -> TeamsResult<Printed> {
     let Some(name) = team_of(&args.command) else {
         return Err(TeamsError::InvalidArgument("no team named".into()));
     };
-    let mut team = teams.open(name)?;
+    let mut team = if only_reads(&args.command) {
+        teams.open_read(name)?
+    } else {
+        teams.open(name)?
+    };
     gate(args)?;
     if let TeamsCommand::Team(TeamCommand::Delete { force, .. }) = &args.command {
         return team.delete(caller(args)?, *force).map(Printed::Json);
@@ -761,11 +836,13 @@ fn on_team(args: &TeamsArgs, team: &mut OpenTeam) -> TeamsResult<Printed> {
             )?
         }
         TeamsCommand::Inbox(InboxCommand::Read { keep, .. }) => {
-            team.inbox_read(caller(args)?, *keep)?
+            return team.inbox_take(caller(args)?, *keep).map(Printed::Drain);
         }
         TeamsCommand::Inbox(InboxCommand::Path { key, .. }) => team.inbox_path(key)?,
         TeamsCommand::Context(ContextCommand::Inject { system_prompt, .. }) => {
-            team.inject(caller(args)?, system_prompt)?
+            return team
+                .inject_take(caller(args)?, system_prompt)
+                .map(Printed::Drain);
         }
         TeamsCommand::Maintenance(MaintenanceCommand::Checkpoint { .. }) => team.checkpoint()?,
         TeamsCommand::Maintenance(MaintenanceCommand::Check { .. }) => team.check()?,

@@ -113,6 +113,10 @@ pub enum TeamsError {
         /// Why.
         reason: String,
     },
+    /// `team list` found teams whose config.json cannot be read (each with its cause); the
+    /// others are listed.
+    #[error("{}", unreadable_message(.0))]
+    TeamsUnreadable(Vec<(String, String)>),
     /// The teams directory or a team's files cannot be used.
     #[error("{what}: {source}")]
     Storage {
@@ -162,6 +166,7 @@ impl TeamsError {
             Self::InboxFull(_) => "inbox_full",
             Self::Busy { .. } => "busy",
             Self::LedgerUnusable { .. } => "ledger_unusable",
+            Self::TeamsUnreadable(_) => "team_unreadable",
             Self::Storage { .. } => "storage",
             Self::Sqlite(_) => "internal",
         }
@@ -170,7 +175,9 @@ impl TeamsError {
     /// The exit-code class: refused input 2, unusable storage 3, internal failure 5.
     pub fn class(&self) -> FailureClass {
         match self {
-            Self::LedgerUnusable { .. } | Self::Storage { .. } => FailureClass::Configuration,
+            Self::LedgerUnusable { .. } | Self::TeamsUnreadable(_) | Self::Storage { .. } => {
+                FailureClass::Configuration
+            }
             Self::Busy { .. } | Self::Sqlite(_) => FailureClass::Internal,
             _ => FailureClass::InvalidInput,
         }
@@ -194,10 +201,22 @@ impl TeamsError {
             Self::Busy { attempts, .. } => {
                 object.insert("retries".into(), Value::from(*attempts));
             }
+            Self::TeamsUnreadable(teams) => {
+                let names: Vec<&str> = teams.iter().map(|(name, _)| name.as_str()).collect();
+                object.insert("teams".into(), Value::from(names));
+            }
             _ => {}
         }
         Value::Object(object)
     }
+}
+
+fn unreadable_message(teams: &[(String, String)]) -> String {
+    let each: Vec<String> = teams
+        .iter()
+        .map(|(name, cause)| format!("team {name:?} cannot be read: {cause}"))
+        .collect();
+    each.join("; ")
 }
 
 /// The result of a teams operation.

@@ -1,13 +1,19 @@
 //! Inboxes: `inbox/<sanitised key>/messages.jsonl`, one JSON message per line.
 //!
-//! Appends and drains take the same exclusive lock (`flock` on `inbox/<key>/.lock`, E-TEAM-10).
-//! An append is one `write(2)` of the whole line on a file opened with `O_APPEND`, so a line is
-//! whole or absent; a drain reads and unlinks under the lock, so a message sent during a drain
-//! waits for the next one and none is lost. A line that does not parse (a writer killed mid-write)
-//! is moved to `messages.jsonl.bad` and never blocks the inbox.
+//! Appends take an exclusive lock (`flock` on `inbox/<key>/.lock`, E-TEAM-10). An append is one
+//! `write(2)` of the whole line on a file opened with `O_APPEND`, so a line is whole or absent;
+//! one that follows a line a killed writer left unfinished starts on a new line, so no whole
+//! message is lost to it. A drain ([`take`], then [`Taken::remove`]) reads under that lock, hands
+//! the messages over, and only once they were delivered removes exactly the lines it read, again
+//! under the lock: a message sent meanwhile stays for the next drain, and a reader that dies or
+//! cannot deliver (a closed stdout) removes nothing. Drains of one inbox are serialised by a
+//! second lock (`inbox/<key>/.read.lock`) that senders never take. A line that does not parse is
+//! moved to `messages.jsonl.bad` by the drain that read it and never blocks the inbox. A read that
+//! keeps the messages ([`peek`]) writes and creates nothing.
 
+use std::collections::HashMap;
 use std::fs::{self, DirBuilder, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -22,6 +28,8 @@ pub const MESSAGES_FILE: &str = "messages.jsonl";
 pub const QUARANTINE_FILE: &str = "messages.jsonl.bad";
 /// The lock file shared by appends and drains.
 pub const LOCK_FILE: &str = ".lock";
+/// The lock file that serialises the drains of one inbox.
+pub const READER_LOCK_FILE: &str = ".read.lock";
 /// The size bound of one inbox file; a send past it is refused (`inbox_full`).
 pub const MAX_INBOX_BYTES: u64 = 64 * 1024 * 1024;
 
@@ -120,52 +128,168 @@ pub fn append(dir: &Path, message: &Message) -> TeamsResult<()> {
         .map_err(|e| TeamsError::storage(format!("creating inbox {}", dir.display()), e))?;
     let _guard = lock(dir)?;
     let path = dir.join(MESSAGES_FILE);
-    let size = match fs::metadata(&path) {
-        Ok(meta) => meta.len(),
-        Err(e) if e.kind() == ErrorKind::NotFound => 0,
-        Err(e) => {
-            return Err(TeamsError::storage(
-                format!("reading {}", path.display()),
-                e,
-            ));
-        }
-    };
-    if size + line.len() as u64 > MAX_INBOX_BYTES {
-        return Err(TeamsError::InboxFull(message.to.clone()));
-    }
     let mut file = OpenOptions::new()
         .create(true)
+        .read(true)
         .append(true)
         .mode(0o600)
         .open(&path)
         .map_err(|e| TeamsError::storage(format!("opening {}", path.display()), e))?;
+    let size = file
+        .metadata()
+        .map_err(|e| TeamsError::storage(format!("reading {}", path.display()), e))?
+        .len();
+    if size + line.len() as u64 > MAX_INBOX_BYTES {
+        return Err(TeamsError::InboxFull(message.to.clone()));
+    }
+    if !ends_a_line(&mut file, size)
+        .map_err(|e| TeamsError::storage(format!("reading {}", path.display()), e))?
+    {
+        line.insert(0, b'\n');
+    }
     file.write_all(&line)
         .map_err(|e| TeamsError::storage(format!("appending to {}", path.display()), e))
 }
 
-/// Reads the inbox in `dir`; with `drain`, removes exactly what it returns, under the lock.
+/// Whether a file of `size` bytes is empty or ends with a newline.
+fn ends_a_line(file: &mut fs::File, size: u64) -> std::io::Result<bool> {
+    if size == 0 {
+        return Ok(true);
+    }
+    file.seek(SeekFrom::Start(size - 1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
+}
+
+/// Reads the inbox in `dir`; with `drain`, removes exactly what it returns (the caller has the
+/// messages in hand). A program that prints them uses [`take`] and removes them once printed.
 pub fn read(dir: &Path, drain: bool) -> TeamsResult<Vec<Message>> {
+    if !drain {
+        return peek(dir);
+    }
+    let taken = take(dir)?;
+    let messages = taken.messages.clone();
+    taken.remove()?;
+    Ok(messages)
+}
+
+/// The messages of the inbox in `dir`, changing nothing and creating nothing: under a shared
+/// lock when the lock file exists and can be opened, else (a read-only root) without one. Lines
+/// that do not parse are skipped.
+pub fn peek(dir: &Path) -> TeamsResult<Vec<Message>> {
     if !dir.is_dir() {
         return Ok(Vec::new());
     }
-    let _guard = lock(dir)?;
-    let path = dir.join(MESSAGES_FILE);
-    let bytes = match fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(Vec::new()),
+    let lock_path = dir.join(LOCK_FILE);
+    let _guard = match FileLock::shared(&lock_path) {
+        Ok(guard) => Some(guard),
+        Err(e)
+            if matches!(
+                e.kind(),
+                ErrorKind::NotFound | ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem
+            ) =>
+        {
+            None
+        }
         Err(e) => {
             return Err(TeamsError::storage(
-                format!("reading {}", path.display()),
+                format!("locking inbox {}", dir.display()),
                 e,
             ));
         }
     };
+    Ok(split(&read_messages_file(dir)?).0)
+}
+
+/// What a drain took from an inbox: its messages, and their lines as stored, to be removed with
+/// [`Taken::remove`] once the messages were delivered. Until then nothing is removed, and the
+/// reader lock it holds keeps a second drain of the same inbox from delivering them again; senders
+/// are not held up. Dropped without `remove`, it leaves the inbox as it was.
+#[derive(Debug)]
+pub struct Taken {
+    dir: PathBuf,
+    /// The messages, in arrival order.
+    pub messages: Vec<Message>,
+    /// The lines of the messages and the lines that did not parse, exactly as read.
+    lines: Vec<Vec<u8>>,
+    _reader: Option<FileLock>,
+}
+
+/// Takes the messages of the inbox in `dir` for a drain (see [`Taken`]).
+pub fn take(dir: &Path) -> TeamsResult<Taken> {
+    if !dir.is_dir() {
+        return Ok(Taken {
+            dir: dir.to_owned(),
+            messages: Vec::new(),
+            lines: Vec::new(),
+            _reader: None,
+        });
+    }
+    let reader = FileLock::exclusive(&dir.join(READER_LOCK_FILE))
+        .map_err(|e| TeamsError::storage(format!("locking inbox {} to read", dir.display()), e))?;
+    let bytes = {
+        let _guard = lock(dir)?;
+        read_messages_file(dir)?
+    };
+    let (messages, _) = split(&bytes);
+    let lines = bytes
+        .split(|b| *b == b'\n')
+        .filter(|line| !is_blank(line))
+        .map(<[u8]>::to_vec)
+        .collect();
+    Ok(Taken {
+        dir: dir.to_owned(),
+        messages,
+        lines,
+        _reader: Some(reader),
+    })
+}
+
+impl Taken {
+    /// Removes the taken lines, and only them, under the inbox lock: messages that arrived since
+    /// stay, and the lines that did not parse go to the quarantine file.
+    pub fn remove(self) -> TeamsResult<()> {
+        if self.lines.is_empty() {
+            return Ok(());
+        }
+        let _guard = lock(&self.dir)?;
+        let bytes = read_messages_file(&self.dir)?;
+        let mut taken: HashMap<&[u8], usize> = HashMap::new();
+        for line in &self.lines {
+            *taken.entry(line.as_slice()).or_default() += 1;
+        }
+        let mut kept = Vec::new();
+        let mut bad = Vec::new();
+        for line in bytes.split(|b| *b == b'\n').filter(|line| !is_blank(line)) {
+            match taken.get_mut(line) {
+                Some(count) if *count > 0 => {
+                    *count -= 1;
+                    if serde_json::from_slice::<Message>(line).is_err() {
+                        bad.extend_from_slice(line);
+                        bad.push(b'\n');
+                    }
+                }
+                _ => {
+                    kept.extend_from_slice(line);
+                    kept.push(b'\n');
+                }
+            }
+        }
+        quarantine(&self.dir, &bad)?;
+        rewrite(&self.dir, &kept)
+    }
+}
+
+fn is_blank(line: &[u8]) -> bool {
+    line.iter().all(u8::is_ascii_whitespace)
+}
+
+/// The messages of an inbox file's bytes, and its lines that do not parse.
+fn split(bytes: &[u8]) -> (Vec<Message>, Vec<u8>) {
     let mut messages = Vec::new();
     let mut bad = Vec::new();
-    for line in bytes.split(|b| *b == b'\n') {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+    for line in bytes.split(|b| *b == b'\n').filter(|line| !is_blank(line)) {
         match serde_json::from_slice::<Message>(line) {
             Ok(message) => messages.push(message),
             Err(_) => {
@@ -174,21 +298,50 @@ pub fn read(dir: &Path, drain: bool) -> TeamsResult<Vec<Message>> {
             }
         }
     }
-    if drain {
-        if !bad.is_empty() {
-            let quarantine = dir.join(QUARANTINE_FILE);
-            OpenOptions::new()
-                .create(true)
-                .append(true)
-                .mode(0o600)
-                .open(&quarantine)
-                .and_then(|mut f| f.write_all(&bad))
-                .map_err(|e| TeamsError::storage(format!("writing {}", quarantine.display()), e))?;
-        }
-        fs::remove_file(&path)
-            .map_err(|e| TeamsError::storage(format!("removing {}", path.display()), e))?;
+    (messages, bad)
+}
+
+/// The bytes of the inbox's messages file; nothing when it does not exist.
+fn read_messages_file(dir: &Path) -> TeamsResult<Vec<u8>> {
+    let path = dir.join(MESSAGES_FILE);
+    match fs::read(&path) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(TeamsError::storage(
+            format!("reading {}", path.display()),
+            e,
+        )),
     }
-    Ok(messages)
+}
+
+/// Appends lines that do not parse to the quarantine file.
+fn quarantine(dir: &Path, bad: &[u8]) -> TeamsResult<()> {
+    if bad.is_empty() {
+        return Ok(());
+    }
+    let path = dir.join(QUARANTINE_FILE);
+    OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| f.write_all(bad))
+        .map_err(|e| TeamsError::storage(format!("writing {}", path.display()), e))
+}
+
+/// Replaces the messages file with `kept` (removes it when nothing is kept); call under the lock.
+/// Appenders open the file by name only while holding the lock, so replacing it is safe.
+fn rewrite(dir: &Path, kept: &[u8]) -> TeamsResult<()> {
+    let path = dir.join(MESSAGES_FILE);
+    let result = if kept.is_empty() {
+        match fs::remove_file(&path) {
+            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    } else {
+        crate::storage::atomic_file::write_atomic(&path, kept)
+    };
+    result.map_err(|e| TeamsError::storage(format!("rewriting {}", path.display()), e))
 }
 
 /// Removes the messages of the inbox in `dir` stamped before `cutoff_ms`, under the lock; lines
@@ -198,52 +351,23 @@ pub fn prune(dir: &Path, cutoff_ms: i64) -> TeamsResult<usize> {
         return Ok(0);
     }
     let _guard = lock(dir)?;
-    let path = dir.join(MESSAGES_FILE);
-    let bytes = match fs::read(&path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == ErrorKind::NotFound => return Ok(0),
-        Err(e) => {
-            return Err(TeamsError::storage(
-                format!("reading {}", path.display()),
-                e,
-            ));
-        }
-    };
+    if !dir.join(MESSAGES_FILE).exists() {
+        return Ok(0);
+    }
+    let bytes = read_messages_file(dir)?;
     let mut kept = Vec::new();
-    let mut bad = Vec::new();
     let mut removed = 0;
-    for line in bytes.split(|b| *b == b'\n') {
-        if line.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
+    for line in bytes.split(|b| *b == b'\n').filter(|line| !is_blank(line)) {
         match serde_json::from_slice::<Message>(line) {
             Ok(message) if message.timestamp < cutoff_ms => removed += 1,
             Ok(_) => {
                 kept.extend_from_slice(line);
                 kept.push(b'\n');
             }
-            Err(_) => {
-                bad.extend_from_slice(line);
-                bad.push(b'\n');
-            }
+            Err(_) => {}
         }
     }
-    if !bad.is_empty() {
-        let quarantine = dir.join(QUARANTINE_FILE);
-        OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .open(&quarantine)
-            .and_then(|mut f| f.write_all(&bad))
-            .map_err(|e| TeamsError::storage(format!("writing {}", quarantine.display()), e))?;
-    }
-    // Appenders open the file by name only while holding the lock, so replacing it here is safe.
-    let result = if kept.is_empty() {
-        fs::remove_file(&path)
-    } else {
-        crate::storage::atomic_file::write_atomic(&path, &kept)
-    };
-    result.map_err(|e| TeamsError::storage(format!("rewriting {}", path.display()), e))?;
+    quarantine(dir, &split(&bytes).1)?;
+    rewrite(dir, &kept)?;
     Ok(removed)
 }

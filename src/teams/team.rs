@@ -195,19 +195,48 @@ impl Teams {
         Ok(names)
     }
 
-    /// Every team's config.
-    pub fn list(&self) -> TeamsResult<Value> {
+    /// Every team's summary, by name. A team whose config.json cannot be read is listed as its
+    /// name and an `error` (code `team_unreadable`), and is named in the listing's `unreadable`;
+    /// it does not hide the others.
+    pub fn list(&self) -> TeamsResult<Listing> {
         let mut teams = Vec::new();
+        let mut unreadable = Vec::new();
         for name in self.team_names()? {
-            if let Some(config) = TeamConfig::read(&self.root.join(&name))? {
-                teams.push(team_summary(&config));
+            match TeamConfig::read(&self.root.join(&name)) {
+                Ok(Some(config)) => teams.push(team_summary(&config)),
+                Ok(None) => {}
+                Err(error) => {
+                    let cause = error.to_string();
+                    teams.push(json!({
+                        "name": name,
+                        "error": { "code": "team_unreadable", "message": cause },
+                    }));
+                    unreadable.push((name, cause));
+                }
             }
         }
-        Ok(json!({ "teams": teams }))
+        Ok(Listing {
+            value: json!({ "teams": teams }),
+            unreadable: (!unreadable.is_empty()).then_some(TeamsError::TeamsUnreadable(unreadable)),
+        })
     }
 
     /// Opens an existing team; creates nothing when it does not exist (E-TEAM-23).
     pub fn open(&self, name: &str) -> TeamsResult<OpenTeam> {
+        self.open_with(name, Ledger::open)
+    }
+
+    /// Opens an existing team only to read it: nothing is created, migrated or written, so a
+    /// read-only root can be read (see [`Ledger::open_read`]).
+    pub fn open_read(&self, name: &str) -> TeamsResult<OpenTeam> {
+        self.open_with(name, Ledger::open_read)
+    }
+
+    fn open_with(
+        &self,
+        name: &str,
+        open_ledger: fn(&Path, BusyPolicy) -> TeamsResult<Ledger>,
+    ) -> TeamsResult<OpenTeam> {
         check_team_name(name)?;
         let dir = self.root.join(name);
         let config =
@@ -219,7 +248,7 @@ impl Teams {
                 reason: "the file is missing".to_owned(),
             });
         }
-        let ledger = Ledger::open(&ledger_path, self.busy)?;
+        let ledger = open_ledger(&ledger_path, self.busy)?;
         Ok(OpenTeam {
             name: name.to_owned(),
             dir,
@@ -230,6 +259,15 @@ impl Teams {
             root: self.root.clone(),
         })
     }
+}
+
+/// What `team list` found.
+#[derive(Debug)]
+pub struct Listing {
+    /// `{"teams": [...]}`.
+    pub value: Value,
+    /// The teams whose config could not be read, when there are any.
+    pub unreadable: Option<TeamsError>,
 }
 
 fn team_summary(config: &TeamConfig) -> Value {
@@ -259,6 +297,27 @@ pub struct Outgoing {
     pub approve: Option<bool>,
     /// A shutdown response's reason.
     pub reason: Option<String>,
+}
+
+/// What a drain answers: the JSON to hand over, and the messages it took, which stay in the inbox
+/// until [`Delivery::settle`] removes them. Dropped unsettled (the JSON was not delivered), it
+/// leaves the inbox as it was.
+#[derive(Debug)]
+pub struct Delivery {
+    /// The command's JSON.
+    pub value: Value,
+    /// The messages to remove once the JSON was delivered; `None` for a read that keeps them.
+    pub taken: Option<mailbox::Taken>,
+}
+
+impl Delivery {
+    /// The JSON was delivered: removes the messages it holds, and only those; returns the JSON.
+    pub fn settle(self) -> TeamsResult<Value> {
+        if let Some(taken) = self.taken {
+            taken.remove()?;
+        }
+        Ok(self.value)
+    }
 }
 
 /// One team, its config read and its ledger open.
@@ -653,9 +712,26 @@ impl OpenTeam {
 
     /// `inbox read`: the caller's messages, drained unless `keep`.
     pub fn inbox_read(&mut self, caller: &str, keep: bool) -> TeamsResult<Value> {
+        self.inbox_take(caller, keep)?.settle()
+    }
+
+    /// `inbox read` for a program that prints the messages: the drain is removed from the inbox
+    /// only when [`Delivery::settle`] is called, once they were printed.
+    pub fn inbox_take(&mut self, caller: &str, keep: bool) -> TeamsResult<Delivery> {
         let member = self.require_member(caller)?;
-        let messages = mailbox::read(&mailbox::inbox_dir(&self.dir, &member.inbox_key), !keep)?;
-        Ok(json!({ "count": messages.len(), "messages": messages }))
+        let dir = mailbox::inbox_dir(&self.dir, &member.inbox_key);
+        if keep {
+            let messages = mailbox::peek(&dir)?;
+            return Ok(Delivery {
+                value: json!({ "count": messages.len(), "messages": messages }),
+                taken: None,
+            });
+        }
+        let taken = mailbox::take(&dir)?;
+        Ok(Delivery {
+            value: json!({ "count": taken.messages.len(), "messages": taken.messages }),
+            taken: Some(taken),
+        })
     }
 
     /// `inbox path`: where `key`'s messages live, relative to the root.
@@ -673,6 +749,12 @@ impl OpenTeam {
     /// `context inject`: drains the caller's inbox into `<teammate-message>` elements and puts
     /// them before the system prompt.
     pub fn inject(&mut self, caller: &str, system_prompt: &str) -> TeamsResult<Value> {
+        self.inject_take(caller, system_prompt)?.settle()
+    }
+
+    /// `context inject` for a program that prints the block: the drain is removed from the inbox
+    /// only when [`Delivery::settle`] is called, once it was printed.
+    pub fn inject_take(&mut self, caller: &str, system_prompt: &str) -> TeamsResult<Delivery> {
         let member = self.require_member(caller)?;
         let names: HashMap<String, String> = self
             .ledger
@@ -680,8 +762,9 @@ impl OpenTeam {
             .into_iter()
             .map(|m| (m.session_key, m.name))
             .collect();
-        let messages = mailbox::read(&mailbox::inbox_dir(&self.dir, &member.inbox_key), true)?;
-        let block: String = messages
+        let taken = mailbox::take(&mailbox::inbox_dir(&self.dir, &member.inbox_key))?;
+        let block: String = taken
+            .messages
             .iter()
             .map(|m| {
                 xml::element(
@@ -690,11 +773,14 @@ impl OpenTeam {
                 )
             })
             .collect();
-        Ok(json!({
-            "injected": messages.len(),
-            "block": block,
-            "prompt": format!("{block}{system_prompt}"),
-        }))
+        Ok(Delivery {
+            value: json!({
+                "injected": taken.messages.len(),
+                "block": block,
+                "prompt": format!("{block}{system_prompt}"),
+            }),
+            taken: Some(taken),
+        })
     }
 
     /// `maintenance checkpoint`.

@@ -1,10 +1,11 @@
 //! The ledger's file and schema: the DDL of each version, forward migrations under
-//! `PRAGMA user_version`, and opening or creating the file (WAL, pragmas).
+//! `PRAGMA user_version`, and creating the file or opening it to write (WAL, pragmas, migrations)
+//! or only to read (nothing written, so a read-only root can be read).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags};
+use rusqlite::{Connection, ErrorCode, OpenFlags};
 
 use super::{BusyPolicy, Ledger, busy_or_unusable, unusable};
 use crate::teams::error::{TeamsError, TeamsResult};
@@ -100,14 +101,95 @@ impl Ledger {
                 reason: format!("journal mode stays {mode:?}; WAL needs a local filesystem"),
             });
         }
-        Self::configure(conn, path, busy)
+        let mut ledger = Self::configure(conn, path, busy)?;
+        ledger.migrate()?;
+        Ok(ledger)
     }
 
-    /// Opens an existing ledger, migrating it forward; never creates the file.
+    /// Opens an existing ledger for writing, migrating it forward; never creates the file. An
+    /// empty file, or one without the ledger's schema, is a damaged ledger and refused.
     pub fn open(path: &Path, busy: BusyPolicy) -> TeamsResult<Self> {
+        refuse_empty(path)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| unusable(path, &e))?;
-        Self::configure(conn, path, busy)
+        let mut ledger = Self::configure(conn, path, busy)?;
+        if ledger.user_version()? == 0 {
+            return Err(no_schema(path));
+        }
+        ledger.migrate()?;
+        Ok(ledger)
+    }
+
+    /// Opens an existing ledger for reading only: nothing is migrated, created or written, so it
+    /// works on a read-only teams root. The ledger is opened as for a write when it can be; when
+    /// its directory cannot be written, read-only; and when SQLite cannot even make its `-shm`
+    /// file there and no `-wal` holds changes, as an immutable file (no writer can be at work in a
+    /// directory where the `-wal` cannot be created).
+    pub fn open_read(path: &Path, busy: BusyPolicy) -> TeamsResult<Self> {
+        refuse_empty(path)?;
+        let mut ways = vec![ReadWay::AsForWrite, ReadWay::ReadOnly];
+        if !std::fs::metadata(wal_path(path)).is_ok_and(|meta| meta.len() > 0) {
+            ways.push(ReadWay::Immutable);
+        }
+        let mut refused = None;
+        for way in ways {
+            match Self::connect_read(path, busy, way) {
+                Ok(ledger) => return Ok(ledger),
+                Err(TeamsError::Sqlite(error)) if is_read_only_refusal(&error) => {
+                    refused = Some(error);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Err(match refused {
+            Some(error) => unusable(path, &error),
+            None => no_schema(path),
+        })
+    }
+
+    /// One way of [`Ledger::open_read`]: the connection, and its schema version checked.
+    fn connect_read(path: &Path, busy: BusyPolicy, way: ReadWay) -> TeamsResult<Self> {
+        let conn = match way {
+            ReadWay::AsForWrite => Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
+            ReadWay::ReadOnly => Connection::open_with_flags(
+                path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
+            ReadWay::Immutable => Connection::open_with_flags(
+                immutable_uri(path)?,
+                OpenFlags::SQLITE_OPEN_READ_ONLY
+                    | OpenFlags::SQLITE_OPEN_URI
+                    | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            ),
+        }
+        .map_err(TeamsError::Sqlite)?;
+        conn.busy_timeout(SQLITE_BUSY_TIMEOUT)
+            .map_err(|e| unusable(path, &e))?;
+        let mut ledger = Self {
+            conn,
+            path: path.to_owned(),
+            busy,
+            retries: 0,
+        };
+        let version: i64 = ledger.retrying(|conn| {
+            conn.query_row("PRAGMA user_version", [], |row| row.get(0))
+                .map_err(TeamsError::Sqlite)
+        })?;
+        let known = schema_version();
+        match version {
+            0 => Err(no_schema(path)),
+            v if v > known => Err(newer_schema(path, v)),
+            v if v < known => Err(TeamsError::LedgerUnusable {
+                path: path.display().to_string(),
+                reason: format!(
+                    "written by an older schema (version {v}; this build reads {known}): any command that writes migrates it"
+                ),
+            }),
+            _ => Ok(ledger),
+        }
     }
 
     fn configure(conn: Connection, path: &Path, busy: BusyPolicy) -> TeamsResult<Self> {
@@ -128,7 +210,6 @@ impl Ledger {
             ))
             .map_err(|e| busy_or_unusable(&path, e))
         })?;
-        ledger.migrate()?;
         Ok(ledger)
     }
 
@@ -144,12 +225,7 @@ impl Ledger {
         let version = self.user_version()?;
         let known = schema_version();
         if version > known {
-            return Err(TeamsError::LedgerUnusable {
-                path: self.path.display().to_string(),
-                reason: format!(
-                    "written by a newer schema (version {version}; this build knows {known})"
-                ),
-            });
+            return Err(newer_schema(&self.path, version));
         }
         if version == known {
             return Ok(());
@@ -169,6 +245,68 @@ impl Ledger {
             Ok(())
         })
     }
+}
+
+/// How [`Ledger::open_read`] tries to open a ledger, in order.
+#[derive(Debug, Clone, Copy)]
+enum ReadWay {
+    AsForWrite,
+    ReadOnly,
+    Immutable,
+}
+
+/// SQLite refusing because the file or its directory cannot be written.
+fn is_read_only_refusal(error: &rusqlite::Error) -> bool {
+    matches!(
+        error.sqlite_error_code(),
+        Some(ErrorCode::ReadOnly | ErrorCode::CannotOpen | ErrorCode::PermissionDenied)
+    )
+}
+
+/// An empty file is a damaged ledger (SQLite would take it for a new database and the team's
+/// tasks and members would vanish); only `team create` makes a ledger.
+fn refuse_empty(path: &Path) -> TeamsResult<()> {
+    match std::fs::metadata(path) {
+        Ok(meta) if meta.len() == 0 => Err(TeamsError::LedgerUnusable {
+            path: path.display().to_string(),
+            reason: "the file is empty, not a ledger database".to_owned(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+fn no_schema(path: &Path) -> TeamsError {
+    TeamsError::LedgerUnusable {
+        path: path.display().to_string(),
+        reason: "the file holds no ledger schema (user_version 0)".to_owned(),
+    }
+}
+
+fn newer_schema(path: &Path, version: i64) -> TeamsError {
+    TeamsError::LedgerUnusable {
+        path: path.display().to_string(),
+        reason: format!(
+            "written by a newer schema (version {version}; this build knows {})",
+            schema_version()
+        ),
+    }
+}
+
+/// `file:PATH?immutable=1`, the path percent-encoded but for unreserved bytes and `/`.
+fn immutable_uri(path: &Path) -> TeamsResult<String> {
+    use std::os::unix::ffi::OsStrExt;
+    let absolute = std::path::absolute(path)
+        .map_err(|e| TeamsError::storage(format!("resolving {}", path.display()), e))?;
+    let mut uri = String::from("file:");
+    for byte in absolute.as_os_str().as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/-._~".contains(byte) {
+            uri.push(char::from(*byte));
+        } else {
+            uri.push_str(&format!("%{byte:02X}"));
+        }
+    }
+    uri.push_str("?immutable=1");
+    Ok(uri)
 }
 
 #[cfg(test)]
