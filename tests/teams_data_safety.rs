@@ -310,3 +310,29 @@ fn one_broken_config_is_reported_and_the_other_teams_are_still_listed() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_message_sent_after_a_torn_line_is_delivered_whole() {
+    let root = inbox_with(1, 1);
+    let inbox = root.root.join("t/inbox/agent_reader_main");
+    // What a sender killed in the middle of its write leaves: the start of a line.
+    let mut file = fs::OpenOptions::new()
+        .append(true)
+        .open(inbox.join("messages.jsonl"))
+        .expect("open the inbox");
+    std::io::Write::write_all(&mut file, b"{\"id\":\"torn-by-a-kill\",\"ty").expect("tear");
+    root.ok(
+        LEAD,
+        &["message", "send", "t", "--to", READER, "--content", "after"],
+    );
+    let read = root.ok(READER, &["inbox", "read", "t"]);
+    let contents: Vec<&str> = read["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| m["content"].as_str()?.split(' ').next())
+        .collect();
+    assert_eq!(contents, ["0", "after"], "{read}");
+    let bad = fs::read_to_string(inbox.join("messages.jsonl.bad")).expect("quarantine");
+    assert_eq!(bad, "{\"id\":\"torn-by-a-kill\",\"ty\n");
+}
