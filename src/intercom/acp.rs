@@ -8,11 +8,13 @@
 //! - [`agent`]: one session's loop (stream, startup timeout, stall, offline queue, stop, restart).
 //! - [`lane`]: one session's ordered, coalescing Slack posting.
 //! - [`stall`]: the stall detector on an injectable clock.
+//! - [`warnings`]: the rate limit of warnings about an agent's output.
 
 pub mod agent;
 pub mod lane;
 pub mod spawn;
 pub mod stall;
+pub mod warnings;
 pub mod wire;
 
 use std::sync::{Arc, OnceLock, Weak};

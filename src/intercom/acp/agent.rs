@@ -17,6 +17,7 @@ use tokio::time::Instant;
 use super::lane::Lane;
 use super::spawn;
 use super::stall::{Recovery, StallAction, StallDetector};
+use super::warnings::WarningLimiter;
 use super::wire::{self, Inbound, LineError, PermissionOption, out};
 use crate::intercom::blocks;
 use crate::intercom::config::Dialect;
@@ -226,7 +227,9 @@ pub async fn run(
             Ok(run) => run,
             Err(reason) => break End::Finished("interrupted", reason),
         };
-        match run.serve(&mut control).await {
+        let end = run.serve(&mut control).await;
+        run.report_suppressed();
+        match end {
             End::Restart(done) => {
                 restarts += 1;
                 tracing::info!(session_id = %id, restarts, "restarting the agent");
@@ -342,6 +345,7 @@ struct Run<'a> {
     next_request: u64,
     turn_text: String,
     last_touch: Option<Instant>,
+    warnings: WarningLimiter,
 }
 
 fn id_text(id: &Value) -> String {
@@ -427,6 +431,7 @@ impl<'a> Run<'a> {
             next_request: 0,
             turn_text: String::new(),
             last_touch: None,
+            warnings: WarningLimiter::default(),
         };
         if restarted {
             lane.post(
@@ -506,10 +511,12 @@ impl<'a> Run<'a> {
                         }
                     }
                     Some(ReadEvent::Oversize { length, limit }) => {
-                        tracing::error!(
-                            session_id = %self.session_id(), length, limit,
-                            "line exceeded max length; line skipped, the session goes on"
-                        );
+                        if self.warning_logged("oversize_line") {
+                            tracing::error!(
+                                session_id = %self.session_id(), length, limit,
+                                "line exceeded max length; line skipped, the session goes on"
+                            );
+                        }
                     }
                     Some(ReadEvent::Failed(error)) => {
                         tracing::warn!(session_id = %self.session_id(), %error, "reading the agent failed");
@@ -574,14 +581,34 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// Whether a warning of `kind` about the agent's output is logged whole now (else it is only
+    /// counted); first logs how many of its kind the interval before suppressed.
+    fn warning_logged(&mut self, kind: &'static str) -> bool {
+        let verdict = self.warnings.check(kind, Instant::now());
+        if verdict.report_suppressed > 0 {
+            let suppressed = verdict.report_suppressed;
+            tracing::warn!(session_id = %self.session_id(), kind, suppressed, "suppressed {suppressed} similar warnings");
+        }
+        verdict.log
+    }
+
+    /// Logs the warnings counted but not reported yet, one line per kind (at the end of a run).
+    fn report_suppressed(&mut self) {
+        for (kind, suppressed) in self.warnings.drain() {
+            tracing::warn!(session_id = %self.session_id(), kind, suppressed, "suppressed {suppressed} similar warnings");
+        }
+    }
+
     /// Handles one line; answers an end when the line ends the session.
     fn handle_line(&mut self, line: &[u8]) -> Option<End> {
         let session_id = self.session_id().to_string();
         let message = match wire::parse(line) {
             Ok(message) => message,
             Err(error @ LineError::Malformed(_)) => {
-                let raw = String::from_utf8_lossy(&line[..line.len().min(512)]).into_owned();
-                tracing::warn!(session_id, raw_line = %raw, error = %error, "received malformed JSON; line skipped");
+                if self.warning_logged("malformed_json") {
+                    let raw = String::from_utf8_lossy(&line[..line.len().min(512)]).into_owned();
+                    tracing::warn!(session_id, raw_line = %raw, error = %error, "received malformed JSON; line skipped");
+                }
                 return None;
             }
             Err(LineError::UnknownMethod(method)) => {
@@ -589,7 +616,9 @@ impl<'a> Run<'a> {
                 return None;
             }
             Err(error @ LineError::MissingField { .. }) => {
-                tracing::warn!(session_id, error = %error, "missing required field; message skipped");
+                if self.warning_logged("missing_field") {
+                    tracing::warn!(session_id, error = %error, "missing required field; message skipped");
+                }
                 return None;
             }
         };
