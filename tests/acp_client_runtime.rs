@@ -362,10 +362,15 @@ async fn fs_requests_are_served_inside_the_root_only() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::fs::write(root.join("five.txt"), "1\n2\n3\n4\n5\n").unwrap();
-    let (_client, mut agent) = connect(ClientConfig {
+    let (client, mut agent) = connect(ClientConfig {
         fs: Some(FsConfig::read_write([&root])),
         ..ClientConfig::default()
     });
+    // The client serves its own sessions only.
+    let new = tokio::spawn(async move { client.new_session(&NewSessionRequest::new("/")).await });
+    let (id, _) = agent.request("session/new").await;
+    agent.respond(&id, json!({"sessionId": "s"})).await;
+    new.await.unwrap().unwrap();
     let path = root.join("five.txt").to_string_lossy().into_owned();
     let read = agent
         .call(

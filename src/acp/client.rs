@@ -8,10 +8,11 @@
 //! What it does for the agent:
 //! - answers `session/request_permission` by its [`PermissionPolicy`] with ACP's `outcome`
 //!   structure, and answers every pending request `cancelled` once [`Client::cancel`] was sent;
-//! - serves `fs/read_text_file` and `fs/write_text_file` inside the [`FsConfig`] roots, and
-//!   `terminal/*` by [`TerminalConfig`], only when configured (and then advertised in
-//!   `initialize`); otherwise those methods answer `-32601`, as do unknown requests (`_`
-//!   extensions included);
+//! - serves `fs/read_text_file` and `fs/write_text_file` inside the [`FsConfig`] roots, for
+//!   its own sessions only (created, forked, loaded, resumed or prompted by it; another
+//!   `sessionId` answers `-32602`), and `terminal/*` by [`TerminalConfig`], only when
+//!   configured (and then advertised in `initialize`); otherwise those methods answer
+//!   `-32601`, as do unknown requests (`_` extensions included);
 //! - routes `session/update` per session ([`Client::follow`]): updates that arrive before the
 //!   `session/new` result, or for other sessions, are buffered and never mixed up; updates that
 //!   do not decode (a kind missing a required field) are dropped and logged; unknown kinds are
@@ -31,6 +32,7 @@
 
 pub mod driver;
 mod fs;
+mod known_sessions;
 mod link;
 mod permission;
 mod terminal;
@@ -51,6 +53,7 @@ pub use self::updates::{
 };
 
 use self::fs::FsService;
+use self::known_sessions::KnownSessions;
 use self::link::{Link, PeerMaker};
 use self::permission::PermissionBroker;
 use self::terminal::Terminals;
@@ -218,6 +221,7 @@ pub struct ClientStats {
 struct Services {
     router: Arc<SessionRouter>,
     permissions: Arc<PermissionBroker>,
+    sessions: Arc<KnownSessions>,
     fs: Option<(FsConfig, FsService)>,
     terminals: Option<Arc<Terminals>>,
 }
@@ -285,6 +289,7 @@ impl Client {
         Arc::new(Services {
             router: Arc::new(SessionRouter::default()),
             permissions: Arc::new(PermissionBroker::new(config.permission.clone())),
+            sessions: Arc::default(),
             fs: config
                 .fs
                 .as_ref()
@@ -396,7 +401,9 @@ impl Client {
         &self,
         request: &NewSessionRequest,
     ) -> Result<NewSessionResponse, ClientError> {
-        self.request(methods::SESSION_NEW, request).await
+        let response: NewSessionResponse = self.request(methods::SESSION_NEW, request).await?;
+        self.adopt_session(&response.session_id);
+        Ok(response)
     }
 
     /// `session/load`; the replayed history arrives as updates of the session.
@@ -404,6 +411,7 @@ impl Client {
         &self,
         request: &LoadSessionRequest,
     ) -> Result<SessionStateResponse, ClientError> {
+        self.adopt_session(&request.session_id);
         self.request(methods::SESSION_LOAD, request).await
     }
 
@@ -412,6 +420,7 @@ impl Client {
         &self,
         request: &ResumeSessionRequest,
     ) -> Result<SessionStateResponse, ClientError> {
+        self.adopt_session(&request.session_id);
         self.request(methods::SESSION_RESUME, request).await
     }
 
@@ -420,7 +429,9 @@ impl Client {
         &self,
         request: &ForkSessionRequest,
     ) -> Result<NewSessionResponse, ClientError> {
-        self.request(methods::SESSION_FORK, request).await
+        let response: NewSessionResponse = self.request(methods::SESSION_FORK, request).await?;
+        self.adopt_session(&response.session_id);
+        Ok(response)
     }
 
     /// `session/list`.
@@ -468,6 +479,7 @@ impl Client {
     /// `session/prompt`: one turn. Its updates arrive through [`Client::follow`], all of them
     /// before this returns.
     pub async fn prompt(&self, request: &PromptRequest) -> Result<PromptResponse, ClientError> {
+        self.adopt_session(&request.session_id);
         self.resume_permissions(&request.session_id);
         self.request(methods::SESSION_PROMPT, request).await
     }
@@ -497,6 +509,11 @@ impl Client {
         request: &ExportSessionRequest,
     ) -> Result<ExportSessionResponse, ClientError> {
         self.request(methods::SESSION_EXPORT, request).await
+    }
+
+    /// Records a session of this client: the agent's file-system requests may name it.
+    pub(crate) fn adopt_session(&self, session_id: &str) {
+        self.inner.services.sessions.adopt(session_id);
     }
 
     /// A new turn starts on the session: permission requests are decided again.
@@ -576,21 +593,31 @@ fn build_peer(config: &ClientConfig, services: &Arc<Services>, transport: Transp
     if let Some((fs, service)) = &services.fs {
         if fs.read {
             let service = service.clone();
+            let sessions = services.sessions.clone();
             builder = builder.on_typed_request(
                 methods::FS_READ_TEXT_FILE,
                 move |_cx, request: ReadTextFileRequest| {
+                    let checked = sessions.check(&request.session_id);
                     let service = service.clone();
-                    async move { service.read(request).await }
+                    async move {
+                        checked?;
+                        service.read(request).await
+                    }
                 },
             );
         }
         if fs.write {
             let service = service.clone();
+            let sessions = services.sessions.clone();
             builder = builder.on_typed_request(
                 methods::FS_WRITE_TEXT_FILE,
                 move |_cx, request: WriteTextFileRequest| {
+                    let checked = sessions.check(&request.session_id);
                     let service = service.clone();
-                    async move { service.write(request).await.map(|()| Empty::default()) }
+                    async move {
+                        checked?;
+                        service.write(request).await.map(|()| Empty::default())
+                    }
                 },
             );
         }

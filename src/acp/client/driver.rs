@@ -607,6 +607,9 @@ async fn run_steps(state: &mut State, steps: &[Step]) -> Result<(), DriverError>
                     "errorCode": outcome.error_code,
                     "sessionId": session,
                 }));
+                if let Some(session) = &session {
+                    state.client.adopt_session(session);
+                }
                 if session.is_some() {
                     state.session = session;
                 }
@@ -655,6 +658,7 @@ async fn run_steps(state: &mut State, steps: &[Step]) -> Result<(), DriverError>
                 timeout_ms,
             } => {
                 let session = state.session(index, op)?;
+                state.client.adopt_session(&session);
                 state.client.resume_permissions(&session);
                 let params = serde_json::to_value(PromptRequest::text(&session, text)).ok();
                 let batch = Batch {

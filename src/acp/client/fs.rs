@@ -2,26 +2,29 @@
 //! allowed root directories.
 //!
 //! Rules (ACP, and the decisions of the conformance errata):
-//! - `path` must be absolute and, once `.` and `..` are resolved and symbolic links of its
-//!   existing part followed, inside one of the roots; otherwise `-32602`.
+//! - `path` must be absolute and start with one of the roots; below the root it is resolved by
+//!   [`storage::inside_root`](crate::storage::inside_root): `..` past the root and a symbolic
+//!   link that leaves it (dangling or not) are `-32602`, so nothing outside is read or created.
 //! - `line` is 1-based (`0` is `-32602`) and `limit` counts lines; a `line` past the end gives
 //!   empty content. Line terminators are kept as they are in the file.
-//! - Reading a missing file is `-32002`; a file that cannot be read (a directory, no permission,
-//!   not UTF-8) is `-32603`.
+//! - Reading a missing file is `-32002`; a file that cannot be read (a directory, a FIFO or
+//!   device, no permission, not UTF-8) is `-32603`. A FIFO is refused without opening it
+//!   blocking.
 //! - Writing creates a missing file in an existing directory; a write that fails (a missing
-//!   directory, a path that is a directory, no permission) is `-32603`.
+//!   directory, a path that is a directory, a FIFO or device, no permission) is `-32603`. A
+//!   final link is never followed by the write.
 
-use std::io;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use crate::acp::{ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest};
 use crate::jsonrpc::RpcError;
+use crate::storage::inside_root::{InsideRootError, Resolved, Root, read_regular, write_regular};
 
 /// Where the agent may read and write, and which of the two it may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FsConfig {
     /// Directories the agent may touch, with everything below them. No roots: nothing allowed.
-    pub roots: Vec<PathBuf>,
+    pub roots: Vec<std::path::PathBuf>,
     /// Advertise and serve `fs/read_text_file`.
     pub read: bool,
     /// Advertise and serve `fs/write_text_file`.
@@ -30,7 +33,7 @@ pub struct FsConfig {
 
 impl FsConfig {
     /// Reading and writing below `roots`.
-    pub fn read_write(roots: impl IntoIterator<Item = impl Into<PathBuf>>) -> Self {
+    pub fn read_write(roots: impl IntoIterator<Item = impl Into<std::path::PathBuf>>) -> Self {
         Self {
             roots: roots.into_iter().map(Into::into).collect(),
             read: true,
@@ -42,17 +45,16 @@ impl FsConfig {
 /// Serves the file system methods for one configuration.
 #[derive(Debug, Clone)]
 pub(crate) struct FsService {
-    roots: Vec<PathBuf>,
+    roots: std::sync::Arc<[Root]>,
 }
 
 impl FsService {
-    /// Resolves the roots once (a root that does not exist is kept as given and matches
-    /// nothing that exists).
+    /// Resolves the roots once (a root that is not an existing directory matches nothing).
     pub(crate) fn new(config: &FsConfig) -> Self {
         let roots = config
             .roots
             .iter()
-            .map(|root| root.canonicalize().unwrap_or_else(|_| normalize(root)))
+            .filter_map(|root| Root::new(root).ok())
             .collect();
         Self { roots }
     }
@@ -65,87 +67,81 @@ impl FsService {
         if request.line == Some(0) {
             return Err(RpcError::invalid_params("line is 1-based; 0 is not a line"));
         }
-        let path = self.resolve(&request.path)?;
-        let bytes = tokio::fs::read(&path).await.map_err(|error| {
-            if error.kind() == io::ErrorKind::NotFound {
-                RpcError::resource_not_found(format!("no such file: {}", request.path))
-            } else {
-                RpcError::internal_error(format!("cannot read {}: {error}", request.path))
-            }
-        })?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            RpcError::internal_error(format!("{} is not valid utf-8 text", request.path))
-        })?;
-        let content = select_lines(&text, request.line, request.limit);
+        let service = self.clone();
+        let text = blocking(move || {
+            let resolved = service.resolve(&request.path)?;
+            let bytes = resolved
+                .existing_file()
+                .and_then(|path| read_regular(&path, u64::MAX))
+                .map_err(|error| read_failure(&request.path, &error))?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                RpcError::internal_error(format!("{} is not valid utf-8 text", request.path))
+            })?;
+            Ok(select_lines(&text, request.line, request.limit))
+        })
+        .await?;
         Ok(ReadTextFileResponse {
-            content,
+            content: text,
             extra: Default::default(),
         })
     }
 
     /// `fs/write_text_file`.
     pub(crate) async fn write(&self, request: WriteTextFileRequest) -> Result<(), RpcError> {
-        let path = self.resolve(&request.path)?;
-        tokio::fs::write(&path, request.content.as_bytes())
-            .await
-            .map_err(|error| {
-                RpcError::internal_error(format!("cannot write {}: {error}", request.path))
-            })
+        let service = self.clone();
+        blocking(move || {
+            let resolved = service.resolve(&request.path)?;
+            resolved
+                .file_to_write()
+                .and_then(|path| write_regular(&path, request.content.as_bytes()))
+                .map_err(|error| RpcError::internal_error(error.to_string()))
+        })
+        .await
     }
 
-    /// The path the request names, if it is absolute and inside a root.
-    fn resolve(&self, raw: &str) -> Result<PathBuf, RpcError> {
+    /// The path the request names, if it is absolute and resolves inside a root.
+    fn resolve(&self, raw: &str) -> Result<Resolved, RpcError> {
         let path = Path::new(raw);
         if raw.is_empty() || !path.is_absolute() {
             return Err(RpcError::invalid_params(format!(
                 "path must be absolute, got {raw:?}"
             )));
         }
-        let resolved = resolve_existing(&normalize(path));
-        if self.roots.iter().any(|root| resolved.starts_with(root)) {
-            Ok(resolved)
-        } else {
-            Err(RpcError::invalid_params(format!(
+        let mut refusal = None;
+        for root in self.roots.iter() {
+            match root.resolve_absolute(path) {
+                Ok(resolved) => return Ok(resolved),
+                Err(InsideRootError::Outside { .. }) => {}
+                Err(error) => {
+                    refusal.get_or_insert(error);
+                }
+            }
+        }
+        Err(match refusal {
+            Some(error) if error.is_escape() => RpcError::invalid_params(error.to_string()),
+            Some(error) => RpcError::internal_error(error.to_string()),
+            None => RpcError::invalid_params(format!(
                 "path {raw} is outside the directories this client allows"
-            )))
-        }
+            )),
+        })
     }
 }
 
-/// Resolves `.` and `..` without touching the file system (`..` at the root stays at the root).
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other.as_os_str()),
-        }
-    }
-    out
+/// Runs file-system work off the runtime's threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, RpcError> + Send + 'static,
+) -> Result<T, RpcError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|error| RpcError::internal_error(format!("file access failed: {error}")))?
 }
 
-/// Follows symbolic links in the longest existing ancestor of `path` and appends the rest.
-fn resolve_existing(path: &Path) -> PathBuf {
-    let mut existing = path.to_path_buf();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(canonical) = existing.canonicalize() {
-            let mut resolved = canonical;
-            for name in rest.iter().rev() {
-                resolved.push(name);
-            }
-            return resolved;
+fn read_failure(raw: &str, error: &InsideRootError) -> RpcError {
+    match error {
+        InsideRootError::NotFound { .. } => {
+            RpcError::resource_not_found(format!("no such file: {raw}"))
         }
-        match existing.file_name() {
-            Some(name) => {
-                rest.push(name.to_os_string());
-                existing.pop();
-            }
-            None => return path.to_path_buf(),
-        }
+        error => RpcError::internal_error(error.to_string()),
     }
 }
 
@@ -190,12 +186,6 @@ mod tests {
         assert_eq!(select_lines(text, Some(9), Some(1)), "");
         assert_eq!(select_lines(text, None, Some(1)), "one\n");
         assert_eq!(select_lines(text, Some(1), Some(0)), "");
-    }
-
-    #[test]
-    fn normalize_resolves_dots() {
-        assert_eq!(normalize(Path::new("/a/./b/../c")), PathBuf::from("/a/c"));
-        assert_eq!(normalize(Path::new("/../x")), PathBuf::from("/x"));
     }
 
     #[tokio::test]
