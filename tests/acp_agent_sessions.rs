@@ -670,9 +670,10 @@ async fn authentication_methods_required_auth_and_logout() {
 }
 
 #[tokio::test]
-async fn close_keeps_the_session_and_unknown_sessions_are_refused() {
-    let (_agent, client) = client(config()).await;
+async fn close_drops_the_session_and_unknown_sessions_are_refused() {
+    let (agent, client) = client(config()).await;
     let session = client.new_session().await;
+    assert_eq!(agent.session_count(), 1);
     assert_eq!(
         client
             .call("session/close", json!({"sessionId": session}))
@@ -680,9 +681,15 @@ async fn close_keeps_the_session_and_unknown_sessions_are_refused() {
             .unwrap(),
         json!({})
     );
-    let (code, _) = client
-        .call_err("session/close", json!({"sessionId": "nope"}))
-        .await;
-    assert_eq!(code, -32002);
-    client.prompt(&session, "still here").await.unwrap();
+    assert_eq!(
+        agent.session_count(),
+        0,
+        "the closed session's state is freed"
+    );
+    for id in ["nope", session.as_str()] {
+        let (code, _) = client
+            .call_err("session/close", json!({"sessionId": id}))
+            .await;
+        assert_eq!(code, -32002, "{id}");
+    }
 }

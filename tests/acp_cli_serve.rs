@@ -41,6 +41,7 @@ fn help_describes_every_group_of_flags_and_exits_0() {
                 .and(predicate::str::contains("--tool-call"))
                 .and(predicate::str::contains("--session-ttl-ms"))
                 .and(predicate::str::contains("--page-size"))
+                .and(predicate::str::contains("--max-sessions"))
                 .and(predicate::str::contains("--auth-method"))
                 .and(predicate::str::contains("--disable"))
                 .and(predicate::str::contains("--minimal"))

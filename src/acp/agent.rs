@@ -22,8 +22,18 @@
 //!
 //! `initialize` accepts only `protocolVersion` 1 (anything else is `-32602`). Methods gated by a
 //! capability that is not enabled answer `-32601`. A request naming an unknown session answers
-//! `-32002`. One prompt runs per session; a second answers `-32602`. See the modules for
-//! details, and [`AgentConfig`] for every switch.
+//! `-32002`. One prompt runs per session; a second answers `-32602`. A `cwd` must be absolute
+//! (`-32602`), need not exist. `session/close` and `session/delete` drop the session; a connection
+//! owns at most [`AgentConfig::max_sessions`] live sessions (`-32603` for one more). See the
+//! modules for details, and [`AgentConfig`] for every switch.
+//!
+//! # Bounds
+//!
+//! Per connection: inbound messages of at most [`ConnectionOptions::max_message_bytes`] (32 MiB;
+//! an oversize line is skipped, an oversize WebSocket message closes the socket with 1009, both
+//! answered `-32600`), at most [`ConnectionOptions::max_in_flight_sends`] (64) messages queued for
+//! writing, while which nothing more is read, and [`AgentConfig::max_sessions`] (1024) live
+//! sessions owned.
 
 pub mod clock;
 pub mod config;

@@ -12,6 +12,9 @@ use std::time::Duration;
 /// Default page size of `session/list`.
 pub const DEFAULT_PAGE_SIZE: usize = 50;
 
+/// Default number of live sessions one connection may own (some 12 KiB each).
+pub const DEFAULT_MAX_SESSIONS: usize = 1024;
+
 /// Default time the permission bridge waits for the client's answer.
 pub const DEFAULT_PERMISSION_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -47,6 +50,9 @@ pub struct AgentConfig {
     pub session_ttl: Option<Duration>,
     /// Entries per `session/list` page (at least 1).
     pub page_size: usize,
+    /// Live sessions one connection may own; `session/new` and `session/fork` beyond it are
+    /// refused with `-32603` until one is closed or deleted.
+    pub max_sessions: usize,
     /// Which updates a successful turn sends.
     pub turn_updates: TurnUpdates,
     /// The default behaviour of the echo back end; a prompt may override it (see
@@ -70,6 +76,7 @@ impl Default for AgentConfig {
             prompt_timeout: None,
             session_ttl: None,
             page_size: DEFAULT_PAGE_SIZE,
+            max_sessions: DEFAULT_MAX_SESSIONS,
             turn_updates: TurnUpdates::Full,
             echo: EchoConfig::default(),
         }

@@ -3,8 +3,15 @@
 //! Every request first passes [`Inner::admit`]: a method gated by a disabled feature answers
 //! `-32601` (before its params are read), session work before `authenticate` answers `-32000`
 //! when authentication is required, and idle sessions older than the TTL are pruned.
+//!
+//! A `cwd` (and every additional directory) must be an absolute path, else `-32602`; whether it
+//! exists is not checked, since the agent never opens it itself (it only resolves the paths it
+//! sends to the client's `fs/*` and `terminal/*` methods against it). A connection that owns
+//! [`AgentConfig::max_sessions`](super::AgentConfig::max_sessions) live sessions gets `-32603`
+//! for `session/new` and `session/fork` until it closes or deletes one.
 
 use std::future::Future;
+use std::path::Path;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
@@ -74,6 +81,26 @@ fn unknown_session(session: &str) -> RpcError {
     .with_data(json!({ "sessionId": session }))
 }
 
+/// Refuses a relative `cwd` or additional directory with `-32602`.
+fn absolute(what: &str, path: &str) -> Result<(), RpcError> {
+    if Path::new(path).is_absolute() {
+        Ok(())
+    } else {
+        Err(invalid_params(format!(
+            "{what} must be an absolute path, got {path:?}"
+        )))
+    }
+}
+
+/// Refuses a relative `cwd` or a relative entry of `additionalDirectories`.
+fn absolute_directories(cwd: &str, additional: Option<&[String]>) -> Result<(), RpcError> {
+    absolute("cwd", cwd)?;
+    additional
+        .unwrap_or_default()
+        .iter()
+        .try_for_each(|directory| absolute("every additionalDirectories entry", directory))
+}
+
 fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
     decode_params(params)
 }
@@ -107,6 +134,23 @@ impl Inner {
         }
         self.prune();
         Ok(())
+    }
+
+    /// Refuses a new session (`session/new`, `session/fork`) on a connection that owns the
+    /// configured number of live sessions.
+    fn room_for_session(&self, connection: ConnectionId) -> Result<(), RpcError> {
+        let limit = self.config.max_sessions;
+        if self.registry.owned_sessions(connection) < limit {
+            return Ok(());
+        }
+        Err(RpcError::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!(
+                "session limit reached: this connection has {limit} live sessions, the most it \
+                 may have; end one with session/close or session/delete first"
+            ),
+        )
+        .with_data(json!({ "maxSessions": limit })))
     }
 
     fn exists(&self, session: &str) -> Result<(), RpcError> {
@@ -422,6 +466,8 @@ async fn new_session(
     raw: Option<Value>,
 ) -> Result<Value, RpcError> {
     let request: NewSessionRequest = params(raw)?;
+    absolute_directories(&request.cwd, request.additional_directories.as_deref())?;
+    agent.room_for_session(connection)?;
     let now = agent.now();
     let session = agent
         .store()
@@ -438,6 +484,7 @@ async fn load_session(
     raw: Option<Value>,
 ) -> Result<Value, RpcError> {
     let request: LoadSessionRequest = params(raw)?;
+    absolute_directories(&request.cwd, request.additional_directories.as_deref())?;
     let session = request.session_id;
     let history = {
         let now = agent.now();
@@ -538,6 +585,7 @@ async fn resume_session(
     raw: Option<Value>,
 ) -> Result<Value, RpcError> {
     let request: ResumeSessionRequest = params(raw)?;
+    absolute_directories(&request.cwd, request.additional_directories.as_deref())?;
     let session = request.session_id;
     agent.exists(&session)?;
     let now = agent.now();
@@ -553,6 +601,8 @@ async fn fork_session(
     raw: Option<Value>,
 ) -> Result<Value, RpcError> {
     let request: ResumeSessionRequest = params(raw)?;
+    absolute_directories(&request.cwd, request.additional_directories.as_deref())?;
+    agent.room_for_session(connection)?;
     let now = agent.now();
     let fork = agent
         .store()
@@ -571,14 +621,15 @@ async fn delete_session(
 ) -> Result<Value, RpcError> {
     let request: SessionIdRequest = params(raw)?;
     let session = request.session_id;
-    agent.stop_turn(&session, StopCause::Cancelled).await;
-    if agent.store().remove(&session).is_some() {
-        agent.registry.forget_session(&session);
+    if agent.end_session(&session).await {
         tracing::info!(%session, "session deleted");
     }
     Ok(json!({}))
 }
 
+/// Cancels the session's running turn and drops the session: its history, settings and
+/// permission memory are freed, and requests naming it get `-32002` afterwards, as after
+/// `session/delete`. Unlike `session/delete`, an unknown session is `-32002`.
 async fn close_session(
     agent: Arc<Inner>,
     _connection: ConnectionId,
@@ -586,10 +637,11 @@ async fn close_session(
     raw: Option<Value>,
 ) -> Result<Value, RpcError> {
     let request: SessionIdRequest = params(raw)?;
-    agent.exists(&request.session_id)?;
-    agent
-        .stop_turn(&request.session_id, StopCause::Cancelled)
-        .await;
+    let session = request.session_id;
+    agent.exists(&session)?;
+    if agent.end_session(&session).await {
+        tracing::info!(%session, "session closed");
+    }
     Ok(json!({}))
 }
 
@@ -735,6 +787,17 @@ async fn stop_session(
 }
 
 impl Inner {
+    /// Cancels a session's running turn and removes the session with everything it holds;
+    /// `false` when there was no such session.
+    async fn end_session(&self, session: &str) -> bool {
+        self.stop_turn(session, StopCause::Cancelled).await;
+        let removed = self.store().remove(session).is_some();
+        if removed {
+            self.registry.forget_session(session);
+        }
+        removed
+    }
+
     /// Registers a new turn for a session: it must exist and have no running turn.
     fn begin_turn(
         &self,

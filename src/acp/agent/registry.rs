@@ -6,7 +6,8 @@
 //! connection that last created, forked, loaded, resumed or prompted it. A session's
 //! notifications and requests go to its owner only; a notification with no session, or for a
 //! session that never had an owner, goes to every open connection. Sending when the owner has
-//! gone, or when no connection is open, is a [`RouteError`], never a panic.
+//! gone, or when no connection is open, is a [`RouteError`], never a panic. The registry also
+//! counts the sessions each open connection owns, for the agent's cap on live sessions.
 
 use std::collections::BTreeMap;
 use std::collections::HashMap;
@@ -63,6 +64,8 @@ struct Connection {
     label: String,
     peer: Option<Peer>,
     client: ClientCapabilities,
+    /// How many sessions this connection owns.
+    owned: usize,
 }
 
 #[derive(Debug, Default)]
@@ -70,6 +73,15 @@ struct Inner {
     next: ConnectionId,
     connections: BTreeMap<ConnectionId, Connection>,
     owners: HashMap<String, ConnectionId>,
+}
+
+impl Inner {
+    /// Adds `change` (1 or -1) to the owned count of a connection, if it is still open.
+    fn count_owned(&mut self, id: Option<ConnectionId>, change: isize) {
+        if let Some(connection) = id.and_then(|id| self.connections.get_mut(&id)) {
+            connection.owned = connection.owned.saturating_add_signed(change);
+        }
+    }
 }
 
 /// The connections and session owners of one agent.
@@ -94,6 +106,7 @@ impl Registry {
                 label: label.to_owned(),
                 peer: None,
                 client: ClientCapabilities::default(),
+                owned: 0,
             },
         );
         id
@@ -136,7 +149,17 @@ impl Registry {
 
     /// Makes a connection the owner of a session.
     pub fn set_owner(&self, session: &str, id: ConnectionId) {
-        self.lock().owners.insert(session.to_owned(), id);
+        let mut inner = self.lock();
+        let previous = inner.owners.insert(session.to_owned(), id);
+        if previous != Some(id) {
+            inner.count_owned(previous, -1);
+            inner.count_owned(Some(id), 1);
+        }
+    }
+
+    /// How many sessions a connection owns (0 for a closed one).
+    pub fn owned_sessions(&self, id: ConnectionId) -> usize {
+        self.lock().connections.get(&id).map_or(0, |c| c.owned)
     }
 
     /// The owner of a session, if it ever had one (it may have closed since).
@@ -146,12 +169,18 @@ impl Registry {
 
     /// Forgets the owner of a removed session.
     pub fn forget_session(&self, session: &str) {
-        self.lock().owners.remove(session);
+        let mut inner = self.lock();
+        let previous = inner.owners.remove(session);
+        inner.count_owned(previous, -1);
     }
 
     /// Forgets every session owner.
     pub fn forget_sessions(&self) {
-        self.lock().owners.clear();
+        let mut inner = self.lock();
+        inner.owners.clear();
+        for connection in inner.connections.values_mut() {
+            connection.owned = 0;
+        }
     }
 
     /// How many connections are open.
@@ -298,6 +327,35 @@ mod tests {
         ));
         registry.forget_session("s");
         assert_eq!(target_ids(registry.route(Some("s")).unwrap()), [two]);
+    }
+
+    #[test]
+    fn owned_sessions_follow_the_owner_and_end_with_the_session() {
+        let registry = Registry::default();
+        let one = registry.open("one");
+        let two = registry.open("two");
+        registry.set_owner("a", one);
+        registry.set_owner("b", one);
+        registry.set_owner("b", one);
+        assert_eq!(registry.owned_sessions(one), 2);
+        registry.set_owner("b", two);
+        assert_eq!(
+            (registry.owned_sessions(one), registry.owned_sessions(two)),
+            (1, 1)
+        );
+        registry.forget_session("a");
+        registry.forget_session("a");
+        assert_eq!(registry.owned_sessions(one), 0);
+        registry.close(two);
+        assert_eq!(registry.owned_sessions(two), 0);
+        registry.set_owner("b", one);
+        assert_eq!(
+            registry.owned_sessions(one),
+            1,
+            "taken over from a closed connection"
+        );
+        registry.forget_sessions();
+        assert_eq!(registry.owned_sessions(one), 0);
     }
 
     #[tokio::test]

@@ -4,6 +4,10 @@
 //! On stdio, stdout carries only ACP messages and the process exits when stdin ends. On
 //! WebSocket, the bound address is printed on stderr as `listening on ws://HOST:PORT/acp` once
 //! connections are accepted. Logs go to stderr only.
+//!
+//! Each connection is bounded: messages of 32 MiB, `--max-in-flight-sends` (64) messages waiting
+//! to be written, while which the connection's input is not read, and `--max-sessions` (1024) live
+//! sessions (see [`crate::acp::agent`]).
 
 use std::time::Duration;
 
@@ -15,7 +19,7 @@ use super::LogArgs;
 use crate::acp::agent::{
     Agent, AgentConfig, AuthMethodSpec, ConnectionOptions, EchoConfig, Feature, Features,
     PermissionConfig, PermissionMode, PolicyMode, ToolCallSpec, TurnUpdates,
-    config::{DEFAULT_PAGE_SIZE, DEFAULT_PERMISSION_TIMEOUT},
+    config::{DEFAULT_MAX_SESSIONS, DEFAULT_PAGE_SIZE, DEFAULT_PERMISSION_TIMEOUT},
 };
 use crate::exit::{CommandError, CommandResult};
 use crate::jsonrpc::Transport;
@@ -110,7 +114,8 @@ pub struct ServeArgs {
     #[arg(long, value_name = "HOST:PORT")]
     pub listen: Option<String>,
 
-    /// Most messages queued for sending on one connection before senders wait.
+    /// Most messages queued for sending on one connection before senders wait (and the
+    /// connection's input is not read).
     #[arg(long, value_name = "N", default_value_t = 64, value_parser = positive)]
     pub max_in_flight_sends: usize,
 
@@ -205,6 +210,11 @@ pub struct ServeArgs {
     /// Sessions per session/list page.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_PAGE_SIZE, value_parser = positive, help_heading = "Sessions")]
     pub page_size: usize,
+
+    /// Live sessions one connection may own; session/new and session/fork beyond it answer
+    /// -32603 until one is closed or deleted.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = positive, help_heading = "Sessions")]
+    pub max_sessions: usize,
 
     /// Advertise an auth method, ID or ID=NAME; repeatable.
     #[arg(long, value_name = "ID[=NAME]", help_heading = "Capabilities")]
@@ -329,6 +339,7 @@ impl ServeArgs {
             prompt_timeout: self.prompt_timeout_ms.map(Duration::from_millis),
             session_ttl: self.session_ttl_ms.map(Duration::from_millis),
             page_size: self.page_size,
+            max_sessions: self.max_sessions,
             turn_updates: match self.turn_updates {
                 TurnUpdatesArg::Full => TurnUpdates::Full,
                 TurnUpdatesArg::Message => TurnUpdates::Message,
@@ -525,6 +536,8 @@ mod tests {
             "1000",
             "--page-size",
             "3",
+            "--max-sessions",
+            "7",
             "--auth-method",
             "token=Token",
             "--auth-required",
@@ -543,6 +556,7 @@ mod tests {
         assert_eq!(config.echo.tool_calls.len(), 1);
         assert_eq!(config.session_ttl, Some(Duration::from_secs(1)));
         assert_eq!(config.page_size, 3);
+        assert_eq!(config.max_sessions, 7);
         assert_eq!(config.auth_methods[0].id, "token");
         assert!(!config.features.has(Feature::Delete));
         assert!(config.features.has(Feature::List));
@@ -583,6 +597,7 @@ mod tests {
             (&["--transport", "ws", "--listen", "nope"][..], "HOST:PORT"),
             (&["--hold", "--delay-ms", "5"][..], "cannot be used with"),
             (&["--page-size", "0"][..], "at least 1"),
+            (&["--max-sessions", "0"][..], "at least 1"),
         ] {
             let error = config(args).unwrap_err();
             assert!(error.contains(needle), "{args:?}: {error}");
