@@ -5,7 +5,7 @@
 
 use std::borrow::Cow;
 use std::convert::Infallible;
-use std::path::{Component, Path};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -30,6 +30,7 @@ use super::config::Mode;
 use super::hub::Hub;
 use super::policy;
 use super::store::NewApproval;
+use crate::storage::inside_root::{Root, write_regular};
 
 /// The nine tools: name, description, input schema.
 pub fn tools() -> Vec<Tool> {
@@ -296,19 +297,20 @@ fn required(args: &serde_json::Map<String, Value>, key: &str) -> Result<String, 
     }
 }
 
-/// A relative path without `..`, inside `root`.
-fn inside(root: &Path, relative: &str) -> Result<std::path::PathBuf, String> {
+/// Writes approved content to `relative` below the workspace `root` (created when missing),
+/// resolved by `storage::inside_root`: an absolute path, `..` past the root and a link out of
+/// it (dangling or not) are refused; missing directories are created inside; the file must be
+/// regular or new, and a final link is not followed.
+fn write_inside(root: &Path, relative: &str, content: &[u8]) -> Result<(), String> {
     let path = Path::new(relative);
-    if path.is_absolute()
-        || path
-            .components()
-            .any(|c| matches!(c, Component::ParentDir | Component::Prefix(_)))
-    {
-        return Err(format!(
-            "path must be relative to the workspace without '..': {relative}"
-        ));
-    }
-    Ok(root.join(path))
+    std::fs::create_dir_all(root)
+        .map_err(|e| format!("cannot create the workspace {}: {e}", root.display()))?;
+    let root = Root::new(root).map_err(|e| e.to_string())?;
+    root.resolve(path)
+        .and_then(|resolved| resolved.create_missing_parents())
+        .and_then(|()| root.resolve(path)?.file_to_write())
+        .and_then(|target| write_regular(&target, content))
+        .map_err(|e| format!("cannot write {relative}: {e}"))
 }
 
 impl IntercomMcp {
@@ -423,12 +425,7 @@ impl IntercomMcp {
                     .find(|w| Some(&w.id) == session.workspace_id.as_ref())
                     .and_then(|w| w.path.clone())
                     .ok_or("the session's workspace has no path to write under")?;
-                let target = inside(&root, &approval.file_path)?;
-                if let Some(parent) = target.parent() {
-                    std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
-                }
-                std::fs::write(&target, approval.diff_content.as_bytes())
-                    .map_err(|e| format!("cannot write {}: {e}", approval.file_path))?;
+                write_inside(&root, &approval.file_path, approval.diff_content.as_bytes())?;
                 hub.store
                     .consume_approval(&session.id, &request_id)
                     .map_err(|e| e.to_string())?;
@@ -767,11 +764,15 @@ mod tests {
 
     #[test]
     fn writes_stay_inside_the_workspace() {
-        assert!(inside(Path::new("/w"), "../etc/passwd").is_err());
-        assert!(inside(Path::new("/w"), "/etc/passwd").is_err());
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("w");
+        assert!(write_inside(&root, "../escaped", b"x").is_err());
+        assert!(write_inside(&root, "/etc/passwd", b"x").is_err());
+        assert!(!dir.path().join("escaped").exists());
+        write_inside(&root, "src/a.rs", b"fn a() {}\n").expect("inside");
         assert_eq!(
-            inside(Path::new("/w"), "src/a.rs").expect("inside"),
-            Path::new("/w/src/a.rs")
+            std::fs::read_to_string(root.join("src/a.rs")).expect("written"),
+            "fn a() {}\n"
         );
     }
 }
