@@ -23,7 +23,9 @@ use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 
 use super::acp::AcpDriver;
-use super::config::{APP_TOKEN_ENV, BOT_TOKEN_ENV, Config, Mode, Tokens, validate_workspaces};
+use super::config::{
+    APP_TOKEN_ENV, BOT_TOKEN_ENV, Config, MCP_TOKEN_ENV, Mode, Tokens, validate_workspaces,
+};
 use super::driver::{AgentDriver, McpDriver};
 use super::hub::Hub;
 use super::redact::RedactingStderr;
@@ -58,6 +60,10 @@ Agents connect to the MCP endpoint (http://HOST:PORT/mcp?workspace_id=ID) and ca
 operators approve, steer, list and stop sessions from Slack with the slash command. Tokens come
 only from SLACK_BOT_TOKEN and SLACK_APP_TOKEN. Prints one JSON readiness line on stdout once the
 listeners are up and Slack is connected; logs go to stderr.
+
+The endpoint refuses a browser Origin that is neither loopback nor in [mcp] allowed_origins (403);
+with SKI_INTERCOM_MCP_TOKEN set, requests need Authorization: Bearer <token> (401); an initialize
+beyond [mcp] max_sessions live sessions (default 32) is refused.
 
 With --mcp-stdio one more MCP session is served over this process's stdin and stdout (placed
 like ?workspace_id=ID with --workspace ID); the readiness line then goes to stderr. End of
@@ -110,7 +116,7 @@ fn init_logging(format: LogFormat) {
 /// The log writer that scrubs the tokens' values as they are set now.
 fn token_scrubber() -> RedactingStderr {
     RedactingStderr::new(
-        [BOT_TOKEN_ENV, APP_TOKEN_ENV]
+        [BOT_TOKEN_ENV, APP_TOKEN_ENV, MCP_TOKEN_ENV]
             .into_iter()
             .filter_map(|name| std::env::var(name).ok()),
     )
@@ -304,7 +310,12 @@ async fn serve(
             }
         };
         ready["mcp_url"] = json!(format!("http://{address}/mcp"));
-        tokio::spawn(mcp::serve(tcp, hub.clone(), shutdown.clone()));
+        tokio::spawn(mcp::serve(
+            tcp,
+            hub.clone(),
+            tokens.mcp.clone(),
+            shutdown.clone(),
+        ));
         if args.mcp_stdio {
             ready["mcp_stdio"] = json!(true);
             tokio::spawn(mcp::serve_stdio(

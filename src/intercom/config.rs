@@ -16,6 +16,10 @@ pub const DEFAULT_SLASH_COMMAND: &str = "/intercom";
 pub const BOT_TOKEN_ENV: &str = "SLACK_BOT_TOKEN";
 /// The environment variable holding the app-level token (`xapp-…`) for Socket Mode.
 pub const APP_TOKEN_ENV: &str = "SLACK_APP_TOKEN";
+/// The environment variable holding the MCP endpoint's bearer token; unset, no token is asked.
+pub const MCP_TOKEN_ENV: &str = "SKI_INTERCOM_MCP_TOKEN";
+/// Live MCP sessions at most unless `[mcp] max_sessions` says otherwise.
+pub const DEFAULT_MCP_MAX_SESSIONS: u32 = 32;
 
 /// Why a configuration was refused; the text is what the operator reads on stderr.
 #[derive(Debug, thiserror::Error)]
@@ -44,6 +48,16 @@ pub enum ConfigError {
     HostCliNotFound(String),
     #[error("[mcp] host must be a loopback address, got {0}")]
     NotLoopback(String),
+    #[error("[mcp] max_sessions must be at least 1")]
+    NoMcpSessions,
+    #[error(
+        "[mcp] allowed_origins: not an origin (scheme://host, scheme://host:port or scheme://host:*): {0}"
+    )]
+    BadOrigin(String),
+    #[error("[mcp] token must not be written in the config file; set {MCP_TOKEN_ENV} instead")]
+    McpTokenInFile,
+    #[error("{MCP_TOKEN_ENV} is set but empty; unset it (no token) or give the token")]
+    EmptyMcpToken,
     #[error("[slack] authorized_user_ids must name at least one user")]
     NoAuthorizedUsers,
     #[error("[slack] slash_command must start with '/': {0}")]
@@ -113,7 +127,7 @@ fn default_slash_command() -> String {
     DEFAULT_SLASH_COMMAND.to_string()
 }
 
-/// `[mcp]`: where the streamable HTTP endpoint listens.
+/// `[mcp]`: where the streamable HTTP endpoint listens and who it serves.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
@@ -122,6 +136,16 @@ pub struct McpConfig {
     /// 0 picks a free port; the readiness line reports the address.
     #[serde(default = "default_mcp_port")]
     pub port: u16,
+    /// Browser origins served besides the loopback ones; a request with any other `Origin` is
+    /// refused (403). Requests without `Origin` are served.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+    /// Live MCP sessions at most; an `initialize` beyond it is refused.
+    #[serde(default = "default_mcp_max_sessions")]
+    pub max_sessions: u32,
+    // Present only to refuse it with a clear message: the token comes from the environment.
+    #[serde(default, skip_serializing)]
+    token: Option<toml::Value>,
 }
 
 fn default_host() -> String {
@@ -132,13 +156,49 @@ fn default_mcp_port() -> u16 {
     3000
 }
 
+fn default_mcp_max_sessions() -> u32 {
+    DEFAULT_MCP_MAX_SESSIONS
+}
+
 impl Default for McpConfig {
     fn default() -> Self {
         McpConfig {
             host: default_host(),
             port: default_mcp_port(),
+            allowed_origins: Vec::new(),
+            max_sessions: default_mcp_max_sessions(),
+            token: None,
         }
     }
+}
+
+/// Whether `origin` reads as an origin rmcp can match: `null`, or `http(s)://host` with an
+/// optional `:port` or `:*`, nothing after it (an IPv6 host in brackets).
+fn is_origin(origin: &str) -> bool {
+    if origin == "null" {
+        return true;
+    }
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let (host, port) = match rest.strip_prefix('[') {
+        Some(bracketed) => match bracketed.split_once(']') {
+            Some((host, after)) => (host, after),
+            None => return false,
+        },
+        None => match rest.split_once(':') {
+            Some((host, _)) => (host, &rest[host.len()..]),
+            None => (rest, ""),
+        },
+    };
+    let port_ok = match port.strip_prefix(':') {
+        Some(port) => port == "*" || port.parse::<u16>().is_ok(),
+        None => port.is_empty(),
+    };
+    port_ok && !host.is_empty() && !host.contains(['/', '?', '#', '@', ' ', '[', ']'])
 }
 
 /// `[acp] dialect`: what a spawned agent speaks on its stdio.
@@ -300,21 +360,25 @@ pub struct Config {
     pub database: DatabaseConfig,
 }
 
-/// The two Slack tokens, read from the environment; `Debug` never shows them.
+/// The two Slack tokens and the MCP endpoint's optional bearer token, read from the
+/// environment; `Debug` never shows them.
 #[derive(Clone)]
 pub struct Tokens {
     pub bot: String,
     pub app: String,
+    /// When set, every MCP request must carry `Authorization: Bearer <token>`.
+    pub mcp: Option<String>,
 }
 
 impl std::fmt::Debug for Tokens {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Tokens { bot: <redacted>, app: <redacted> }")
+        f.write_str("Tokens { bot: <redacted>, app: <redacted>, mcp: <redacted> }")
     }
 }
 
 impl Tokens {
-    /// Reads both tokens from the environment; an empty value counts as unset.
+    /// Reads the tokens from the environment; an empty Slack token counts as unset, an empty MCP
+    /// token is refused (it would read as "no token").
     pub fn from_env() -> Result<Tokens, ConfigError> {
         let read = |name: &'static str| {
             std::env::var(name)
@@ -322,9 +386,15 @@ impl Tokens {
                 .filter(|value| !value.trim().is_empty())
                 .ok_or(ConfigError::MissingToken(name))
         };
+        let mcp = match std::env::var(MCP_TOKEN_ENV) {
+            Ok(token) if token.trim().is_empty() => return Err(ConfigError::EmptyMcpToken),
+            Ok(token) => Some(token),
+            Err(_) => None,
+        };
         Ok(Tokens {
             bot: read(BOT_TOKEN_ENV)?,
             app: read(APP_TOKEN_ENV)?,
+            mcp,
         })
     }
 }
@@ -392,6 +462,15 @@ impl Config {
             .unwrap_or(self.mcp.host == "localhost");
         if !loopback {
             return Err(ConfigError::NotLoopback(self.mcp.host.clone()));
+        }
+        if self.mcp.token.is_some() {
+            return Err(ConfigError::McpTokenInFile);
+        }
+        if self.mcp.max_sessions == 0 {
+            return Err(ConfigError::NoMcpSessions);
+        }
+        if let Some(bad) = self.mcp.allowed_origins.iter().find(|o| !is_origin(o)) {
+            return Err(ConfigError::BadOrigin(bad.clone()));
         }
         if mode == Mode::Acp {
             let host_cli = self
@@ -519,5 +598,32 @@ mod tests {
             config.validate(Mode::Mcp),
             Err(ConfigError::NotLoopback(_))
         ));
+    }
+
+    #[test]
+    fn mcp_origins_the_session_cap_and_a_token_in_the_file_are_checked() {
+        assert_eq!(parse("").mcp.max_sessions, DEFAULT_MCP_MAX_SESSIONS);
+        let config = parse(
+            "[mcp]\nallowed_origins = [\"https://ide.example\", \"http://localhost:*\", \"http://[::1]:8080\", \"http://[::1]\", \"null\"]",
+        );
+        assert!(config.validate(Mode::Mcp).is_ok());
+        for bad in [
+            "ide.example",
+            "https://",
+            "https://ide.example/path",
+            "http://h:port",
+        ] {
+            let config = parse(&format!("[mcp]\nallowed_origins = [{bad:?}]"));
+            assert!(
+                matches!(config.validate(Mode::Mcp), Err(ConfigError::BadOrigin(ref o)) if o == bad),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            parse("[mcp]\nmax_sessions = 0").validate(Mode::Mcp),
+            Err(ConfigError::NoMcpSessions)
+        ));
+        let refused = parse("[mcp]\ntoken = \"t\"").validate(Mode::Mcp);
+        assert!(matches!(refused, Err(ConfigError::McpTokenInFile)));
     }
 }

@@ -162,10 +162,52 @@ pub fn tools() -> Vec<Tool> {
     ]
 }
 
+/// The browser origins always served: pages on this machine's loopback names, on any port.
+/// `[mcp] allowed_origins` adds more; a request with any other `Origin` is refused (403).
+pub const LOOPBACK_ORIGINS: &[&str] = &[
+    "http://localhost:*",
+    "https://localhost:*",
+    "http://127.0.0.1:*",
+    "https://127.0.0.1:*",
+    "http://[::1]:*",
+    "https://[::1]:*",
+];
+
+/// The live sessions of the HTTP endpoint and their cap (`[mcp] max_sessions`).
+pub struct SessionCap {
+    live: std::sync::atomic::AtomicUsize,
+    max: usize,
+}
+
+impl SessionCap {
+    /// A cap of `max` live sessions, none taken.
+    pub fn new(max: usize) -> SessionCap {
+        SessionCap {
+            live: std::sync::atomic::AtomicUsize::new(0),
+            max,
+        }
+    }
+
+    /// Takes a place; `false` when every place is taken.
+    fn admit(&self) -> bool {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.live
+            .fetch_update(SeqCst, SeqCst, |live| (live < self.max).then_some(live + 1))
+            .is_ok()
+    }
+
+    fn release(&self) {
+        self.live.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
 /// The session an MCP connection belongs to; ended when the connection goes away.
 struct Slot {
     hub: Arc<Hub>,
     session_id: Mutex<Option<String>>,
+    /// The cap this connection counts against (HTTP), and whether it took a place.
+    cap: Option<Arc<SessionCap>>,
+    admitted: std::sync::atomic::AtomicBool,
 }
 
 impl Slot {
@@ -179,6 +221,11 @@ impl Slot {
 
 impl Drop for Slot {
     fn drop(&mut self) {
+        if let Some(cap) = &self.cap
+            && self.admitted.load(std::sync::atomic::Ordering::SeqCst)
+        {
+            cap.release();
+        }
         let Some(id) = self.id() else { return };
         let hub = self.hub.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
@@ -202,10 +249,21 @@ pub struct IntercomMcp {
 impl IntercomMcp {
     /// A handler for a new connection.
     pub fn new(hub: Arc<Hub>) -> IntercomMcp {
+        IntercomMcp::counted(hub, None)
+    }
+
+    /// A handler for a new connection whose session takes a place of `cap`.
+    pub fn capped(hub: Arc<Hub>, cap: Arc<SessionCap>) -> IntercomMcp {
+        IntercomMcp::counted(hub, Some(cap))
+    }
+
+    fn counted(hub: Arc<Hub>, cap: Option<Arc<SessionCap>>) -> IntercomMcp {
         IntercomMcp {
             slot: Arc::new(Slot {
                 hub: hub.clone(),
                 session_id: Mutex::new(None),
+                cap,
+                admitted: std::sync::atomic::AtomicBool::new(false),
             }),
             hub,
             fixed_query: None,
@@ -587,6 +645,35 @@ impl IntercomMcp {
     }
 }
 
+impl IntercomMcp {
+    /// Takes this connection's place under the session cap, or refuses the `initialize` (before
+    /// anything is created or posted).
+    fn admit(&self) -> Result<(), ErrorData> {
+        use std::sync::atomic::Ordering::SeqCst;
+        let Some(cap) = &self.slot.cap else {
+            return Ok(());
+        };
+        if self.slot.admitted.load(SeqCst) {
+            return Ok(());
+        }
+        if !cap.admit() {
+            tracing::warn!(
+                max_sessions = cap.max,
+                "mcp initialize refused: as many sessions are live as [mcp] max_sessions allows"
+            );
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "too many MCP sessions: {} are live, the [mcp] max_sessions limit; end one and connect again",
+                    cap.max
+                ),
+                None,
+            ));
+        }
+        self.slot.admitted.store(true, SeqCst);
+        Ok(())
+    }
+}
+
 impl ServerHandler for IntercomMcp {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(
@@ -611,6 +698,7 @@ impl ServerHandler for IntercomMcp {
         context.peer.set_peer_info(request.clone());
         let result = self.negotiate_initialize(&request)?;
         if self.slot.id().is_none() {
+            self.admit()?;
             let query = self
                 .fixed_query
                 .clone()
@@ -674,17 +762,67 @@ fn plain(status: u16, text: &'static str) -> Response {
     response
 }
 
-/// Serves `/mcp` (and `GET /health`) on `listener` until `shutdown` is cancelled.
-pub async fn serve(listener: TcpListener, hub: Arc<Hub>, shutdown: CancellationToken) {
-    let mut config = StreamableHttpServerConfig::default();
+/// The answer to an `/mcp` request without the bearer token.
+fn unauthorized() -> Response {
+    let mut response = plain(
+        401,
+        "unauthorized: this endpoint needs Authorization: Bearer <token>",
+    );
+    response.headers_mut().insert(
+        hyper::header::WWW_AUTHENTICATE,
+        hyper::header::HeaderValue::from_static("Bearer"),
+    );
+    response
+}
+
+/// Whether `request` carries `Authorization: Bearer <token>` (always true when no token is set).
+fn authorized(request: &hyper::Request<Incoming>, token: Option<&str>) -> bool {
+    let Some(token) = token else {
+        return true;
+    };
+    let presented = request
+        .headers()
+        .get(hyper::header::AUTHORIZATION)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, presented)| presented.trim());
+    presented.is_some_and(|presented| same_bytes(presented.as_bytes(), token.as_bytes()))
+}
+
+/// Equal bytes, compared in a time that does not depend on where they first differ.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
+}
+
+/// Serves `/mcp` (and `GET /health`) on `listener` until `shutdown` is cancelled. Requests with
+/// a `Host` or an `Origin` that is neither loopback nor configured are refused (403, rmcp's
+/// checks), with `token` set `/mcp` requests without it too (401), and an `initialize` beyond
+/// `[mcp] max_sessions` live sessions is answered with an error.
+pub async fn serve(
+    listener: TcpListener,
+    hub: Arc<Hub>,
+    token: Option<String>,
+    shutdown: CancellationToken,
+) {
+    let settings = hub.config().mcp.clone();
+    let origins = LOOPBACK_ORIGINS
+        .iter()
+        .map(|origin| (*origin).to_owned())
+        .chain(settings.allowed_origins.iter().cloned());
+    let mut config = StreamableHttpServerConfig::default().with_allowed_origins(origins);
     config.cancellation_token = shutdown.child_token();
+    let cap = Arc::new(SessionCap::new(
+        usize::try_from(settings.max_sessions).unwrap_or(usize::MAX),
+    ));
     let factory_hub = hub.clone();
     let service: StreamableHttpService<IntercomMcp, LocalSessionManager> =
         StreamableHttpService::new(
-            move || Ok(IntercomMcp::new(factory_hub.clone())),
+            move || Ok(IntercomMcp::capped(factory_hub.clone(), cap.clone())),
             Arc::new(LocalSessionManager::default()),
             config,
         );
+    let token: Option<Arc<str>> = token.map(Arc::from);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -693,11 +831,14 @@ pub async fn serve(listener: TcpListener, hub: Arc<Hub>, shutdown: CancellationT
         let Ok((stream, _)) = accepted else { continue };
         let service = service.clone();
         let shutdown = shutdown.clone();
+        let token = token.clone();
         tokio::spawn(async move {
             let handler = hyper::service::service_fn(move |request: hyper::Request<Incoming>| {
                 let mut service = service.clone();
+                let token = token.clone();
                 async move {
                     match request.uri().path() {
+                        "/mcp" if !authorized(&request, token.as_deref()) => Ok(unauthorized()),
                         "/mcp" => tower_service::Service::call(&mut service, request).await,
                         "/health" => Ok(plain(200, "ok")),
                         _ => Ok(plain(404, "not found")),
