@@ -11,6 +11,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::agent_name::AgentName;
+use crate::storage::inside_root::{self, InsideRootError};
 
 /// The default template directory.
 pub const DEFAULT_CONFIG_PATH: &str = "./kiro-config/";
@@ -22,6 +23,8 @@ pub const DEFAULT_MAX_PROCESSES: u64 = 5;
 pub const DEFAULT_IDLE_TIMEOUT_SECONDS: u64 = 30;
 /// What a secret value is printed as.
 pub const REDACTED: &str = "<redacted>";
+/// The largest `.env` file read (1 MiB); a larger one is refused, not read past the cap.
+pub const MAX_DOTENV_BYTES: u64 = 1 << 20;
 
 /// The keys the configuration reads.
 pub const KEYS: [&str; 7] = [
@@ -120,6 +123,15 @@ pub enum ConfigError {
         /// Why reading failed.
         #[source]
         source: std::io::Error,
+    },
+    /// The `.env` file is not a regular file (a FIFO, a device, a directory) or is larger than
+    /// [`MAX_DOTENV_BYTES`].
+    #[error("env file {path} {why}")]
+    DotEnvRefused {
+        /// The file as given.
+        path: PathBuf,
+        /// Why, e.g. `is a FIFO, not a regular file`.
+        why: String,
     },
     /// A line of the `.env` file is not `KEY=VALUE`.
     #[error("{path}:{line}: expected KEY=VALUE")]
@@ -347,11 +359,31 @@ fn integer(
 }
 
 /// Reads a `.env` file: `KEY=VALUE` lines, optional `export `, `#` comments, blank lines, and
-/// values in single or double quotes.
+/// values in single or double quotes. The file (a link is followed) must be regular and at most
+/// [`MAX_DOTENV_BYTES`] long; a FIFO or device is refused without blocking on it.
 pub fn parse_dotenv_file(path: &Path) -> Result<BTreeMap<String, String>, ConfigError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ConfigError::DotEnv {
+    let failed = |source| ConfigError::DotEnv {
         path: path.to_owned(),
         source,
+    };
+    let real = path.canonicalize().map_err(failed)?;
+    let bytes =
+        inside_root::read_regular(&real, MAX_DOTENV_BYTES).map_err(|error| match error {
+            InsideRootError::NotRegular { kind, .. } => ConfigError::DotEnvRefused {
+                path: path.to_owned(),
+                why: format!("is {kind}, not a regular file"),
+            },
+            InsideRootError::TooLarge { .. } => ConfigError::DotEnvRefused {
+                path: path.to_owned(),
+                why: format!("is larger than the 1 MiB limit ({MAX_DOTENV_BYTES} bytes)"),
+            },
+            other => failed(std::io::Error::other(other.to_string())),
+        })?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        failed(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "stream did not contain valid UTF-8",
+        ))
     })?;
     parse_dotenv(&text).map_err(|line| ConfigError::DotEnvSyntax {
         path: path.to_owned(),
