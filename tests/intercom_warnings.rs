@@ -61,6 +61,8 @@ async fn a_flood_of_junk_lines_logs_a_bounded_number_of_warnings_and_counts_the_
         .wait_for_message(|m| m.text().contains("Session ended"), WAIT)
         .await
         .expect("the session's end");
+    // Logged after the run's summary: once it is read, so is everything before it.
+    server.wait_log(r#""message":"session ended""#).await;
     let log = server.log();
     let whole = log
         .iter()
