@@ -20,8 +20,8 @@
 //!   starting only after every request read before it was polled once; a request read after a
 //!   notification may start before that notification's handler has run.
 //! - Inbound notifications are handled one at a time in arrival order on a separate task, fed by
-//!   an unbounded queue (the read loop never waits; a slow notification handler lets the queue
-//!   grow). By default a response is handed to its caller only after the notifications that
+//!   an unbounded queue (the read loop never waits for them; a slow notification handler lets the
+//!   queue grow). By default a response is handed to its caller only after the notifications that
 //!   arrived before it were handled, so a client sees every `session/update` before the prompt's
 //!   result; a caller inside a notification handler does not wait, which avoids a deadlock.
 //! - Every write goes through a bounded send gate (a FIFO semaphore): at most

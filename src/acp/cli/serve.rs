@@ -51,6 +51,11 @@ failAttempts, toolCalls (a list of tool call specs), and floodChunks (send the r
 agent_message_chunk that many times, a notification flood for benchmarks), e.g.
   {\"_meta\": {\"ski\": {\"delayMs\": 200, \"floodChunks\": 100000}}}
 
+Limits of one connection: messages of 32 MiB (an oversize line is answered -32600 and skipped, an
+oversize WebSocket message is answered -32600 and the socket closed with code 1009);
+--max-in-flight-sends messages waiting to be written, while which no input is read; --max-sessions
+live sessions, after which session/new and session/fork answer -32603.
+
 Exit codes: 0 ok, 2 invalid arguments, 3 configuration error, 4 cannot listen, 5 internal error.";
 
 /// Which transport to serve on.
