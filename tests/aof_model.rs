@@ -204,7 +204,7 @@ impl Model {
     /// that was never created.
     fn task_ref(&self, reference: u8) -> TaskId {
         let created = self.entries.len();
-        if created == 0 || reference % 8 == 0 {
+        if created == 0 || reference.is_multiple_of(8) {
             return id(MISSING);
         }
         self.entries[usize::from(reference / 8) % created]
@@ -228,7 +228,7 @@ impl Model {
                     .collect()
             })
             .unwrap_or_default();
-        if successors.is_empty() || raw % 4 == 0 {
+        if successors.is_empty() || raw.is_multiple_of(4) {
             TaskStatus::ALL[pick % TaskStatus::ALL.len()]
         } else {
             successors[pick % successors.len()]

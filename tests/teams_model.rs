@@ -346,7 +346,7 @@ impl Model {
     /// eight the next id (which does not exist yet).
     fn task_ref(&self, reference: u8) -> u8 {
         let created = self.tasks.len();
-        let id = if created == 0 || reference % 8 == 0 {
+        let id = if created == 0 || reference.is_multiple_of(8) {
             created + 1
         } else {
             usize::from(reference / 8) % created + 1
