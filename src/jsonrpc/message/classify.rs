@@ -114,7 +114,9 @@ fn nesting_depth(text: &[u8]) -> usize {
     deepest
 }
 
-/// Classifies an already parsed JSON value as a message.
+/// Classifies an already parsed JSON value as a message. The value no longer holds the text of
+/// a number id, so an id that is not an `i64` gets the text serde_json writes for its value
+/// (`100.0` for `1e2`); [`decode`] keeps the text as it was written.
 pub fn classify(value: Value, version: VersionField) -> Result<Message, DecodeError> {
     let shape = match value {
         Value::Object(mut map) => Shape::Object(Members {
