@@ -5,7 +5,9 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
-use std::process::Command;
+use std::time::Duration;
+
+use ski::transport::child::{self, ChildSpec};
 
 const SKI: &str = env!("CARGO_BIN_EXE_ski");
 const AGENT: &str = "tg-acp";
@@ -43,8 +45,11 @@ fn dumped(root: &Path) -> BTreeMap<String, String> {
         .collect()
 }
 
-#[test]
-fn kiro_cli_gets_the_allowlist_and_never_the_bot_token() {
+/// How long the run may take before the test fails (and its process group is ended).
+const WAIT: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn kiro_cli_gets_the_allowlist_and_never_the_bot_token() {
     let dir = tempfile::tempdir().expect("temp dir");
     let root = dir.path();
     arrange(root);
@@ -53,9 +58,9 @@ fn kiro_cli_gets_the_allowlist_and_never_the_bot_token() {
         root.join("bin").display(),
         std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".to_owned())
     );
-    let output = Command::new(SKI)
+    let spec = ChildSpec::new("ski kiro", SKI)
         .args(["kiro", "echo", "--no-provision", "Say exactly: HI"])
-        .current_dir(root)
+        .cwd(root)
         .env_clear()
         .env("PATH", &path)
         .env("HOME", root.join("home"))
@@ -69,17 +74,22 @@ fn kiro_cli_gets_the_allowlist_and_never_the_bot_token() {
         .env("KIRO_AGENT_NAME", AGENT)
         .env("KIRO_CONFIG_PATH", root.join("template"))
         .env("WORKSPACE_BASE_PATH", root.join("workspaces"))
-        .env("LOG_LEVEL", "ERROR")
-        .output()
-        .expect("ski kiro runs");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(
-        output.status.code(),
-        Some(0),
-        "stdout: {stdout}\nstderr: {}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(stdout.contains(r#""event":"turn_end""#), "{stdout}");
+        .env("LOG_LEVEL", "ERROR");
+    // Dropping the child (also on a failed assertion) ends its process group.
+    let mut ski = child::spawn(spec).expect("ski kiro starts");
+    ski.close_stdin();
+    let run = async {
+        let mut output = Vec::new();
+        while let Some((stream, line)) = ski.next_output_line().await {
+            output.push(format!("{stream:?}: {line}"));
+        }
+        (ski.wait().await.expect("status").code(), output.join("\n"))
+    };
+    let (code, output) = tokio::time::timeout(WAIT, run)
+        .await
+        .expect("ski kiro ends");
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains(r#""event":"turn_end""#), "{output}");
     let env = dumped(root);
     for withheld in ["BOT_TOKEN", "SECRET_X", "KIRO_AGENT_NAME", "LOG_LEVEL"] {
         assert!(!env.contains_key(withheld), "{withheld} reached kiro-cli");
