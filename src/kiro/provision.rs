@@ -8,11 +8,17 @@
 //!   (BR-03.3, E-KIRO-05);
 //! - no symbolic link among the template's matching entries, at any depth, and no managed
 //!   directory of the destination that is a symbolic link (E-KIRO-06);
+//! - nothing but regular files and directories among the template's matching entries (a FIFO
+//!   or device would block the copy);
 //! - entries without the prefix are never opened (BR-03.2).
 //!
 //! `{{KIRO_HOME}}` in a top-level `.json` entry is replaced with the kiro home's absolute path,
-//! as upstream does; other files and directories are copied as they are. Afterwards
+//! as upstream does; other files and directories are copied as they are (file modes kept).
+//! Files are read without blocking and written through [`storage::inside_root`] below the kiro
+//! home (no link out of it followed, no final link written through). Afterwards
 //! `agents/NAME.json` must exist in the destination (BR-03.5).
+//!
+//! [`storage::inside_root`]: crate::storage::inside_root
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -20,6 +26,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::agent_name::AgentName;
+use crate::storage::inside_root::{self, InsideRootError, Root};
 
 /// The most matching entries the provisioner accepts (BR-03.3).
 pub const SAFETY_LIMIT: usize = 20;
@@ -58,6 +65,17 @@ pub enum ProvisionError {
         /// The link.
         path: PathBuf,
     },
+    /// A template entry that is neither a regular file nor a directory.
+    #[error("refusing to sync {path}: it is {kind}, not a regular file or a directory")]
+    NotRegular {
+        /// The entry.
+        path: PathBuf,
+        /// What it is: `a FIFO`, `a socket`, ...
+        kind: &'static str,
+    },
+    /// A destination path that cannot be written inside the kiro home.
+    #[error("cannot install into the kiro home: {0}")]
+    Destination(#[source] InsideRootError),
     /// A file-system operation failed.
     #[error("{action} {path}: {source}")]
     Io {
@@ -84,7 +102,10 @@ impl ProvisionError {
             Self::EmptyTemplate { .. } => Some("BR-03.4"),
             Self::SafetyLimit { .. } => Some("BR-03.3"),
             Self::PostCheck { .. } => Some("BR-03.5"),
-            Self::Symlink { .. } | Self::Io { .. } => None,
+            Self::Symlink { .. }
+            | Self::NotRegular { .. }
+            | Self::Destination(..)
+            | Self::Io { .. } => None,
         }
     }
 }
@@ -143,7 +164,7 @@ impl Provisioner {
         let template_entries = self.matching(&self.template)?;
         self.limit("template", template_entries.len())?;
         for (_, path) in &template_entries {
-            refuse_links(path)?;
+            refuse_links_and_special_files(path)?;
         }
         for dir in MANAGED_DIRS {
             let dest = self.kiro_home.join(dir);
@@ -166,9 +187,9 @@ impl Provisioner {
             remove_entry(path)?;
             report.deleted.push(relative.clone());
         }
+        let home = Root::new(&self.kiro_home).map_err(ProvisionError::Destination)?;
         for (relative, path) in &template_entries {
-            let target = self.kiro_home.join(relative);
-            self.copy_entry(path, &target)?;
+            self.copy_entry(&home, path, Path::new(relative))?;
             report.copied.push(relative.clone());
         }
         let installed = self.kiro_home.join("agents").join(self.agent.json_file());
@@ -220,27 +241,36 @@ impl Provisioner {
         Ok(found)
     }
 
-    fn copy_entry(&self, source: &Path, target: &Path) -> Result<(), ProvisionError> {
+    /// Copies a top-level template entry to `relative` below the kiro home.
+    fn copy_entry(
+        &self,
+        home: &Root,
+        source: &Path,
+        relative: &Path,
+    ) -> Result<(), ProvisionError> {
         let meta = std::fs::symlink_metadata(source).map_err(io_error("cannot read", source))?;
         if meta.is_dir() {
-            copy_tree(source, target)
+            copy_tree(home, source, relative)
         } else if source.extension().is_some_and(|e| e == "json") {
-            let text = std::fs::read_to_string(source).map_err(io_error("cannot read", source))?;
-            let home = self.kiro_home.display().to_string();
-            let text = text.replace(KIRO_HOME_PLACEHOLDER, &home);
-            std::fs::write(target, text).map_err(io_error("cannot write", target))
+            let text = String::from_utf8(read_file(source)?).map_err(|_| ProvisionError::Io {
+                action: "cannot read",
+                path: source.to_owned(),
+                source: io::Error::new(io::ErrorKind::InvalidData, "not valid UTF-8"),
+            })?;
+            let kiro_home = self.kiro_home.display().to_string();
+            let text = text.replace(KIRO_HOME_PLACEHOLDER, &kiro_home);
+            install(home, relative, text.as_bytes(), &meta)
         } else {
-            std::fs::copy(source, target)
-                .map(drop)
-                .map_err(io_error("cannot copy to", target))
+            install(home, relative, &read_file(source)?, &meta)
         }
     }
 }
 
-/// Fails on the first symbolic link at or below `path`.
-fn refuse_links(path: &Path) -> Result<(), ProvisionError> {
+/// Fails on the first symbolic link, FIFO, device or socket at or below `path`.
+fn refuse_links_and_special_files(path: &Path) -> Result<(), ProvisionError> {
     let meta = std::fs::symlink_metadata(path).map_err(io_error("cannot read", path))?;
-    if meta.file_type().is_symlink() {
+    let file_type = meta.file_type();
+    if file_type.is_symlink() {
         return Err(ProvisionError::Symlink {
             path: path.to_owned(),
         });
@@ -248,10 +278,60 @@ fn refuse_links(path: &Path) -> Result<(), ProvisionError> {
     if meta.is_dir() {
         for entry in std::fs::read_dir(path).map_err(io_error("cannot list", path))? {
             let entry = entry.map_err(io_error("cannot list", path))?;
-            refuse_links(&entry.path())?;
+            refuse_links_and_special_files(&entry.path())?;
         }
+    } else if !meta.is_file() {
+        return Err(ProvisionError::NotRegular {
+            path: path.to_owned(),
+            kind: special_kind(&file_type),
+        });
     }
     Ok(())
+}
+
+fn special_kind(file_type: &std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else if file_type.is_char_device() || file_type.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
+    }
+}
+
+/// A template file's bytes, read without blocking (a FIFO put in place after the check is
+/// refused).
+fn read_file(source: &Path) -> Result<Vec<u8>, ProvisionError> {
+    inside_root::read_regular(source, u64::MAX).map_err(|error| match error {
+        InsideRootError::NotRegular { kind, .. } => ProvisionError::NotRegular {
+            path: source.to_owned(),
+            kind,
+        },
+        other => ProvisionError::Io {
+            action: "cannot read",
+            path: source.to_owned(),
+            source: io::Error::other(other.to_string()),
+        },
+    })
+}
+
+/// Writes a file at `relative` below the kiro home with the template file's mode.
+fn install(
+    home: &Root,
+    relative: &Path,
+    bytes: &[u8],
+    source: &std::fs::Metadata,
+) -> Result<(), ProvisionError> {
+    let target = home
+        .resolve(relative)
+        .and_then(|resolved| resolved.file_to_write())
+        .map_err(ProvisionError::Destination)?;
+    inside_root::write_regular(&target, bytes).map_err(ProvisionError::Destination)?;
+    std::fs::set_permissions(&target, source.permissions())
+        .map_err(io_error("cannot set the mode of", &target))
 }
 
 /// Removes a file, a symbolic link (not its target) or a directory tree.
@@ -264,19 +344,24 @@ fn remove_entry(path: &Path) -> Result<(), ProvisionError> {
     }
 }
 
-fn copy_tree(source: &Path, target: &Path) -> Result<(), ProvisionError> {
-    std::fs::create_dir_all(target).map_err(io_error("cannot create", target))?;
+/// Copies the directory `source` to `relative` below the kiro home.
+fn copy_tree(home: &Root, source: &Path, relative: &Path) -> Result<(), ProvisionError> {
+    let target = home
+        .resolve(relative)
+        .map_err(ProvisionError::Destination)?
+        .path();
+    std::fs::create_dir_all(&target).map_err(io_error("cannot create", &target))?;
     for entry in std::fs::read_dir(source).map_err(io_error("cannot list", source))? {
         let entry = entry.map_err(io_error("cannot list", source))?;
         let from = entry.path();
-        let to = target.join(entry.file_name());
+        let to = relative.join(entry.file_name());
         let meta = std::fs::symlink_metadata(&from).map_err(io_error("cannot read", &from))?;
         if meta.file_type().is_symlink() {
             return Err(ProvisionError::Symlink { path: from });
         } else if meta.is_dir() {
-            copy_tree(&from, &to)?;
+            copy_tree(home, &from, &to)?;
         } else {
-            std::fs::copy(&from, &to).map_err(io_error("cannot copy to", &to))?;
+            install(home, &to, &read_file(&from)?, &meta)?;
         }
     }
     Ok(())
@@ -377,6 +462,18 @@ mod tests {
             Err(ProvisionError::Symlink { .. })
         ));
         assert!(!home.exists());
+    }
+
+    #[test]
+    fn copied_files_keep_their_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, template, home, provisioner) = setup();
+        let script = template.join("skills/tg-acp-skill/run.sh");
+        write(&script, "#!/bin/sh\n");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o750)).unwrap();
+        provisioner.provision().unwrap();
+        let copied = std::fs::metadata(home.join("skills/tg-acp-skill/run.sh")).unwrap();
+        assert_eq!(copied.permissions().mode() & 0o777, 0o750);
     }
 
     #[test]
