@@ -30,6 +30,7 @@ use super::run::{HANDOFF_REF, RunResult};
 use super::task::{Task, TaskStatus, is_valid_transition, work_log_line};
 use super::task_id::TaskId;
 use super::timestamp::Timestamp;
+use crate::storage::inside_root::Root;
 
 /// The actor of events the router logs on its own behalf.
 pub const SYSTEM_ACTOR: &str = "system";
@@ -547,12 +548,16 @@ impl<'c> Router<'c> {
     }
 }
 
-/// Whether `summary_ref` names an existing file inside the task's companion directory; absolute
-/// paths and `..` never reach outside it (E-AOF-13).
+/// Whether `summary_ref` names an existing regular file inside the task's companion directory;
+/// absolute paths, `..` and links out of it never reach outside it (E-AOF-13).
 fn summary_exists(companion: &Path, summary_ref: &str) -> bool {
     let relative = Path::new(summary_ref);
     let contained = relative
         .components()
         .all(|component| matches!(component, Component::Normal(_) | Component::CurDir));
-    contained && !summary_ref.is_empty() && companion.join(relative).is_file()
+    contained
+        && !summary_ref.is_empty()
+        && Root::new(companion)
+            .and_then(|root| root.resolve(relative))
+            .is_ok_and(|resolved| resolved.existing_file().is_ok())
 }
