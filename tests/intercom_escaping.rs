@@ -137,7 +137,7 @@ async fn mcp_tool_texts_are_escaped_and_ski_s_own_mentions_stay() {
 const HOSTILE_AGENT: &str = r#"read prompt
 msg='<!channel> & <@U0000000003> <https://evil.example|click>'
 printf '{"method":"status/update","params":{"message":"%s"}}\n' "$msg"
-printf '{"method":"clearance/request","id":"req-1","params":{"title":"%s","file_path":"a.rs","diff":"x"}}\n' "$msg"
+printf '{"method":"clearance/request","id":"req-<!here>","params":{"title":"%s","file_path":"a.rs","diff":"x"}}\n' "$msg"
 printf '{"method":"prompt/forward","id":"fwd-1","params":{"text":"%s","type":"clarification"}}\n' "$msg"
 while read line; do :; done"#;
 
@@ -184,6 +184,21 @@ async fn an_acp_agent_s_status_clearance_and_prompt_are_escaped() {
     })
     .await;
     assert_escaped(&approval, "clearance/request");
+    // The request id is the agent's too: the operator's decision note shows it escaped.
+    slack
+        .click(Click {
+            channel: CHANNEL_X.into(),
+            message_ts: approval.ts().into(),
+            action_id: "approve_accept".into(),
+            user: ALICE.into(),
+        })
+        .expect("click");
+    let note = message(&slack, "the decision", |m| m.text().contains("*Approved*")).await;
+    assert!(
+        note.text().contains("req-&lt;!here&gt;") && !note.text().contains("<!here>"),
+        "the decision note escapes the agent's request id: {}",
+        note.text()
+    );
     let prompt = message(&slack, "the prompt", |m| m.text().contains("Agent prompt")).await;
     assert_escaped(&prompt, "prompt/forward");
     assert_eq!(server.stop().await, Some(0));

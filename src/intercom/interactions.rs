@@ -265,10 +265,16 @@ async fn decide_clearance(
     {
         tracing::warn!(%error, session_id = %session.id, request_id, "the agent no longer waits");
     }
+    // The request id may be an agent's and the reason is typed text: both are escaped, while
+    // the operator's mention stays live.
+    let shown_id = blocks::escape(request_id);
     let note = match (&rejection, &reason) {
-        (None, _) => format!("✅ *Approved* `{request_id}` by <@{user}>"),
-        (Some(_), Some(reason)) => format!("❌ *Rejected* `{request_id}` by <@{user}>: {reason}"),
-        (Some(_), None) => format!("❌ *Rejected* `{request_id}` by <@{user}>"),
+        (None, _) => format!("✅ *Approved* `{shown_id}` by <@{user}>"),
+        (Some(_), Some(reason)) => format!(
+            "❌ *Rejected* `{shown_id}` by <@{user}>: {}",
+            blocks::escape(reason)
+        ),
+        (Some(_), None) => format!("❌ *Rejected* `{shown_id}` by <@{user}>"),
     };
     if let Err(error) = hub
         .poster
