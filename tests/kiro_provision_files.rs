@@ -43,7 +43,10 @@ fn a_fifo_among_the_template_entries_refuses_the_sync_without_blocking() {
         let dir = tempfile::tempdir().expect("tempdir");
         let template = dir.path().join("template");
         write(&template.join(format!("agents/{AGENT}.json")), "{}");
-        write(&template.join(format!("skills/{AGENT}-skill/SKILL.md")), "skill");
+        write(
+            &template.join(format!("skills/{AGENT}-skill/SKILL.md")),
+            "skill",
+        );
         mkfifo(&template.join(&fifo));
         let assert = provision(dir.path()).code(3);
         let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
