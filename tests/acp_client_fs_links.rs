@@ -210,3 +210,22 @@ fn requests_naming_a_session_the_client_did_not_create_are_refused() {
         replies[2]
     );
 }
+
+#[test]
+fn an_fs_root_that_is_not_a_directory_is_a_configuration_error() {
+    let world = world();
+    let file = world.root.join("sub/file.txt");
+    let assert = Command::new(env!("CARGO_BIN_EXE_ski"))
+        .timeout(Duration::from_secs(120))
+        .env_remove("RUST_LOG")
+        .args(["acp", "client", "connect", "--agent-cmd", "/bin/false"])
+        .args(["--prompt", "go", "--fs", "--fs-root"])
+        .arg(&file)
+        .assert()
+        .code(3);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("--fs-root") && stderr.contains("not a directory"),
+        "{stderr}"
+    );
+}

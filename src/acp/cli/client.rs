@@ -32,6 +32,7 @@ use crate::acp::{
 };
 use crate::exit::{CommandError, CommandResult};
 use crate::jsonrpc::{CallError, ErrorCode, Transport};
+use crate::storage::inside_root::Root;
 use crate::transport::child::{self, ChildSpec};
 use crate::transport::ws_client::{
     ConnectError, DEFAULT_HEARTBEAT, DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_BASE_DELAY,
@@ -425,13 +426,10 @@ fn client_config(
         } else {
             let mut roots = Vec::new();
             for root in &offer.fs_root {
-                let resolved = cwd.join(root).canonicalize().map_err(|e| {
-                    CommandError::configuration(anyhow!(
-                        "--fs-root {} is not usable: {e}",
-                        root.display()
-                    ))
+                let resolved = Root::new(&cwd.join(root)).map_err(|e| {
+                    CommandError::configuration(anyhow!("--fs-root {}: {e}", root.display()))
                 })?;
-                roots.push(resolved);
+                roots.push(resolved.path().to_owned());
             }
             roots
         };
