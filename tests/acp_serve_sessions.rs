@@ -150,7 +150,7 @@ async fn close_drops_the_session() {
     );
     // Closed means gone: no longer listed, loaded, prompted or closed again.
     let list = client.call("session/list", json!({})).await.unwrap();
-    assert_eq!(listed(&list), [kept.clone()], "{list}");
+    assert_eq!(listed(&list), vec![kept.clone()], "{list}");
     for (method, params) in [
         (
             "session/prompt",
