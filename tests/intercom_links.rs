@@ -1,11 +1,15 @@
-//! `ski intercom`'s `check_diff` through its MCP tool, against a workspace that holds symbolic
-//! links out of it: an approved harmless-looking relative path (`notes.md`, `docs/readme.md`)
-//! that leads outside through a link, dangling or not, is refused and nothing outside changes.
+//! `ski intercom`'s workspace files through its MCP tools, against a workspace that holds
+//! symbolic links out of it and FIFOs: an approved harmless-looking relative path (`notes.md`,
+//! `docs/readme.md`) that leads outside through a link, dangling or not, is refused by
+//! `check_diff` and nothing outside changes; `auto_check` reads no policy through a link out of
+//! the workspace and does not block on a FIFO in its place.
 
 mod intercom_support;
 
 use std::os::unix::fs::symlink;
 use std::path::Path;
+
+use nix::sys::stat::Mode;
 
 use intercom_support::*;
 use rmcp::RoleClient;
@@ -102,5 +106,55 @@ async fn approved_paths_that_leave_the_workspace_through_links_are_not_written()
     assert!(!error, "{answer}");
     assert_eq!(answer["files_written"], json!(["src/ok.rs"]));
     assert_eq!(text(&workspace.join("src/ok.rs")), "changed\n");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_auto_approve_policy_is_read_only_inside_the_workspace_and_never_blocks() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let base = dir.path().canonicalize().expect("canonical");
+    let policy_dir = base.join("ws-myproj/.intercom");
+    std::fs::create_dir_all(&policy_dir).expect("workspace");
+    let config = write_config(&base, &slack, "");
+    let server = Server::start(&config, &[]).await;
+    let client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
+    let auto_check = || async {
+        // A guard for a read that blocks (the defect), not a timing assertion.
+        let (answer, error) = tokio::time::timeout(
+            WAIT,
+            call(&client, "auto_check", json!({"tool_name": "read_file"})),
+        )
+        .await
+        .expect("auto_check answers");
+        assert!(!error, "{answer}");
+        answer["auto_approved"].clone()
+    };
+
+    // A policy that approves everything, outside the workspace, linked in.
+    std::fs::write(
+        base.join("everything.json"),
+        r#"{"auto_approve": {"tools": ["*"]}}"#,
+    )
+    .expect("outside policy");
+    symlink(
+        base.join("everything.json"),
+        policy_dir.join("settings.json"),
+    )
+    .expect("link");
+    assert_eq!(
+        auto_check().await,
+        json!(false),
+        "a policy linked in from outside"
+    );
+
+    std::fs::remove_file(policy_dir.join("settings.json")).expect("unlink");
+    nix::unistd::mkfifo(
+        &policy_dir.join("settings.json"),
+        Mode::from_bits_truncate(0o600),
+    )
+    .expect("mkfifo");
+    assert_eq!(auto_check().await, json!(false), "a FIFO as the policy");
+    server.wait_log("auto-approve policy unusable").await;
     server.stop().await;
 }

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::storage::inside_root::{InsideRootError, Root, read_regular};
+
 /// Where the policy lives under a workspace root.
 pub const POLICY_FILE: &str = ".intercom/settings.json";
 /// A larger policy file is refused rather than read.
@@ -61,28 +63,37 @@ pub fn policy_path(root: &Path) -> PathBuf {
     root.join(POLICY_FILE)
 }
 
-/// Reads the policy under `root`; no file is an empty policy.
+/// Reads the policy under `root`; no file is an empty policy. The file is resolved inside the
+/// workspace by `storage::inside_root` (a link out of it is refused) and must be a regular file
+/// of at most [`MAX_POLICY_BYTES`], read without blocking (a FIFO or device is refused).
 pub fn load(root: &Path) -> Result<AutoApprove, PolicyError> {
     let path = policy_path(root);
     let shown = || path.display().to_string();
-    let size = match std::fs::metadata(&path) {
-        Ok(metadata) => metadata.len(),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(AutoApprove::default());
-        }
-        Err(error) => {
-            return Err(PolicyError::Read {
-                path: shown(),
-                message: error.to_string(),
-            });
-        }
-    };
-    if size > MAX_POLICY_BYTES {
-        return Err(PolicyError::TooLarge { path: shown() });
-    }
-    let text = std::fs::read_to_string(&path).map_err(|error| PolicyError::Read {
+    let unreadable = |error: InsideRootError| PolicyError::Read {
         path: shown(),
         message: error.to_string(),
+    };
+    let resolved = Root::new(root).and_then(|root| root.resolve(Path::new(POLICY_FILE)));
+    let file = match resolved.and_then(|resolved| resolved.existing_file()) {
+        Ok(file) => file,
+        Err(InsideRootError::NotFound { .. }) => return Ok(AutoApprove::default()),
+        Err(InsideRootError::Root { source, .. })
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
+            return Ok(AutoApprove::default());
+        }
+        Err(error) => return Err(unreadable(error)),
+    };
+    let bytes = match read_regular(&file, MAX_POLICY_BYTES) {
+        Ok(bytes) => bytes,
+        Err(InsideRootError::TooLarge { .. }) => {
+            return Err(PolicyError::TooLarge { path: shown() });
+        }
+        Err(error) => return Err(unreadable(error)),
+    };
+    let text = String::from_utf8(bytes).map_err(|_| PolicyError::Read {
+        path: shown(),
+        message: "not valid UTF-8".to_owned(),
     })?;
     let policy = serde_json::from_str::<Settings>(&text)
         .map(|settings| settings.auto_approve)
