@@ -187,8 +187,8 @@ pub struct OfferArgs {
     /// Offer fs/read_text_file and fs/write_text_file, inside --fs-root directories
     #[arg(long)]
     fs: bool,
-    /// A directory the agent may read and write below (with --fs); repeat for more
-    /// [default: the session's cwd]
+    /// A directory the agent may read and write below (with --fs; links out of it, FIFOs and
+    /// devices are refused); repeat for more [default: the session's cwd]
     #[arg(long, value_name = "DIR")]
     fs_root: Vec<PathBuf>,
     /// Offer terminal/* (the agent may run commands on this machine)
