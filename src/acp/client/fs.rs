@@ -7,6 +7,8 @@
 //!   link that leaves it (dangling or not) are `-32602`, so nothing outside is read or created.
 //! - `line` is 1-based (`0` is `-32602`) and `limit` counts lines; a `line` past the end gives
 //!   empty content. Line terminators are kept as they are in the file.
+//! - A read answers at most [`MAX_READ_BYTES`] (the selected lines; lines before `line` are read
+//!   through, not kept), more is `-32603` asking for fewer lines.
 //! - Reading a missing file is `-32002`; a file that cannot be read (a directory, a FIFO or
 //!   device, no permission, not UTF-8) is `-32603`. A FIFO is refused without opening it
 //!   blocking.
@@ -14,11 +16,16 @@
 //!   directory, a path that is a directory, a FIFO or device, no permission) is `-32603`. A
 //!   final link is never followed by the write.
 
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
 
 use crate::acp::{ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest};
+use crate::jsonrpc::DEFAULT_MAX_LINE_BYTES;
 use crate::jsonrpc::RpcError;
-use crate::storage::inside_root::{InsideRootError, Resolved, Root, read_regular, write_regular};
+use crate::storage::inside_root::{
+    InsideRootError, Resolved, Root, open_regular_for_read, write_regular,
+};
 
 /// Where the agent may read and write, and which of the two it may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -72,12 +79,26 @@ impl FsService {
             let resolved = service.resolve(&request.path)?;
             let bytes = resolved
                 .existing_file()
-                .and_then(|path| read_regular(&path, u64::MAX))
+                .and_then(|path| open_regular_for_read(&path))
+                .and_then(|file| {
+                    read_lines(file, request.line, request.limit, MAX_READ_BYTES).map_err(
+                        |source| InsideRootError::Io {
+                            path: request.path.clone().into(),
+                            source,
+                        },
+                    )
+                })
                 .map_err(|error| read_failure(&request.path, &error))?;
-            let text = String::from_utf8(bytes).map_err(|_| {
+            let Some(bytes) = bytes else {
+                return Err(RpcError::internal_error(format!(
+                    "the selected lines of {} are larger than {MAX_READ_BYTES} bytes; read fewer \
+                     lines at a time",
+                    request.path
+                )));
+            };
+            String::from_utf8(bytes).map_err(|_| {
                 RpcError::internal_error(format!("{} is not valid utf-8 text", request.path))
-            })?;
-            Ok(select_lines(&text, request.line, request.limit))
+            })
         })
         .await?;
         Ok(ReadTextFileResponse {
@@ -145,14 +166,61 @@ fn read_failure(raw: &str, error: &InsideRootError) -> RpcError {
     }
 }
 
-/// The lines `line..line+limit` (1-based) of `text`, terminators kept.
-fn select_lines(text: &str, line: Option<u32>, limit: Option<u32>) -> String {
-    if line.is_none() && limit.is_none() {
-        return text.to_owned();
+/// The most bytes one read answers with: more could not be sent in one message of the default
+/// limit anyway. Lines skipped on the way to `line` are not kept, so a part of a larger file can
+/// be read.
+pub const MAX_READ_BYTES: u64 = DEFAULT_MAX_LINE_BYTES as u64;
+
+/// The lines `line..line+limit` (1-based) of `file`, terminators kept; `None` when they come to
+/// more than `max_bytes`. Skipped lines are read through, never held.
+fn read_lines(
+    file: File,
+    line: Option<u32>,
+    limit: Option<u32>,
+    max_bytes: u64,
+) -> io::Result<Option<Vec<u8>>> {
+    let mut reader = BufReader::new(file);
+    for _ in 1..line.unwrap_or(1) {
+        if !skip_line(&mut reader)? {
+            return Ok(Some(Vec::new()));
+        }
     }
-    let skip = line.map_or(0, |line| line.saturating_sub(1) as usize);
-    let take = limit.map_or(usize::MAX, |limit| limit as usize);
-    text.split_inclusive('\n').skip(skip).take(take).collect()
+    let mut selected = Vec::new();
+    let mut lines_left = limit.map_or(u64::MAX, u64::from);
+    while lines_left > 0 {
+        let budget = max_bytes + 1 - selected.len() as u64;
+        let read = (&mut reader)
+            .take(budget)
+            .read_until(b'\n', &mut selected)?;
+        if selected.len() as u64 > max_bytes {
+            return Ok(None);
+        }
+        if read == 0 {
+            break;
+        }
+        lines_left -= 1;
+    }
+    Ok(Some(selected))
+}
+
+/// Reads past the next line terminator without keeping anything; `false` at the end of the file.
+fn skip_line(reader: &mut impl BufRead) -> io::Result<bool> {
+    loop {
+        let buffered = reader.fill_buf()?;
+        if buffered.is_empty() {
+            return Ok(false);
+        }
+        match buffered.iter().position(|byte| *byte == b'\n') {
+            Some(end) => {
+                reader.consume(end + 1);
+                return Ok(true);
+            }
+            None => {
+                let length = buffered.len();
+                reader.consume(length);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -177,15 +245,41 @@ mod tests {
         serde_json::from_value(json!({"sessionId": "s", "path": path, "content": content})).unwrap()
     }
 
+    /// `read_lines` over a real file holding `text`, as text.
+    fn lines_of(text: &str, line: Option<u32>, limit: Option<u32>, max: u64) -> Option<String> {
+        let mut file = tempfile::tempfile().unwrap();
+        std::io::Write::write_all(&mut file, text.as_bytes()).unwrap();
+        std::io::Seek::rewind(&mut file).unwrap();
+        read_lines(file, line, limit, max)
+            .unwrap()
+            .map(|bytes| String::from_utf8(bytes).unwrap())
+    }
+
     #[test]
     fn lines_are_one_based_and_keep_terminators() {
         let text = "one\ntwo\r\nthree\nfour\nfive";
-        assert_eq!(select_lines(text, None, None), text);
-        assert_eq!(select_lines(text, Some(2), Some(2)), "two\r\nthree\n");
-        assert_eq!(select_lines(text, Some(5), None), "five");
-        assert_eq!(select_lines(text, Some(9), Some(1)), "");
-        assert_eq!(select_lines(text, None, Some(1)), "one\n");
-        assert_eq!(select_lines(text, Some(1), Some(0)), "");
+        let select = |line, limit| lines_of(text, line, limit, 1024).unwrap();
+        assert_eq!(select(None, None), text);
+        assert_eq!(select(Some(2), Some(2)), "two\r\nthree\n");
+        assert_eq!(select(Some(5), None), "five");
+        assert_eq!(select(Some(9), Some(1)), "");
+        assert_eq!(select(None, Some(1)), "one\n");
+        assert_eq!(select(Some(1), Some(0)), "");
+    }
+
+    #[test]
+    fn a_read_is_bounded_by_what_it_selects_not_by_what_it_skips() {
+        let long = format!("{}\nshort\n", "x".repeat(100));
+        assert_eq!(
+            lines_of(&long, Some(2), Some(1), 10).as_deref(),
+            Some("short\n")
+        );
+        assert_eq!(lines_of(&long, None, None, 10), None);
+        assert_eq!(lines_of(&long, Some(1), Some(1), 10), None);
+        assert_eq!(
+            lines_of("0123456789", None, None, 10).as_deref(),
+            Some("0123456789")
+        );
     }
 
     #[tokio::test]
