@@ -1,6 +1,8 @@
 //! What `ski aof` must never lose or duplicate: a task whose `task.created` event cannot be written
-//! is not created (a retry does not make a second task), and one batch line that is not UTF-8 is
-//! refused on its own while the lines after it are still answered.
+//! is not created (a retry does not make a second task); a transition whose `task.transitioned`
+//! event cannot be written, or whose move into the new status directory fails, does not happen
+//! (readers keep seeing the old status, and a retry makes one transition with one event); and one
+//! batch line that is not UTF-8 is refused on its own while the lines after it are still answered.
 
 mod aof_support;
 
@@ -10,6 +12,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use aof_support::{NOW, events, ski};
+use rstest::rstest;
 use serde_json::{Value, json};
 use ski_mocks::testing::tree;
 
@@ -32,6 +35,69 @@ fn create(data: &Path, now: &str, extra: &[&str]) -> std::process::Output {
         .stdin(Stdio::null())
         .output()
         .expect("ski aof task create runs")
+}
+
+/// `ski aof <args>` in `data` at `now`, with `stdin`.
+fn aof(data: &Path, now: &str, args: &[&str], stdin: &str) -> std::process::Output {
+    let data = data.to_str().expect("utf-8 path");
+    let mut child = ski()
+        .arg("aof")
+        .args(args)
+        .args(["--data-dir", data, "--now", now])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("ski aof runs");
+    let mut input = child.stdin.take().expect("stdin");
+    input.write_all(stdin.as_bytes()).expect("stdin is written");
+    drop(input);
+    child.wait_with_output().expect("ski aof ends")
+}
+
+/// The status `ski aof task show` reports for `id`.
+fn shown_status(data: &Path, id: &str) -> Value {
+    let shown = aof(data, NOW, &["task", "show", id], "");
+    assert!(shown.status.success(), "{shown:?}");
+    let task: Value = serde_json::from_slice(&shown.stdout).expect("JSON");
+    task["status"].clone()
+}
+
+/// Task, from and to of every `task.transitioned` event.
+fn transitions(data: &Path) -> Vec<(Value, Value, Value)> {
+    events(data)
+        .into_iter()
+        .filter(|event| event["type"] == "task.transitioned")
+        .map(|event| {
+            let payload = &event["payload"];
+            (
+                event["taskId"].clone(),
+                payload["from"].clone(),
+                payload["to"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// The day before [`NOW`]: set-up happens then, so that only [`NOW`]'s event file is broken.
+const DAY_BEFORE: &str = "2026-02-08T10:00:00.000Z";
+const TASK: &str = "TASK-2026-02-08-001";
+
+/// A data dir with one task of [`DAY_BEFORE`] in `status`.
+fn one_task(status: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let data = dir.path().join("data");
+    let created = create(&data, DAY_BEFORE, &["--status", status]);
+    assert!(created.status.success(), "{created:?}");
+    (dir, data)
+}
+
+/// Makes [`NOW`]'s event file impossible to write (a directory where it belongs, a failure that
+/// holds for root too); returns its path, to be removed again.
+fn break_the_event_log(data: &Path) -> std::path::PathBuf {
+    let day_file = data.join("events/2026-02-09.jsonl");
+    fs::create_dir(&day_file).expect("a directory where the event file belongs");
+    day_file
 }
 
 /// The files under `data/tasks`, temp files included.
@@ -134,4 +200,120 @@ fn a_batch_line_that_is_not_utf8_is_refused_and_the_next_lines_are_answered() {
         "{answers:#?}"
     );
     assert_eq!(answers[2]["stdout"], answers[0]["stdout"]);
+}
+
+#[test]
+fn a_transition_whose_event_cannot_be_written_does_not_happen_and_a_retry_makes_exactly_one() {
+    let (_dir, data) = one_task("backlog");
+    let before = task_tree(&data);
+    let day_file = break_the_event_log(&data);
+
+    let failed = aof(&data, NOW, &["task", "transition", TASK, "ready"], "");
+    assert_eq!(
+        failed.status.code(),
+        Some(5),
+        "the failed event log is an internal failure: {failed:?}"
+    );
+    assert_eq!(
+        task_tree(&data),
+        before,
+        "the transition happened without its task.transitioned event"
+    );
+    assert_eq!(shown_status(&data, TASK), "backlog");
+
+    fs::remove_dir(&day_file).expect("the event log is writable again");
+    let retried = aof(&data, NOW, &["task", "transition", TASK, "ready"], "");
+    assert!(retried.status.success(), "{retried:?}");
+    assert_eq!(shown_status(&data, TASK), "ready");
+    assert_eq!(
+        transitions(&data),
+        [(json!(TASK), json!("backlog"), json!("ready"))],
+        "one transition, one event"
+    );
+}
+
+#[test]
+fn a_session_end_whose_event_cannot_be_written_applies_nothing_and_a_retry_applies_it_once() {
+    // session-end applies a run result through the router's completion steps with no event
+    // before them, so the transition's own event is the first write that fails.
+    let (_dir, data) = one_task("in-progress");
+    let result = json!({
+        "taskId": TASK, "agentId": "swe-backend", "completedAt": DAY_BEFORE,
+        "outcome": "partial", "summaryRef": "outputs/summary.md",
+        "handoffRef": "outputs/handoff.md", "tests": { "total": 1, "passed": 1, "failed": 0 },
+        "blockers": [], "notes": "half of it",
+    });
+    let written = aof(
+        &data,
+        DAY_BEFORE,
+        &["run", "result", "--task", TASK],
+        &result.to_string(),
+    );
+    assert!(written.status.success(), "{written:?}");
+    let before = task_tree(&data);
+    let day_file = break_the_event_log(&data);
+
+    let failed = aof(&data, NOW, &["session-end"], "");
+    assert_eq!(failed.status.code(), Some(5), "{failed:?}");
+    assert_eq!(
+        task_tree(&data),
+        before,
+        "the completion's transition happened without its event"
+    );
+    assert_eq!(shown_status(&data, TASK), "in-progress");
+
+    fs::remove_dir(&day_file).expect("the event log is writable again");
+    let retried = aof(&data, NOW, &["session-end"], "");
+    assert!(retried.status.success(), "{retried:?}");
+    assert_eq!(shown_status(&data, TASK), "review");
+    assert_eq!(
+        transitions(&data),
+        [(json!(TASK), json!("in-progress"), json!("review"))],
+        "one transition, one event"
+    );
+}
+
+#[rstest]
+#[case::the_file_cannot_move("TASK-2026-02-08-001.md")]
+#[case::the_companion_directory_cannot_move("TASK-2026-02-08-001")]
+fn a_transition_whose_move_fails_is_reported_as_not_done_and_readers_agree(#[case] name: &str) {
+    let (_dir, data) = one_task("backlog");
+    // A directory that is not empty stands in the way of the move into ready/ (a failure that
+    // holds for root too).
+    let obstacle = data.join("tasks/ready").join(name);
+    fs::create_dir(&obstacle).expect("an obstacle in ready/");
+    fs::write(obstacle.join("stray"), "").expect("the obstacle is not empty");
+
+    let failed = aof(&data, NOW, &["task", "transition", TASK, "ready"], "");
+    assert_eq!(failed.status.code(), Some(5), "{failed:?}");
+    assert_eq!(
+        shown_status(&data, TASK),
+        "backlog",
+        "the transition was reported as failed, but readers see it done"
+    );
+    let listed = aof(&data, NOW, &["task", "list"], "");
+    let listed: Value = serde_json::from_slice(&listed.stdout).expect("JSON");
+    assert_eq!(listed["tasks"][0]["status"], "backlog", "{listed}");
+    assert_eq!(
+        transitions(&data),
+        [],
+        "an event of a transition that failed"
+    );
+    assert!(
+        data.join("tasks/backlog")
+            .join(TASK)
+            .join("inputs")
+            .is_dir(),
+        "the companion directory stays with the task"
+    );
+
+    fs::remove_dir_all(&obstacle).expect("the obstacle is removed");
+    let retried = aof(&data, NOW, &["task", "transition", TASK, "ready"], "");
+    assert!(retried.status.success(), "{retried:?}");
+    assert_eq!(shown_status(&data, TASK), "ready");
+    assert_eq!(
+        transitions(&data),
+        [(json!(TASK), json!("backlog"), json!("ready"))],
+        "one transition, one event"
+    );
 }

@@ -9,10 +9,13 @@
 //! Failures are injected between and during steps, each with the model's "nothing or all"
 //! expectation: the store opened again (nothing changes, stale temp files are swept); a
 //! half-written temp file of a writer that died (nothing changes: no listing shows it, the next
-//! open removes it); a transition that died after rewriting the file in place, or after renaming
-//! it but before moving its companion directory (all: every reader sees the new status, and the
-//! next locked load finishes the move); a transition whose rename fails (the error is reported,
-//! and the transition rolls forward like the crash after the rewrite).
+//! open removes it); a transition that died before its last rename, after moving the file into
+//! the new status directory, then its companion directory, then staging the new content, then
+//! writing its event (nothing: every reader sees the old status, the next locked load moves the
+//! file and the directory back, the next open removes the staged file; only the event, when it
+//! was written, stays); a transition whose move fails (the error is reported and nothing
+//! changes); a completion whose event log cannot be written (the error is reported and nothing
+//! changes).
 //!
 //! 64 cases of up to 64 steps, or `PROPTEST_CASES`.
 
@@ -76,21 +79,37 @@ enum Op {
         status: TaskStatus,
         length: usize,
     },
-    /// A transition died after rewriting the file in place.
-    CrashAfterRewrite {
+    /// A transition died before its last rename, after `stage` of its steps (see
+    /// [`CrashStage`]).
+    CrashMidTransition {
         task: u8,
         to: u8,
+        stage: CrashStage,
     },
-    /// A transition died after renaming the file, before moving the companion directory.
-    CrashAfterRename {
-        task: u8,
-        to: u8,
-    },
-    /// A transition whose rename fails: a directory stands where the file goes.
+    /// A transition whose move fails: a directory stands where the file goes.
     ObstructedRename {
         task: u8,
         to: u8,
     },
+    /// A completion whose events cannot be written: the event log's lock cannot be taken.
+    UnrecordedResolve {
+        task: u8,
+        outcome: Outcome,
+        review_required: bool,
+    },
+}
+
+/// How far a killed transition got: the steps before its last rename, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum CrashStage {
+    /// The file, still with its old status, was moved into the new status directory.
+    FileMoved,
+    /// The companion directory followed it.
+    CompanionMoved,
+    /// The new content was staged under a temp name there.
+    Staged,
+    /// The `task.transitioned` event was written.
+    Recorded,
 }
 
 /// What a step returned.
@@ -119,6 +138,7 @@ fn error_code(error: &StoreError) -> &'static str {
 fn aof_error_code(error: &AofError) -> &'static str {
     match error {
         AofError::Store(error) => error_code(error),
+        AofError::Events(_) => "events",
         _ => "other",
     }
 }
@@ -330,25 +350,63 @@ impl Model {
         }
     }
 
-    /// The state a crash leaves: the new content written, the file in `file_in`, the companion
-    /// in `companion_in`. Only a settled task with an allowed move is crashed; `None` otherwise.
+    /// A completion whose first step's event cannot be written: nothing changes, and the error
+    /// is reported when there was a step to take.
+    fn unrecorded_resolve(
+        &mut self,
+        task: &TaskId,
+        outcome: Outcome,
+        review_required: bool,
+    ) -> Answer {
+        let Some(entry) = self.load(task) else {
+            return Answer::Missing;
+        };
+        let from = entry.task.status();
+        let would_move = outcome_steps(from, outcome, review_required)
+            .into_iter()
+            .any(|to| to != from && allowed(from, to));
+        if would_move {
+            Answer::Error("events")
+        } else {
+            Answer::Applied(Vec::new())
+        }
+    }
+
+    /// The state a transition to `to` killed at `stage` leaves: the content unchanged, the file
+    /// (and from [`CrashStage::CompanionMoved`] on the companion) in `to`'s directory, from
+    /// [`CrashStage::Staged`] on the temp file `staged` there, and at [`CrashStage::Recorded`]
+    /// the event. Only a settled task with an allowed move is crashed; returns its status, or
+    /// `None`.
     fn crash(
         &mut self,
         task: &TaskId,
         to: TaskStatus,
-        now: Timestamp,
-        file_moved: bool,
-    ) -> Option<(Task, TaskStatus)> {
+        stage: CrashStage,
+        staged: &str,
+    ) -> Option<TaskStatus> {
         let entry = self.entry(task)?;
         let from = entry.task.status();
         if !entry.settled() || !allowed(from, to) {
             return None;
         }
-        moved(&mut entry.task, to, now);
-        if file_moved {
-            entry.file_in = to;
+        entry.file_in = to;
+        if stage >= CrashStage::CompanionMoved {
+            entry.companion_in = to;
         }
-        Some((entry.task.clone(), from))
+        if stage >= CrashStage::Staged {
+            self.temps.push((to, staged.to_owned()));
+        }
+        if stage >= CrashStage::Recorded {
+            let event_id = self.events.len() as u64 + 1;
+            self.events.push((
+                event_id,
+                kind::TASK_TRANSITIONED.to_owned(),
+                task.to_string(),
+                json!(from),
+                json!(to),
+            ));
+        }
+        Some(from)
     }
 
     fn state(&self) -> State {
@@ -519,6 +577,13 @@ impl Real {
         }
     }
 
+    /// A locked load, as every writer starts: puts back what a killed transition left.
+    fn settle(&self, task: &TaskId) {
+        let store = &self.data.store;
+        let _lock = store.lock(task).expect("lock");
+        store.load(task).expect("load");
+    }
+
     fn read(&self, task: &TaskId) -> Answer {
         match self.data.store.read(task) {
             Ok(Some(task)) => Answer::Task(Box::new(task)),
@@ -604,42 +669,76 @@ fn step(model: &mut Model, real: &mut Real, op: &Op, index: usize) -> (Answer, A
             model.temps.push((*status, name));
             (Answer::Done, Answer::Done)
         }
-        Op::CrashAfterRewrite { task, to } | Op::CrashAfterRename { task, to } => {
+        Op::CrashMidTransition { task, to, stage } => {
             let task = model.task_ref(*task);
-            let to = &model.target(&task, *to);
-            let file_moved = matches!(op, Op::CrashAfterRename { .. });
-            if let Some((content, from)) = model.crash(&task, *to, now, file_moved) {
-                let store = &real.data.store;
-                let old = store.file_path(from, &task);
-                fs::write(&old, content.render().expect("render")).expect("rewrite in place");
-                if file_moved {
-                    fs::rename(&old, store.file_path(*to, &task)).expect("rename");
+            let to = model.target(&task, *to);
+            let staged = format!(".tmp-{task}.md.{DEAD_PID}.{index}");
+            if let Some(from) = model.crash(&task, to, *stage, &staged) {
+                let data = &real.data;
+                let store = &data.store;
+                fs::rename(store.file_path(from, &task), store.file_path(to, &task))
+                    .expect("move the file");
+                let mut moved = store.read(&task).expect("read").expect("the moved task");
+                if *stage >= CrashStage::CompanionMoved {
+                    let companion = store.companion_dir(&moved);
+                    moved.frontmatter.status = to;
+                    fs::rename(companion, store.companion_dir(&moved)).expect("move the companion");
+                }
+                if *stage >= CrashStage::Staged {
+                    moved.frontmatter.status = to;
+                    let text = moved.render().expect("render");
+                    fs::write(real.tasks_dir().join(to.as_str()).join(&staged), text)
+                        .expect("stage the new content");
+                }
+                if *stage >= CrashStage::Recorded {
+                    Journal::new(&data.events, now)
+                        .emit(
+                            kind::TASK_TRANSITIONED,
+                            ACTOR,
+                            Some(&task),
+                            json!({ "from": from, "to": to, "reason": "model" }),
+                        )
+                        .expect("record the event");
                 }
             }
             (Answer::Done, Answer::Done)
         }
         Op::ObstructedRename { task, to } => {
             let task = model.task_ref(*task);
-            let to = &model.target(&task, *to);
-            let settled_and_allowed = model
-                .entry(&task)
-                .is_some_and(|e| e.settled() && allowed(e.task.status(), *to));
-            if !settled_and_allowed {
+            let to = model.target(&task, *to);
+            real.settle(&task);
+            let would_move = model
+                .load(&task)
+                .is_some_and(|e| allowed(e.task.status(), to));
+            if !would_move {
                 return (
-                    real.transition(&task, *to, now),
-                    model.transition(&task, *to, now),
+                    real.transition(&task, to, now),
+                    model.transition(&task, to, now),
                 );
             }
-            let obstacle = real.data.store.file_path(*to, &task);
+            let obstacle = real.data.store.file_path(to, &task);
             fs::create_dir(&obstacle).expect("a directory where the file goes");
-            let got = real.transition(&task, *to, now);
+            let got = real.transition(&task, to, now);
             fs::remove_dir(&obstacle).expect("remove the obstacle");
-            // The file was rewritten in place before the rename failed: the next load rolls the
-            // transition forward.
-            model
-                .crash(&task, *to, now, false)
-                .expect("settled and allowed");
+            // Nothing moved: the error is what readers see.
             (got, Answer::Error("io"))
+        }
+        Op::UnrecordedResolve {
+            task,
+            outcome,
+            review_required,
+        } => {
+            let task = model.task_ref(*task);
+            let lock = real.dir.path().join("events/.lock");
+            fs::create_dir_all(real.dir.path().join("events")).expect("events dir");
+            let _ = fs::remove_file(&lock);
+            fs::create_dir(&lock).expect("a directory where the event log's lock goes");
+            let got = real.resolve(&task, *outcome, *review_required, now);
+            fs::remove_dir(&lock).expect("the event log can be locked again");
+            (
+                got,
+                model.unrecorded_resolve(&task, *outcome, *review_required),
+            )
         }
     }
 }
@@ -657,6 +756,15 @@ fn outcome() -> impl Strategy<Value = Outcome> {
     ])
 }
 
+fn crash_stage() -> impl Strategy<Value = CrashStage> {
+    prop::sample::select(vec![
+        CrashStage::FileMoved,
+        CrashStage::CompanionMoved,
+        CrashStage::Staged,
+        CrashStage::Recorded,
+    ])
+}
+
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
         4 => (prop::option::weighted(0.3, 1..=FIXED_IDS), status(), any::<bool>())
@@ -667,9 +775,11 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<u8>().prop_map(|task| Op::Read { task }),
         1 => Just(Op::Reopen),
         1 => (status(), 0usize..400).prop_map(|(status, length)| Op::StaleTemp { status, length }),
-        1 => (any::<u8>(), any::<u8>()).prop_map(|(task, to)| Op::CrashAfterRewrite { task, to }),
-        1 => (any::<u8>(), any::<u8>()).prop_map(|(task, to)| Op::CrashAfterRename { task, to }),
+        2 => (any::<u8>(), any::<u8>(), crash_stage())
+            .prop_map(|(task, to, stage)| Op::CrashMidTransition { task, to, stage }),
         1 => (any::<u8>(), any::<u8>()).prop_map(|(task, to)| Op::ObstructedRename { task, to }),
+        1 => (any::<u8>(), outcome(), any::<bool>())
+            .prop_map(|(task, outcome, review_required)| Op::UnrecordedResolve { task, outcome, review_required }),
     ]
 }
 

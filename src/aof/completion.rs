@@ -62,7 +62,10 @@ pub struct AppliedTransition {
 }
 
 /// Moves a task through `steps`, logging `task.transitioned` for each one that happens; steps
-/// equal to the current status or forbidden by the table are skipped. Call under the task's lock.
+/// equal to the current status or forbidden by the table are skipped. Each step happens only
+/// together with its event ([`super::store::TaskStore::transition_recorded`]): when one fails, the
+/// steps before it stay done with their events and the task is in the status the last of them
+/// reached. Call under the task's lock.
 pub fn apply_steps(
     data: &DataDir,
     journal: &mut Journal<'_>,
@@ -78,13 +81,14 @@ pub fn apply_steps(
         if from == to || !is_valid_transition(from, to) {
             continue;
         }
-        data.store.transition(task, to, now)?;
-        journal.emit(
-            kind::TASK_TRANSITIONED,
-            actor,
-            Some(task.id()),
-            json!({ "from": from, "to": to, "reason": reason }),
-        )?;
+        data.store.transition_recorded(task, to, now, |task| {
+            journal.emit(
+                kind::TASK_TRANSITIONED,
+                actor,
+                Some(task.id()),
+                json!({ "from": from, "to": to, "reason": reason }),
+            )
+        })?;
         applied.push(AppliedTransition {
             from,
             to,

@@ -429,13 +429,14 @@ impl<'c> Router<'c> {
                 &blockers,
             );
             task.append_work_log(&line, now);
-            self.data.store.save(task)?;
-            journal.emit(
-                kind::TASK_UPDATED,
-                actor,
-                Some(task.id()),
-                json!({ "workLog": line }),
-            )?;
+            self.data.store.save_recorded(task, |task| {
+                journal.emit(
+                    kind::TASK_UPDATED,
+                    actor,
+                    Some(task.id()),
+                    json!({ "workLog": line }),
+                )
+            })?;
         }
         Ok(Verdict::Done(applied))
     }
@@ -482,28 +483,31 @@ impl<'c> Router<'c> {
             .metadata
             .insert("delegationDepth".into(), json!(parent_depth + 1));
         child.frontmatter.updated_at = now;
-        self.data.store.save(child)?;
-        let companion = self.data.store.companion_dir(child);
-        let (json_path, md_path) = write_artifacts(&companion, payload)?;
         let relative = |path: &Path| {
             path.strip_prefix(&self.data.root)
                 .unwrap_or(path)
                 .display()
                 .to_string()
         };
-        journal.emit(
-            kind::DELEGATION_REQUESTED,
-            &envelope.from_agent,
-            Some(child.id()),
-            json!({
-                "parentTaskId": payload.parent_task_id,
-                "fromAgent": payload.from_agent,
-                "toAgent": payload.to_agent,
-                "delegationDepth": parent_depth + 1,
-                "handoffJson": relative(&json_path),
-                "handoffMd": relative(&md_path),
-            }),
-        )?;
+        // The depth is saved only with the event; the artifacts come first, so the event never
+        // names files that are not there (a failed event leaves them, and a retry rewrites them).
+        self.data.store.save_recorded(child, |child| {
+            let companion = self.data.store.companion_dir(child);
+            let (json_path, md_path) = write_artifacts(&companion, payload)?;
+            journal.emit(
+                kind::DELEGATION_REQUESTED,
+                &envelope.from_agent,
+                Some(child.id()),
+                json!({
+                    "parentTaskId": payload.parent_task_id,
+                    "fromAgent": payload.from_agent,
+                    "toAgent": payload.to_agent,
+                    "delegationDepth": parent_depth + 1,
+                    "handoffJson": relative(&json_path),
+                    "handoffMd": relative(&md_path),
+                }),
+            )
+        })?;
         Ok(Verdict::Done(Vec::new()))
     }
 

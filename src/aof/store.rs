@@ -1,13 +1,18 @@
 //! The filesystem task store: `tasks/<status>/<id>.md` plus a companion directory
 //! `tasks/<status>/<id>/{inputs,work,outputs,subtasks}/` that moves with the file.
 //!
-//! Every write is atomic ([`crate::storage::atomic_file`]). A transition first rewrites the file in
-//! place with its new status, then renames it into the new status directory, then moves the
-//! companion directory. If a process dies between those steps, the next locked [`TaskStore::load`] finds the
-//! file's status and directory disagree and finishes the move, so a task is never lost or doubled.
+//! Every write is atomic ([`crate::storage::atomic_file`]), and every change happens only together
+//! with the caller's event (the `*_recorded` methods): the new file is staged under a temp name
+//! readers skip, the event is written, and only then does one rename in one directory publish the
+//! change. When anything before that rename fails, the store is left as it was and the error is
+//! returned; once the rename happened, the change is done and reported so.
+//!
+//! A transition first moves the file (still with its old status) and the companion directory into
+//! the new status directory, stages the new content there, records the event and then renames the
+//! staged file over the moved one. Until then every reader sees the old status. A file's own
+//! status says where it belongs: if a process dies in between, the next locked [`TaskStore::load`]
+//! moves the file and its companion directory back, so a task is never lost or doubled.
 //! Callers serialise work on one task with [`TaskStore::lock`], which holds across processes.
-//! A create publishes the task file only after the caller's event is written
-//! ([`TaskStore::create_recorded`]), so a task never exists without its `task.created` event.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -23,7 +28,8 @@ use super::task::{
 use super::task_id::TaskId;
 use super::timestamp::Timestamp;
 use crate::storage::atomic_file::{
-    TEMP_PREFIX, create_dir_durable, is_temp_name, rename_durable, sweep_stale_temps, write_atomic,
+    TEMP_PREFIX, create_dir_durable, is_temp_name, rename_durable, sweep_stale_temps, sync_dir,
+    write_atomic,
 };
 use crate::storage::file_lock::FileLock;
 
@@ -82,6 +88,36 @@ fn io_at(path: &Path) -> impl FnOnce(io::Error) -> StoreError + '_ {
     move |source| StoreError::Io {
         path: path.to_owned(),
         source,
+    }
+}
+
+/// Publishes a staged file at `path` with one rename in one directory. The rename is the point
+/// where the operation happens: once it succeeded the operation is done and is reported so, and
+/// the directory's fsync after it is best effort (its failure cannot undo what readers already see).
+fn publish(staged: &Path, path: &Path) -> io::Result<()> {
+    fs::rename(staged, path)?;
+    if let Some(dir) = path.parent() {
+        let _ = sync_dir(dir);
+    }
+    Ok(())
+}
+
+/// Refuses to move a task file to `path` when anything is there already (a rename would replace
+/// a file silently, or fail half-way on a directory).
+fn refuse_occupied(path: &Path) -> Result<(), StoreError> {
+    match fs::symlink_metadata(path) {
+        Ok(_) => Err(StoreError::Io {
+            path: path.to_owned(),
+            source: io::Error::new(
+                io::ErrorKind::AlreadyExists,
+                "something else is where the task file goes",
+            ),
+        }),
+        Err(error) if error.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(source) => Err(StoreError::Io {
+            path: path.to_owned(),
+            source,
+        }),
     }
 }
 
@@ -209,7 +245,8 @@ impl TaskStore {
         Self::read_file(path).map(Some)
     }
 
-    /// Reads a task under its lock, finishing any move a crash interrupted.
+    /// Reads a task under its lock, putting its file and companion directory where the file's
+    /// status says they belong when a process died in the middle of a transition.
     pub fn load(&self, id: &TaskId) -> Result<Option<Task>, StoreError> {
         let found = self.locate(id);
         let Some((dir_status, path)) = found.into_iter().next() else {
@@ -245,12 +282,28 @@ impl TaskStore {
 
     /// Rewrites a task in its status directory; call with the task's lock held.
     pub fn save(&self, task: &Task) -> Result<(), StoreError> {
+        self.save_recorded(task, |_| Ok::<(), StoreError>(()))
+    }
+
+    /// Rewrites a task only if `record` (the caller's event) succeeds: the new content is staged
+    /// under a temp name, `record` runs, and only then is it renamed over the file. When `record`
+    /// fails the file is as it was. Call with the task's lock held.
+    pub fn save_recorded<E: From<StoreError>>(
+        &self,
+        task: &Task,
+        record: impl FnOnce(&Task) -> Result<(), E>,
+    ) -> Result<(), E> {
         let path = self.file_path(task.status(), task.id());
-        let text = task.render().map_err(|source| StoreError::Render {
-            id: task.id().clone(),
-            source,
-        })?;
-        write_atomic(&path, text.as_bytes()).map_err(io_at(&path))
+        let staged = self.staged_path(task.status(), task.id());
+        write_atomic(&staged, self.render(task)?.as_bytes()).map_err(io_at(&path))?;
+        if let Err(error) = record(task) {
+            let _ = fs::remove_file(&staged);
+            return Err(error);
+        }
+        publish(&staged, &path).map_err(|source| {
+            let _ = fs::remove_file(&staged);
+            StoreError::Io { path, source }.into()
+        })
     }
 
     /// Moves a task to `to` (table-checked); call with the task's lock held.
@@ -260,17 +313,39 @@ impl TaskStore {
         to: TaskStatus,
         now: Timestamp,
     ) -> Result<(), StoreError> {
+        self.transition_recorded(task, to, now, |_| Ok::<(), StoreError>(()))
+    }
+
+    /// Moves a task to `to` (table-checked) only if `record` (the caller's `task.transitioned`
+    /// event, given the moved task) succeeds; call with the task's lock held.
+    ///
+    /// The file, still saying the old status, and the companion directory are renamed into `to`'s
+    /// directory, the new content is staged there under a temp name, `record` runs, and only then
+    /// is the staged file renamed over the moved one. Readers see the old status until that last
+    /// rename. When a move, the staging or `record` fails, the moves are undone, `task` is left
+    /// as it was and the error is returned; if undoing fails too, the file's old status still
+    /// holds and the next [`TaskStore::load`] moves it back. A process killed before the last
+    /// rename leaves the task in its old status (its file and directory are moved back by the
+    /// next load, the temp file is swept by the next [`TaskStore::open`]) and, if it was killed
+    /// after `record`, an event of a transition that did not happen.
+    pub fn transition_recorded<E: From<StoreError>>(
+        &self,
+        task: &mut Task,
+        to: TaskStatus,
+        now: Timestamp,
+        record: impl FnOnce(&Task) -> Result<(), E>,
+    ) -> Result<(), E> {
         let from = task.status();
         if !is_valid_transition(from, to) {
             return Err(StoreError::InvalidTransition {
                 id: task.id().clone(),
                 from,
                 to,
-            });
+            }
+            .into());
         }
-        let old_dir = self.companion_dir(task);
-        let old_file = self.file_path(from, task.id());
-        let front = &mut task.frontmatter;
+        let mut moved = task.clone();
+        let front = &mut moved.frontmatter;
         front.status = to;
         front.updated_at = now;
         front.last_transition_at = now;
@@ -280,18 +355,58 @@ impl TaskStore {
         ) {
             front.lease = None;
         }
-        let text = task.render().map_err(|source| StoreError::Render {
+        let text = self.render(&moved)?;
+        let new_file = self.file_path(to, moved.id());
+        let staged = self.staged_path(to, moved.id());
+        let mut undo = Vec::new();
+        let prepared = (|| {
+            let old_file = self.file_path(from, task.id());
+            refuse_occupied(&new_file)?;
+            rename_durable(&old_file, &new_file).map_err(io_at(&new_file))?;
+            undo.push((new_file.clone(), old_file));
+            let old_dir = self.companion_dir(task);
+            if old_dir.is_dir() {
+                let new_dir = self.companion_dir(&moved);
+                rename_durable(&old_dir, &new_dir).map_err(io_at(&new_dir))?;
+                undo.push((new_dir, old_dir));
+            }
+            write_atomic(&staged, text.as_bytes()).map_err(io_at(&new_file))
+        })();
+        let recorded = prepared.map_err(E::from).and_then(|()| record(&moved));
+        let published = recorded.and_then(|()| {
+            publish(&staged, &new_file).map_err(|source| {
+                StoreError::Io {
+                    path: new_file.clone(),
+                    source,
+                }
+                .into()
+            })
+        });
+        if let Err(error) = published {
+            let _ = fs::remove_file(&staged);
+            for (moved_to, moved_from) in undo.into_iter().rev() {
+                let _ = rename_durable(&moved_to, &moved_from);
+            }
+            return Err(error);
+        }
+        *task = moved;
+        Ok(())
+    }
+
+    fn render(&self, task: &Task) -> Result<String, StoreError> {
+        task.render().map_err(|source| StoreError::Render {
             id: task.id().clone(),
             source,
-        })?;
-        write_atomic(&old_file, text.as_bytes()).map_err(io_at(&old_file))?;
-        let new_file = self.file_path(to, task.id());
-        rename_durable(&old_file, &new_file).map_err(io_at(&new_file))?;
-        if old_dir.is_dir() {
-            let new_dir = self.companion_dir(task);
-            rename_durable(&old_dir, &new_dir).map_err(io_at(&new_dir))?;
-        }
-        Ok(())
+        })
+    }
+
+    /// Where a new content of a task's file is staged: a temp name in its status directory,
+    /// which readers skip and [`TaskStore::open`] sweeps once this process is gone.
+    fn staged_path(&self, status: TaskStatus, id: &TaskId) -> PathBuf {
+        self.tasks_dir.join(status.as_str()).join(format!(
+            "{TEMP_PREFIX}{id}.md.{}.staged",
+            std::process::id()
+        ))
     }
 
     /// Creates a task and its companion directories.
@@ -346,15 +461,9 @@ impl TaskStore {
             body,
         };
         let _task_lock = self.lock(&id)?;
-        let text = task.render().map_err(|source| StoreError::Render {
-            id: id.clone(),
-            source,
-        })?;
+        let text = self.render(&task)?;
         let path = self.file_path(task.status(), &id);
-        let staged = self.tasks_dir.join(task.status().as_str()).join(format!(
-            "{TEMP_PREFIX}{id}.md.{}.staged",
-            std::process::id()
-        ));
+        let staged = self.staged_path(task.status(), &id);
         let companion = self.companion_dir(&task);
         let made_companion = !companion.exists();
         let staging = (|| {
@@ -365,7 +474,16 @@ impl TaskStore {
             write_atomic(&staged, text.as_bytes()).map_err(io_at(&path))
         })();
         let recorded = staging.map_err(E::from).and_then(|()| record(&task));
-        if let Err(error) = recorded {
+        let published = recorded.and_then(|()| {
+            publish(&staged, &path).map_err(|source| {
+                StoreError::Io {
+                    path: path.clone(),
+                    source,
+                }
+                .into()
+            })
+        });
+        if let Err(error) = published {
             let _ = fs::remove_file(&staged);
             if made_companion {
                 for sub in COMPANION_DIRS {
@@ -375,7 +493,6 @@ impl TaskStore {
             }
             return Err(error);
         }
-        rename_durable(&staged, &path).map_err(io_at(&path))?;
         Ok(task)
     }
 
@@ -481,8 +598,9 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = TaskStore::open(dir.path()).expect("open");
         let mut task = store.create(NewTask::new("a"), now()).expect("create");
-        // The state after the in-place rewrite, before the rename: the file in backlog/ already
-        // says ready, and the companion directory is still in backlog/.
+        // A file whose status disagrees with its directory (what a transition killed after an
+        // in-place rewrite left in older versions): the file in backlog/ already says ready, and
+        // the companion directory is still in backlog/. The file's status wins.
         task.frontmatter.status = TaskStatus::Ready;
         let old = store.file_path(TaskStatus::Backlog, task.id());
         std::fs::write(&old, task.render().expect("render")).expect("write");

@@ -196,17 +196,17 @@ pub(super) fn task(io: &mut Io<'_>, command: TaskCommand) -> CommandResult {
                 .map_err(|e| failure(e.into()))?
                 .ok_or_else(|| CommandError::invalid_input(anyhow!("task {id} not found")))?;
             let from = task.status();
-            data.store
-                .transition(&mut task, to, now)
-                .map_err(|e| failure(e.into()))?;
+            // The task moves only once its event is written (`TaskStore::transition_recorded`).
             let mut journal = Journal::new(&data.events, now);
-            journal
-                .emit(
-                    kind::TASK_TRANSITIONED,
-                    &args.actor,
-                    Some(&id),
-                    json!({ "from": from, "to": to, "reason": args.reason }),
-                )
+            data.store
+                .transition_recorded(&mut task, to, now, |_| {
+                    journal.emit(
+                        kind::TASK_TRANSITIONED,
+                        &args.actor,
+                        Some(&id),
+                        json!({ "from": from, "to": to, "reason": args.reason }),
+                    )
+                })
                 .map_err(failure)?;
             print_json(io, &task_json(&data, &task))
         }
