@@ -1,7 +1,8 @@
-//! What `ski teams` must never lose or refuse: messages stay in the inbox until their JSON has
-//! reached the reader (a closed stdout, or a reader killed while it writes, loses none); an empty
-//! `ledger.db` is a damaged ledger, not a new one; reads work on a read-only root; and one team's
-//! broken `config.json` does not hide the other teams from `team list`.
+//! What `ski teams` must never lose, refuse or duplicate: messages stay in the inbox until their
+//! JSON has reached the reader (a closed stdout, or a reader killed while it writes, loses none);
+//! a broadcast that cannot reach one recipient reaches nobody, so a retry delivers each copy once;
+//! an empty `ledger.db` is a damaged ledger, not a new one; reads work on a read-only root; and one
+//! team's broken `config.json` does not hide the other teams from `team list`.
 
 mod teams_support;
 
@@ -335,4 +336,130 @@ fn a_message_sent_after_a_torn_line_is_delivered_whole() {
     assert_eq!(contents, ["0", "after"], "{read}");
     let bad = fs::read_to_string(inbox.join("messages.jsonl.bad")).expect("quarantine");
     assert_eq!(bad, "{\"id\":\"torn-by-a-kill\",\"ty\n");
+}
+
+/// The members of the broadcast tests; `agent:c:main`'s inbox comes last, both in the order the
+/// members joined and in the order of the inbox directories.
+const MEMBERS: [&str; 3] = ["agent:a:main", "agent:b:main", "agent:c:main"];
+
+/// How the last recipient's inbox fails.
+#[derive(Debug, Clone, Copy)]
+enum Obstacle {
+    /// Its lock cannot be taken: a directory stands where the lock file belongs.
+    BrokenLock,
+    /// It is full.
+    FullInbox,
+    /// Its write fails after the others were written: the inbox is 4 MiB (sparse) and the sender
+    /// runs with a 4 MiB file size limit, SIGXFSZ ignored, so that write gets EFBIG.
+    FailedWrite,
+}
+
+const LIMITED_BYTES: u64 = 4 * 1024 * 1024;
+
+/// The contents of `key`'s messages in team `t`, read with `--keep`.
+fn contents_of(root: &Root, key: &str) -> Vec<String> {
+    let value = root.ok(key, &["inbox", "read", "t", "--keep"]);
+    value["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .filter_map(|m| Some(m["content"].as_str()?.to_owned()))
+        .collect()
+}
+
+/// `command` run through `sh` with a file size limit of `bytes` (a multiple of 512) and SIGXFSZ
+/// ignored, in its own process group.
+fn with_file_size_limit(command: &Command, bytes: u64) -> Command {
+    let mut limited = Command::new("sh");
+    limited
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f \"$0\"; exec \"$@\"")
+        .arg((bytes / 512).to_string())
+        .arg(command.get_program())
+        .args(command.get_args())
+        .process_group(0);
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => limited.env(key, value),
+            None => limited.env_remove(key),
+        };
+    }
+    limited
+}
+
+#[rstest]
+#[case::broken_lock(Obstacle::BrokenLock)]
+#[case::full_inbox(Obstacle::FullInbox)]
+#[case::failed_write(Obstacle::FailedWrite)]
+fn a_broadcast_that_cannot_reach_one_recipient_reaches_nobody_and_a_retry_delivers_once(
+    #[case] obstacle: Obstacle,
+) {
+    let root = Root::new();
+    root.team_with("t", &MEMBERS.map(str::to_owned));
+    let last = root.root.join("t/inbox/agent_c_main");
+    fs::create_dir_all(&last).expect("the last recipient's inbox");
+    let messages = last.join("messages.jsonl");
+    let broadcast = [
+        "message",
+        "send",
+        "t",
+        "--broadcast",
+        "--content",
+        "to everyone",
+    ];
+    let failed = match obstacle {
+        Obstacle::BrokenLock => {
+            fs::create_dir(last.join(".lock")).expect("a directory where the lock belongs");
+            root.output(LEAD, &broadcast)
+        }
+        Obstacle::FullInbox => {
+            fs::File::create(&messages)
+                .and_then(|file| file.set_len(ski::teams::mailbox::MAX_INBOX_BYTES))
+                .expect("a full inbox");
+            root.output(LEAD, &broadcast)
+        }
+        Obstacle::FailedWrite => {
+            fs::File::create(&messages)
+                .and_then(|file| file.set_len(LIMITED_BYTES))
+                .expect("an inbox at the size limit");
+            with_file_size_limit(&root.command(LEAD, &broadcast), LIMITED_BYTES)
+                .stdin(Stdio::null())
+                .output()
+                .expect("run ski teams with a file size limit")
+        }
+    };
+    let refusal: Value = serde_json::from_slice(&failed.stdout).unwrap_or_else(|_| {
+        panic!("{obstacle:?}: no JSON: {failed:?}");
+    });
+    assert_ne!(failed.status.code(), Some(0), "{obstacle:?}: {refusal}");
+    assert_eq!(refusal["ok"], false, "{obstacle:?}: {refusal}");
+    for key in &MEMBERS[..2] {
+        assert_eq!(
+            contents_of(&root, key),
+            Vec::<String>::new(),
+            "{obstacle:?}: the broadcast failed ({}), but {key} got a copy",
+            refusal["error"]["code"]
+        );
+    }
+    match obstacle {
+        Obstacle::BrokenLock => fs::remove_dir(last.join(".lock")).expect("the lock is free"),
+        Obstacle::FullInbox => fs::remove_file(&messages).expect("the inbox is empty again"),
+        Obstacle::FailedWrite => {
+            assert_eq!(
+                fs::metadata(&messages).expect("the inbox").len(),
+                LIMITED_BYTES,
+                "the failed write left bytes behind"
+            );
+            fs::remove_file(&messages).expect("the inbox is empty again");
+        }
+    }
+
+    root.ok(LEAD, &broadcast);
+    for key in MEMBERS {
+        assert_eq!(
+            contents_of(&root, key),
+            ["to everyone"],
+            "{obstacle:?}: {key} after the retry"
+        );
+    }
 }

@@ -7,8 +7,9 @@
 //!
 //! Failures are injected between and during steps, each with the model's "nothing or all"
 //! expectation: the ledger dropped and reopened (nothing changes); a write while another
-//! connection holds the write lock, with no busy budget (`busy`, nothing changes); a direct send or
-//! a read whose inbox lock cannot be taken (`storage`, nothing sent, nothing drained); a line torn
+//! connection holds the write lock, with no busy budget (`busy`, nothing changes); a direct send, a
+//! broadcast or a read one of whose inbox locks cannot be taken (`storage`, nothing sent to anyone,
+//! nothing drained); a line torn
 //! at the end of an inbox, as a sender killed in the middle of its write leaves it (no whole
 //! message, sent before or after, is lost).
 //!
@@ -122,10 +123,12 @@ enum Op {
     Reopen,
     /// The write meets a write lock another connection holds, with no busy budget.
     Locked(Write),
-    /// A direct send whose recipient's inbox lock cannot be taken.
+    /// A send while the inbox lock of `broken` cannot be taken: a direct send to `to`, which is
+    /// `broken`, or a broadcast (`to` is `None`).
     SendLockBroken {
         caller: usize,
-        to: usize,
+        to: Option<usize>,
+        broken: usize,
     },
     /// A read whose inbox lock cannot be taken.
     ReadLockBroken {
@@ -1045,14 +1048,24 @@ fn step(model: &mut Model, real: &mut Real, op: &Op, now: i64) -> (Answer, Answe
             held.rollback().expect("release the write lock");
             (got, refuse("busy"))
         }
-        Op::SendLockBroken { caller, to } => {
-            let (caller, to) = (KEYS[*caller], KEYS[*to]);
-            let expected = match model.send(caller, Some(to)) {
-                Ok(_) => refuse("storage"),
-                refused => refused,
-            };
-            let _broken = BrokenLock::new(&real.inbox(to));
-            (real.send(caller, Some(to), &content).0, expected)
+        Op::SendLockBroken { caller, to, broken } => {
+            let (caller, to, broken) = (KEYS[*caller], to.map(|t| KEYS[t]), KEYS[*broken]);
+            let broken_inbox = inbox_key(broken).expect("valid key");
+            let expected = model.send(caller, to);
+            let reaches_broken = matches!(&expected, Ok(Outcome::Sent(recipients))
+            if recipients.iter().any(|r| {
+                model.member(r).is_some_and(|m| m.inbox_key == broken_inbox)
+            }));
+            let _broken = BrokenLock::new(&real.inbox(broken));
+            let (got, id) = real.send(caller, to, &content);
+            if reaches_broken {
+                // All or nothing: not one recipient gets a copy.
+                return (got, refuse("storage"));
+            }
+            if let (Some(id), Ok(Outcome::Sent(recipients))) = (id, &expected) {
+                model.deliver(&id, caller, to.is_none(), &content, recipients);
+            }
+            (got, expected)
         }
         Op::ReadLockBroken { caller, keep } => {
             let caller = KEYS[*caller];
@@ -1127,7 +1140,10 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (caller(), any::<bool>()).prop_map(|(caller, keep)| Op::Read { caller, keep }),
         1 => Just(Op::Reopen),
         1 => write().prop_map(Op::Locked),
-        1 => (caller(), 0..KEYS.len()).prop_map(|(caller, to)| Op::SendLockBroken { caller, to }),
+        1 => (caller(), 0..KEYS.len())
+            .prop_map(|(caller, to)| Op::SendLockBroken { caller, to: Some(to), broken: to }),
+        1 => (caller(), 0..KEYS.len())
+            .prop_map(|(caller, broken)| Op::SendLockBroken { caller, to: None, broken }),
         1 => (caller(), any::<bool>()).prop_map(|(caller, keep)| Op::ReadLockBroken { caller, keep }),
         1 => (0..KEYS.len()).prop_map(|key| Op::TornTail { key }),
     ]

@@ -3,7 +3,9 @@
 //! Appends take an exclusive lock (`flock` on `inbox/<key>/.lock`, E-TEAM-10). An append is one
 //! `write(2)` of the whole line on a file opened with `O_APPEND`, so a line is whole or absent;
 //! one that follows a line a killed writer left unfinished starts on a new line, so no whole
-//! message is lost to it. A drain ([`take`], then [`Taken::remove`]) reads under that lock, hands
+//! message is lost to it. Messages to several inboxes (a broadcast) are appended all or none
+//! ([`append_all`]): every inbox is locked, in the order of their paths, and checked before the
+//! first write, and a write that fails takes back the ones before it. A drain ([`take`], then [`Taken::remove`]) reads under that lock, hands
 //! the messages over, and only once they were delivered removes exactly the lines it read, again
 //! under the lock: a message sent meanwhile stays for the next drain, and a reader that dies or
 //! cannot deliver (a closed stdout) removes nothing. Drains of one inbox are serialised by a
@@ -11,7 +13,7 @@
 //! moved to `messages.jsonl.bad` by the drain that read it and never blocks the inbox. A read that
 //! keeps the messages ([`peek`]) writes and creates nothing.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::fs::{self, DirBuilder, OpenOptions};
 use std::io::{ErrorKind, Read, Seek, SeekFrom, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -118,37 +120,95 @@ fn lock(dir: &Path) -> TeamsResult<FileLock> {
 
 /// Appends one message to the inbox in `dir` (created when missing) as one write of one line.
 pub fn append(dir: &Path, message: &Message) -> TeamsResult<()> {
-    let mut line = serde_json::to_vec(message)
-        .map_err(|e| TeamsError::InvalidArgument(format!("message cannot be encoded: {e}")))?;
-    line.push(b'\n');
-    DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(|e| TeamsError::storage(format!("creating inbox {}", dir.display()), e))?;
-    let _guard = lock(dir)?;
-    let path = dir.join(MESSAGES_FILE);
-    let mut file = OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .mode(0o600)
-        .open(&path)
-        .map_err(|e| TeamsError::storage(format!("opening {}", path.display()), e))?;
-    let size = file
-        .metadata()
-        .map_err(|e| TeamsError::storage(format!("reading {}", path.display()), e))?
-        .len();
-    if size + line.len() as u64 > MAX_INBOX_BYTES {
-        return Err(TeamsError::InboxFull(message.to.clone()));
+    append_all(&[(dir, message)])
+}
+
+/// Appends each message to its inbox (created when missing), all or none. Every inbox is locked
+/// first, in the order of their paths so that two senders never wait for each other, then opened
+/// and checked against [`MAX_INBOX_BYTES`]; only then is each written, one write per inbox. When a
+/// write fails, the inboxes written before it, and the failed one, are cut back to their sizes
+/// before the write, under the locks still held, so no reader ever sees a copy of a message that
+/// was refused. A sender killed between two writes leaves the copies written so far.
+pub fn append_all(deliveries: &[(&Path, &Message)]) -> TeamsResult<()> {
+    let mut by_inbox: BTreeMap<&Path, (Vec<u8>, &str)> = BTreeMap::new();
+    for (dir, message) in deliveries {
+        let line = serde_json::to_vec(message)
+            .map_err(|e| TeamsError::InvalidArgument(format!("message cannot be encoded: {e}")))?;
+        let (lines, _) = by_inbox.entry(dir).or_insert((Vec::new(), &message.to));
+        lines.extend_from_slice(&line);
+        lines.push(b'\n');
     }
-    if !ends_a_line(&mut file, size)
-        .map_err(|e| TeamsError::storage(format!("reading {}", path.display()), e))?
-    {
-        line.insert(0, b'\n');
+    let mut ready = Vec::with_capacity(by_inbox.len());
+    for (dir, (lines, recipient)) in by_inbox {
+        ready.push(Pending::open(dir, lines, recipient)?);
     }
-    file.write_all(&line)
-        .map_err(|e| TeamsError::storage(format!("appending to {}", path.display()), e))
+    for written in 0..ready.len() {
+        if let Err(error) = ready[written].write() {
+            for pending in &ready[..=written] {
+                pending.take_back();
+            }
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// One inbox locked, opened and checked, with the bytes an append will write to it.
+struct Pending {
+    path: PathBuf,
+    file: fs::File,
+    size_before: u64,
+    bytes: Vec<u8>,
+    _guard: FileLock,
+}
+
+impl Pending {
+    /// Locks the inbox in `dir` (created when missing) and opens its file; refuses `lines` when
+    /// they would take it past [`MAX_INBOX_BYTES`].
+    fn open(dir: &Path, mut lines: Vec<u8>, recipient: &str) -> TeamsResult<Self> {
+        DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(|e| TeamsError::storage(format!("creating inbox {}", dir.display()), e))?;
+        let guard = lock(dir)?;
+        let path = dir.join(MESSAGES_FILE);
+        let reading = |e| TeamsError::storage(format!("reading {}", path.display()), e);
+        let mut file = OpenOptions::new()
+            .create(true)
+            .read(true)
+            .append(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(|e| TeamsError::storage(format!("opening {}", path.display()), e))?;
+        let size_before = file.metadata().map_err(reading)?.len();
+        if size_before + lines.len() as u64 > MAX_INBOX_BYTES {
+            return Err(TeamsError::InboxFull(recipient.to_owned()));
+        }
+        if !ends_a_line(&mut file, size_before).map_err(reading)? {
+            lines.insert(0, b'\n');
+        }
+        Ok(Self {
+            path,
+            file,
+            size_before,
+            bytes: lines,
+            _guard: guard,
+        })
+    }
+
+    /// Appends the lines with one write.
+    fn write(&mut self) -> TeamsResult<()> {
+        self.file
+            .write_all(&self.bytes)
+            .map_err(|e| TeamsError::storage(format!("appending to {}", self.path.display()), e))
+    }
+
+    /// Cuts the file back to its size before [`Pending::write`]; best effort, the write's error
+    /// is what the sender reports.
+    fn take_back(&self) {
+        let _ = self.file.set_len(self.size_before);
+    }
 }
 
 /// Whether a file of `size` bytes is empty or ends with a newline.

@@ -688,24 +688,30 @@ impl OpenTeam {
         };
         let id = uuid::Uuid::new_v4().to_string();
         let now = self.now();
-        for recipient in &recipients {
-            let message = Message {
-                id: id.clone(),
-                kind,
-                from: caller.to_owned(),
-                to: recipient.session_key.clone(),
-                content: outgoing.content.clone(),
-                summary: outgoing.summary.clone(),
-                timestamp: now,
-                request_id: outgoing.request_id.clone(),
-                approve: outgoing.approve,
-                reason: outgoing.reason.clone(),
-            };
-            mailbox::append(
-                &mailbox::inbox_dir(&self.dir, &recipient.inbox_key),
-                &message,
-            )?;
-        }
+        let copies: Vec<(PathBuf, Message)> = recipients
+            .iter()
+            .map(|recipient| {
+                let message = Message {
+                    id: id.clone(),
+                    kind,
+                    from: caller.to_owned(),
+                    to: recipient.session_key.clone(),
+                    content: outgoing.content.clone(),
+                    summary: outgoing.summary.clone(),
+                    timestamp: now,
+                    request_id: outgoing.request_id.clone(),
+                    approve: outgoing.approve,
+                    reason: outgoing.reason.clone(),
+                };
+                (mailbox::inbox_dir(&self.dir, &recipient.inbox_key), message)
+            })
+            .collect();
+        // Every copy or none: a broadcast that cannot reach one recipient reaches nobody.
+        let deliveries: Vec<(&Path, &Message)> = copies
+            .iter()
+            .map(|(dir, message)| (dir.as_path(), message))
+            .collect();
+        mailbox::append_all(&deliveries)?;
         let keys: Vec<&str> = recipients.iter().map(|m| m.session_key.as_str()).collect();
         Ok(json!({ "messageId": id, "type": kind.as_str(), "recipients": keys }))
     }
