@@ -20,10 +20,14 @@
 //!   starting only after every request read before it was polled once; a request read after a
 //!   notification may start before that notification's handler has run.
 //! - Inbound notifications are handled one at a time in arrival order on a separate task, fed by
-//!   an unbounded queue (the read loop never waits for them; a slow notification handler lets the
-//!   queue grow). By default a response is handed to its caller only after the notifications that
-//!   arrived before it were handled, so a client sees every `session/update` before the prompt's
-//!   result; a caller inside a notification handler does not wait, which avoids a deadlock.
+//!   a queue: while [`MAX_QUEUED_NOTIFICATIONS`] wait to be handled the read loop reads nothing
+//!   more (backpressure), so a slow notification handler slows the remote down instead of
+//!   growing this process's memory. Only while a notification handler waits for the answer to a
+//!   request of its own does the read loop read on (the answer is behind the notifications the
+//!   remote sent first; stopping there would deadlock). By default a response is handed to its
+//!   caller only after the notifications that arrived before it were handled, so a client sees
+//!   every `session/update` before the prompt's result; a caller inside a notification handler
+//!   does not wait, which avoids a deadlock.
 //! - Every write goes through a bounded send gate (a FIFO semaphore): at most
 //!   `max_in_flight_sends` messages are queued or being written. While the gate is full the read
 //!   loop reads nothing more (backpressure): a remote that writes without reading what it is
@@ -88,6 +92,11 @@ pub const CANCEL_REQUEST_METHOD: &str = "$/cancel_request";
 
 /// The default bound of the send gate.
 pub const DEFAULT_MAX_IN_FLIGHT_SENDS: usize = 64;
+
+/// The most notifications read and waiting to be handled: beyond, the read loop takes in no
+/// further message until a handler finishes (unless a notification handler waits for an answer
+/// from the remote).
+pub const MAX_QUEUED_NOTIFICATIONS: usize = 256;
 
 /// How long `close()` lets queued messages drain before it abandons a blocked write.
 pub const DEFAULT_CLOSE_GRACE: Duration = Duration::from_secs(2);
@@ -414,6 +423,7 @@ impl PeerBuilder {
             input_done: CancellationToken::new(),
             writer_done: CancellationToken::new(),
             notifications_handled: handled,
+            handler_calls: watch::channel(0).0,
             inbound_running: watch::channel(0).0,
             counters: Counters::default(),
         });
@@ -530,10 +540,7 @@ impl Peer {
         });
         let expires_at = deadline.as_ref().map(|deadline| deadline.at);
         let rx = shared.pending.insert(id.clone(), deadline)?;
-        let guard = PendingGuard {
-            shared: shared.clone(),
-            id: id.clone(),
-        };
+        let guard = PendingGuard::new(shared, &id);
         // The caller waits for the response, not for the flush: a failed write completes the
         // pending entry with its error instead (one wake-up less per round trip).
         shared.enqueue(bytes, false, permit, WriteDone::Request(id.clone()))?;
@@ -741,15 +748,36 @@ impl Future for ResponseFuture {
     }
 }
 
-/// Removes a pending request when its caller stops waiting for any reason.
+/// Removes a pending request when its caller stops waiting for any reason; counts it among the
+/// requests of notification handlers while it waits, if one sent it.
 struct PendingGuard {
     shared: Arc<Shared>,
     id: RequestId,
+    from_notification_handler: bool,
+}
+
+impl PendingGuard {
+    fn new(shared: &Arc<Shared>, id: &RequestId) -> Self {
+        let from_notification_handler = driver::in_notification_handler();
+        if from_notification_handler {
+            shared.handler_calls.send_modify(|calls| *calls += 1);
+        }
+        Self {
+            shared: shared.clone(),
+            id: id.clone(),
+            from_notification_handler,
+        }
+    }
 }
 
 impl Drop for PendingGuard {
     fn drop(&mut self) {
         self.shared.pending.remove(&self.id);
+        if self.from_notification_handler {
+            self.shared
+                .handler_calls
+                .send_modify(|calls| *calls = calls.saturating_sub(1));
+        }
     }
 }
 
@@ -834,6 +862,9 @@ struct Shared {
     input_done: CancellationToken,
     writer_done: CancellationToken,
     notifications_handled: watch::Sender<u64>,
+    /// Requests sent from notification handlers and waiting for their answer: while any does,
+    /// the read loop reads on past [`MAX_QUEUED_NOTIFICATIONS`].
+    handler_calls: watch::Sender<usize>,
     /// How many inbound handlers run; mirrors `inbound.entries.len()`.
     inbound_running: watch::Sender<usize>,
     counters: Counters,

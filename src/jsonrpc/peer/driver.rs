@@ -13,6 +13,14 @@
 //! update to a channel) costs no task switch; one still pending goes on to the notification
 //! task, which finishes it before any later notification. Notifications thus still run one at a
 //! time, in arrival order.
+//!
+//! Bounds: the read loop takes in no further message (responses and `$/cancel_request` included)
+//! while the send gate is full, nor while [`MAX_QUEUED_NOTIFICATIONS`] notifications it read
+//! wait to be handled: a handler that waits, say for a slow consumer of what it hands on, thus
+//! stops the reading, and a remote that floods notifications fills its own pipe or socket. The
+//! one exception: while a notification handler waits for the answer to a request it sent the
+//! remote, the read loop reads on, since that answer is behind what the remote sent before it;
+//! otherwise the handler and the read loop would wait for each other.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Weak};
@@ -26,7 +34,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::handler::{BoxFuture, CallFlags, NotificationContext, RequestContext};
 use super::pending::Delivery;
-use super::{CANCEL_REQUEST_METHOD, CallError, Peer, SendError, Shared, WriteCommand, WriteDone};
+use super::{
+    CANCEL_REQUEST_METHOD, CallError, MAX_QUEUED_NOTIFICATIONS, Peer, SendError, Shared,
+    WriteCommand, WriteDone,
+};
 use crate::jsonrpc::error::RpcError;
 use crate::jsonrpc::framing::FrameError;
 use crate::jsonrpc::id::RequestId;
@@ -62,11 +73,13 @@ pub(super) async fn read_loop(
     let shared = peer.shared.clone();
     let mut notifications_seen: u64 = 0;
     loop {
+        let seen = notifications_seen;
         let item = tokio::select! {
             biased;
             () = shared.closing.cancelled() => break,
             item = async {
                 writer_has_room(&shared).await;
+                notifications_have_room(&shared, seen).await;
                 input.next().await
             } => item,
         };
@@ -171,6 +184,37 @@ async fn writer_has_room(shared: &Shared) {
     if shared.gate.available_permits() == 0 {
         // The permit goes back at once; an error means the gate closed with the peer.
         let _ = shared.gate.acquire().await;
+    }
+}
+
+/// Waits until fewer than [`MAX_QUEUED_NOTIFICATIONS`] of the `seen` notifications wait to be
+/// handled, or a notification handler waits for an answer from the remote (which only reading
+/// on brings). A remote that floods notifications faster than they are handled thus fills its
+/// own pipe or socket instead of this process's memory.
+async fn notifications_have_room(shared: &Shared, seen: u64) {
+    let has_room = |handled: u64, handler_calls: usize| {
+        seen.saturating_sub(handled) < MAX_QUEUED_NOTIFICATIONS as u64 || handler_calls > 0
+    };
+    if has_room(
+        *shared.notifications_handled.borrow(),
+        *shared.handler_calls.borrow(),
+    ) {
+        return;
+    }
+    let mut handled = shared.notifications_handled.subscribe();
+    let mut handler_calls = shared.handler_calls.subscribe();
+    while !has_room(
+        *handled.borrow_and_update(),
+        *handler_calls.borrow_and_update(),
+    ) {
+        let changed = tokio::select! {
+            changed = handled.changed() => changed,
+            changed = handler_calls.changed() => changed,
+        };
+        // The senders live in `shared`, as long as the read loop: this does not happen.
+        if changed.is_err() {
+            return;
+        }
     }
 }
 
@@ -567,3 +611,6 @@ fn report_write(done: WriteDone, failure: Option<&std::io::Error>, shared: Optio
 fn abandoned() -> std::io::Error {
     std::io::Error::other("close abandoned a blocked write")
 }
+
+#[cfg(test)]
+mod tests;
