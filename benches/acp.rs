@@ -328,11 +328,28 @@ async fn measure_ours(client: &Client) -> Result<Figures> {
         }
     }
     figures.round_trip_updates = chunks;
+    // The flood's updates are taken while it runs, as a client must: a follower that takes
+    // none makes the client stop reading the agent once its hand-off is full.
     let start = Instant::now();
-    client
-        .prompt(&prompt(Some(json!({"ski": {"floodChunks": FLOOD}}))))
-        .await?;
-    figures.flood_updates = count(&mut updates);
+    let flood_request = prompt(Some(json!({"ski": {"floodChunks": FLOOD}})));
+    let flood = client.prompt(&flood_request);
+    tokio::pin!(flood);
+    let mut flood_updates = 0;
+    loop {
+        tokio::select! {
+            biased;
+            result = &mut flood => {
+                result?;
+                break;
+            }
+            Some(notification) = updates.next() => {
+                if let SessionUpdate::AgentMessageChunk(_) = notification.update {
+                    flood_updates += 1;
+                }
+            }
+        }
+    }
+    figures.flood_updates = flood_updates + count(&mut updates);
     figures.flood_ns = elapsed_ns(start);
     Ok(figures)
 }

@@ -575,9 +575,10 @@ fn build_peer(config: &ClientConfig, services: &Arc<Services>, transport: Transp
         builder = builder.observer(move |event: &WireEvent<'_>| observer.observe(event));
     }
     let router = services.router.clone();
+    // Pending only while the session's follower has no room: the peer then stops reading.
     builder = builder.on_notification(methods::SESSION_UPDATE, move |_cx, params| {
-        router.receive(params);
-        std::future::ready(())
+        let router = router.clone();
+        async move { router.receive(params).await }
     });
     let permissions = services.permissions.clone();
     builder =

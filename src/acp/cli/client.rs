@@ -7,10 +7,10 @@
 //! session update (the payload is the whole update re-encoded; unknown kinds are skipped),
 //! `{"sessionId","stopReason","type":"prompt_result"}` after each turn and
 //! `{"sessionId","type":"session_stop"}` for `stop`. Diagnostics and the agent's own stderr go to
-//! stderr. Exit codes: 0 ok, 2 invalid input, 3 configuration, 4 the agent or the connection
-//! failed, 5 internal error.
+//! stderr. Output nobody reads stops the client: past its bounded queues it reads no more from
+//! the agent, whose writes then block; nothing is dropped. Exit codes: 0 ok, 2 invalid input,
+//! 3 configuration, 4 the agent or the connection failed, 5 internal error.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -19,6 +19,7 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
+use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -30,6 +31,7 @@ use crate::acp::{
     NewSessionRequest, PROTOCOL_VERSION, PromptRequest, SessionNotification, SessionUpdate,
     StopReason,
 };
+use crate::cli::output;
 use crate::exit::{CommandError, CommandResult};
 use crate::jsonrpc::{CallError, ErrorCode, Transport};
 use crate::storage::inside_root::Root;
@@ -622,11 +624,18 @@ impl Printer {
         }
     }
 
+    /// Prints `text`; a closed stdout (a pipe whose reader left) ends the output quietly. A
+    /// stdout nobody reads blocks the write, outside the runtime's workers so the connection's
+    /// tasks go on meanwhile; the turn stops taking updates, and the client's bounded update
+    /// hand-off stops reading the agent.
     fn write(text: &str) {
-        let mut stdout = std::io::stdout().lock();
-        // A closed stdout (a pipe whose reader left) is not worth failing the turn for.
-        let _ = stdout.write_all(text.as_bytes());
-        let _ = stdout.flush();
+        let print = || output::text(text);
+        match Handle::try_current() {
+            Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(print);
+            }
+            _ => print(),
+        }
     }
 
     fn line(value: &Value) {

@@ -5,6 +5,15 @@
 //! delivers the buffered updates first, in arrival order. Buffers are bounded: past
 //! [`UPDATE_BUFFER_LIMIT`] updates the oldest is dropped, and past [`BUFFERED_SESSION_LIMIT`]
 //! unfollowed sessions the one that was updated longest ago is forgotten.
+//!
+//! A follower gets its updates on a channel of [`UPDATE_BUFFER_LIMIT`] updates, and nothing is
+//! dropped: while that many wait for the follower to take them, routing waits for room. The
+//! `session/update` handler is then pending, and once
+//! [`MAX_QUEUED_NOTIFICATIONS`](crate::jsonrpc::peer::MAX_QUEUED_NOTIFICATIONS) notifications
+//! queue behind it the connection reads no more from the agent: a follower that cannot keep up
+//! (a printer whose output nobody reads) slows the agent down instead of growing this process's
+//! memory. A follower must thus take updates while a prompt runs, since the prompt's result is
+//! delivered only after its updates were handed on.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +34,7 @@ pub const BUFFERED_SESSION_LIMIT: usize = 256;
 #[derive(Debug)]
 pub struct SessionUpdates {
     session_id: String,
-    rx: mpsc::UnboundedReceiver<SessionNotification>,
+    rx: mpsc::Receiver<SessionNotification>,
 }
 
 impl SessionUpdates {
@@ -48,7 +57,7 @@ impl SessionUpdates {
 #[derive(Default)]
 struct Queue {
     buffer: VecDeque<SessionNotification>,
-    follower: Option<mpsc::UnboundedSender<SessionNotification>>,
+    follower: Option<mpsc::Sender<SessionNotification>>,
     last_touched: u64,
 }
 
@@ -79,11 +88,11 @@ impl SessionRouter {
     }
 
     /// Decodes and routes the params of one `session/update`; invalid ones are dropped and
-    /// logged.
-    pub(crate) fn receive(&self, params: Option<Value>) {
+    /// logged. Waits while the session's follower has no room.
+    pub(crate) async fn receive(&self, params: Option<Value>) {
         let params = params.unwrap_or(Value::Null);
         match serde_json::from_value::<SessionNotification>(params) {
-            Ok(notification) => self.route(notification),
+            Ok(notification) => self.route(notification).await,
             Err(error) => {
                 self.invalid.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(%error, "dropped an invalid session/update");
@@ -91,8 +100,9 @@ impl SessionRouter {
         }
     }
 
-    /// Routes one decoded update.
-    pub(crate) fn route(&self, notification: SessionNotification) {
+    /// Routes one decoded update: to the session's follower, waiting while it has no room, or
+    /// into the session's buffer when nobody follows it.
+    async fn route(&self, notification: SessionNotification) {
         self.accepted.fetch_add(1, Ordering::Relaxed);
         if let SessionUpdate::Unknown(_) = &notification.update {
             tracing::debug!(
@@ -100,6 +110,25 @@ impl SessionRouter {
                 "session/update of a kind this client does not know"
             );
         }
+        let mut notification = notification;
+        while let Some((follower, waiting)) = self.hand_over(notification) {
+            match follower.send(waiting).await {
+                Ok(()) => return,
+                Err(mpsc::error::SendError(returned)) => {
+                    // The follower went away while the update waited: route it again.
+                    self.unfollow(&returned.session_id, &follower);
+                    notification = returned;
+                }
+            }
+        }
+    }
+
+    /// Hands an update to the session's follower if it has room, or buffers it if nobody
+    /// follows the session. Returns the follower and the update when the follower is full.
+    fn hand_over(
+        &self,
+        notification: SessionNotification,
+    ) -> Option<(mpsc::Sender<SessionNotification>, SessionNotification)> {
         let tick = self.clock.fetch_add(1, Ordering::Relaxed);
         let mut queues = self.lock();
         let is_new = !queues.contains_key(&notification.session_id);
@@ -109,9 +138,12 @@ impl SessionRouter {
         let queue = queues.entry(notification.session_id.clone()).or_default();
         queue.last_touched = tick;
         let notification = match &queue.follower {
-            Some(follower) => match follower.send(notification) {
-                Ok(()) => return,
-                Err(mpsc::error::SendError(notification)) => {
+            Some(follower) => match follower.try_send(notification) {
+                Ok(()) => return None,
+                Err(mpsc::error::TrySendError::Full(notification)) => {
+                    return Some((follower.clone(), notification));
+                }
+                Err(mpsc::error::TrySendError::Closed(notification)) => {
                     // The follower went away; keep buffering for a later one.
                     queue.follower = None;
                     notification
@@ -124,6 +156,19 @@ impl SessionRouter {
             self.overflowed.fetch_add(1, Ordering::Relaxed);
         }
         queue.buffer.push_back(notification);
+        None
+    }
+
+    /// Forgets `follower` of `session_id` if it still is the session's follower.
+    fn unfollow(&self, session_id: &str, follower: &mpsc::Sender<SessionNotification>) {
+        if let Some(queue) = self.lock().get_mut(session_id)
+            && queue
+                .follower
+                .as_ref()
+                .is_some_and(|current| current.same_channel(follower))
+        {
+            queue.follower = None;
+        }
     }
 
     fn make_room(&self, queues: &mut HashMap<String, Queue>) {
@@ -151,12 +196,13 @@ impl SessionRouter {
     /// Follows `session_id`: the buffered updates come first. A previous follower of the same
     /// session stops receiving.
     pub(crate) fn follow(&self, session_id: &str) -> SessionUpdates {
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = mpsc::channel(UPDATE_BUFFER_LIMIT);
         let mut queues = self.lock();
         let queue = queues.entry(session_id.to_owned()).or_default();
         for notification in queue.buffer.drain(..) {
-            // The receiver is still in hand, so this cannot fail.
-            let _ = tx.send(notification);
+            // A buffer holds at most what the channel does and the receiver is still in hand,
+            // so this cannot fail.
+            let _ = tx.try_send(notification);
         }
         queue.follower = Some(tx);
         SessionUpdates {
@@ -189,6 +235,7 @@ impl SessionRouter {
 
 #[cfg(test)]
 mod tests {
+    use futures::FutureExt;
     use serde_json::json;
 
     use super::*;
@@ -212,12 +259,12 @@ mod tests {
     #[tokio::test]
     async fn updates_before_following_are_delivered_first_in_order() {
         let router = SessionRouter::default();
-        router.receive(Some(update("s1", "a")));
-        router.receive(Some(update("s2", "other")));
-        router.receive(Some(update("s1", "b")));
+        router.receive(Some(update("s1", "a"))).await;
+        router.receive(Some(update("s2", "other"))).await;
+        router.receive(Some(update("s1", "b"))).await;
         assert_eq!(router.buffered("s1"), 2);
         let mut updates = router.follow("s1");
-        router.receive(Some(update("s1", "c")));
+        router.receive(Some(update("s1", "c"))).await;
         let mut seen = Vec::new();
         while let Some(notification) = updates.try_next() {
             seen.push(text_of(&notification));
@@ -230,34 +277,42 @@ mod tests {
         );
     }
 
-    #[test]
-    fn invalid_updates_are_dropped_and_counted() {
+    #[tokio::test]
+    async fn invalid_updates_are_dropped_and_counted() {
         let router = SessionRouter::default();
-        router.receive(Some(
-            json!({"sessionId": "s", "update": {"sessionUpdate": "tool_call"}}),
-        ));
-        router.receive(Some(
-            json!({"update": {"sessionUpdate": "plan", "entries": []}}),
-        ));
-        router.receive(None);
-        router.receive(Some(
-            json!({"sessionId": "s", "update": {"sessionUpdate": "turn_end"}}),
-        ));
+        router
+            .receive(Some(
+                json!({"sessionId": "s", "update": {"sessionUpdate": "tool_call"}}),
+            ))
+            .await;
+        router
+            .receive(Some(
+                json!({"update": {"sessionUpdate": "plan", "entries": []}}),
+            ))
+            .await;
+        router.receive(None).await;
+        router
+            .receive(Some(
+                json!({"sessionId": "s", "update": {"sessionUpdate": "turn_end"}}),
+            ))
+            .await;
         let counters = router.counters();
         assert_eq!(counters.invalid, 3);
         assert_eq!(counters.accepted, 1, "an unknown kind is accepted and kept");
         assert_eq!(router.buffered("s"), 1);
     }
 
-    #[test]
-    fn buffers_are_bounded() {
+    #[tokio::test]
+    async fn buffers_are_bounded() {
         let router = SessionRouter::default();
         for n in 0..UPDATE_BUFFER_LIMIT + 3 {
-            router.receive(Some(update("s", &n.to_string())));
+            router.receive(Some(update("s", &n.to_string()))).await;
         }
         assert_eq!(router.buffered("s"), UPDATE_BUFFER_LIMIT);
         for n in 0..BUFFERED_SESSION_LIMIT + 1 {
-            router.receive(Some(update(&format!("other-{n}"), "x")));
+            router
+                .receive(Some(update(&format!("other-{n}"), "x")))
+                .await;
         }
         assert_eq!(
             router.buffered("s"),
@@ -265,5 +320,51 @@ mod tests {
             "the oldest unfollowed session was forgotten"
         );
         assert!(router.counters().overflowed >= 3 + UPDATE_BUFFER_LIMIT as u64);
+    }
+
+    /// Hands `count` updates to a follower of `session` that takes none of them.
+    async fn fill(router: &SessionRouter, session: &str, count: usize) {
+        for n in 0..count {
+            router
+                .receive(Some(update(session, &n.to_string())))
+                .now_or_never()
+                .expect("routed at once while the follower has room");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_full_follower_makes_routing_wait_and_loses_nothing() {
+        let router = SessionRouter::default();
+        let mut updates = router.follow("s");
+        fill(&router, "s", UPDATE_BUFFER_LIMIT).await;
+        let mut waiting = Box::pin(router.receive(Some(update("s", "last"))));
+        assert!(
+            (&mut waiting).now_or_never().is_none(),
+            "routing waits while the follower is full"
+        );
+        assert_eq!(text_of(&updates.next().await.unwrap()), "0");
+        waiting.await;
+        let mut seen = Vec::new();
+        while let Some(notification) = updates.try_next() {
+            seen.push(text_of(&notification));
+        }
+        assert_eq!(seen.len(), UPDATE_BUFFER_LIMIT);
+        assert_eq!(seen.first().map(String::as_str), Some("1"));
+        assert_eq!(seen.last().map(String::as_str), Some("last"));
+        assert_eq!(router.counters().overflowed, 0);
+    }
+
+    #[tokio::test]
+    async fn an_update_waiting_for_a_follower_that_leaves_is_kept_for_the_next() {
+        let router = SessionRouter::default();
+        let updates = router.follow("s");
+        fill(&router, "s", UPDATE_BUFFER_LIMIT).await;
+        let mut waiting = Box::pin(router.receive(Some(update("s", "late"))));
+        assert!((&mut waiting).now_or_never().is_none());
+        drop(updates);
+        waiting.await;
+        assert_eq!(router.buffered("s"), 1);
+        let mut next = router.follow("s");
+        assert_eq!(text_of(&next.next().await.unwrap()), "late");
     }
 }
