@@ -126,9 +126,9 @@ pub fn append(dir: &Path, message: &Message) -> TeamsResult<()> {
 /// Appends each message to its inbox (created when missing), all or none. Every inbox is locked
 /// first, in the order of their paths so that two senders never wait for each other in a circle,
 /// then opened and checked against [`MAX_INBOX_BYTES`]; only then is each written, one write per
-/// inbox. When a write fails, the inboxes written before it, and the failed one, are cut back to their sizes
-/// before the write, under the locks still held, so no reader ever sees a copy of a message that
-/// was refused. A sender killed between two writes leaves the copies written so far.
+/// inbox. When a write fails, the inboxes written before it, and the failed one, are cut back to
+/// their sizes before the write, under the locks still held, so no reader ever sees a copy of a
+/// message that was refused. A sender killed between two writes leaves the copies written so far.
 pub fn append_all(deliveries: &[(&Path, &Message)]) -> TeamsResult<()> {
     let mut by_inbox: BTreeMap<&Path, (Vec<u8>, &str)> = BTreeMap::new();
     for (dir, message) in deliveries {
