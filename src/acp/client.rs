@@ -14,9 +14,11 @@
 //!   configured (and then advertised in `initialize`); otherwise those methods answer
 //!   `-32601`, as do unknown requests (`_` extensions included);
 //! - routes `session/update` per session ([`Client::follow`]): updates that arrive before the
-//!   `session/new` result, or for other sessions, are buffered and never mixed up; updates that
-//!   do not decode (a kind missing a required field) are dropped and logged; unknown kinds are
-//!   kept as `SessionUpdate::Unknown`; unknown notifications are ignored.
+//!   `session/new` result, or for other sessions, are buffered and never mixed up; a follower
+//!   that falls [`UPDATE_BUFFER_LIMIT`] updates behind stops the reading of the connection
+//!   instead of a queue growing without bound; updates that do not decode (a kind missing a
+//!   required field) are dropped and logged; unknown kinds are kept as
+//!   `SessionUpdate::Unknown`; unknown notifications are ignored.
 //!
 //! What the peer underneath guarantees: responses are matched by id only (out-of-order,
 //! duplicate and unknown-id responses are harmless), string and integer ids are echoed as they
@@ -521,7 +523,9 @@ impl Client {
         self.inner.services.permissions.resume_session(session_id);
     }
 
-    /// Follows a session's updates; updates that arrived earlier come first.
+    /// Follows a session's updates; updates that arrived earlier come first. Take them while a
+    /// prompt runs: once [`UPDATE_BUFFER_LIMIT`] wait for the follower, the connection stops
+    /// reading the agent (backpressure) until it takes some, and the prompt's result waits too.
     pub fn follow(&self, session_id: &str) -> SessionUpdates {
         self.inner.services.router.follow(session_id)
     }
