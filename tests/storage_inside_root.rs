@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use nix::sys::stat::Mode;
 use ski::storage::inside_root::{
-    EntryKind, InsideRootError, Root, open_regular_for_read, read_regular, write_regular,
+    EntryKind, InsideRootError, Root, open_regular_for_read, read_regular,
 };
 
 /// A root and an outside directory next to it, both canonical.
@@ -215,7 +215,10 @@ fn fifos_and_directories_are_not_regular_files_and_never_block() {
         matches!(error, InsideRootError::NotRegular { .. }),
         "{error}"
     );
-    let error = write_regular(&fifo, b"x").expect_err("write a FIFO");
+    // Resolved while nothing was there, then a FIFO took the name: the write is refused.
+    let late = root.resolve(Path::new("late-pipe")).expect("late pipe");
+    mkfifo(&world.root.join("late-pipe"));
+    let error = late.write_file(b"x").expect_err("write a FIFO");
     assert!(
         matches!(error, InsideRootError::NotRegular { .. }),
         "{error}"
@@ -228,7 +231,9 @@ fn fifos_and_directories_are_not_regular_files_and_never_block() {
             .to_string(),
         "sub is a directory, not a regular file"
     );
-    let error = write_regular(&world.root.join("sub"), b"x").expect_err("write a dir");
+    let late = root.resolve(Path::new("late-dir")).expect("late dir");
+    std::fs::create_dir(world.root.join("late-dir")).expect("mkdir");
+    let error = late.write_file(b"x").expect_err("write a dir");
     assert!(
         matches!(error, InsideRootError::NotRegular { .. }),
         "{error}"
@@ -238,9 +243,12 @@ fn fifos_and_directories_are_not_regular_files_and_never_block() {
 #[test]
 fn writes_do_not_follow_a_final_link_and_reads_are_bounded() {
     let world = world();
+    let root = Root::new(&world.root).expect("root");
+    // Resolved while nothing was there, then a link to a file outside took the name.
+    let late = root.resolve(Path::new("late-link")).expect("late link");
     let link = world.root.join("late-link");
     symlink(world.outside.join("secret"), &link).expect("link");
-    let error = write_regular(&link, b"overwritten").expect_err("final link");
+    let error = late.write_file(b"overwritten").expect_err("final link");
     assert!(
         matches!(error, InsideRootError::NotRegular { .. }),
         "{error}"
@@ -251,14 +259,51 @@ fn writes_do_not_follow_a_final_link_and_reads_are_bounded() {
     );
     assert!(open_regular_for_read(&link).is_err());
 
-    let file = world.root.join("sub/file.txt");
-    write_regular(&file, b"short").expect("write");
-    assert_eq!(read_regular(&file, 5).expect("read"), b"short");
-    let error = read_regular(&file, 4).expect_err("too large");
+    let file = root.resolve(Path::new("sub/file.txt")).expect("file");
+    file.write_file(b"short").expect("write");
+    assert_eq!(file.read_file(5).expect("read"), b"short");
+    let path = world.root.join("sub/file.txt");
+    assert_eq!(read_regular(&path, 5).expect("read"), b"short");
+    let error = read_regular(&path, 4).expect_err("too large");
     assert_eq!(
         error.to_string(),
-        format!("{} is larger than 4 bytes", file.display())
+        format!("{} is larger than 4 bytes", path.display())
     );
+    assert_eq!(
+        file.read_file(4).expect_err("too large").to_string(),
+        "sub/file.txt is larger than 4 bytes"
+    );
+}
+
+/// A directory on the resolved path swapped for a link out of the root after the resolution
+/// (what a process racing the writer does): the open itself refuses it, so nothing outside is
+/// read, created or changed.
+#[test]
+fn a_directory_swapped_for_a_link_after_resolution_is_refused() {
+    let world = world();
+    let root = Root::new(&world.root).expect("root");
+    let existing = root.resolve(Path::new("sub/file.txt")).expect("existing");
+    let new = root.resolve(Path::new("sub/new.txt")).expect("new");
+    std::fs::rename(world.root.join("sub"), world.root.join("sub.moved")).expect("move");
+    std::fs::write(world.outside.join("file.txt"), "outside\n").expect("outside file");
+    symlink(&world.outside, world.root.join("sub")).expect("swap in a link");
+
+    let error = new
+        .write_file(b"escaped")
+        .expect_err("a new file through the link");
+    assert!(!world.outside.join("new.txt").exists(), "{error}");
+    let error = existing
+        .write_file(b"changed")
+        .expect_err("an existing file through it");
+    assert_eq!(
+        std::fs::read_to_string(world.outside.join("file.txt")).expect("outside"),
+        "outside\n",
+        "{error}"
+    );
+    let error = existing
+        .read_file(1024)
+        .expect_err("a read through the link");
+    assert!(error.to_string().contains("sub/file.txt"), "{error}");
 }
 
 #[test]
@@ -269,7 +314,7 @@ fn missing_parents_are_created_one_at_a_time_inside() {
     deep.create_missing_parents().expect("mkdir");
     assert!(world.root.join("a/b").is_dir());
     let again = root.resolve(Path::new("a/b/c.txt")).expect("again");
-    write_regular(&again.file_to_write().expect("writable"), b"c").expect("write");
+    again.write_file(b"c").expect("write");
     assert_eq!(
         std::fs::read_to_string(world.root.join("a/b/c.txt")).expect("c"),
         "c"

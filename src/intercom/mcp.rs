@@ -30,7 +30,7 @@ use super::config::Mode;
 use super::hub::Hub;
 use super::policy;
 use super::store::NewApproval;
-use crate::storage::inside_root::{Root, write_regular};
+use crate::storage::inside_root::Root;
 
 /// The nine tools: name, description, input schema.
 pub fn tools() -> Vec<Tool> {
@@ -366,8 +366,7 @@ fn write_inside(root: &Path, relative: &str, content: &[u8]) -> Result<(), Strin
     let root = Root::new(root).map_err(|e| e.to_string())?;
     root.resolve(path)
         .and_then(|resolved| resolved.create_missing_parents())
-        .and_then(|()| root.resolve(path)?.file_to_write())
-        .and_then(|target| write_regular(&target, content))
+        .and_then(|()| root.resolve(path)?.write_file(content))
         .map_err(|e| format!("cannot write {relative}: {e}"))
 }
 

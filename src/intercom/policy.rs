@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::storage::inside_root::{InsideRootError, Root, read_regular};
+use crate::storage::inside_root::{InsideRootError, Root};
 
 /// Where the policy lives under a workspace root.
 pub const POLICY_FILE: &str = ".intercom/settings.json";
@@ -73,19 +73,17 @@ pub fn load(root: &Path) -> Result<AutoApprove, PolicyError> {
         path: shown(),
         message: error.to_string(),
     };
-    let resolved = Root::new(root).and_then(|root| root.resolve(Path::new(POLICY_FILE)));
-    let file = match resolved.and_then(|resolved| resolved.existing_file()) {
-        Ok(file) => file,
+    let read = Root::new(root)
+        .and_then(|root| root.resolve(Path::new(POLICY_FILE)))
+        .and_then(|resolved| resolved.read_file(MAX_POLICY_BYTES));
+    let bytes = match read {
+        Ok(bytes) => bytes,
         Err(InsideRootError::NotFound { .. }) => return Ok(AutoApprove::default()),
         Err(InsideRootError::Root { source, .. })
             if source.kind() == std::io::ErrorKind::NotFound =>
         {
             return Ok(AutoApprove::default());
         }
-        Err(error) => return Err(unreadable(error)),
-    };
-    let bytes = match read_regular(&file, MAX_POLICY_BYTES) {
-        Ok(bytes) => bytes,
         Err(InsideRootError::TooLarge { .. }) => {
             return Err(PolicyError::TooLarge { path: shown() });
         }

@@ -327,9 +327,11 @@ fn install(
 ) -> Result<(), ProvisionError> {
     let target = home
         .resolve(relative)
-        .and_then(|resolved| resolved.file_to_write())
         .map_err(ProvisionError::Destination)?;
-    inside_root::write_regular(&target, bytes).map_err(ProvisionError::Destination)?;
+    target
+        .write_file(bytes)
+        .map_err(ProvisionError::Destination)?;
+    let target = target.path();
     std::fs::set_permissions(&target, source.permissions())
         .map_err(io_error("cannot set the mode of", &target))
 }

@@ -14,10 +14,13 @@
 //!
 //! A [`Resolved`] path then says what the caller may do with it: read an existing regular file
 //! ([`Resolved::existing_file`]) or write one that is regular or not there yet
-//! ([`Resolved::file_to_write`]). [`open_regular_for_read`] and [`write_regular`] open without
-//! following a final link (`O_NOFOLLOW`) and without blocking on a FIFO (`O_NONBLOCK`), and
-//! check the opened file is regular before reading or changing a byte, so a link or FIFO put in
-//! place after the check is refused too.
+//! ([`Resolved::file_to_write`]), and [`Resolved::open_file`], [`Resolved::read_file`] and
+//! [`Resolved::write_file`] do it: their open refuses a link on any component of the resolved
+//! path (`openat2` with `RESOLVE_NO_SYMLINKS`), so a directory swapped for a link between the
+//! resolution and the open is refused too, never blocks on a FIFO (`O_NONBLOCK`), and checks the
+//! opened file is regular before reading or changing a byte. [`open_regular_for_read`] and
+//! [`read_regular`] do the same for a file that was not resolved in a root (one the operator
+//! named), refusing a final link only.
 
 use std::ffi::OsString;
 use std::fs::{File, Metadata, OpenOptions};
@@ -26,7 +29,9 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 use std::rc::Rc;
 
-use nix::fcntl::OFlag;
+use nix::errno::Errno;
+use nix::fcntl::{AT_FDCWD, OFlag, OpenHow, ResolveFlag, openat2};
+use nix::sys::stat::Mode;
 
 /// The most symbolic links followed while resolving one path (Linux's own limit).
 pub const MAX_LINKS: usize = 40;
@@ -435,6 +440,33 @@ impl Resolved {
         }
     }
 
+    /// Opens the existing regular file for reading. The open itself refuses any link on the
+    /// resolved path, so a directory swapped for a link after [`Root::resolve`] is refused too;
+    /// a FIFO or device is refused without blocking.
+    pub fn open_file(&self) -> Result<File, InsideRootError> {
+        let path = self.existing_file()?;
+        let file = open_without_links(&path, OFlag::O_RDONLY)
+            .map_err(|source| open_error(&self.requested, source))?;
+        require_regular(&file, &self.requested)?;
+        Ok(file)
+    }
+
+    /// Reads the whole regular file, refusing one larger than `limit` bytes, as
+    /// [`Resolved::open_file`] opens it.
+    pub fn read_file(&self, limit: u64) -> Result<Vec<u8>, InsideRootError> {
+        read_limited(self.open_file()?, &self.requested, limit)
+    }
+
+    /// Writes `bytes` to the regular file, creating it when missing. The open refuses any link
+    /// on the resolved path (one put there after [`Root::resolve`] included), a FIFO, a device
+    /// or a directory before a byte changes.
+    pub fn write_file(&self, bytes: &[u8]) -> Result<(), InsideRootError> {
+        let path = self.file_to_write()?;
+        let file = open_without_links(&path, OFlag::O_WRONLY | OFlag::O_CREAT)
+            .map_err(|source| open_error(&self.requested, source))?;
+        write_whole(file, &self.requested, bytes)
+    }
+
     /// Creates the missing directories above the final name, one at a time (an entry that
     /// appears meanwhile fails the call instead of being followed). Resolve again afterwards.
     pub fn create_missing_parents(&self) -> Result<(), InsideRootError> {
@@ -516,7 +548,11 @@ pub fn open_regular_for_read(path: &Path) -> Result<File, InsideRootError> {
 /// Reads a whole regular file, refusing one larger than `limit` bytes (it is not read past
 /// the limit).
 pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, InsideRootError> {
-    let file = open_regular_for_read(path)?;
+    read_limited(open_regular_for_read(path)?, path, limit)
+}
+
+/// Reads `file` to its end, refusing more than `limit` bytes (it is not read past the limit).
+fn read_limited(file: File, path: &Path, limit: u64) -> Result<Vec<u8>, InsideRootError> {
     let mut bytes = Vec::new();
     file.take(limit.saturating_add(1))
         .read_to_end(&mut bytes)
@@ -533,16 +569,8 @@ pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, InsideRootError>
     Ok(bytes)
 }
 
-/// Writes `bytes` to the regular file at `path`, creating it when missing: a final link, a
-/// FIFO, a device or a directory is refused before a byte of it changes.
-pub fn write_regular(path: &Path, bytes: &[u8]) -> Result<(), InsideRootError> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .custom_flags(open_flags())
-        .open(path)
-        .map_err(|source| open_error(path, source))?;
+/// Replaces the content of an opened file, once it is known to be a regular one.
+fn write_whole(mut file: File, path: &Path, bytes: &[u8]) -> Result<(), InsideRootError> {
     require_regular(&file, path)?;
     let io_error = |source| InsideRootError::Io {
         path: path.to_owned(),
@@ -550,4 +578,30 @@ pub fn write_regular(path: &Path, bytes: &[u8]) -> Result<(), InsideRootError> {
     };
     file.set_len(0).map_err(io_error)?;
     file.write_all(bytes).map_err(io_error)
+}
+
+/// Opens `path`, which resolution found free of links, refusing a link on any of its
+/// components (`openat2` with `RESOLVE_NO_SYMLINKS`): one that appeared since the resolution
+/// makes the open fail with `ELOOP` instead of leading out of the root. Never blocks on a FIFO.
+/// Where the kernel has no `openat2` (before Linux 5.6, or filtered by a sandbox) it falls back
+/// to refusing a final link only.
+fn open_without_links(path: &Path, access: OFlag) -> io::Result<File> {
+    let flags = access | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let mut how = OpenHow::new()
+        .flags(flags)
+        .resolve(ResolveFlag::RESOLVE_NO_SYMLINKS | ResolveFlag::RESOLVE_NO_MAGICLINKS);
+    if access.contains(OFlag::O_CREAT) {
+        // A mode is given only with O_CREAT (openat2 refuses one otherwise); umask applies.
+        how = how.mode(Mode::from_bits_truncate(0o666));
+    }
+    match openat2(AT_FDCWD, path, how) {
+        Ok(fd) => Ok(File::from(fd)),
+        Err(Errno::ENOSYS | Errno::EPERM) => OpenOptions::new()
+            .read(!access.contains(OFlag::O_WRONLY))
+            .write(access.contains(OFlag::O_WRONLY))
+            .create(access.contains(OFlag::O_CREAT))
+            .custom_flags(open_flags())
+            .open(path),
+        Err(errno) => Err(io::Error::from(errno)),
+    }
 }

@@ -23,9 +23,7 @@ use std::path::Path;
 use crate::acp::{ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest};
 use crate::jsonrpc::DEFAULT_MAX_LINE_BYTES;
 use crate::jsonrpc::RpcError;
-use crate::storage::inside_root::{
-    InsideRootError, Resolved, Root, open_regular_for_read, write_regular,
-};
+use crate::storage::inside_root::{InsideRootError, Resolved, Root};
 
 /// Where the agent may read and write, and which of the two it may do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,8 +76,7 @@ impl FsService {
         let text = blocking(move || {
             let resolved = service.resolve(&request.path)?;
             let bytes = resolved
-                .existing_file()
-                .and_then(|path| open_regular_for_read(&path))
+                .open_file()
                 .and_then(|file| {
                     read_lines(file, request.line, request.limit, MAX_READ_BYTES).map_err(
                         |source| InsideRootError::Io {
@@ -113,8 +110,7 @@ impl FsService {
         blocking(move || {
             let resolved = service.resolve(&request.path)?;
             resolved
-                .file_to_write()
-                .and_then(|path| write_regular(&path, request.content.as_bytes()))
+                .write_file(request.content.as_bytes())
                 .map_err(|error| RpcError::internal_error(error.to_string()))
         })
         .await
