@@ -95,6 +95,20 @@ pub fn text(text: &str) {
     report(try_text(text));
 }
 
+/// Runs `print`, a write to stdout that blocks while nobody reads the output, without stalling
+/// the async runtime it is called on: on a worker of a multi-thread runtime the worker's other
+/// tasks move to another thread first (`tokio::task::block_in_place`), so the process's
+/// connections go on meanwhile; anywhere else `print` simply runs.
+pub fn blocking_write<T>(print: impl FnOnce() -> T) -> T {
+    use tokio::runtime::{Handle, RuntimeFlavor};
+    match Handle::try_current() {
+        Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(print)
+        }
+        _ => print(),
+    }
+}
+
 fn report(result: io::Result<()>) {
     if let Err(error) = result {
         CLOSED.store(true, Ordering::Relaxed);

@@ -6,7 +6,8 @@
 //!   deleted and copied.
 //! - `echo PROMPT`: the startup sequence (check, provision), then `kiro-cli acp --agent NAME`
 //!   from `PATH`: initialize, `session/new`, one prompt, its streamed chunks, the end of the turn
-//!   and a clean shutdown, as JSON lines.
+//!   and a clean shutdown, as JSON lines. Output nobody reads stops the bot: past its bounded
+//!   queues it reads no more from kiro-cli, whose writes then block; nothing is dropped.
 //!
 //! Exit codes (`ski::exit`): 0 ok, 2 invalid arguments, 3 configuration, prerequisite or
 //! provisioning refused, 4 kiro-cli failed or died, 5 internal.
@@ -25,6 +26,7 @@ use super::client::{ClientError, ClientOptions, KiroClient, TurnEvent};
 use super::config::{ConfigError, KiroConfig, LogLevel, Violation};
 use super::prerequisites;
 use super::provision::{ProvisionReport, Provisioner};
+use crate::cli::output;
 use crate::exit::{CommandError, CommandResult};
 
 const LONG_ABOUT: &str = "The foundation of a bot that drives `kiro-cli acp --agent NAME`.
@@ -136,9 +138,11 @@ pub fn run(args: KiroArgs) -> ExitCode {
     }
 }
 
-/// Prints one JSON line on stdout (a closed reader ends the output quietly).
+/// Prints one JSON line on stdout (a closed reader ends the output quietly). A stdout nobody
+/// reads blocks the write off the runtime's workers, so kiro-cli's connection goes on meanwhile;
+/// the turn stops taking updates, and the client's bounded hand-off stops reading kiro-cli.
 fn emit(value: &Value) {
-    crate::cli::output::line(value);
+    output::blocking_write(|| output::line(value));
 }
 
 fn environment() -> BTreeMap<String, String> {

@@ -14,6 +14,13 @@
 //! (E-KIRO-01: a `turn_end` update is neither required nor acted on). Other notifications
 //! (`_kiro.dev/*`, `_session/terminate`) and updates of other sessions are logged at debug.
 //!
+//! Memory stays bounded however fast kiro-cli streams: the turn's updates are handed over on a
+//! channel of [`TURN_UPDATE_LIMIT`], and while it is full the `session/update` handler waits for
+//! room; once [`MAX_QUEUED_NOTIFICATIONS`](crate::jsonrpc::peer::MAX_QUEUED_NOTIFICATIONS) more
+//! notifications queue behind it the connection reads no more from kiro-cli, whose writes then
+//! block. A consumer of [`KiroClient::finish_turn`] that cannot keep up (a printer whose output
+//! nobody reads) thus slows kiro-cli down; nothing is dropped.
+//!
 //! Stderr (BR-08) is read from the first moment, line by line, and logged at the configured
 //! level; its end does not make the client dead, only the process's exit does.
 //!
@@ -44,6 +51,10 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The longest stderr line logged whole; longer lines are cut and say their length.
 pub const MAX_LOGGED_STDERR: usize = 4096;
+
+/// The most `session/update`s of a turn handed over and not yet taken by
+/// [`KiroClient::finish_turn`]; past them the `session/update` handler waits for room.
+pub const TURN_UPDATE_LIMIT: usize = 256;
 
 /// The ACP protocol version sent in `initialize`.
 pub const PROTOCOL_VERSION: u64 = 1;
@@ -238,7 +249,7 @@ pub struct KiroClient {
     pid: u32,
     options: ClientOptions,
     state: watch::Sender<ClientState>,
-    updates: tokio::sync::Mutex<mpsc::UnboundedReceiver<Value>>,
+    updates: tokio::sync::Mutex<mpsc::Receiver<Value>>,
     control: mpsc::UnboundedSender<Control>,
     turn_session: Arc<Mutex<Option<String>>>,
 }
@@ -285,7 +296,7 @@ impl KiroClient {
         let stdin = process.take_stdin().map_err(ClientError::Spawn)?;
         let stdout = process.take_stdout().map_err(ClientError::Spawn)?;
         let (state, _) = watch::channel(ClientState::New);
-        let (update_tx, update_rx) = mpsc::unbounded_channel();
+        let (update_tx, update_rx) = mpsc::channel(TURN_UPDATE_LIMIT);
         let turn_session: Arc<Mutex<Option<String>>> = Arc::new(Mutex::new(None));
         let peer = Peer::builder()
             .first_id(0)
@@ -299,7 +310,12 @@ impl KiroClient {
                         let session = params.get("sessionId").and_then(Value::as_str);
                         let current = turn_session.lock().map(|s| s.clone()).unwrap_or(None);
                         if current.is_some() && session == current.as_deref() {
-                            let _ = update_tx.send(params);
+                            // Waits while the turn has not taken the updates before it: the
+                            // peer then stops reading kiro-cli. An error means the client is
+                            // gone, with nobody left to hand the update to.
+                            if update_tx.send(params).await.is_err() {
+                                tracing::debug!("session/update after the client was dropped");
+                            }
                         } else {
                             tracing::debug!(session = ?session, update = %params, "session/update outside the turn");
                         }
@@ -500,6 +516,11 @@ impl KiroClient {
 
     /// Streams the turn's updates to `on_event` until its response, then a
     /// [`TurnEvent::TurnEnd`]; `Busy` → `Ready`. If kiro-cli dies meanwhile the client is `Dead`.
+    ///
+    /// While `on_event` runs no further update is taken: past [`TURN_UPDATE_LIMIT`] waiting
+    /// updates and the peer's queue of notifications, kiro-cli is not read until it returns. Every
+    /// started turn must be finished, or kiro-cli's updates stop its connection once they fill
+    /// those queues.
     pub async fn finish_turn(
         &self,
         turn: Turn,
@@ -507,6 +528,8 @@ impl KiroClient {
     ) -> Result<String, ClientError> {
         let mut updates = self.updates.lock().await;
         let mut response = turn.response;
+        // Updates first: the response is delivered only once the notifications before it were
+        // handled, and those handlers wait for room in the channel this loop empties.
         let outcome = loop {
             tokio::select! {
                 biased;
@@ -518,15 +541,18 @@ impl KiroClient {
                 outcome = &mut response => break outcome,
             }
         };
+        // The turn is over: no later update is handed over, so none can wait for room in the
+        // channel once it is drained below (a handler already past this check adds at most one,
+        // which the next prompt logs as stale if the drain misses it).
+        if let Ok(mut current) = self.turn_session.lock() {
+            *current = None;
+        }
         // Updates that arrived before the response are in the channel by now (the peer
-        // delivers a response after the notifications that preceded it).
+        // delivers a response after the notifications that preceded it were handled).
         while let Ok(update) = updates.try_recv() {
             on_event(turn_event(&update));
         }
         drop(updates);
-        if let Ok(mut current) = self.turn_session.lock() {
-            *current = None;
-        }
         let result = match outcome {
             Ok(result) => result,
             Err(error) => return Err(self.call_failed("session/prompt", error)),

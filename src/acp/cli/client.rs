@@ -19,7 +19,6 @@ use std::time::Duration;
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
-use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -629,13 +628,7 @@ impl Printer {
     /// tasks go on meanwhile; the turn stops taking updates, and the client's bounded update
     /// hand-off stops reading the agent.
     fn write(text: &str) {
-        let print = || output::text(text);
-        match Handle::try_current() {
-            Ok(runtime) if runtime.runtime_flavor() == RuntimeFlavor::MultiThread => {
-                tokio::task::block_in_place(print);
-            }
-            _ => print(),
-        }
+        output::blocking_write(|| output::text(text));
     }
 
     fn line(value: &Value) {
