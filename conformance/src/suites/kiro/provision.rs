@@ -20,12 +20,12 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "BR-03.2",
-            "Snapshots every entry of the home without the prefix (other agents, other case, files beside the managed dirs, a link's target) before and after `provision`, and after a refused sync of a template with a symlink: identical.",
+            "Snapshots every entry of the home without the prefix (other agents, other case, files beside the managed dirs) before and after `provision`: identical. Links are KIRO-SKI-03.",
             br_03_2,
         ),
         Check::new(
             "BR-03.3",
-            "21 prefixed entries in the home: exit 3 and nothing deleted or copied; 20: accepted. A template with 21 prefixed entries is refused too (E-KIRO-05).",
+            "21 prefixed entries in the home: exit 3 and nothing deleted or copied; 20: accepted. The template side is KIRO-SKI-04.",
             br_03_3,
         ),
         Check::new(
@@ -92,9 +92,9 @@ pub fn checks() -> Vec<Check> {
 }
 
 /// A tree's entries: relative path → a description of what is there (kind and content).
-type Snapshot = BTreeMap<String, String>;
+pub type Snapshot = BTreeMap<String, String>;
 
-fn snapshot(root: &Path) -> Result<Snapshot, CheckError> {
+pub fn snapshot(root: &Path) -> Result<Snapshot, CheckError> {
     let mut found = Snapshot::new();
     walk(root, root, &mut found)?;
     Ok(found)
@@ -138,7 +138,7 @@ fn walk(root: &Path, dir: &Path, found: &mut Snapshot) -> Result<(), CheckError>
 }
 
 /// The snapshot without the managed entries that start with the agent name (and their trees).
-fn unowned(snapshot: &Snapshot) -> Snapshot {
+pub fn unowned(snapshot: &Snapshot) -> Snapshot {
     snapshot
         .iter()
         .filter(|(path, _)| {
@@ -151,7 +151,7 @@ fn unowned(snapshot: &Snapshot) -> Snapshot {
         .collect()
 }
 
-fn diff(before: &Snapshot, after: &Snapshot) -> String {
+pub fn diff(before: &Snapshot, after: &Snapshot) -> String {
     let mut lines = Vec::new();
     for (path, was) in before {
         match after.get(path) {
@@ -167,7 +167,7 @@ fn diff(before: &Snapshot, after: &Snapshot) -> String {
 }
 
 /// The report of an accepted `provision`: `{ok:true, deleted, copied}`.
-fn provisioned(output: &Output) -> Result<serde_json::Value, CheckError> {
+pub fn provisioned(output: &Output) -> Result<serde_json::Value, CheckError> {
     let report = output.json()?;
     if output.code == Some(0) && report["ok"] == true {
         return Ok(report);
@@ -184,7 +184,7 @@ fn provisioned(output: &Output) -> Result<serde_json::Value, CheckError> {
     )
 }
 
-fn refused(output: &Output, what: &str) -> CheckResult {
+pub fn refused(output: &Output, what: &str) -> CheckResult {
     let report = output.json().ok();
     if output.code == Some(EXIT_CONFIG) && report.is_some_and(|r| r["ok"] == false) {
         return Ok(());
@@ -214,7 +214,7 @@ fn names(report: &serde_json::Value, key: &str) -> Vec<String> {
 }
 
 /// A home with entries of the agent and of others, some of them look-alikes.
-fn populate(kiro: &Kiro) -> CheckResult {
+pub fn populate(kiro: &Kiro) -> CheckResult {
     kiro.home_file(&format!("agents/{AGENT}.json"), "old agent")?;
     kiro.home_file(&format!("steering/{AGENT}-stale.md"), "stale")?;
     kiro.home_file(&format!("skills/{AGENT}-old/SKILL.md"), "old skill")?;
@@ -262,59 +262,12 @@ async fn br_03_1(ctx: Ctx) -> CheckResult {
 async fn br_03_2(ctx: Ctx) -> CheckResult {
     let kiro = Kiro::new(&ctx)?;
     populate(&kiro)?;
-    let outside = kiro.root().join("outside");
-    std::fs::create_dir_all(&outside).map_err(CheckError::harness)?;
-    std::fs::write(outside.join("keep.md"), "outside the home").map_err(CheckError::harness)?;
-    std::fs::create_dir_all(kiro.kiro_home().join("skills")).map_err(CheckError::harness)?;
-    std::os::unix::fs::symlink(
-        &outside,
-        kiro.kiro_home().join(format!("skills/{AGENT}-linked")),
-    )
-    .map_err(CheckError::harness)?;
-    let before_home = unowned(&snapshot(&kiro.kiro_home())?);
-    let before_outside = snapshot(&outside)?;
-    let before_template = snapshot(&kiro.template())?;
+    let before = unowned(&snapshot(&kiro.kiro_home())?);
     provisioned(&kiro.provision().await?)?;
-    let changes = diff(&before_home, &unowned(&snapshot(&kiro.kiro_home())?));
+    let changes = diff(&before, &unowned(&snapshot(&kiro.kiro_home())?));
     ensure!(
         changes.is_empty(),
         "entries without the prefix are neither modified nor deleted",
-        "{changes}"
-    );
-    let changes = diff(&before_outside, &snapshot(&outside)?);
-    ensure!(
-        changes.is_empty(),
-        "the target of a prefixed link is not touched",
-        "{changes}"
-    );
-    let changes = diff(&before_template, &snapshot(&kiro.template())?);
-    ensure!(
-        changes.is_empty(),
-        "the template is not modified",
-        "{changes}"
-    );
-
-    // A template whose prefixed skill links outside is refused without touching anything.
-    let kiro = Kiro::new(&ctx)?;
-    let secret = kiro.root().join("secret");
-    std::fs::create_dir_all(&secret).map_err(CheckError::harness)?;
-    std::fs::write(secret.join("id_rsa"), "private").map_err(CheckError::harness)?;
-    kiro.template_file(&format!("skills/{AGENT}-skill/SKILL.md"), "skill")?;
-    std::os::unix::fs::symlink(
-        &secret,
-        kiro.template().join(format!("skills/{AGENT}-skill/leak")),
-    )
-    .map_err(CheckError::harness)?;
-    populate(&kiro)?;
-    let before = snapshot(&kiro.kiro_home())?;
-    refused(
-        &kiro.provision().await?,
-        "a template with a symlink pointing outside it (E-KIRO-06)",
-    )?;
-    let changes = diff(&before, &snapshot(&kiro.kiro_home())?);
-    ensure!(
-        changes.is_empty(),
-        "a refused sync changes nothing in the home",
         "{changes}"
     );
     Ok(())
@@ -339,20 +292,6 @@ async fn br_03_3(ctx: Ctx) -> CheckResult {
     std::fs::remove_file(kiro.kiro_home().join(format!("agents/{AGENT}-00.md")))
         .map_err(CheckError::harness)?;
     provisioned(&kiro.provision().await?)?;
-
-    let kiro = Kiro::new(&ctx)?;
-    for i in 0..20 {
-        kiro.template_file(&format!("skills/{AGENT}-{i:02}/SKILL.md"), "x")?;
-    }
-    refused(
-        &kiro.provision().await?,
-        "a template with 21 prefixed entries (E-KIRO-05)",
-    )?;
-    ensure!(
-        !kiro.kiro_home().join("agents").exists(),
-        "a refused template copies nothing",
-        "agents/ was created"
-    );
     Ok(())
 }
 
