@@ -87,6 +87,10 @@ pub fn all() -> Vec<Suite> {
             checks: teams::checks,
         },
         Suite {
+            name: "teams-ski",
+            checks: teams::ski::checks,
+        },
+        Suite {
             name: "kiro",
             checks: kiro::checks,
         },

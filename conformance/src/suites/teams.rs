@@ -8,6 +8,7 @@
 //! - [`xml`]: a strict reader of the injected `<teammate-message>` block.
 //! - The checks, one module per feature: [`lifecycle`], [`tasks`], [`mailbox`], [`concurrency`]
 //!   and [`security`].
+//! - [`ski`]: the `teams-ski` suite, ski's decisions where the document is silent (E-TEAM-28).
 
 pub mod adapter;
 pub mod concurrency;
@@ -15,6 +16,7 @@ pub mod ledger;
 pub mod lifecycle;
 pub mod mailbox;
 pub mod security;
+pub mod ski;
 pub mod tasks;
 pub mod xml;
 

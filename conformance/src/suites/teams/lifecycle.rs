@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::adapter::{Adapter, LEAD, inbox_lines, refusal, tree};
+use super::adapter::{Adapter, LEAD, inbox_lines, tree};
 use super::ledger;
 use crate::{Check, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
@@ -12,7 +12,7 @@ pub fn checks() -> Vec<Check> {
     vec![
         Check::new(
             "TEAM-LC-01",
-            "Creates alpha-squad as agent:main:main; expects D/alpha-squad/config.json with lead = the caller, ledger.db in WAL mode with tables tasks and members, and the caller listed with role lead.",
+            "Creates alpha-squad as agent:main:main; expects D/alpha-squad/config.json with lead = the caller, ledger.db in WAL mode with tables tasks and members, and the caller listed as a member (its role is TEAM-SKI-01).",
             lc_01,
         ),
         Check::new(
@@ -42,7 +42,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "TEAM-LC-07",
-            "Deletes a team with a ledger and inboxes; expects its directory gone and a sibling team untouched.",
+            "Deletes a team with a ledger and inboxes; expects its directory gone and a sibling team untouched (team_not_found afterwards is TEAM-SKI-02).",
             lc_07,
         ),
     ]
@@ -101,14 +101,12 @@ async fn lc_01(ctx: Ctx) -> CheckResult {
     ensure_eq!("wal", mode.as_str(), "ledger.db journal mode");
     ensure!(tables, "ledger.db has tables tasks and members");
     let members = adapter.ok(LEAD, &["member", "list", "alpha-squad"]).await?;
-    let lead = members["members"]
-        .as_array()
-        .and_then(|m| m.iter().find(|m| m["sessionKey"] == LEAD))
-        .or_fail(format!("member list holds the lead, got {members}"))?;
-    ensure_eq!(
-        "lead",
-        lead["role"].as_str().unwrap_or(""),
-        "the lead's role"
+    ensure!(
+        members["members"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["sessionKey"] == LEAD)),
+        "the lead is registered as a team member",
+        "member list: {members}"
     );
     Ok(())
 }
@@ -334,7 +332,5 @@ async fn lc_07(ctx: Ctx) -> CheckResult {
         tree(&adapter.root().join("sibling")),
         "the sibling team's files"
     );
-    let again = adapter.run(LEAD, &["task", "list", "alpha-squad"]).await?;
-    refusal(&again, "team_not_found")?;
     Ok(())
 }

@@ -40,7 +40,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "TEAM-MB-06",
-            "The lead sends a shutdown_request with a request id; the teammate's inbox holds it; a teammate's shutdown_request is refused.",
+            "The lead sends a shutdown_request with a request id; the teammate's inbox holds it (that a teammate's is refused is TEAM-SKI-03).",
             mb_06,
         ),
         Check::new(
@@ -315,31 +315,6 @@ async fn mb_06(ctx: Ctx) -> CheckResult {
         LEAD,
         request["from"].as_str().unwrap_or(""),
         "the request's sender"
-    );
-    let output = adapter
-        .run(
-            TESTER,
-            &[
-                "message",
-                "send",
-                TEAM,
-                "--to",
-                RESEARCHER,
-                "--type",
-                "shutdown_request",
-                "--request-id",
-                "req-2",
-                "--content",
-                "stop",
-            ],
-        )
-        .await?;
-    ensure!(
-        output.code != Some(0),
-        "a teammate's shutdown_request is refused",
-        "exit {}; {}",
-        output.exit(),
-        output.stdout.trim()
     );
     Ok(())
 }
