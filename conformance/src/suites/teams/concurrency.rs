@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use futures::future::join_all;
+use tokio::io::AsyncReadExt;
 
 use super::adapter::{Adapter, Gated, LEAD, refusal};
 use super::ledger::{self, WriteLock};
@@ -19,17 +20,17 @@ pub fn checks() -> Vec<Check> {
     vec![
         Check::new(
             "TEAM-CC-01",
-            "Ten gated processes (the lead and nine teammates) claim T1 while the harness holds the ledger's write lock; each reports ready, then busy; after the lock is released exactly one succeeds and nine get already_claimed; the ledger shows that owner. Without teams-busy-trace the lock step is left out (noted).",
+            "Ten gated processes (the lead and nine teammates) claim T1 while the harness holds the ledger's write lock; each reports ready, then busy (one that ends while the lock is held gave up on busy: a failure); after the lock is released exactly one succeeds and nine get already_claimed; the ledger shows that owner.",
             cc_01,
         ),
         Check::new(
             "TEAM-CC-02",
-            "With the harness holding the write lock, `task complete` reports busy twice with a growing delayMs, then succeeds once the lock is released; with a 300 ms budget and the lock kept it exits 5 with busy and changes nothing.",
+            "With the harness holding the write lock, a gated `task complete` must report busy and keep running (ending is a failure), then succeed once the lock is released; with teams-busy-trace, two busy events with a growing delayMs, and with a 300 ms budget and the lock kept it exits 5 with busy and changes nothing.",
             cc_02,
         ),
         Check::new(
             "TEAM-CC-03",
-            "Five writers send 20 messages each to one inbox while a sixth process loops `context inject` until they finish; injected plus left equals sent, no duplicates, each writer's messages in order.",
+            "A message sent while a drain whose stdout is unread prints two large messages must stay in the inbox; then five writers send 20 messages each to one inbox while a sixth process loops `context inject` until they finish; injected plus left equals sent, no duplicates, each writer's messages in order.",
             cc_03,
         ),
         Check::new(
@@ -56,12 +57,11 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
     }
     keys.push(LEAD.to_owned());
     let task = adapter.create_task(TEAM, "T1", &[]).await?;
-    let lock_mode = ctx.has("teams-busy-trace");
     let mut claimants: Vec<Gated> = Vec::new();
     for key in &keys {
-        let mut args = vec!["--gate", "task", "claim", TEAM, task.as_str()];
-        if lock_mode {
-            args.splice(1..1, ["--trace", "--busy-timeout-ms", "60000"]);
+        let mut args = vec!["--gate", "--trace", "task", "claim", TEAM, task.as_str()];
+        if ctx.has("teams-busy-trace") {
+            args.splice(2..2, ["--busy-timeout-ms", "60000"]);
         }
         claimants.push(adapter.start(key, &args)?);
     }
@@ -79,25 +79,16 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
             claimant.command
         );
     }
-    let lock = if lock_mode {
-        Some(WriteLock::take(&ledger::path(adapter.root(), TEAM))?)
-    } else {
-        ctx.note("teams-busy-trace not declared: gate only, without the held write lock");
-        None
-    };
+    // Every claimant meets the harness's write lock, so each has done any read it makes before
+    // writing by the time it reports busy: a read-then-write claim gets several winners every run.
+    let lock = WriteLock::take(&ledger::path(adapter.root(), TEAM))?;
     for claimant in &mut claimants {
         claimant.child.close_stdin();
     }
-    if let Some(lock) = lock {
-        for claimant in &mut claimants {
-            ctx.within(
-                "a busy event or exit from every claimant",
-                claimant.until_event("busy"),
-            )
-            .await?;
-        }
-        lock.release()?;
+    for claimant in &mut claimants {
+        waits_while_locked(&ctx, claimant).await?;
     }
+    lock.release()?;
     let mut outputs = Vec::new();
     for claimant in claimants {
         outputs.push(
@@ -154,54 +145,86 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
+/// Waits until `process` reports a wait for the ledger the harness has locked; a process that
+/// ends first gave up on a locked ledger instead of retrying (the document's SQLITE_BUSY retry).
+async fn waits_while_locked(ctx: &Ctx, process: &mut Gated) -> CheckResult {
+    let waiting = ctx
+        .within(
+            "a busy event while the harness holds the ledger's write lock",
+            process.until_event("busy"),
+        )
+        .await?;
+    if !waiting {
+        return Err(crate::Failure::expected(format!(
+            "`{}` waits and retries while the ledger is locked (a busy event), not ends",
+            process.command
+        ))
+        .actual(format!(
+            "it ended without a busy event; events {:?}",
+            process.events()
+        ))
+        .into());
+    }
+    Ok(())
+}
+
 async fn cc_02(ctx: Ctx) -> CheckResult {
     let adapter = Adapter::new(&ctx);
     adapter.create_team(TEAM).await?;
     let task = adapter.create_task(TEAM, "T1", &[]).await?;
     adapter.ok(LEAD, &["task", "claim", TEAM, &task]).await?;
     let path = ledger::path(adapter.root(), TEAM);
-    let lock = WriteLock::take(&path)?;
-    let mut update = adapter.start(
-        LEAD,
-        &[
-            "--trace",
-            "--busy-timeout-ms",
-            "60000",
-            "task",
-            "complete",
-            TEAM,
-            &task,
-        ],
-    )?;
-    update.child.close_stdin();
-    let mut delays = Vec::new();
-    while delays.len() < 2 {
-        let seen = ctx
-            .within(
-                "busy events while the ledger is locked",
-                update.until_next_busy(),
-            )
-            .await?;
-        let Some(delay) = seen else {
-            let output = update.finish().await?;
-            return Err(crate::Failure::expected(
-                "the update waits while the ledger is locked (busy events), not exits",
-            )
-            .actual(format!(
-                "exit {}; stdout {}; stderr {}",
-                output.exit(),
-                output.stdout.trim(),
-                output.stderr.trim()
-            ))
-            .into());
-        };
-        delays.push(delay);
+    let backoff = ctx.has("teams-busy-trace");
+    let mut args = vec!["--gate", "--trace", "task", "complete", TEAM, task.as_str()];
+    if backoff {
+        args.splice(2..2, ["--busy-timeout-ms", "60000"]);
     }
+    let mut update = adapter.start(LEAD, &args)?;
+    let ready = ctx
+        .within("a ready event", update.until_event("ready"))
+        .await?;
     ensure!(
-        delays[1] > delays[0],
-        "the second busy wait is longer (exponential backoff)",
-        "delayMs {delays:?}"
+        ready,
+        "the update prints {\"event\":\"ready\"} once its ledger is open",
+        "`{}` ended without it",
+        update.command
     );
+    let lock = WriteLock::take(&path)?;
+    update.child.close_stdin();
+    waits_while_locked(&ctx, &mut update).await?;
+    if backoff {
+        // The busy events not yet returned, the one already seen first.
+        let mut delays = Vec::new();
+        while delays.len() < 2 {
+            let seen = ctx
+                .within(
+                    "busy events while the ledger is locked",
+                    update.until_next_busy(),
+                )
+                .await?;
+            let Some(delay) = seen else {
+                let output = update.finish().await?;
+                return Err(crate::Failure::expected(
+                    "the update waits while the ledger is locked (busy events), not exits",
+                )
+                .actual(format!(
+                    "exit {}; stdout {}; stderr {}",
+                    output.exit(),
+                    output.stdout.trim(),
+                    output.stderr.trim()
+                ))
+                .into());
+            };
+            delays.push(delay);
+        }
+        ensure!(
+            delays[1] > delays[0],
+            "the second busy wait is longer (exponential backoff)",
+            "delayMs {delays:?}"
+        );
+    } else {
+        ctx.note("teams-busy-trace not declared: the growth of the backoff is not judged");
+    }
     ensure!(
         update.child.try_status().is_none(),
         "the update is still waiting while the lock is held"
@@ -222,6 +245,9 @@ async fn cc_02(ctx: Ctx) -> CheckResult {
         row.status.as_str(),
         "the task's status in the ledger"
     );
+    if !backoff {
+        return Ok(());
+    }
 
     // Bounded: a short budget with the lock kept gives up with busy (exit 5), nothing changed.
     let second = adapter.create_task(TEAM, "T2", &[]).await?;
@@ -254,6 +280,7 @@ async fn cc_03(ctx: Ctx) -> CheckResult {
     for (i, key) in writers.iter().enumerate() {
         adapter.join(TEAM, key, &format!("writer{i}")).await?;
     }
+    send_while_draining(&adapter, reader, &writers[0]).await?;
     let done = Arc::new(AtomicBool::new(false));
     let writing = {
         let adapter = adapter.clone();
@@ -337,6 +364,89 @@ async fn cc_03(ctx: Ctx) -> CheckResult {
             "{key}'s messages, each once and in send order"
         );
     }
+    Ok(())
+}
+
+/// Bytes of each of the two messages [`send_while_draining`] leaves in the inbox: together they
+/// make the drain's output larger than a pipe holds (64 KiB on Linux).
+const LARGE_MESSAGE: usize = 90_000;
+
+/// The deterministic half of TEAM-CC-03: the reader's inbox holds two large messages and a drain
+/// (`context inject`) starts with its stdout unread. Its first output byte proves it has read the
+/// inbox; it cannot finish printing until the harness reads on. Meanwhile one more message is
+/// sent. After the drain ends, that message must still be in the inbox: a drain that removes
+/// what it did not read (reads, then deletes the file without the inbox lock) loses it every run.
+async fn send_while_draining(adapter: &Adapter, reader: &str, sender: &str) -> CheckResult {
+    let ctx = adapter.ctx();
+    for n in 0..2 {
+        let content = format!("large #{n} {}", "x".repeat(LARGE_MESSAGE));
+        adapter
+            .ok(
+                sender,
+                &[
+                    "message",
+                    "send",
+                    TEAM,
+                    "--to",
+                    reader,
+                    "--content",
+                    &content,
+                ],
+            )
+            .await?;
+    }
+    let mut drain = adapter.start(reader, &["context", "inject", TEAM])?;
+    drain.child.close_stdin();
+    let mut stdout = drain
+        .child
+        .take_stdout()
+        .or_error("taking the drain's stdout")?;
+    let mut printed = vec![0u8; 1];
+    ctx.within(
+        "the drain's first output byte",
+        stdout.read_exact(&mut printed),
+    )
+    .await?
+    .or_fail("the drain prints its JSON")?;
+    adapter
+        .ok(
+            sender,
+            &[
+                "message",
+                "send",
+                TEAM,
+                "--to",
+                reader,
+                "--content",
+                "sent while draining",
+            ],
+        )
+        .await?;
+    ctx.within("the drain's output", stdout.read_to_end(&mut printed))
+        .await?
+        .or_fail("the drain's output can be read")?;
+    let status = ctx.within("the drain to exit", drain.finish()).await??;
+    ensure!(
+        status.code == Some(0),
+        "the drain succeeds",
+        "exit {}; {}",
+        status.exit(),
+        status.stderr.trim()
+    );
+    let value: serde_json::Value =
+        serde_json::from_slice(&printed).or_fail("the drain prints one JSON document")?;
+    let drained = super::xml::parse_block(value["block"].as_str().unwrap_or(""))
+        .or_fail("the injected block parses")?;
+    let rest = adapter.ok(reader, &["inbox", "read", TEAM]).await?;
+    let left: Vec<&str> = rest["messages"]
+        .as_array()
+        .map(|m| m.iter().filter_map(|m| m["content"].as_str()).collect())
+        .unwrap_or_default();
+    ensure_eq!(
+        (2, vec!["sent while draining"]),
+        (drained.len(), left),
+        "(messages the drain injected, messages left after it) when one was sent while it printed"
+    );
     Ok(())
 }
 
