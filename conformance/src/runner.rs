@@ -447,6 +447,21 @@ impl RunReport {
     }
 }
 
+/// Reaps the orphans the runner adopted (not the children it spawned, whose statuses tokio
+/// keeps) on start and each time a child of the runner ends; runs until aborted.
+async fn reap_orphans_as_they_exit() {
+    let Ok(mut child_ended) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::child())
+    else {
+        return;
+    };
+    loop {
+        child::reap_adopted_orphans();
+        if child_ended.recv().await.is_none() {
+            return;
+        }
+    }
+}
+
 /// Runs a plan against a target.
 pub async fn run(
     plan: Plan,
@@ -455,8 +470,11 @@ pub async fn run(
     baseline: Option<&Baseline>,
     observer: &dyn Observer,
 ) -> RunReport {
-    // Grandchildren of killed targets are reparented here and reaped by the teardown.
+    // Grandchildren of killed targets are reparented here: the teardown reaps those of the groups
+    // it started, and the orphan reaper every other one as soon as it exits, so a group of
+    // zombies never outlives its processes (BR-06.6 with an adapter that does not reap them).
     child::adopt_orphans();
+    let orphan_reaper = tokio::spawn(reap_orphans_as_they_exit());
     let started_wall = time::OffsetDateTime::now_utc();
     let started = Instant::now();
     observer.started(plan.len());
@@ -538,6 +556,7 @@ pub async fn run(
         None => Vec::new(),
     };
     observer.done();
+    orphan_reaper.abort();
     RunReport {
         target: target.name.clone(),
         target_description: target.description.clone(),

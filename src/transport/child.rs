@@ -40,7 +40,9 @@ use tokio::sync::mpsc;
 
 pub use spawn::spawn;
 pub use spec::ChildSpec;
-pub use tracker::{ProcessTracker, adopt_orphans, group_exists, process_exists};
+pub use tracker::{
+    ProcessTracker, adopt_orphans, group_alive, group_exists, process_exists, reap_adopted_orphans,
+};
 pub use watch::Watched;
 
 use super::{Direction, LoggedRead, LoggedWrite, WireLog};

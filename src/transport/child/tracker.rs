@@ -157,3 +157,142 @@ pub fn process_exists(pid: u32) -> bool {
         Err(Errno::ESRCH)
     )
 }
+
+/// One line of `/proc/PID/stat`, the fields the probes below need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct ProcStat {
+    pid: i32,
+    state: char,
+    ppid: i32,
+    pgid: i32,
+}
+
+/// Parses `/proc/PID/stat`: the command name is in parentheses and may hold spaces or `)`, so the
+/// fields are read after the last `)`.
+fn parse_stat(text: &str) -> Option<ProcStat> {
+    let (head, tail) = text.rsplit_once(')')?;
+    let pid = head.split_whitespace().next()?.parse().ok()?;
+    let mut fields = tail.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let ppid = fields.next()?.parse().ok()?;
+    let pgid = fields.next()?.parse().ok()?;
+    Some(ProcStat {
+        pid,
+        state,
+        ppid,
+        pgid,
+    })
+}
+
+/// Every process `/proc` lists now; processes that end while it is read are left out.
+fn proc_stats() -> Vec<ProcStat> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
+        })
+        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
+        .filter_map(|text| parse_stat(&text))
+        .collect()
+}
+
+/// Whether a process group with this id has a member that is not a zombie (state `Z` or `X`).
+///
+/// Unlike [`group_exists`], a group whose members have all exited but are not yet reaped counts
+/// as gone: their reaping is their parent's business, not the group's. Where `/proc` cannot be
+/// read this falls back to [`group_exists`].
+pub fn group_alive(pgid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pgid) else {
+        return false;
+    };
+    if raw <= 1 {
+        return false;
+    }
+    if std::fs::metadata("/proc/self/stat").is_err() {
+        return group_exists(pgid);
+    }
+    proc_stats()
+        .iter()
+        .any(|p| p.pgid == raw && !matches!(p.state, 'Z' | 'X'))
+}
+
+/// Reaps the zombie children of this process that are orphans it adopted as a child subreaper
+/// ([`adopt_orphans`]): those that are not the leader of their own process group. Every child
+/// this process spawns through [`spawn`](super::spawn) leads its own group, and tokio keeps its
+/// exit status, so those are left alone. Returns how many were reaped.
+pub fn reap_adopted_orphans() -> usize {
+    reap_adopted_orphans_where(|_| true)
+}
+
+/// [`reap_adopted_orphans`], limited to the orphans `include` accepts.
+fn reap_adopted_orphans_where(include: impl Fn(&ProcStat) -> bool) -> usize {
+    let me = std::process::id() as i32;
+    let mut reaped = 0;
+    for orphan in proc_stats()
+        .into_iter()
+        .filter(|p| p.ppid == me && p.state == 'Z' && p.pgid != p.pid && include(p))
+    {
+        let flags = Some(nix::sys::wait::WaitPidFlag::WNOHANG);
+        if let Ok(status) = nix::sys::wait::waitpid(Pid::from_raw(orphan.pid), flags)
+            && status != nix::sys::wait::WaitStatus::StillAlive
+        {
+            reaped += 1;
+        }
+    }
+    reaped
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_with_odd_command_names_parse() {
+        let stat = parse_stat("42 (a) b (c) Z 7 40 40 0 -1").expect("parsed");
+        assert_eq!(
+            ProcStat {
+                pid: 42,
+                state: 'Z',
+                ppid: 7,
+                pgid: 40
+            },
+            stat
+        );
+        assert_eq!(None, parse_stat("garbage"));
+    }
+
+    /// A group whose only members are zombies exists for `kill(0)` but is not alive; reaping the
+    /// adopted orphan ends it, and the group's leader (spawned here) is left to its own wait.
+    #[test]
+    fn a_group_of_zombies_is_not_alive_and_adopted_orphans_are_reaped() {
+        use std::os::unix::process::CommandExt;
+        assert!(adopt_orphans(), "this test needs a child subreaper");
+        // The leader starts a member in its group and exits; the member becomes our orphan.
+        let mut leader = std::process::Command::new("sh")
+            .args(["-c", "true & exit 0"])
+            .process_group(0)
+            .spawn()
+            .expect("sh starts");
+        let pgid = leader.id();
+        leader.wait().expect("the leader is reaped");
+        let me = std::process::id() as i32;
+        // Waits (without a deadline: the member's exit is certain) until the orphan is ours and
+        // has exited.
+        while !proc_stats()
+            .iter()
+            .any(|p| p.pgid == pgid as i32 && p.ppid == me && p.state == 'Z')
+        {
+            std::thread::yield_now();
+        }
+        assert!(group_exists(pgid), "a zombie still counts for kill(0)");
+        assert!(!group_alive(pgid), "a group of zombies is not alive");
+        // Only this group's orphans: other tests of this binary wait for their own children.
+        assert!(reap_adopted_orphans_where(|p| p.pgid == pgid as i32) >= 1);
+        assert!(!group_exists(pgid), "the adopted orphan was reaped");
+    }
+}
