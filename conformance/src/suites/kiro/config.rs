@@ -292,7 +292,7 @@ pub fn logged_marker(stderr: &str) -> Option<&str> {
 async fn br_01_7(ctx: Ctx) -> CheckResult {
     let mut kiro = Kiro::new(&ctx)?;
     kiro.unset("LOG_LEVEL");
-    std::fs::write(kiro.root().join(".env"), "LOG_LEVEL=WARNING\n").map_err(CheckError::harness)?;
+    kiro.write_env_file("LOG_LEVEL=WARNING\n")?;
     kiro.wrapper(Wrapper::RewritesEnvFile)?;
     let echo = kiro.echo("Say exactly: frozen", &[]).await?;
     echo.ensure_code(0)?;
@@ -316,11 +316,7 @@ async fn br_01_7(ctx: Ctx) -> CheckResult {
     );
     // Loaded once, from one source order: the environment wins over the .env file.
     let mut kiro = Kiro::new(&ctx)?;
-    std::fs::write(
-        kiro.root().join(".env"),
-        "MAX_PROCESSES=9\nLOG_LEVEL=ERROR\n",
-    )
-    .map_err(CheckError::harness)?;
+    kiro.write_env_file("MAX_PROCESSES=9\nLOG_LEVEL=ERROR\n")?;
     kiro.set("MAX_PROCESSES", "4");
     let config = accepted(&kiro.check().await?)?;
     ensure_eq!(
@@ -459,7 +455,7 @@ async fn br_t06(ctx: Ctx) -> CheckResult {
     let text = format!(
         "BOT_TOKEN={TOKEN}\nKIRO_AGENT_NAME={AGENT}\nKIRO_CONFIG_PATH={template}\nWORKSPACE_BASE_PATH={workspace}\nMAX_PROCESSES=7\nIDLE_TIMEOUT_SECONDS=45\nLOG_LEVEL=WARNING\n"
     );
-    std::fs::write(kiro.root().join(".env"), text).map_err(CheckError::harness)?;
+    kiro.write_env_file(&text)?;
     let config = accepted(&kiro.check().await?)?;
     ensure_eq!(
         Value::from(AGENT),

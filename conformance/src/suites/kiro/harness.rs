@@ -129,6 +129,18 @@ impl Kiro {
         self.root.join("home/.kiro")
     }
 
+    /// Where the adapter reads its `.env` file: the profile's `env_file` setting, relative to the
+    /// world (the adapter's working directory) unless absolute; by default `.env` in the world.
+    pub fn env_file(&self) -> Result<PathBuf, CheckError> {
+        let setting = self.ctx.setting("env_file")?;
+        Ok(self.root.join(setting.as_deref().unwrap_or(".env")))
+    }
+
+    /// Writes the `.env` file where the adapter reads it ([`Kiro::env_file`]).
+    pub fn write_env_file(&self, text: &str) -> Result<(), CheckError> {
+        write(&self.env_file()?, text)
+    }
+
     /// Sets an environment variable of the adapter.
     pub fn set(&mut self, key: &str, value: &str) {
         self.env.insert(key.to_owned(), Some(value.to_owned()));
@@ -173,8 +185,8 @@ impl Kiro {
             Wrapper::IgnoresTerm => format!("trap '' TERM\n{run}\nwhile :; do sleep 1; done"),
             Wrapper::NoStderr => format!("exec 2>/dev/null\nexec {run}"),
             Wrapper::RewritesEnvFile => format!(
-                "printf 'LOG_LEVEL=ERROR\\nKIRO_AGENT_NAME=changed-name\\n' > '{}/.env'\nexec {run}",
-                self.root.display()
+                "printf 'LOG_LEVEL=ERROR\\nKIRO_AGENT_NAME=changed-name\\n' > '{}'\nexec {run}",
+                self.env_file()?.display()
             ),
         };
         let path = self.root.join("bin/kiro-cli");

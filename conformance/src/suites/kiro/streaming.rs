@@ -3,7 +3,7 @@
 
 use super::config::logged_marker;
 use super::harness::{Kiro, Wrapper};
-use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
+use crate::{Check, CheckError, CheckResult, Ctx, ensure, ensure_eq};
 
 /// The checks of this module.
 pub fn checks() -> Vec<Check> {
@@ -20,7 +20,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "BR-07.3",
-            "The response ends the turn: one turn_end with its stopReason after the last chunk, with kiro's turn_end marker (ignored) and without one (E-KIRO-01).",
+            "The response ends the turn: one turn_end after the last chunk, carrying the response's stopReason unless the profile says `stop_reason = \"absent\"`, with kiro's turn_end marker (ignored) and without one (E-KIRO-01).",
             br_07_3,
         ),
         Check::new(
@@ -85,18 +85,33 @@ async fn br_07_2(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
+/// Whether the target's `turn_end` carries the response's `stopReason`: the profile's
+/// `stop_reason` setting, `kept` (the default) or `absent` (the implementation drops it).
+fn keeps_stop_reason(ctx: &Ctx) -> Result<bool, CheckError> {
+    match ctx.setting("stop_reason")?.as_deref() {
+        None | Some("kept") => Ok(true),
+        Some("absent") => Ok(false),
+        Some(other) => Err(CheckError::harness(format!(
+            "the setting stop_reason is {other:?}; expected \"kept\" or \"absent\""
+        ))),
+    }
+}
+
 async fn br_07_3(ctx: Ctx) -> CheckResult {
+    let keeps_stop_reason = keeps_stop_reason(&ctx)?;
     let kiro = Kiro::new(&ctx)?;
     for prompt in ["Say exactly: marked", "stream"] {
         let echo = kiro.echo(prompt, &[]).await?;
         echo.ensure_code(0)?;
         let ends = echo.named("turn_end");
         ensure_eq!(1, ends.len(), "turn_end events for {prompt:?}");
-        ensure_eq!(
-            "end_turn",
-            ends[0]["stopReason"].as_str().unwrap_or(""),
-            "the stopReason"
-        );
+        if keeps_stop_reason {
+            ensure_eq!(
+                "end_turn",
+                ends[0]["stopReason"].as_str().unwrap_or(""),
+                "the stopReason"
+            );
+        }
         let last_chunk = echo.events.iter().rposition(|e| e["event"] == "chunk");
         let end = echo.events.iter().position(|e| e["event"] == "turn_end");
         ensure!(
