@@ -217,15 +217,10 @@ impl Adapter {
         subject: &str,
         depends_on: &[&str],
     ) -> Result<String, CheckError> {
-        let mut args = vec![
-            "task",
-            "create",
-            team,
-            "--subject",
-            subject,
-            "--description",
-            subject,
-        ];
+        let mut args = vec!["task", "create", team, "--subject", subject];
+        if self.description_required()? {
+            args.extend(["--description", subject]);
+        }
         for dep in depends_on {
             args.extend(["--depends-on", dep]);
         }
@@ -234,6 +229,18 @@ impl Adapter {
             .as_str()
             .map(str::to_owned)
             .or_fail(format!("`task create` prints task.id, got {value}"))
+    }
+
+    /// Whether the profile's `task_description` setting is `required` (the implementation refuses
+    /// a task without `--description`) rather than `optional` (the default, the reference's).
+    pub fn description_required(&self) -> Result<bool, CheckError> {
+        match self.ctx.setting("task_description")?.as_deref() {
+            None | Some("optional") => Ok(false),
+            Some("required") => Ok(true),
+            Some(other) => Err(CheckError::Harness(format!(
+                "setting task_description is {other:?}; expected \"optional\" or \"required\""
+            ))),
+        }
     }
 
     /// `task show`: the task object.

@@ -118,21 +118,12 @@ async fn ski_04(ctx: Ctx) -> CheckResult {
     ensure_eq!(vec![t1.clone()], ids(&task2["dependsOn"]), "T2.dependsOn");
     let task1 = adapter.task(TEAM, &t1).await?;
     ensure_eq!(vec![t2.clone()], ids(&task1["blocks"]), "T1.blocks");
-    adapter
-        .refused(
-            LEAD,
-            &[
-                "task",
-                "create",
-                TEAM,
-                "--subject",
-                "T3",
-                "--depends-on",
-                "no-such-task",
-            ],
-            "unknown_dependency",
-        )
-        .await?;
+    let mut args = vec!["task", "create", TEAM, "--subject", "T3"];
+    if adapter.description_required()? {
+        args.extend(["--description", "T3"]);
+    }
+    args.extend(["--depends-on", "no-such-task"]);
+    adapter.refused(LEAD, &args, "unknown_dependency").await?;
     Ok(())
 }
 

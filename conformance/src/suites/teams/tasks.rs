@@ -66,7 +66,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "TEAM-TL-10",
-            "Makes A depend on B, then B on A; expects dependency_cycle with the cycle and B unchanged.",
+            "Makes A depend on B, then B on A; expects dependency_cycle with the cycle and B unchanged, or, with the setting cycle_detection = \"query\", the edge added and `task cycles` reporting a cycle of A and B.",
             tl_10,
         ),
     ]
@@ -371,25 +371,56 @@ async fn tl_10(ctx: Ctx) -> CheckResult {
     team(&adapter).await?;
     let b = adapter.create_task(TEAM, "B", &[]).await?;
     let a = adapter.create_task(TEAM, "A", &[&b]).await?;
-    let before = adapter.task(TEAM, &b).await?;
+    match ctx.setting("cycle_detection")?.as_deref() {
+        None | Some("refuse-edge") => cycle_refused(&adapter, &a, &b).await,
+        Some("query") => cycle_found(&adapter, &a, &b).await,
+        Some(other) => Err(crate::CheckError::Harness(format!(
+            "setting cycle_detection is {other:?}; expected \"refuse-edge\" or \"query\""
+        ))),
+    }
+}
+
+/// `cycle_detection = "refuse-edge"` (the reference): the edge that would close the cycle is
+/// refused with the cycle, and B is unchanged.
+async fn cycle_refused(adapter: &Adapter, a: &str, b: &str) -> CheckResult {
+    let before = adapter.task(TEAM, b).await?;
     let error = adapter
         .refused(
             LEAD,
-            &["task", "depend", TEAM, &b, "--on", &a],
+            &["task", "depend", TEAM, b, "--on", a],
             "dependency_cycle",
         )
         .await?;
     let cycle = ids(&error["cycle"]);
     ensure!(
-        cycle.contains(&a) && cycle.contains(&b),
+        cycle.iter().any(|id| id == a) && cycle.iter().any(|id| id == b),
         "the error's cycle names A and B",
         "{}",
         error
     );
     ensure_eq!(
         before,
-        adapter.task(TEAM, &b).await?,
+        adapter.task(TEAM, b).await?,
         "B after the refused edge"
+    );
+    Ok(())
+}
+
+/// `cycle_detection = "query"`: the implementation checks for cycles on request. The edge is
+/// added, then `task cycles TEAM` must report a cycle naming A and B.
+async fn cycle_found(adapter: &Adapter, a: &str, b: &str) -> CheckResult {
+    adapter
+        .ok(LEAD, &["task", "depend", TEAM, b, "--on", a])
+        .await?;
+    let found = adapter.ok(LEAD, &["task", "cycles", TEAM]).await?;
+    let cycles = found["cycles"].as_array().cloned().unwrap_or_default();
+    ensure!(
+        cycles.iter().any(|cycle| {
+            let cycle = ids(cycle);
+            cycle.iter().any(|id| id == a) && cycle.iter().any(|id| id == b)
+        }),
+        "`task cycles` reports a cycle naming A and B",
+        "{found}"
     );
     Ok(())
 }
