@@ -22,7 +22,7 @@ use anyhow::anyhow;
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
 
-use super::client::{ClientError, ClientOptions, KiroClient, TurnEvent};
+use super::client::{ClientError, ClientOptions, ClientState, KiroClient, TurnEvent};
 use super::config::{ConfigError, KiroConfig, LogLevel, Violation};
 use super::prerequisites;
 use super::provision::{ProvisionReport, Provisioner};
@@ -285,8 +285,17 @@ fn echo(args: EchoArgs) -> CommandResult {
     result
 }
 
+/// Prints the client's state now (after a kill, a close or a failure: what is true now).
 fn state_event(client: &KiroClient) {
-    emit(&json!({"event": "state", "state": client.state()}));
+    state_reached(client.state());
+}
+
+/// Prints the state an operation that succeeded moved the client into. Reading the state
+/// afterwards would race with kiro-cli's death: a kiro-cli dying right after the prompt was sent
+/// showed DEAD before BUSY, though the death happened while BUSY. The death is printed when it
+/// is observed, after this.
+fn state_reached(state: ClientState) {
+    emit(&json!({"event": "state", "state": state}));
 }
 
 fn refusal_event(error: &ClientError) -> bool {
@@ -315,7 +324,7 @@ fn failed(client: &KiroClient, error: ClientError) -> CommandError {
 async fn echo_turn(options: ClientOptions, args: EchoArgs) -> CommandResult {
     let client = KiroClient::spawn(options).map_err(CommandError::upstream)?;
     emit(&json!({"event": "spawned", "pid": client.pid()}));
-    state_event(&client);
+    state_reached(ClientState::New);
     if args.early_session {
         match client.new_session().await {
             Err(error) if refusal_event(&error) => {}
@@ -328,7 +337,7 @@ async fn echo_turn(options: ClientOptions, args: EchoArgs) -> CommandResult {
         Err(error) => return Err(failed(&client, error)),
     };
     emit(&json!({"event": "initialized", "agentInfo": result.get("agentInfo")}));
-    state_event(&client);
+    state_reached(ClientState::Ready);
     let session = match client.new_session().await {
         Ok(session) => session,
         Err(error) => return Err(failed(&client, error)),
@@ -342,7 +351,7 @@ async fn echo_turn(options: ClientOptions, args: EchoArgs) -> CommandResult {
         Err(error) => return Err(failed(&client, error)),
     };
     emit(&json!({"event": "prompt", "requestId": turn.request_id()}));
-    state_event(&client);
+    state_reached(ClientState::Busy);
     if args.second_prompt {
         match client.start_prompt(&session, &args.prompt).await {
             Err(error) if refusal_event(&error) => {}
@@ -365,7 +374,7 @@ async fn echo_turn(options: ClientOptions, args: EchoArgs) -> CommandResult {
     if let Err(error) = finished {
         return Err(failed(&client, error));
     }
-    state_event(&client);
+    state_reached(ClientState::Ready);
     if args.kill {
         let termination = client.kill().await.map_err(CommandError::upstream)?;
         emit(&json!({
