@@ -315,12 +315,43 @@ impl World {
         Ok(rows)
     }
 
-    /// The one session row at `index`.
-    pub fn session(&self, index: usize) -> Result<SessionRow, CheckError> {
-        self.sessions()?
-            .into_iter()
-            .nth(index)
-            .or_fail(format!("a session row #{}", index + 1))
+    /// The session row at `index`, once it exists (see [`World::session_when`]).
+    pub async fn session(&self, index: usize) -> Result<SessionRow, CheckError> {
+        self.session_when(index, "exists", |_| true).await
+    }
+
+    /// Waits until session row #`index + 1` exists and `ready` holds for it, and answers it. A
+    /// target may write the row, or a column of it, a moment after the event that causes it
+    /// (the MCP handshake, the first post), so checks wait for it rather than read it once. The
+    /// file is read again every few milliseconds: no other way shows a foreign build's writes.
+    pub async fn session_when(
+        &self,
+        index: usize,
+        what: &str,
+        ready: impl Fn(&SessionRow) -> bool,
+    ) -> Result<SessionRow, CheckError> {
+        const REREAD: Duration = Duration::from_millis(10);
+        let expected = format!("a session row #{} that {what}", index + 1);
+        let wait = async {
+            loop {
+                if let Some(row) = self.sessions()?.into_iter().nth(index)
+                    && ready(&row)
+                {
+                    return Ok::<_, CheckError>(row);
+                }
+                tokio::time::sleep(REREAD).await;
+            }
+        };
+        match tokio::time::timeout(self.ctx.timeout(), wait).await {
+            Ok(row) => row,
+            Err(_) => Err(Failure::expected(expected)
+                .actual(format!(
+                    "rows after {:?}: {:?}",
+                    self.ctx.timeout(),
+                    self.sessions()?
+                ))
+                .into()),
+        }
     }
 }
 

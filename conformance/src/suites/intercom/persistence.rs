@@ -62,7 +62,7 @@ async fn s070(ctx: Ctx) -> CheckResult {
         "no session before a connection"
     );
     let client = server.connect("workspace_id=myproj").await?;
-    let row = world.session(0)?;
+    let row = world.session(0).await?;
     ensure_eq!("mcp", row.protocol_mode.as_str(), "protocol_mode");
     ensure!(
         matches!(row.status.as_str(), "active" | "created"),
@@ -132,7 +132,7 @@ async fn s072(ctx: Ctx) -> CheckResult {
     let world = World::new(&ctx).await?;
     let server = world.start(None).await?;
     let client = server.connect("workspace_id=myproj").await?;
-    let live = world.session(0)?;
+    let live = world.session(0).await?;
     let posted_before = world.slack.all_messages().len();
     let ephemerals_before = world.slack.ephemerals().len();
     let start = world
@@ -153,7 +153,7 @@ async fn s072(ctx: Ctx) -> CheckResult {
     ensure_eq!(1, world.sessions()?.len(), "sessions after the attempts");
     ensure_eq!(
         "active",
-        world.session(0)?.status,
+        world.session(0).await?.status,
         "the live session's status"
     );
     ensure_eq!(

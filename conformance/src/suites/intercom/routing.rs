@@ -6,8 +6,8 @@ use serde_json::{Value, json};
 use crate::{Check, CheckResult, ensure, ensure_eq};
 
 use super::harness::{
-    ALICE, CHANNEL_X, CHANNEL_Y, CHANNEL_Z, World, ask_clearance, call, clearance_answer,
-    has_button,
+    ALICE, CHANNEL_X, CHANNEL_Y, CHANNEL_Z, SessionRow, World, ask_clearance, call,
+    clearance_answer, has_button,
 };
 use crate::Ctx;
 
@@ -128,7 +128,7 @@ async fn s045(ctx: Ctx) -> CheckResult {
     );
     ensure_eq!(
         "active",
-        world.session(0)?.status,
+        world.session(0).await?.status,
         "the session elsewhere is untouched"
     );
     let _ = a.cancel().await;
@@ -141,9 +141,18 @@ async fn s046(ctx: Ctx) -> CheckResult {
     let server = world.start(None).await?;
     let a = server.connect("workspace_id=myproj").await?;
     let b = server.connect("workspace_id=myproj").await?;
+    let has_thread = |row: &SessionRow| row.thread_ts.is_some();
     let (ta, tb) = (
-        world.session(0)?.thread_ts.unwrap_or_default(),
-        world.session(1)?.thread_ts.unwrap_or_default(),
+        world
+            .session_when(0, "has its thread_ts", has_thread)
+            .await?
+            .thread_ts
+            .unwrap_or_default(),
+        world
+            .session_when(1, "has its thread_ts", has_thread)
+            .await?
+            .thread_ts
+            .unwrap_or_default(),
     );
     let pa = ask_clearance(&a, "for A");
     let ma = world
@@ -184,7 +193,7 @@ async fn s047(ctx: Ctx) -> CheckResult {
     let server = world.start(None).await?;
     let a = server.connect("workspace_id=myproj").await?;
     let b = server.connect("workspace_id=myproj").await?;
-    let (ra, rb) = (world.session(0)?, world.session(1)?);
+    let (ra, rb) = (world.session(0).await?, world.session(1).await?);
     let reply = world
         .slash_command(CHANNEL_X, ALICE, "status")
         .await?

@@ -78,11 +78,10 @@ async fn s036(ctx: Ctx) -> CheckResult {
         root.as_ref().is_some_and(|m| m.thread_ts().is_none()),
         "the first post is top-level"
     );
-    ensure_eq!(
-        Some(thread_ts),
-        world.session(0)?.thread_ts,
-        "the session's thread_ts"
-    );
+    let row = world
+        .session_when(0, "has its thread_ts", |row| row.thread_ts.is_some())
+        .await?;
+    ensure_eq!(Some(thread_ts), row.thread_ts, "the session's thread_ts");
     let _ = client.cancel().await;
     server.stop().await?;
     Ok(())
@@ -180,7 +179,7 @@ async fn s040(ctx: Ctx) -> CheckResult {
     );
     ensure_eq!(
         "terminated",
-        world.session(0)?.status,
+        world.session(0).await?.status,
         "the session's status"
     );
     let _ = client.cancel().await;
@@ -193,7 +192,7 @@ async fn s041(ctx: Ctx) -> CheckResult {
     let server = world.start(None).await?;
     let a = server.connect("workspace_id=myproj").await?;
     let b = server.connect("workspace_id=myproj").await?;
-    let (ra, rb) = (world.session(0)?, world.session(1)?);
+    let (ra, rb) = (world.session(0).await?, world.session(1).await?);
     let (ta, tb) = (
         ra.thread_ts.clone().unwrap_or_default(),
         rb.thread_ts.clone().unwrap_or_default(),
@@ -248,7 +247,7 @@ async fn s042(ctx: Ctx) -> CheckResult {
     }
     ensure_eq!(
         Some(thread_ts),
-        world.session(0)?.thread_ts,
+        world.session(0).await?.thread_ts,
         "thread_ts after the attempt"
     );
     let _ = client.cancel().await;

@@ -68,7 +68,7 @@ async fn placed(
     let world = World::new(ctx).await?;
     let server = world.start(None).await?;
     let client = server.connect(query).await?;
-    let row = world.session(0)?;
+    let row = world.session(0).await?;
     ensure_eq!(
         expected.map(str::to_string),
         row.channel_id,
@@ -191,7 +191,7 @@ async fn reload(
     let live = server.connect("workspace_id=myproj").await?;
     ensure_eq!(
         Some(CHANNEL_X.to_string()),
-        world.session(0)?.channel_id,
+        world.session(0).await?.channel_id,
         "the live session's channel"
     );
     world.write_config(new_mapping, "")?;
@@ -199,7 +199,7 @@ async fn reload(
     let fresh = server.connect("workspace_id=myproj").await?;
     ensure_eq!(
         expected_new.map(str::to_string),
-        world.session(1)?.channel_id,
+        world.session(1).await?.channel_id,
         "a new session's channel after the reload"
     );
     call(&live, "broadcast", json!({"message": "still here"})).await?;
@@ -215,7 +215,7 @@ async fn reload(
     );
     ensure_eq!(
         Some(CHANNEL_X.to_string()),
-        world.session(0)?.channel_id,
+        world.session(0).await?.channel_id,
         "the live session's row"
     );
     let _ = (live.cancel().await, fresh.cancel().await);
