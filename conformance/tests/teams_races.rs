@@ -16,21 +16,21 @@
 
 #[path = "support/binaries.rs"]
 mod binaries;
+#[path = "support/one_row.rs"]
+mod one_row;
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use rusqlite::{Connection, ErrorCode};
 use serde_json::{Value, json};
-use ski_conformance::context::Timeouts;
 use ski_conformance::report::junit::details;
-use ski_conformance::runner::{Planned, RunOptions, ScenarioResult, run_one};
-use ski_conformance::{Outcome, Target, catalog, coverage, suites};
+use ski_conformance::runner::ScenarioResult;
+use ski_conformance::{Outcome, Target};
 
 /// The first argument that turns this binary into the broken adapter.
 const BROKEN: &str = "--teams-races";
@@ -88,8 +88,8 @@ fn expect(id: &str, broken: bool, outcome: Outcome) -> Result<String, Failed> {
 }
 
 /// The profile of the broken adapter over the reference `ski` in `bin_dir`.
-fn profile(bin_dir: &Path) -> Result<Target, Failed> {
-    let exe = std::env::current_exe().map_err(|e| Failed::from(e.to_string()))?;
+fn profile(bin_dir: &Path) -> Result<Target, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let adapter = format!(
         "'{}' {BROKEN} '{}'",
         exe.display(),
@@ -103,44 +103,19 @@ fn profile(bin_dir: &Path) -> Result<Target, Failed> {
          [suites.teams.commands]\n\
          adapter = {adapter:?}\n"
     );
-    Target::parse("teams-races", &text).map_err(|e| Failed::from(e.to_string()))
+    Target::parse("teams-races", &text).map_err(|e| e.to_string())
 }
 
 /// Runs row `id` against the broken adapter or the reference profile.
 fn run_row(id: &str, broken: bool) -> Result<ScenarioResult, Failed> {
-    let catalogs = catalog::builtin().map_err(|e| Failed::from(e.to_string()))?;
-    let scenario = catalogs
-        .scenarios()
-        .find(|s| s.id == id)
-        .cloned()
-        .ok_or_else(|| Failed::from(format!("no row {id}")))?;
-    let reference = Target::load("reference").map_err(|e| Failed::from(e.to_string()))?;
-    let bin_dir = binaries::prepare_binaries(&reference).map_err(Failed::from)?;
-    let target = Arc::new(if broken {
-        profile(&bin_dir)?
-    } else {
-        reference
-    });
-    let check = coverage::registered(&suites::all())
-        .into_iter()
-        .flat_map(|s| s.checks)
-        .find(|c| c.id() == id);
-    let planned = Planned { check, scenario };
-    let options = RunOptions {
-        jobs: 1,
-        timeouts: Timeouts::new(1.0),
-        bin_dir,
-        rerun: false,
-        keep_temp: false,
-        temp_root: None,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Failed::from(format!("cannot start a runtime: {e}")))?;
-    ski::transport::child::adopt_orphans();
-    Ok(runtime.block_on(run_one(&planned, target, &options)))
+    one_row::run_row(id, |bin_dir, reference| {
+        if broken {
+            profile(bin_dir)
+        } else {
+            Ok(reference)
+        }
+    })
+    .map_err(Failed::from)
 }
 
 // The broken adapter.

@@ -10,19 +10,19 @@
 
 #[path = "support/binaries.rs"]
 mod binaries;
+#[path = "support/one_row.rs"]
+mod one_row;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 
 use libtest_mimic::{Arguments, Failed, Trial};
 use rusqlite::Connection;
 use serde_json::{Value, json};
-use ski_conformance::context::Timeouts;
 use ski_conformance::report::junit::details;
-use ski_conformance::runner::{Planned, RunOptions, ScenarioResult, run_one};
-use ski_conformance::{Outcome, Target, catalog, coverage, suites};
+use ski_conformance::runner::ScenarioResult;
+use ski_conformance::{Outcome, Target};
 
 /// The first argument that turns this binary into the stand-in.
 const FOREIGN: &str = "--teams-foreign";
@@ -66,8 +66,8 @@ fn expect(id: &str, settings: &str, outcome: Outcome) -> Result<(), Failed> {
 }
 
 /// The stand-in's profile over the reference `ski` in `bin_dir`.
-fn profile(settings: &str, bin_dir: &Path) -> Result<Target, Failed> {
-    let exe = std::env::current_exe().map_err(|e| Failed::from(e.to_string()))?;
+fn profile(settings: &str, bin_dir: &Path) -> Result<Target, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let adapter = format!(
         "'{}' {FOREIGN} '{}'",
         exe.display(),
@@ -81,40 +81,12 @@ fn profile(settings: &str, bin_dir: &Path) -> Result<Target, Failed> {
          [suites.teams.commands]\n\
          adapter = {adapter:?}\n"
     );
-    Target::parse("teams-foreign", &text).map_err(|e| Failed::from(e.to_string()))
+    Target::parse("teams-foreign", &text).map_err(|e| e.to_string())
 }
 
 /// Runs row `id` against the stand-in described with `settings`.
 fn run_row(id: &str, settings: &str) -> Result<ScenarioResult, Failed> {
-    let catalogs = catalog::builtin().map_err(|e| Failed::from(e.to_string()))?;
-    let scenario = catalogs
-        .scenarios()
-        .find(|s| s.id == id)
-        .cloned()
-        .ok_or_else(|| Failed::from(format!("no row {id}")))?;
-    let reference = Target::load("reference").map_err(|e| Failed::from(e.to_string()))?;
-    let bin_dir = binaries::prepare_binaries(&reference).map_err(Failed::from)?;
-    let target = Arc::new(profile(settings, &bin_dir)?);
-    let check = coverage::registered(&suites::all())
-        .into_iter()
-        .flat_map(|s| s.checks)
-        .find(|c| c.id() == id);
-    let planned = Planned { check, scenario };
-    let options = RunOptions {
-        jobs: 1,
-        timeouts: Timeouts::new(1.0),
-        bin_dir,
-        rerun: false,
-        keep_temp: false,
-        temp_root: None,
-    };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| Failed::from(format!("cannot start a runtime: {e}")))?;
-    ski::transport::child::adopt_orphans();
-    Ok(runtime.block_on(run_one(&planned, target, &options)))
+    one_row::run_row(id, |bin_dir, _| profile(settings, bin_dir)).map_err(Failed::from)
 }
 
 // The stand-in.
