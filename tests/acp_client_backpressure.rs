@@ -6,13 +6,12 @@
 
 mod acp_backpressure_support;
 
-use std::path::Path;
 use std::sync::Arc;
 
 use acp_backpressure_support::{
-    PATIENCE, Progress, Unsettled, pipe_capacity, resident_kib, settle, write_tracked,
+    CAT_BUFFER_ALLOWANCE, PATIENCE, Progress, Unsettled, chunk_update, flooding_agent, make_fifo,
+    pipe_capacity, resident_kib, settle, write_tracked,
 };
-use nix::sys::stat::Mode;
 use ski::acp::client::UPDATE_BUFFER_LIMIT;
 use ski::jsonrpc::framing::READ_CHUNK;
 use ski::jsonrpc::peer::MAX_QUEUED_NOTIFICATIONS;
@@ -22,27 +21,6 @@ use tokio::net::unix::pipe;
 
 const SKI: &str = env!("CARGO_BIN_EXE_ski");
 
-/// The agent: answers `initialize` (id 1) and `session/new` (id 2) itself; on `session/prompt`
-/// it copies the test's updates from the FIFO named by its first argument to its stdout until
-/// the test closes the FIFO, then ends the turn.
-const FLOODING_AGENT: &str = r#"
-while IFS= read -r line; do
-  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
-  case "$line" in
-    *'"method":"initialize"'*)
-      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"protocolVersion\":1,\"agentCapabilities\":{}}}" ;;
-    *'"method":"session/new"'*)
-      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"sessionId\":\"sess-1\"}}" ;;
-    *'"method":"session/prompt"'*)
-      cat "$1"
-      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"stopReason\":\"end_turn\"}}" ;;
-  esac
-done
-"#;
-
-/// More than `cat` holds between a read and its write (GNU cat reads 128 or 256 KiB at once).
-const CAT_BUFFER_ALLOWANCE: u64 = 1024 * 1024;
-
 /// The text of the n-th update: one line the client prints as it is.
 fn text(n: usize) -> String {
     format!("update {n:08} {}\n", "x".repeat(100))
@@ -50,25 +28,16 @@ fn text(n: usize) -> String {
 
 /// The n-th `session/update` line the agent sends.
 fn update(n: usize) -> String {
-    format!(
-        "{{\"jsonrpc\":\"2.0\",\"method\":\"session/update\",\"params\":{{\"sessionId\":\"sess-1\",\
-         \"update\":{{\"sessionUpdate\":\"agent_message_chunk\",\"content\":{{\"type\":\"text\",\
-         \"text\":{}}}}}}}}}\n",
-        serde_json::to_string(&text(n)).expect("a string encodes")
-    )
-}
-
-fn make_fifo(path: &Path) {
-    nix::unistd::mkfifo(path, Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    chunk_update(&text(n))
 }
 
 #[tokio::test]
 async fn a_client_whose_output_is_not_read_stops_reading_the_agent_and_loses_no_update() {
     let dir = tempfile::tempdir().expect("a temporary directory");
-    let script = dir.path().join("agent.sh");
-    std::fs::write(&script, FLOODING_AGENT).expect("write the agent");
     let fifo = dir.path().join("updates.fifo");
     make_fifo(&fifo);
+    let script = dir.path().join("agent.sh");
+    std::fs::write(&script, flooding_agent(&fifo)).expect("write the agent");
     // Opened for reading too, the FIFO opens before the agent's `cat` does (Linux).
     let updates_in = pipe::OpenOptions::new()
         .read_write(true)
@@ -80,8 +49,6 @@ async fn a_client_whose_output_is_not_read_stops_reading_the_agent_and_loses_no_
         ChildSpec::new("client", SKI)
             .args(["acp", "client", "connect", "--agent-cmd", "sh", "--args"])
             .arg(&script)
-            .arg("--args")
-            .arg(&fifo)
             .args(["--prompt", "flood", "--cwd"])
             .arg(dir.path())
             .env_remove("RUST_LOG"),

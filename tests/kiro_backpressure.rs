@@ -11,9 +11,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use acp_backpressure_support::{
-    PATIENCE, Progress, Unsettled, pipe_capacity, resident_kib, settle, write_tracked,
+    CAT_BUFFER_ALLOWANCE, PATIENCE, Progress, Unsettled, chunk_update, flooding_agent, make_fifo,
+    pipe_capacity, resident_kib, settle, write_tracked,
 };
-use nix::sys::stat::Mode;
 use serde_json::{Value, json};
 use ski::jsonrpc::framing::READ_CHUNK;
 use ski::jsonrpc::peer::MAX_QUEUED_NOTIFICATIONS;
@@ -25,27 +25,6 @@ use tokio::net::unix::pipe;
 const SKI: &str = env!("CARGO_BIN_EXE_ski");
 const AGENT: &str = "tg-acp";
 
-/// The kiro-cli on `PATH`: answers `initialize` and `session/new` itself; on `session/prompt` it
-/// copies the test's updates from the FIFO `{fifo}` to its stdout until the test closes the FIFO,
-/// then ends the turn; it exits when its stdin closes.
-const FLOODING_KIRO_CLI: &str = r#"#!/bin/sh
-while IFS= read -r line; do
-  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
-  case "$line" in
-    *'"method":"initialize"'*)
-      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"protocolVersion\":1,\"agentCapabilities\":{},\"agentInfo\":{\"name\":\"flood\"}}}" ;;
-    *'"method":"session/new"'*)
-      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"sessionId\":\"sess-1\"}}" ;;
-    *'"method":"session/prompt"'*)
-      cat '{fifo}'
-      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"stopReason\":\"end_turn\"}}" ;;
-  esac
-done
-"#;
-
-/// More than `cat` holds between a read and its write (GNU cat reads 128 or 256 KiB at once).
-const CAT_BUFFER_ALLOWANCE: u64 = 1024 * 1024;
-
 /// The text of the n-th chunk.
 fn text(n: usize) -> String {
     format!("update {n:08} {}", "x".repeat(100))
@@ -53,18 +32,7 @@ fn text(n: usize) -> String {
 
 /// The n-th `session/update` line kiro-cli sends.
 fn update(n: usize) -> String {
-    let update = json!({
-        "jsonrpc": "2.0",
-        "method": "session/update",
-        "params": {
-            "sessionId": "sess-1",
-            "update": {
-                "sessionUpdate": "agent_message_chunk",
-                "content": {"type": "text", "text": text(n)}
-            }
-        }
-    });
-    format!("{update}\n")
+    chunk_update(&text(n))
 }
 
 /// The line `ski kiro echo` prints for the n-th chunk.
@@ -84,10 +52,9 @@ fn arrange(root: &Path, fifo: &Path) {
     )
     .expect("agent json");
     let program = bin.join("kiro-cli");
-    let fifo = fifo.to_str().expect("a UTF-8 temporary path");
-    std::fs::write(&program, FLOODING_KIRO_CLI.replace("{fifo}", fifo)).expect("kiro-cli");
+    std::fs::write(&program, flooding_agent(fifo)).expect("kiro-cli");
     std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    nix::unistd::mkfifo(fifo, Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    make_fifo(fifo);
 }
 
 /// `ski kiro echo` with the kiro-cli of `arrange` first on `PATH`.

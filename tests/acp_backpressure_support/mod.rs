@@ -1,18 +1,21 @@
 //! What the backpressure tests share: a writer that records how far it got and whether its pipe
 //! is full, pipe capacities, and the wait until a process has stopped taking in more (its
 //! writer blocked on a full pipe, every thread of the process asleep, nothing more accepted),
-//! failing as soon as more than a bound was taken in.
+//! failing as soon as more than a bound was taken in; and the flooding ACP agent both clients are
+//! tested against.
 
 #![allow(dead_code)]
 
 use std::future::poll_fn;
 use std::os::fd::AsFd;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
 use nix::fcntl::{FcntlArg, fcntl};
+use nix::sys::stat::Mode;
 use tokio::io::AsyncWrite;
 
 /// How long the whole exchange may take before the test fails (a loaded machine included).
@@ -23,6 +26,53 @@ const POLL: Duration = Duration::from_millis(20);
 
 /// How many looks in a row must find the process settled (asleep, nothing more taken in).
 const SETTLED_LOOKS: u32 = 5;
+
+/// A flooding ACP agent, as a `sh` script: answers `initialize` and `session/new` itself; on
+/// `session/prompt` it copies the test's updates from the FIFO `fifo` to its stdout until the test
+/// closes the FIFO, then ends the turn; it exits when its stdin closes.
+pub fn flooding_agent(fifo: &Path) -> String {
+    let fifo = fifo.to_str().expect("a UTF-8 temporary path");
+    r#"#!/bin/sh
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9][0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"protocolVersion\":1,\"agentCapabilities\":{},\"agentInfo\":{\"name\":\"flood\",\"version\":\"1\"}}}" ;;
+    *'"method":"session/new"'*)
+      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"sessionId\":\"sess-1\"}}" ;;
+    *'"method":"session/prompt"'*)
+      cat '{fifo}'
+      printf '%s\n' "{\"jsonrpc\":\"2.0\",\"id\":$id,\"result\":{\"stopReason\":\"end_turn\"}}" ;;
+  esac
+done
+"#
+    .replace("{fifo}", fifo)
+}
+
+/// More than the flooding agent's `cat` holds between a read and its write (GNU cat reads 128
+/// or 256 KiB at once).
+pub const CAT_BUFFER_ALLOWANCE: u64 = 1024 * 1024;
+
+/// The `session/update` line (newline included) of an `agent_message_chunk` with `text`.
+pub fn chunk_update(text: &str) -> String {
+    let update = serde_json::json!({
+        "jsonrpc": "2.0",
+        "method": "session/update",
+        "params": {
+            "sessionId": "sess-1",
+            "update": {
+                "sessionUpdate": "agent_message_chunk",
+                "content": {"type": "text", "text": text}
+            }
+        }
+    });
+    format!("{update}\n")
+}
+
+/// Makes a FIFO at `path`.
+pub fn make_fifo(path: &Path) {
+    nix::unistd::mkfifo(path, Mode::from_bits_truncate(0o600)).expect("mkfifo");
+}
 
 /// What a tracked writer reports.
 #[derive(Debug, Default)]
