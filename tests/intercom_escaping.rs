@@ -6,7 +6,7 @@ mod intercom_support;
 
 use intercom_support::*;
 use serde_json::{Value, json};
-use ski_mocks::slack::{Click, FakeSlack, Message, SlashCommand};
+use ski_mocks::slack::{FakeSlack, Message, SlashCommand};
 
 /// What a hostile agent writes.
 const HOSTILE: &str = "<!channel> & <@U0000000003> <https://evil.example|click>";
@@ -83,14 +83,7 @@ async fn mcp_tool_texts_are_escaped_and_ski_s_own_mentions_stay() {
         "the diff is escaped: {}",
         block_texts(&approval)
     );
-    slack
-        .click(Click {
-            channel: CHANNEL_X.into(),
-            message_ts: approval.ts().into(),
-            action_id: "approve_accept".into(),
-            user: ALICE.into(),
-        })
-        .expect("click");
+    approve(&slack, &approval);
     let (answer, error) = tokio::time::timeout(WAIT, pending)
         .await
         .expect("answered")
@@ -185,14 +178,7 @@ async fn an_acp_agent_s_status_clearance_and_prompt_are_escaped() {
     .await;
     assert_escaped(&approval, "clearance/request");
     // The request id is the agent's too: the operator's decision note shows it escaped.
-    slack
-        .click(Click {
-            channel: CHANNEL_X.into(),
-            message_ts: approval.ts().into(),
-            action_id: "approve_accept".into(),
-            user: ALICE.into(),
-        })
-        .expect("click");
+    approve(&slack, &approval);
     let note = message(&slack, "the decision", |m| m.text().contains("*Approved*")).await;
     assert!(
         note.text().contains("req-&lt;!here&gt;") && !note.text().contains("<!here>"),

@@ -16,7 +16,7 @@ use rmcp::RoleClient;
 use rmcp::model::ClientConfig;
 use rmcp::service::RunningService;
 use serde_json::{Value, json};
-use ski_mocks::slack::{Click, FakeSlack};
+use ski_mocks::slack::FakeSlack;
 
 /// Asks clearance for `file_path` and approves it with a click; it becomes `request_id`.
 async fn approved(
@@ -39,14 +39,7 @@ async fn approved(
         )
         .await
         .expect("approval posted");
-    slack
-        .click(Click {
-            channel: CHANNEL_X.into(),
-            message_ts: approval.ts().into(),
-            action_id: "approve_accept".into(),
-            user: ALICE.into(),
-        })
-        .expect("click");
+    approve(slack, &approval);
     let (answer, error) = tokio::time::timeout(WAIT, pending)
         .await
         .expect("returns")

@@ -157,14 +157,7 @@ async fn an_mcp_session_threads_its_messages_and_clearances_block_until_a_click(
         !pending.is_finished(),
         "check_clearance blocks until the click"
     );
-    slack
-        .click(Click {
-            channel: CHANNEL_X.into(),
-            message_ts: approval.ts().into(),
-            action_id: "approve_accept".into(),
-            user: ALICE.into(),
-        })
-        .expect("click");
+    approve(&slack, &approval);
     let (answer, error) = tokio::time::timeout(WAIT, pending)
         .await
         .expect("returns")
@@ -323,14 +316,7 @@ async fn clicks_and_commands_route_by_channel_and_thread_and_the_guard_ignores_s
         .await
         .expect("B asked");
     assert_eq!(posted_a.thread_ts(), Some(ta));
-    slack
-        .click(Click {
-            channel: CHANNEL_X.into(),
-            message_ts: posted_a.ts().into(),
-            action_id: "approve_accept".into(),
-            user: ALICE.into(),
-        })
-        .expect("click");
+    approve(&slack, &posted_a);
     let (answer, _) = tokio::time::timeout(WAIT, pending_a)
         .await
         .expect("A answered")

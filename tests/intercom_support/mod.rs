@@ -218,6 +218,18 @@ impl Server {
     }
 }
 
+/// Alice clicks "approve" on an approval request posted in channel X.
+pub fn approve(slack: &FakeSlack, request: &ski_mocks::slack::Message) {
+    slack
+        .click(ski_mocks::slack::Click {
+            channel: CHANNEL_X.into(),
+            message_ts: request.ts().into(),
+            action_id: "approve_accept".into(),
+            user: ALICE.into(),
+        })
+        .expect("click");
+}
+
 /// Starts a `check_clearance` call in a task (it blocks until the operator decides).
 pub fn ask_clearance(
     client: &RunningService<RoleClient, ClientConfig>,
