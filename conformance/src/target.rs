@@ -126,6 +126,12 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "inactivity_ms",
     "escalation_ms",
     "max_retries",
+    // The same times in whole seconds, rounded up, for a build that only knows seconds.
+    "startup_timeout_s",
+    "inactivity_s",
+    "escalation_s",
+    // A free loopback port the harness chose for the target's MCP endpoint (`mcp_url` setting).
+    "mcp_port",
 ];
 
 /// A command template: a list of words, or one string split like a shell would.
