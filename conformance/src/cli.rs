@@ -119,6 +119,31 @@ enum Command {
     /// Processes the engine's own tests start as stand-ins for a target.
     #[command(hide = true, subcommand)]
     Fixture(Fixture),
+    /// The namespaces of the intercom suite's `slack = "slack-hosts"` mode.
+    #[command(hide = true, subcommand)]
+    Netns(Netns),
+}
+
+#[derive(Debug, Subcommand)]
+enum Netns {
+    /// Make a user, mount and network namespace (HOSTS over /etc/hosts, loopback up), relay
+    /// each --listen port of its loopback out through RELAY_DIR, print `netns ready`, and hold
+    /// it until stdin closes.
+    Hold {
+        #[arg(long)]
+        hosts: PathBuf,
+        #[arg(long)]
+        relay_dir: PathBuf,
+        #[arg(long = "listen")]
+        ports: Vec<u16>,
+    },
+    /// Join the namespaces of the holder PID and run COMMAND there.
+    Enter {
+        #[arg(long)]
+        pid: u32,
+        #[arg(last = true, required = true)]
+        command: Vec<std::ffi::OsString>,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -318,7 +343,27 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::Baseline(args) => baseline(args),
         Command::Probe(args) => probe(args),
         Command::Fixture(fixture) => Ok(run_fixture(fixture)),
+        Command::Netns(netns) => Ok(run_netns(netns)),
     }
+}
+
+/// Runs before any thread exists: a process with threads can neither make nor join a user
+/// namespace.
+fn run_netns(netns: Netns) -> u8 {
+    use crate::suites::intercom::netns;
+    let error = match netns {
+        Netns::Hold {
+            hosts,
+            relay_dir,
+            ports,
+        } => match netns::hold(&hosts, &relay_dir, &ports) {
+            Ok(()) => return EXIT_OK,
+            Err(error) => error,
+        },
+        Netns::Enter { pid, command } => netns::enter(pid, &command),
+    };
+    eprintln!("ski-conformance netns: {error}");
+    EXIT_UNEXPECTED
 }
 
 /// Every registered check, with its suite.

@@ -5,6 +5,8 @@
 //! readiness line names, its SQLite file opened read-only, its log and its exit code.
 //!
 //! - [`harness`]: the fake Slack, the config from the profile's templates, the target process.
+//! - [`slack_hosts`] and [`netns`]: `slack = "slack-hosts"`, for a build that calls Slack at its
+//!   own host names (the fake over TLS, the target inside a namespace of the harness).
 //! - [`agents`]: ACP mode's spawned `ski-mock-agent`s, driven by session over one control
 //!   socket, and the dialects a row runs in.
 //! - The checks: [`startup`] (S001–S007), [`clearance`] (S008, S009), [`lifecycle`]
@@ -17,8 +19,10 @@ pub mod agents;
 pub mod clearance;
 pub mod harness;
 pub mod lifecycle;
+pub mod netns;
 pub mod persistence;
 pub mod routing;
+pub mod slack_hosts;
 pub mod stall;
 pub mod startup;
 pub mod stream;
