@@ -15,6 +15,7 @@ use ski::transport::child::{OutputStream, Watched};
 use ski_mocks::slack::config::ChannelConfig;
 use ski_mocks::slack::{Click, Config, FakeSlack, Message, SlashCommand};
 
+use super::slack_hosts::{Reach, SLACK_API, SlackHosts};
 use crate::{CheckError, Ctx, Failure, OrFail};
 
 /// The operator the config authorizes.
@@ -39,6 +40,8 @@ pub struct World {
     pub slack: FakeSlack,
     pub config: PathBuf,
     pub database: PathBuf,
+    /// With `slack = "slack-hosts"`: the namespace the target runs in.
+    pub slack_hosts: Option<SlackHosts>,
 }
 
 /// What a target process printed and how it ended.
@@ -59,14 +62,22 @@ impl World {
             private: false,
             members: Vec::new(),
         });
-        let slack = FakeSlack::start(config)
-            .await
-            .or_error("start the fake slack")?;
+        let reach = Reach::of(ctx)?;
+        let slack = match reach {
+            Reach::BaseUrl => FakeSlack::start(config).await,
+            Reach::SlackHosts => FakeSlack::start_tls(config, None).await,
+        }
+        .or_error("start the fake slack")?;
+        let slack_hosts = match reach {
+            Reach::BaseUrl => None,
+            Reach::SlackHosts => Some(SlackHosts::start(ctx, &slack).await?),
+        };
         let world = World {
             ctx: ctx.clone(),
             slack,
             config: ctx.temp_dir().join("intercom.toml"),
             database: ctx.temp_dir().join("data").join("intercom.db"),
+            slack_hosts,
         };
         world.write_config(WORKSPACES, "")?;
         Ok(world)
@@ -102,7 +113,10 @@ impl World {
             entries.push('\n');
         }
         let database = self.database.display().to_string();
-        let api = self.slack.api_base_url();
+        let api = match self.slack_hosts {
+            Some(_) => SLACK_API.to_string(),
+            None => self.slack.api_base_url(),
+        };
         let text = self.ctx.render(
             &self.raw_setting("config_template")?,
             &[
@@ -117,11 +131,34 @@ impl World {
         Ok(())
     }
 
+    /// The target's command `name` rendered (as [`Ctx::command`]), run inside the namespace
+    /// with `slack = "slack-hosts"`.
+    pub fn command(
+        &self,
+        name: &str,
+        extra: &[(&str, &str)],
+    ) -> Result<ski::transport::child::ChildSpec, CheckError> {
+        let spec = self.ctx.command(name, extra)?;
+        Ok(match &self.slack_hosts {
+            Some(hosts) => hosts.wrap(spec),
+            None => spec,
+        })
+    }
+
+    /// A URL the target serves (its MCP endpoint) as the checks reach it: itself, or with
+    /// `slack = "slack-hosts"` a relay into the namespace.
+    pub async fn reachable(&self, url: &str) -> Result<String, CheckError> {
+        match &self.slack_hosts {
+            Some(hosts) => hosts.expose(url).await,
+            None => Ok(url.to_string()),
+        }
+    }
+
     fn spec(&self, mode: Option<&str>) -> Result<ski::transport::child::ChildSpec, CheckError> {
         let config = self.config.display().to_string();
         match mode {
-            None => self.ctx.command("server", &[("config", config.as_str())]),
-            Some(mode) => self.ctx.command(
+            None => self.command("server", &[("config", config.as_str())]),
+            Some(mode) => self.command(
                 "server_mode",
                 &[("config", config.as_str()), ("mode", mode)],
             ),
@@ -174,6 +211,10 @@ impl World {
                     .into());
             }
         };
+        let mut ready: Value = ready;
+        if let Some(url) = ready.get("mcp_url").and_then(Value::as_str) {
+            ready["mcp_url"] = Value::String(self.reachable(url).await?);
+        }
         Ok(Server {
             ctx: self.ctx.clone(),
             ready,
