@@ -5,6 +5,7 @@
 //! readiness line names, its SQLite file opened read-only, its log and its exit code.
 //!
 //! - [`harness`]: the fake Slack, the config from the profile's templates, the target process.
+//! - [`profile`]: the knobs a profile sets for a build that is not the reference.
 //! - [`slack_hosts`] and [`netns`]: `slack = "slack-hosts"`, for a build that calls Slack at its
 //!   own host names (the fake over TLS, the target inside a namespace of the harness).
 //! - [`agents`]: ACP mode's spawned `ski-mock-agent`s, driven by session over one control
@@ -21,6 +22,7 @@ pub mod harness;
 pub mod lifecycle;
 pub mod netns;
 pub mod persistence;
+pub mod profile;
 pub mod routing;
 pub mod slack_hosts;
 pub mod stall;

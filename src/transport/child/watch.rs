@@ -95,34 +95,45 @@ impl Watched {
         self.pid
     }
 
+    /// Every line of `stream` so far.
+    pub fn lines(&self, stream: OutputStream) -> Vec<String> {
+        let lines = match stream {
+            OutputStream::Stdout => &self.output.stdout,
+            OutputStream::Stderr => &self.output.stderr,
+        };
+        lines.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// Every stdout line so far.
     pub fn stdout(&self) -> Vec<String> {
-        self.output
-            .stdout
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.lines(OutputStream::Stdout)
     }
 
     /// Every stderr line so far.
     pub fn stderr(&self) -> Vec<String> {
-        self.output
-            .stderr
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.lines(OutputStream::Stderr)
     }
 
-    /// Waits until `find` answers something for the stderr lines seen so far (it is asked again
-    /// after every new line). It waits without end: callers bound it with their own timeout.
-    pub async fn until_stderr<T>(&self, mut find: impl FnMut(&[String]) -> Option<T>) -> T {
+    /// Waits until `find` answers something for the lines of `stream` seen so far (it is asked
+    /// again after every new line). It waits without end: callers bound it with their own
+    /// timeout.
+    pub async fn until<T>(
+        &self,
+        stream: OutputStream,
+        mut find: impl FnMut(&[String]) -> Option<T>,
+    ) -> T {
         loop {
             let changed = self.output.changed.notified();
-            if let Some(found) = find(&self.stderr()) {
+            if let Some(found) = find(&self.lines(stream)) {
                 return found;
             }
             changed.await;
         }
+    }
+
+    /// [`Watched::until`] on stderr.
+    pub async fn until_stderr<T>(&self, find: impl FnMut(&[String]) -> Option<T>) -> T {
+        self.until(OutputStream::Stderr, find).await
     }
 
     /// Sends `signal` to the child's group and waits until the child has ended and its output

@@ -17,15 +17,21 @@ use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::Notify;
 
 use super::harness::{ALICE, Server, SessionRow, World};
+use super::profile::{Knobs, seconds};
 use crate::{CheckError, CheckResult, Ctx, Failure, OrFail};
 
-/// The dialects of `[acp] dialect`.
+/// The dialects a spawned agent may speak (`{dialect}` in the profile's `acp_template`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {
     /// The matrix's stream dialect.
     Intercom,
     /// Standard ACP (the server is the ACP client).
     Acp,
+    /// The stream dialect after a JSON-RPC handshake (`initialize`, `initialized`,
+    /// `session/new`), with prompts, steering and nudges sent as `session/prompt`, as later
+    /// intercom builds speak it; clearance, prompt forwarding, status and interrupts stay the
+    /// stream dialect's. A row written for the stream dialect runs in it too.
+    IntercomJsonrpc,
 }
 
 impl Dialect {
@@ -34,6 +40,7 @@ impl Dialect {
         match self {
             Dialect::Intercom => "intercom",
             Dialect::Acp => "acp",
+            Dialect::IntercomJsonrpc => "intercom-jsonrpc",
         }
     }
 
@@ -42,27 +49,55 @@ impl Dialect {
         match self {
             Dialect::Intercom => "dialect-intercom",
             Dialect::Acp => "dialect-acp",
+            Dialect::IntercomJsonrpc => "dialect-intercom-jsonrpc",
         }
     }
 
     /// The ready script of `ski-mock-agent` that speaks it.
-    fn script(self) -> &'static str {
+    pub fn script(self) -> &'static str {
         match self {
             Dialect::Intercom => "intercom",
             Dialect::Acp => "intercom-acp",
+            Dialect::IntercomJsonrpc => "intercom-jsonrpc",
         }
+    }
+
+    /// The method that carries the first prompt and every steering message to the agent.
+    pub fn prompt_method(self) -> &'static str {
+        match self {
+            Dialect::Intercom => "prompt/send",
+            Dialect::Acp | Dialect::IntercomJsonrpc => "session/prompt",
+        }
+    }
+
+    /// The method a stall nudge arrives as.
+    pub fn nudge_method(self) -> &'static str {
+        match self {
+            Dialect::Intercom => "nudge",
+            Dialect::Acp | Dialect::IntercomJsonrpc => "session/prompt",
+        }
+    }
+
+    /// Whether the agent speaks the stream dialect's bespoke methods (`status/update`,
+    /// `clearance/request`, `session/interrupt` …).
+    pub fn has_stream_methods(self) -> bool {
+        matches!(self, Dialect::Intercom | Dialect::IntercomJsonrpc)
     }
 }
 
 /// Runs `row` once for each of `dialects` the target declares (at least one must be declared);
-/// a failure names the dialect.
+/// a failure names the dialect. A row for the stream dialect also runs in its JSON-RPC variant.
 pub async fn each_dialect<F, Fut>(ctx: &Ctx, dialects: &[Dialect], row: F) -> CheckResult
 where
     F: Fn(Ctx, Dialect) -> Fut,
     Fut: std::future::Future<Output = CheckResult>,
 {
     ctx.require("acp-sessions")?;
-    let declared: Vec<Dialect> = dialects
+    let mut applies = dialects.to_vec();
+    if applies.contains(&Dialect::Intercom) && !applies.contains(&Dialect::IntercomJsonrpc) {
+        applies.push(Dialect::IntercomJsonrpc);
+    }
+    let declared: Vec<Dialect> = applies
         .iter()
         .copied()
         .filter(|d| ctx.has(d.capability()))
@@ -110,6 +145,8 @@ pub struct Options {
     pub startup_timeout_ms: u64,
     /// Inactivity and escalation thresholds (ms) and retries; `None` disables the detector.
     pub stall: Option<(u64, u64, u32)>,
+    /// The line limit rendered as `{max_line_length}` (a profile's fixed `max_line_length`
+    /// wins).
     pub max_line_length: usize,
     /// A ready script other than the dialect's own.
     pub script: Option<String>,
@@ -302,39 +339,63 @@ fn with_reply(error: CheckError, reply: Option<&str>) -> CheckError {
     }
 }
 
-/// The config's agent part: `agent_template` and `acp_template` from the profile.
-fn agent_part(ctx: &Ctx, options: &Options, agents: &Agents) -> Result<String, CheckError> {
-    let setting = |name: &str| {
-        ctx.section()
-            .settings
-            .get(name)
-            .cloned()
-            .ok_or_else(|| CheckError::harness(format!("the profile has no settings.{name}")))
-    };
+fn setting(ctx: &Ctx, name: &str) -> Result<String, CheckError> {
+    ctx.section()
+        .settings
+        .get(name)
+        .cloned()
+        .ok_or_else(|| CheckError::harness(format!("the profile has no settings.{name}")))
+}
+
+/// The profile's `agent_template` rendered with this script and control socket.
+fn agent_lines(ctx: &Ctx, script: &str, control: &std::path::Path) -> Result<String, CheckError> {
     let transcripts = ctx.temp_dir().join("transcripts");
     std::fs::create_dir_all(&transcripts).or_error("create the transcripts directory")?;
     let mock = ctx.bin("ski-mock-agent").display().to_string();
-    let control = agents.path.display().to_string();
+    let control = control.display().to_string();
     let transcripts = transcripts.display().to_string();
+    ctx.render(
+        &setting(ctx, "agent_template")?,
+        &[
+            ("mock_agent", &mock),
+            ("script", script),
+            ("control", &control),
+            ("transcripts", &transcripts),
+        ],
+    )
+}
+
+/// The agent settings of an MCP-mode config (`agent_in_mcp_mode`): no agent is started there,
+/// so the control socket is a path nobody listens on and the script the first dialect the
+/// target declares.
+pub fn mcp_mode_agent_part(ctx: &Ctx) -> Result<String, CheckError> {
+    let dialect = [Dialect::Intercom, Dialect::IntercomJsonrpc, Dialect::Acp]
+        .into_iter()
+        .find(|d| ctx.has(d.capability()))
+        .unwrap_or(Dialect::Intercom);
+    let control = ctx.temp_dir().join("agents-mcp-mode.sock");
+    Ok(format!(
+        "{}\n",
+        agent_lines(ctx, dialect.script(), &control)?
+    ))
+}
+
+/// The config's agent part: `agent_template` and `acp_template` from the profile.
+fn agent_part(ctx: &Ctx, options: &Options, agents: &Agents) -> Result<String, CheckError> {
     let script = options
         .script
         .clone()
         .unwrap_or_else(|| options.dialect.script().to_string());
-    let agent = ctx.render(
-        &setting("agent_template")?,
-        &[
-            ("mock_agent", &mock),
-            ("script", &script),
-            ("control", &control),
-            ("transcripts", &transcripts),
-        ],
-    )?;
+    let agent = agent_lines(ctx, &script, &agents.path)?;
     let (stall_enabled, inactivity, escalation, retries) = match options.stall {
         Some((inactivity, escalation, retries)) => ("true", inactivity, escalation, retries),
         None => ("false", 600_000, 600_000, 3),
     };
+    let max_line_length = Knobs::read(ctx)?
+        .max_line_length
+        .unwrap_or(options.max_line_length);
     let acp = ctx.render(
-        &setting("acp_template")?,
+        &setting(ctx, "acp_template")?,
         &[
             ("dialect", options.dialect.name()),
             ("max_sessions", &options.max_sessions.to_string()),
@@ -342,10 +403,16 @@ fn agent_part(ctx: &Ctx, options: &Options, agents: &Agents) -> Result<String, C
                 "startup_timeout_ms",
                 &options.startup_timeout_ms.to_string(),
             ),
-            ("max_line_length", &options.max_line_length.to_string()),
+            (
+                "startup_timeout_s",
+                &seconds(options.startup_timeout_ms).to_string(),
+            ),
+            ("max_line_length", &max_line_length.to_string()),
             ("stall_enabled", stall_enabled),
             ("inactivity_ms", &inactivity.to_string()),
+            ("inactivity_s", &seconds(inactivity).to_string()),
             ("escalation_ms", &escalation.to_string()),
+            ("escalation_s", &seconds(escalation).to_string()),
             ("max_retries", &retries.to_string()),
         ],
     )?;

@@ -1,6 +1,8 @@
 //! The world of one intercom scenario: an in-process fake Slack, the target's config file made
-//! from the profile's templates, the target process (its readiness line, its log, its exit
-//! code), the target's SQLite file opened read-only, and rmcp clients on its MCP endpoint.
+//! from the profile's templates, the target process (its readiness, its log, its exit code), the
+//! target's SQLite file opened read-only, and rmcp clients on its MCP endpoint. How a build shows
+//! readiness, where it logs and whether its stdin stays open are the profile's knobs
+//! ([`super::profile`]).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -11,10 +13,11 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use ski::transport::child::{OutputStream, Watched};
+use ski::transport::child::{Child, OutputStream, Watched};
 use ski_mocks::slack::config::ChannelConfig;
 use ski_mocks::slack::{Click, Config, FakeSlack, Message, SlashCommand};
 
+use super::profile::{Knobs, Readiness, Stdin};
 use super::slack_hosts::{Reach, SLACK_API, SlackHosts};
 use crate::{CheckError, Ctx, Failure, OrFail};
 
@@ -42,6 +45,9 @@ pub struct World {
     pub database: PathBuf,
     /// With `slack = "slack-hosts"`: the namespace the target runs in.
     pub slack_hosts: Option<SlackHosts>,
+    /// A loopback port that was free when the world was made, rendered as `{mcp_port}`.
+    pub mcp_port: u16,
+    pub knobs: Knobs,
 }
 
 /// What a target process printed and how it ended.
@@ -62,6 +68,7 @@ impl World {
             private: false,
             members: Vec::new(),
         });
+        let knobs = Knobs::read(ctx)?;
         let reach = Reach::of(ctx)?;
         let slack = match reach {
             Reach::BaseUrl => FakeSlack::start(config).await,
@@ -72,12 +79,21 @@ impl World {
             Reach::BaseUrl => None,
             Reach::SlackHosts => Some(SlackHosts::start(ctx, &slack).await?),
         };
+        // Bound, then released for the target to bind.
+        let mcp_port = ctx
+            .bind_loopback()
+            .await?
+            .local_addr()
+            .or_error("a free loopback port")?
+            .port();
         let world = World {
             ctx: ctx.clone(),
             slack,
             config: ctx.temp_dir().join("intercom.toml"),
             database: ctx.temp_dir().join("data").join("intercom.db"),
             slack_hosts,
+            mcp_port,
+            knobs,
         };
         world.write_config(WORKSPACES, "")?;
         Ok(world)
@@ -100,8 +116,24 @@ impl World {
             .ok_or_else(|| CheckError::harness(format!("the profile has no settings.{name}")))
     }
 
-    /// Renders the profile's `config` template with these workspaces and top-level lines.
+    /// Renders the profile's `config` template with these workspaces and top-level lines. With
+    /// `agent_in_mcp_mode`, a config without top-level lines (an MCP-mode config) gets the
+    /// agent settings as its top-level lines.
     pub fn write_config(&self, workspaces: &[(&str, &str)], top: &str) -> Result<(), CheckError> {
+        if top.is_empty() && self.knobs.agent_in_mcp_mode {
+            let agent = super::agents::mcp_mode_agent_part(&self.ctx)?;
+            return self.write_config_exactly(workspaces, &agent);
+        }
+        self.write_config_exactly(workspaces, top)
+    }
+
+    /// Renders the profile's `config` template with exactly these top-level lines (none of the
+    /// profile's agent settings unless `top` has them).
+    pub fn write_config_exactly(
+        &self,
+        workspaces: &[(&str, &str)],
+        top: &str,
+    ) -> Result<(), CheckError> {
         let entry = self.raw_setting("workspace_template")?;
         let mut entries = String::new();
         for (id, channel) in workspaces {
@@ -117,6 +149,7 @@ impl World {
             Some(_) => SLACK_API.to_string(),
             None => self.slack.api_base_url(),
         };
+        let mcp_port = self.mcp_port.to_string();
         let text = self.ctx.render(
             &self.raw_setting("config_template")?,
             &[
@@ -125,6 +158,7 @@ impl World {
                 ("api_base_url", &api),
                 ("database", &database),
                 ("authorized_user", ALICE),
+                ("mcp_port", &mcp_port),
             ],
         )?;
         std::fs::write(&self.config, text).or_error("write the config")?;
@@ -165,9 +199,18 @@ impl World {
         }
     }
 
+    /// Starts the target; its stdin is closed at once when the profile says so.
+    fn spawn(&self, mode: Option<&str>) -> Result<Child, CheckError> {
+        let mut child = self.ctx.spawn(self.spec(mode)?)?;
+        if self.knobs.stdin == Stdin::Closed {
+            drop(child.take_stdin());
+        }
+        Ok(child)
+    }
+
     /// Runs the target until it exits by itself.
     pub async fn run_to_exit(&self, mode: Option<&str>) -> Result<Exit, CheckError> {
-        let mut child = self.ctx.spawn(self.spec(mode)?)?;
+        let mut child = self.spawn(mode)?;
         let mut stdout = String::new();
         let mut stderr = String::new();
         let collect = async {
@@ -195,31 +238,103 @@ impl World {
         })
     }
 
-    /// Starts the target and waits for its readiness line.
+    /// Starts the target and waits until it is ready, as the profile's `ready` says.
     pub async fn start(&self, mode: Option<&str>) -> Result<Server, CheckError> {
-        let is_ready =
-            |line: &str| serde_json::from_str::<Value>(line).is_ok_and(|v| v.is_object());
-        let (process, ready) = Watched::start(self.ctx.spawn(self.spec(mode)?)?, is_ready);
-        let ready = match self.ctx.within("the readiness line", ready).await? {
-            Ok(line) => serde_json::from_str(&line).or_fail("a JSON readiness line")?,
-            Err(_) => {
-                return Err(Failure::expected("a readiness line on stdout")
-                    .actual(format!(
-                        "the target ended first; stderr: {}",
-                        process.stderr().join("\n")
-                    ))
-                    .into());
-            }
+        let child = self.spawn(mode)?;
+        let (process, ready) = match &self.knobs.ready {
+            Readiness::Json => self.ready_by_json(child).await?,
+            Readiness::Line(text) => self.ready_by_line(child, text).await?,
+            Readiness::Port => self.ready_by_port(child).await?,
         };
-        let mut ready: Value = ready;
-        if let Some(url) = ready.get("mcp_url").and_then(Value::as_str) {
-            ready["mcp_url"] = Value::String(self.reachable(url).await?);
-        }
+        let mcp_url = match (
+            ready.get("mcp_url").and_then(Value::as_str),
+            &self.knobs.mcp_url,
+        ) {
+            (Some(url), _) => Some(url.to_string()),
+            (None, Some(template)) => Some(
+                self.ctx
+                    .render(template, &[("mcp_port", &self.mcp_port.to_string())])?,
+            ),
+            (None, None) => None,
+        };
+        let mcp_url = match mcp_url {
+            Some(url) => Some(self.reachable(&url).await?),
+            None => None,
+        };
         Ok(Server {
             ctx: self.ctx.clone(),
             ready,
+            mcp_url,
+            mcp_port: self.mcp_port,
+            log_stream: self.knobs.log_stream,
             process,
         })
+    }
+
+    /// The first JSON object on stdout is the readiness line.
+    async fn ready_by_json(&self, child: Child) -> Result<(Watched, Value), CheckError> {
+        let is_ready =
+            |line: &str| serde_json::from_str::<Value>(line).is_ok_and(|v| v.is_object());
+        let (process, ready) = Watched::start(child, is_ready);
+        match self.ctx.within("the readiness line", ready).await? {
+            Ok(line) => {
+                let ready = serde_json::from_str(&line).or_fail("a JSON readiness line")?;
+                Ok((process, ready))
+            }
+            Err(_) => Err(ended_first(&process, "a readiness line on stdout")),
+        }
+    }
+
+    /// The first line of stdout or stderr containing `text` says the target is ready.
+    async fn ready_by_line(
+        &self,
+        child: Child,
+        text: &str,
+    ) -> Result<(Watched, Value), CheckError> {
+        let needle = text.to_string();
+        let (process, on_stdout) = Watched::start(child, move |line| line.contains(&needle));
+        let on_stderr =
+            process.until_stderr(|lines| lines.iter().find(|l| l.contains(text)).cloned());
+        let expected = format!("a line containing {text:?} on stdout or stderr");
+        let ready = self
+            .ctx
+            .within(&expected, async {
+                tokio::select! {
+                    line = on_stdout => line.is_ok(),
+                    _ = on_stderr => true,
+                }
+            })
+            .await?;
+        if !ready {
+            return Err(ended_first(&process, &expected));
+        }
+        Ok((process, Value::Null))
+    }
+
+    /// A TCP connection to `{mcp_port}` succeeding says the target is ready.
+    async fn ready_by_port(&self, child: Child) -> Result<(Watched, Value), CheckError> {
+        const RETRY: Duration = Duration::from_millis(10);
+        let (process, ended) = Watched::start(child, |_| false);
+        let address = std::net::SocketAddr::from(([127, 0, 0, 1], self.mcp_port));
+        let connects = async {
+            while tokio::net::TcpStream::connect(address).await.is_err() {
+                tokio::time::sleep(RETRY).await;
+            }
+        };
+        let expected = format!("a connection to the MCP port {address}");
+        let ready = self
+            .ctx
+            .within(&expected, async {
+                tokio::select! {
+                    () = connects => true,
+                    _ = ended => false,
+                }
+            })
+            .await?;
+        if !ready {
+            return Err(ended_first(&process, &expected));
+        }
+        Ok((process, Value::Null))
     }
 
     /// A user types the slash command; answers the visible reply (the ack's text), `None` when
@@ -396,6 +511,17 @@ impl World {
     }
 }
 
+/// The failure of a target that ended before it was ready, with what it printed.
+fn ended_first(process: &Watched, expected: &str) -> CheckError {
+    Failure::expected(expected)
+        .actual(format!(
+            "the target ended first; stdout: {}; stderr: {}",
+            process.stdout().join("\n"),
+            process.stderr().join("\n")
+        ))
+        .into()
+}
+
 /// The columns of `session` the checks read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SessionRow {
@@ -430,7 +556,11 @@ pub async fn connect_url(ctx: &Ctx, url: &str) -> Result<Client, CheckError> {
 /// A running target.
 pub struct Server {
     ctx: Ctx,
+    /// The readiness object (`null` when the profile's readiness is a line or the port).
     pub ready: Value,
+    mcp_url: Option<String>,
+    mcp_port: u16,
+    log_stream: OutputStream,
     process: Watched,
 }
 
@@ -438,10 +568,11 @@ pub struct Server {
 pub type Client = RunningService<RoleClient, ClientConfig>;
 
 impl Server {
-    /// The MCP endpoint from the readiness line, with `query`.
+    /// The MCP endpoint (from the readiness line, or the profile's `mcp_url`), with `query`.
     pub fn mcp_url(&self, query: &str) -> Result<String, CheckError> {
-        let base = self.ready["mcp_url"]
-            .as_str()
+        let base = self
+            .mcp_url
+            .as_deref()
             .or_fail("mcp_url in the readiness line")?;
         Ok(if query.is_empty() {
             base.to_string()
@@ -455,9 +586,19 @@ impl Server {
         connect_url(&self.ctx, &self.mcp_url(query)?).await
     }
 
-    /// Every log line so far.
+    /// Whether the target serves an MCP endpoint: the readiness line names one, or (when the
+    /// readiness is a line) its MCP port accepts a connection.
+    pub async fn serves_mcp(&self) -> bool {
+        if self.ready.is_object() {
+            return self.ready.get("mcp_url").is_some();
+        }
+        let address = std::net::SocketAddr::from(([127, 0, 0, 1], self.mcp_port));
+        tokio::net::TcpStream::connect(address).await.is_ok()
+    }
+
+    /// Every log line so far (the stream the profile's `log_stream` names).
     pub fn log(&self) -> Vec<String> {
-        self.process.stderr()
+        self.process.lines(self.log_stream)
     }
 
     /// Waits for a log line containing `needle` (case-insensitive).
@@ -472,7 +613,7 @@ impl Server {
         self.ctx
             .within(
                 &format!("a log line with {needle:?}"),
-                self.process.until_stderr(find),
+                self.process.until(self.log_stream, find),
             )
             .await
     }

@@ -148,7 +148,7 @@ async fn decide(ctx: Ctx, dialect: Dialect, reject: bool) -> CheckResult {
         world.world.click(&message, "approve_accept", ALICE)?;
     }
     match dialect {
-        Dialect::Intercom => {
+        Dialect::Intercom | Dialect::IntercomJsonrpc => {
             started.agent.wait_method("clearance/response", 1).await?;
             let responses = started.agent.received_method("clearance/response")?;
             ensure_eq!(1, responses.len(), "clearance/response lines");
@@ -217,7 +217,7 @@ async fn s012(ctx: Ctx) -> CheckResult {
             .world
             .slash_command(CHANNEL_X, ALICE, "steer after the second click")
             .await?;
-        started.agent.wait_method("prompt/send", 2).await?;
+        started.agent.wait_method(prompt_method(dialect), 2).await?;
         ensure_eq!(
             1,
             started.agent.received_method("clearance/response")?.len(),
@@ -255,10 +255,7 @@ async fn s013(ctx: Ctx) -> CheckResult {
 
 /// The method that carries prompts in a dialect.
 pub fn prompt_method(dialect: Dialect) -> &'static str {
-    match dialect {
-        Dialect::Intercom => "prompt/send",
-        Dialect::Acp => "session/prompt",
-    }
+    dialect.prompt_method()
 }
 
 /// The text of a `prompt/send` or `session/prompt`.
@@ -274,7 +271,7 @@ async fn s014(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
         let started = world.start_session(CHANNEL_X, "hello there").await?;
-        started.agent.wait_method("prompt/send", 1).await?;
+        started.agent.wait_method(prompt_method(dialect), 1).await?;
         started.agent.run(json!([{ "close_stdin": true }])).await?;
         started
             .agent
@@ -303,7 +300,7 @@ async fn s015(ctx: Ctx) -> CheckResult {
             .await?;
         world.reply_with(&started.root, "Session ended").await?;
         match dialect {
-            Dialect::Intercom => {
+            Dialect::Intercom | Dialect::IntercomJsonrpc => {
                 let interrupts = started.agent.received_method("session/interrupt")?;
                 ensure_eq!(1, interrupts.len(), "session/interrupt lines");
                 ensure_eq!(
@@ -489,7 +486,7 @@ async fn s019(ctx: Ctx) -> CheckResult {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
         let started = world.start_session(CHANNEL_X, "status check").await?;
         match dialect {
-            Dialect::Intercom => {
+            Dialect::Intercom | Dialect::IntercomJsonrpc => {
                 started
                     .agent
                     .send(json!({"method": "status/update", "params": {"message": "compiling step 3"}}))

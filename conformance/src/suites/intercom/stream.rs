@@ -81,7 +81,7 @@ async fn session(ctx: &Ctx, options: Options) -> Result<(AcpWorld, Started), cra
     let world = AcpWorld::start(ctx, options).await?;
     let started = world.start_session(CHANNEL_X, "stream test").await?;
     let settled = match dialect {
-        Dialect::Intercom => "received: stream test",
+        Dialect::Intercom | Dialect::IntercomJsonrpc => "received: stream test",
         Dialect::Acp => "stream test",
     };
     world.reply_with(&started.root, settled).await?;

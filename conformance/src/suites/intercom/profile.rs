@@ -1,0 +1,131 @@
+//! The intercom profile's knobs for a build that is not the reference: how its readiness shows
+//! (a JSON object, a log line, or its MCP port accepting connections), where its MCP endpoint is,
+//! which stream it logs on, whether its stdin stays open, whether MCP-mode configs carry the
+//! agent settings too, and a line limit of its own. Every knob defaults to what the reference
+//! does, so a profile that sets none is judged as before.
+
+use ski::transport::child::OutputStream;
+
+use crate::{CheckError, Ctx};
+
+/// How a started target says it is ready (`settings.ready`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Readiness {
+    /// `json` (the default): the first JSON object on stdout; in MCP mode it names `mcp_url`.
+    Json,
+    /// `line`: the first line of stdout or stderr containing `settings.ready_line`.
+    Line(String),
+    /// `port`: a TCP connection to `{mcp_port}` on 127.0.0.1 succeeds.
+    Port,
+}
+
+/// What the target's stdin is once it started (`settings.stdin`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stdin {
+    /// `open` (the default): a pipe the harness holds until the target ends.
+    Open,
+    /// `closed`: end of file at once.
+    Closed,
+}
+
+/// The knobs of one profile's `[suites.intercom.settings]`.
+#[derive(Debug, Clone)]
+pub struct Knobs {
+    pub ready: Readiness,
+    /// `mcp_url`: the MCP endpoint's template (`{mcp_port}` allowed), used when the readiness
+    /// says no URL.
+    pub mcp_url: Option<String>,
+    /// `log_stream`: `stderr` (the default) or `stdout`.
+    pub log_stream: OutputStream,
+    pub stdin: Stdin,
+    /// `agent_in_mcp_mode = "true"`: MCP-mode configs carry the rendered `agent_template` too.
+    pub agent_in_mcp_mode: bool,
+    /// `max_line_length`: the build's own fixed line limit (bytes), instead of the one the
+    /// harness sets through `{max_line_length}`.
+    pub max_line_length: Option<usize>,
+}
+
+impl Knobs {
+    /// Reads the knobs; a value the harness does not know is the profile's error.
+    pub fn read(ctx: &Ctx) -> Result<Knobs, CheckError> {
+        let raw = |name: &str| ctx.section().settings.get(name).cloned();
+        let bad = |name: &str, value: &str, allowed: &str| {
+            CheckError::harness(format!("settings.{name} = {value:?}: expected {allowed}"))
+        };
+        let ready = match raw("ready").as_deref() {
+            None | Some("json") => Readiness::Json,
+            Some("port") => Readiness::Port,
+            Some("line") => Readiness::Line(ctx.setting("ready_line")?.ok_or_else(|| {
+                CheckError::harness("settings.ready = \"line\" needs settings.ready_line")
+            })?),
+            Some(other) => return Err(bad("ready", other, "\"json\", \"line\" or \"port\"")),
+        };
+        let log_stream = match raw("log_stream").as_deref() {
+            None | Some("stderr") => OutputStream::Stderr,
+            Some("stdout") => OutputStream::Stdout,
+            Some(other) => return Err(bad("log_stream", other, "\"stderr\" or \"stdout\"")),
+        };
+        let stdin = match raw("stdin").as_deref() {
+            None | Some("open") => Stdin::Open,
+            Some("closed") => Stdin::Closed,
+            Some(other) => return Err(bad("stdin", other, "\"open\" or \"closed\"")),
+        };
+        let agent_in_mcp_mode = match raw("agent_in_mcp_mode").as_deref() {
+            None | Some("false") => false,
+            Some("true") => true,
+            Some(other) => return Err(bad("agent_in_mcp_mode", other, "\"true\" or \"false\"")),
+        };
+        let max_line_length = match raw("max_line_length") {
+            None => None,
+            Some(text) => Some(
+                text.trim()
+                    .parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or_else(|| bad("max_line_length", &text, "a positive number of bytes"))?,
+            ),
+        };
+        if ready != Readiness::Json && raw("mcp_url").is_none() {
+            return Err(CheckError::harness(
+                "settings.ready other than \"json\" needs settings.mcp_url (for example \"http://127.0.0.1:{mcp_port}/mcp\")",
+            ));
+        }
+        Ok(Knobs {
+            ready,
+            mcp_url: raw("mcp_url"),
+            log_stream,
+            stdin,
+            agent_in_mcp_mode,
+            max_line_length,
+        })
+    }
+}
+
+/// Whole seconds, rounded up, for a build that only takes seconds.
+pub fn seconds(ms: u64) -> u64 {
+    ms.div_ceil(1000)
+}
+
+/// The time (ms) a target really has for a knob given as `ms`: rounded up to whole seconds
+/// when the profile's `acp_template` places the knob's seconds counterpart (`{NAME_s}`).
+pub fn in_force_ms(ctx: &Ctx, ms: u64, seconds_placeholder: &str) -> u64 {
+    let uses_seconds = ctx
+        .section()
+        .settings
+        .get("acp_template")
+        .is_some_and(|t| t.contains(&format!("{{{seconds_placeholder}}}")));
+    if uses_seconds { seconds(ms) * 1000 } else { ms }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seconds;
+
+    #[test]
+    fn seconds_round_up() {
+        assert_eq!(
+            vec![0, 1, 1, 1, 2, 600],
+            [0, 1, 999, 1000, 1001, 600_000].map(seconds).to_vec()
+        );
+    }
+}
