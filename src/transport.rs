@@ -31,6 +31,17 @@ use crate::jsonrpc::{WireEvent, WireObserver};
 /// The longest text one wire-log entry keeps; longer lines are cut and say how much was cut.
 pub const MAX_ENTRY_BYTES: usize = 64 * 1024;
 
+/// The most a wire log keeps of its first entries: a target that floods a channel must not grow
+/// the log without end. Past it, the log keeps the last [`MAX_LOG_TAIL_BYTES`] and a note of how
+/// much it left out between.
+pub const MAX_LOG_HEAD_BYTES: usize = 1024 * 1024;
+
+/// The most a wire log keeps of its latest entries once its head is full.
+pub const MAX_LOG_TAIL_BYTES: usize = 3 * 1024 * 1024;
+
+/// What one entry counts against the log's budget besides its text (its channel, stamp, slot).
+const ENTRY_OVERHEAD: usize = 64;
+
 pub use crate::jsonrpc::Direction;
 
 /// One line of a wire log.
@@ -49,13 +60,83 @@ pub struct WireEntry {
 #[derive(Debug)]
 struct WireLogInner {
     origin: Instant,
-    entries: Mutex<Vec<WireEntry>>,
+    entries: Mutex<Kept>,
+}
+
+/// The entries a log keeps: the first ones up to [`MAX_LOG_HEAD_BYTES`], then the latest ones up
+/// to [`MAX_LOG_TAIL_BYTES`], and how many were left out between them.
+#[derive(Debug, Default)]
+struct Kept {
+    head: Vec<WireEntry>,
+    head_bytes: usize,
+    tail: std::collections::VecDeque<WireEntry>,
+    tail_bytes: usize,
+    left_out: usize,
+    left_out_bytes: usize,
+    /// Where the gap is: the stamp of the last entry left out.
+    left_out_at: Duration,
+}
+
+fn weight(entry: &WireEntry) -> usize {
+    entry.text.len() + entry.channel.len() + ENTRY_OVERHEAD
+}
+
+impl Kept {
+    fn push(&mut self, entry: WireEntry) {
+        let size = weight(&entry);
+        if self.tail.is_empty() && self.head_bytes + size <= MAX_LOG_HEAD_BYTES {
+            self.head_bytes += size;
+            self.head.push(entry);
+            return;
+        }
+        self.tail_bytes += size;
+        self.tail.push_back(entry);
+        while self.tail_bytes > MAX_LOG_TAIL_BYTES {
+            let Some(oldest) = self.tail.pop_front() else {
+                break;
+            };
+            self.tail_bytes -= weight(&oldest);
+            self.left_out += 1;
+            self.left_out_bytes += oldest.text.len();
+            self.left_out_at = oldest.at;
+        }
+    }
+
+    /// The note standing in for what was left out, if anything was.
+    fn gap(&self) -> Option<WireEntry> {
+        (self.left_out > 0).then(|| WireEntry {
+            channel: "wire-log".to_owned(),
+            direction: Direction::Note,
+            at: self.left_out_at,
+            text: format!(
+                "{} entries ({} bytes) left out here: the log keeps its first {} KiB and its last {} KiB",
+                self.left_out,
+                self.left_out_bytes,
+                MAX_LOG_HEAD_BYTES / 1024,
+                MAX_LOG_TAIL_BYTES / 1024
+            ),
+        })
+    }
+
+    fn iter(&self) -> impl Iterator<Item = WireEntry> + '_ {
+        self.head
+            .iter()
+            .cloned()
+            .chain(self.gap())
+            .chain(self.tail.iter().cloned())
+    }
+
+    fn len(&self) -> usize {
+        self.head.len() + usize::from(self.left_out > 0) + self.tail.len()
+    }
 }
 
 /// A shared, ordered record of the traffic on every channel of one exchange.
 ///
 /// Cloning gives another handle to the same log. Time stamps come from the tokio clock, so a test
-/// that pauses time sees deterministic stamps.
+/// that pauses time sees deterministic stamps. The log is bounded: it keeps its first
+/// [`MAX_LOG_HEAD_BYTES`] and its last [`MAX_LOG_TAIL_BYTES`], and one note says what it left out
+/// between them, so a channel that floods costs a few megabytes at most.
 #[derive(Debug, Clone)]
 pub struct WireLog {
     inner: Arc<WireLogInner>,
@@ -73,7 +154,7 @@ impl WireLog {
         Self {
             inner: Arc::new(WireLogInner {
                 origin: Instant::now(),
-                entries: Mutex::new(Vec::new()),
+                entries: Mutex::new(Kept::default()),
             }),
         }
     }
@@ -104,28 +185,29 @@ impl WireLog {
         }
     }
 
-    /// The text of every entry of `channel` that travelled in `direction`, in order.
+    /// The text of every kept entry of `channel` that travelled in `direction`, in order.
     pub fn texts(&self, channel: &str, direction: Direction) -> Vec<String> {
         self.lock()
             .iter()
             .filter(|entry| entry.channel == channel && entry.direction == direction)
-            .map(|entry| entry.text.clone())
+            .map(|entry| entry.text)
             .collect()
     }
 
-    /// A copy of every entry so far, in the order they were recorded.
+    /// A copy of every kept entry so far, in the order they were recorded; where entries were
+    /// left out (the log is bounded), one note says how many.
     pub fn entries(&self) -> Vec<WireEntry> {
-        self.lock().clone()
+        self.lock().iter().collect()
     }
 
-    /// The number of entries so far.
+    /// The number of kept entries so far (the note of a gap counts as one).
     pub fn len(&self) -> usize {
         self.lock().len()
     }
 
     /// Whether nothing has been recorded yet.
     pub fn is_empty(&self) -> bool {
-        self.lock().is_empty()
+        self.lock().len() == 0
     }
 
     /// The log as text, one entry per line: `+0.001234s agent in {...}`.
@@ -143,7 +225,7 @@ impl WireLog {
         out
     }
 
-    fn lock(&self) -> MutexGuard<'_, Vec<WireEntry>> {
+    fn lock(&self) -> MutexGuard<'_, Kept> {
         // A panic while holding this lock cannot leave the vector half-written, so a poisoned
         // lock still holds a usable log.
         self.inner
@@ -389,6 +471,36 @@ impl<W: AsyncWrite + Unpin> AsyncWrite for LoggedWrite<W> {
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test]
+    async fn a_flooded_log_keeps_its_head_and_tail_and_says_what_it_left_out() {
+        let log = WireLog::new();
+        let line = "x".repeat(1000);
+        let total = 20_000;
+        for n in 0..total {
+            log.record("agent", Direction::In, &format!("{n} {line}"));
+        }
+        let entries = log.entries();
+        let kept: usize = entries.iter().map(|e| e.text.len()).sum();
+        assert!(
+            kept <= MAX_LOG_HEAD_BYTES + MAX_LOG_TAIL_BYTES,
+            "{kept} bytes kept"
+        );
+        assert!(entries[0].text.starts_with("0 "), "the first entry is kept");
+        let last = format!("{} ", total - 1);
+        assert!(entries[entries.len() - 1].text.starts_with(&last));
+        let gap: Vec<&WireEntry> = entries
+            .iter()
+            .filter(|e| e.direction == Direction::Note)
+            .collect();
+        assert_eq!(gap.len(), 1, "one note stands for the gap");
+        let left_out = total - (entries.len() - 1);
+        assert!(
+            gap[0].text.starts_with(&format!("{left_out} entries (")),
+            "{}",
+            gap[0].text
+        );
+    }
 
     #[tokio::test]
     async fn logged_read_and_write_record_whole_lines_in_order() {

@@ -19,6 +19,9 @@ use crate::target::split_words;
 /// How long discovery waits for one answer (slow-starting agents take a second or more).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How many notifications before an answer discovery keeps (the rest are read and dropped).
+const KEPT_NOTIFICATIONS: usize = 1024;
+
 /// The text of the discovery prompt; an agent that answers with exactly it echoes.
 const PROBE_TEXT: &str = "ski-conformance probe: please answer with this text";
 
@@ -159,7 +162,11 @@ impl Channel {
                     };
                     self.send(&answer).await?;
                 }
-                (None, Some(_)) => notifications.push(message),
+                // A flood of notifications must not grow discovery without end; the first ones
+                // are those a turn's echo is read from.
+                (None, Some(_)) if notifications.len() < KEPT_NOTIFICATIONS => {
+                    notifications.push(message);
+                }
                 _ => {}
             }
         }

@@ -35,8 +35,9 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+pub(crate) use spawn::StderrLines;
 use tokio::process::{ChildStdin, ChildStdout};
-use tokio::sync::mpsc;
 
 pub use spawn::spawn;
 pub use spec::ChildSpec;
@@ -48,6 +49,15 @@ pub use watch::Watched;
 use super::{Direction, LoggedRead, LoggedWrite, WireLog};
 use supervisor::send_group;
 use tracker::Group;
+
+/// The longest line of a child's stdout or stderr that [`Child`] hands out; the rest of a longer
+/// line is dropped (the same limit as `jsonrpc::framing`'s default).
+pub const MAX_LINE_BYTES: usize = crate::jsonrpc::framing::DEFAULT_MAX_LINE_BYTES;
+
+/// The most stderr text that waits for a reader of [`Child::next_stderr_line`]; lines past it
+/// are only in the wire log (a note says how many), so a child flooding stderr that nobody reads
+/// costs this much at most.
+pub const MAX_STDERR_QUEUE_BYTES: usize = 8 * 1024 * 1024;
 
 /// How long a group gets between SIGTERM and SIGKILL unless the spec says otherwise.
 pub const DEFAULT_GRACE: Duration = Duration::from_secs(3);
@@ -156,7 +166,9 @@ pub struct Child {
     /// The part of a stdout line read before a `next_output_line` select picked stderr; kept so
     /// that the read, which the select cancels, loses nothing.
     stdout_partial: Vec<u8>,
-    stderr: Option<mpsc::UnboundedReceiver<String>>,
+    /// How many bytes of the line in `stdout_partial` were dropped over [`MAX_LINE_BYTES`].
+    stdout_cut: usize,
+    stderr: Option<StderrLines>,
     group: Arc<Group>,
 }
 
@@ -178,6 +190,36 @@ fn trim_line(buf: &[u8]) -> String {
         end -= 1;
     }
     String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// Reads the rest of one line into `buf`, keeping at most [`MAX_LINE_BYTES`] of it and counting
+/// what it drops in `cut`. Answers `false` at end of stream with nothing read. Cancel-safe: what
+/// was read stays in `buf` and `cut` for the next call.
+async fn read_line_capped<R: tokio::io::AsyncBufRead + Unpin>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cut: &mut usize,
+) -> io::Result<bool> {
+    loop {
+        let available = reader.fill_buf().await?;
+        if available.is_empty() {
+            return Ok(!buf.is_empty() || *cut > 0);
+        }
+        let (part, done) = match memchr::memchr(b'\n', available) {
+            Some(newline) => (&available[..=newline], true),
+            None => (available, false),
+        };
+        let room = MAX_LINE_BYTES.saturating_sub(buf.len());
+        let keep = part.len().min(room);
+        buf.extend_from_slice(&part[..keep]);
+        // The terminator of a cut line is not counted as dropped text.
+        *cut += part.len() - keep - usize::from(done && keep < part.len());
+        let used = part.len();
+        reader.consume(used);
+        if done {
+            return Ok(true);
+        }
+    }
 }
 
 impl Child {
@@ -216,7 +258,9 @@ impl Child {
 
     /// Reads the next line of the child's stdout (recorded as `in`); `None` at end of stream.
     ///
-    /// Lines have no length limit; invalid UTF-8 is replaced.
+    /// A line longer than [`MAX_LINE_BYTES`] is cut there (the wire log says how much was
+    /// dropped), so a child that never ends its line cannot grow this process without end;
+    /// invalid UTF-8 is replaced.
     pub async fn next_line(&mut self) -> Result<Option<String>, ChildError> {
         let stdout = self
             .stdout
@@ -227,24 +271,36 @@ impl Child {
             })?;
         // The same buffer as `next_output_line`: a read cancelled by a caller's timeout or select
         // leaves its part of the line there for the next call.
-        let read = stdout
-            .read_until(b'\n', &mut self.stdout_partial)
+        let read = read_line_capped(stdout, &mut self.stdout_partial, &mut self.stdout_cut)
             .await
             .map_err(|source| ChildError::Io {
                 name: self.name.clone(),
                 source,
             })?;
-        if read == 0 {
+        if !read {
             if let Some(log) = &self.wire {
                 log.note(&self.name, "stdout closed");
             }
             return Ok(None);
         }
+        Ok(Some(self.take_stdout_line()))
+    }
+
+    /// The stdout line [`read_line_capped`] completed, recorded in the wire log (with a note when
+    /// it was cut).
+    fn take_stdout_line(&mut self) -> String {
         let line = trim_line(&std::mem::take(&mut self.stdout_partial));
+        let cut = std::mem::take(&mut self.stdout_cut);
         if let Some(log) = &self.wire {
             log.record(&self.name, Direction::In, &line);
+            if cut > 0 {
+                log.note(
+                    &self.name,
+                    &format!("the line above was cut: {cut} more bytes over the {MAX_LINE_BYTES}-byte limit were dropped"),
+                );
+            }
         }
-        Ok(Some(line))
+        line
     }
 
     /// The next line from stdout or stderr, whichever comes first (both recorded in the wire
@@ -259,17 +315,14 @@ impl Child {
             // `read_until` appends what it read to the buffer even when the select cancels it,
             // so the buffer lives in `self` and the next call goes on where this one stopped.
             let buf = &mut self.stdout_partial;
+            let cut = &mut self.stdout_cut;
             let stdout = self.stdout.as_mut();
             let stderr = self.stderr.as_mut();
             tokio::select! {
-                read = async { stdout?.read_until(b'\n', buf).await.ok() }, if stdout_open => {
+                read = async { read_line_capped(stdout?, buf, cut).await.ok() }, if stdout_open => {
                     match read {
-                        Some(n) if n > 0 => {
-                            let line = trim_line(&std::mem::take(&mut self.stdout_partial));
-                            if let Some(log) = &self.wire {
-                                log.record(&self.name, Direction::In, &line);
-                            }
-                            return Some((OutputStream::Stdout, line));
+                        Some(true) => {
+                            return Some((OutputStream::Stdout, self.take_stdout_line()));
                         }
                         _ => {
                             if let Some(log) = &self.wire {
@@ -414,6 +467,28 @@ mod tests {
         assert!(rendered.contains("sh out hello"), "{rendered}");
         assert!(rendered.contains("sh in got hello"), "{rendered}");
         assert!(rendered.contains("sh/stderr in oops"), "{rendered}");
+    }
+
+    #[tokio::test]
+    async fn a_line_over_the_limit_is_cut_and_the_next_line_is_whole() {
+        let log = WireLog::new();
+        let over = MAX_LINE_BYTES + 4096;
+        let script = format!("head -c {over} /dev/zero | tr '\\0' x; echo; echo next");
+        let mut child = spawn(sh(&script).wire_log(log.clone())).unwrap();
+        let line = child.next_line().await.unwrap().expect("the long line");
+        assert_eq!(line.len(), MAX_LINE_BYTES);
+        assert_eq!(child.next_line().await.unwrap().as_deref(), Some("next"));
+        let rendered = log.render();
+        assert!(
+            rendered.contains("4096 more bytes over the"),
+            "{}",
+            rendered
+                .lines()
+                .filter(|l| l.len() < 400)
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+        child.shutdown().await.unwrap();
     }
 
     #[tokio::test]

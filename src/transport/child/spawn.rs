@@ -5,15 +5,19 @@
 use std::io;
 use std::process::Stdio;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use nix::sys::signal::Signal;
-use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::process::ChildStderr;
 use tokio::sync::{mpsc, watch};
 
 use super::supervisor::Supervisor;
 use super::tracker::Group;
-use super::{Child, ChildError, ChildSpec, trim_line};
+use super::{
+    Child, ChildError, ChildSpec, MAX_LINE_BYTES, MAX_STDERR_QUEUE_BYTES, read_line_capped,
+    trim_line,
+};
 use crate::transport::{Direction, WireLog};
 
 /// Starts a child process as described by `spec`.
@@ -98,6 +102,7 @@ pub fn spawn(spec: ChildSpec) -> Result<Child, ChildError> {
         stdin,
         stdout,
         stdout_partial: Vec::new(),
+        stdout_cut: 0,
         stderr,
         group,
     })
@@ -117,30 +122,58 @@ fn kill_when_parent_dies(command: &mut tokio::process::Command) {
 #[cfg(not(target_os = "linux"))]
 fn kill_when_parent_dies(_command: &mut tokio::process::Command) {}
 
-fn drain_stderr(
-    stream: ChildStderr,
-    wire: Option<WireLog>,
-    name: &str,
-) -> mpsc::UnboundedReceiver<String> {
+/// The stderr lines of a child that wait for [`Child::next_stderr_line`](super::Child), at most
+/// [`MAX_STDERR_QUEUE_BYTES`] of them.
+#[derive(Debug)]
+pub(crate) struct StderrLines {
+    lines: mpsc::UnboundedReceiver<String>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl StderrLines {
+    /// The next line; `None` once stderr is closed and drained. Cancel-safe.
+    pub(crate) async fn recv(&mut self) -> Option<String> {
+        let line = self.lines.recv().await?;
+        self.queued.fetch_sub(line.len(), Ordering::Relaxed);
+        Some(line)
+    }
+}
+
+fn drain_stderr(stream: ChildStderr, wire: Option<WireLog>, name: &str) -> StderrLines {
     let (tx, rx) = mpsc::unbounded_channel();
+    let queued = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&queued);
     let channel = format!("{name}/stderr");
     tokio::spawn(async move {
         let mut reader = BufReader::new(stream);
         let mut buf = Vec::new();
+        let mut dropped = false;
         loop {
             buf.clear();
-            match reader.read_until(b'\n', &mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
+            let mut cut = 0;
+            match read_line_capped(&mut reader, &mut buf, &mut cut).await {
+                Ok(false) | Err(_) => break,
+                Ok(true) => {
                     let line = trim_line(&buf);
                     if let Some(log) = &wire {
                         log.record(&channel, Direction::In, &line);
+                        if cut > 0 {
+                            log.note(&channel, &format!("the line above was cut: {cut} more bytes over the {MAX_LINE_BYTES}-byte limit were dropped"));
+                        }
                     }
+                    if counter.load(Ordering::Relaxed) + line.len() > MAX_STDERR_QUEUE_BYTES {
+                        if !dropped && let Some(log) = &wire {
+                            log.note(&channel, &format!("nobody reads these lines and {MAX_STDERR_QUEUE_BYTES} bytes wait already: from here on they are only in this log"));
+                        }
+                        dropped = true;
+                        continue;
+                    }
+                    counter.fetch_add(line.len(), Ordering::Relaxed);
                     // The receiver may be gone when nobody reads stderr; the log still has it.
                     let _ = tx.send(line);
                 }
             }
         }
     });
-    rx
+    StderrLines { lines: rx, queued }
 }

@@ -15,7 +15,7 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
 use ski::transport::child::Child;
 use ski::transport::{Direction, LoggedRead, LoggedWrite, WireLog};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
@@ -769,15 +769,31 @@ async fn accept(
     }
 }
 
+/// The most a connection reads from the agent: past it the reader stops (the agent's next write
+/// blocks until teardown) and the check sees the connection end with [`OVER_BUDGET`], so an agent
+/// that floods its output costs the runner a bounded amount of memory.
+const READ_BUDGET_BYTES: u64 = 16 * 1024 * 1024;
+
+/// The most frames a connection reads from the agent (each is kept with its parsed JSON).
+const READ_BUDGET_FRAMES: usize = 20_000;
+
+/// Why a connection whose agent sent more than the budget ended.
+const OVER_BUDGET: &str = "the agent sent more than 16 MiB or 20000 frames on this connection; the runner stopped reading it there (what a check buffers is capped)";
+
 async fn read_lines(
     shared: Arc<Shared>,
     mut stdout: BufReader<LoggedRead<ChildStdout>>,
     tx: mpsc::UnboundedSender<Inbound>,
 ) {
     let mut buf = Vec::new();
-    loop {
+    let mut read = 0u64;
+    for _ in 0..READ_BUDGET_FRAMES {
         buf.clear();
-        match stdout.read_until(b'\n', &mut buf).await {
+        let left = READ_BUDGET_BYTES.saturating_sub(read);
+        if left == 0 {
+            break;
+        }
+        match (&mut stdout).take(left).read_until(b'\n', &mut buf).await {
             Ok(0) => {
                 let _ = tx.send(Inbound::Closed("the agent closed its stdout".to_owned()));
                 return;
@@ -789,6 +805,10 @@ async fn read_lines(
                     if buf.last() == Some(&b'\r') {
                         buf.pop();
                     }
+                }
+                read += buf.len() as u64 + u64::from(terminated);
+                if !terminated && read >= READ_BUDGET_BYTES {
+                    break;
                 }
                 let text = String::from_utf8_lossy(&buf).into_owned();
                 let kind = if terminated {
@@ -804,6 +824,8 @@ async fn read_lines(
             }
         }
     }
+    shared.wire.note(&shared.channel, OVER_BUDGET);
+    let _ = tx.send(Inbound::Closed(OVER_BUDGET.to_owned()));
 }
 
 async fn read_ws(
@@ -811,14 +833,20 @@ async fn read_ws(
     mut stream: SplitStream<WsStream>,
     tx: mpsc::UnboundedSender<Inbound>,
 ) {
-    loop {
+    let mut read = 0usize;
+    for _ in 0..READ_BUDGET_FRAMES {
+        if read as u64 >= READ_BUDGET_BYTES {
+            break;
+        }
         match stream.next().await {
             Some(Ok(WsMessage::Text(text))) => {
+                read += text.len();
                 let text = text.as_str().to_owned();
                 shared.wire.record(&shared.channel, Direction::In, &text);
                 accept(&shared, &tx, text, FrameKind::Text).await;
             }
             Some(Ok(WsMessage::Binary(bytes))) => {
+                read += bytes.len();
                 let text = String::from_utf8_lossy(&bytes).into_owned();
                 shared.wire.record(
                     &shared.channel,
@@ -846,4 +874,6 @@ async fn read_ws(
             }
         }
     }
+    shared.wire.note(&shared.channel, OVER_BUDGET);
+    let _ = tx.send(Inbound::Closed(OVER_BUDGET.to_owned()));
 }
