@@ -2,8 +2,8 @@
 //! no re-run), for tests that judge rows against stand-in adapters. Include it next to
 //! `binaries.rs` (`#[path = "support/one_row.rs"] mod one_row;`).
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use ski_conformance::context::Timeouts;
 use ski_conformance::runner::{Planned, RunOptions, ScenarioResult, run_one};
@@ -24,7 +24,7 @@ pub fn run_row(
         .cloned()
         .ok_or_else(|| format!("no row {id}"))?;
     let reference = Target::load("reference").map_err(|e| e.to_string())?;
-    let bin_dir = binaries::prepare_binaries(&reference)?;
+    let bin_dir = bin_dir(&reference)?;
     let target = Arc::new(target(&bin_dir, reference)?);
     let check = coverage::registered(&suites::all())
         .into_iter()
@@ -46,4 +46,13 @@ pub fn run_row(
         .map_err(|e| format!("cannot start a runtime: {e}"))?;
     ski::transport::child::adopt_orphans();
     Ok(runtime.block_on(run_one(&planned, target, &options)))
+}
+
+/// The reference binaries' directory, built (when stale) once per test process: every row of a
+/// test binary runs against the same build.
+fn bin_dir(reference: &Target) -> Result<PathBuf, String> {
+    static BIN_DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    BIN_DIR
+        .get_or_init(|| binaries::prepare_binaries(reference))
+        .clone()
 }

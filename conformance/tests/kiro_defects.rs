@@ -1,0 +1,585 @@
+//! The kiro suites' defect corpus, for `cargo test -p ski-conformance --test kiro_defects`
+//! (`harness = false`, libtest-mimic): each row is proven against an adapter broken in one way.
+//!
+//! The broken adapter is this test binary started again as `<test> --kiro-defect DEFECT SKI
+//! LEFTOVER ARGS…`. It answers through the reference `ski kiro` except where its one defect
+//! changes what happens (see [`DEFECTS`]); LEFTOVER is a file where it notes a process group it
+//! leaves behind, which the test ends. Some defects put a `kiro-cli` of their own first on `PATH`:
+//! this binary again, as `<test> --kiro-cli-shim MODE REAL ARGS…`, in front of the suite's
+//! `kiro-cli`. Each defect must make its rows fail, with words of the reason the row exists for,
+//! and leave the rows it names passing: a defect against one of ski's decisions (`kiro-ski`)
+//! fails that row while the `kiro` rows of the same rule, which judge only the document, still
+//! pass. Every row named here also passes against the reference.
+
+#[path = "support/binaries.rs"]
+mod binaries;
+#[path = "support/defects.rs"]
+mod defects;
+#[path = "support/one_row.rs"]
+mod one_row;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::linux::net::SocketAddrExt;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::net::{SocketAddr, UnixListener, UnixStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use defects::Defect;
+use serde_json::Value;
+use ski::transport::child::{group_alive, reap_adopted_orphans};
+use ski_conformance::Target;
+use ski_conformance::runner::ScenarioResult;
+
+/// The first argument that turns this binary into the broken adapter.
+const BROKEN: &str = "--kiro-defect";
+/// The first argument that turns this binary into the `kiro-cli` in front of the suite's.
+const SHIM: &str = "--kiro-cli-shim";
+/// The first argument that turns this binary into a process that waits until it is killed.
+const IDLE: &str = "--idle";
+
+/// Every defect, the rows it must fail and the rows it must leave passing.
+const DEFECTS: &[Defect] = &[
+    Defect {
+        name: "dash-name-accepted",
+        what: "the agent name is checked against `^[a-zA-Z0-9_-]+$` only",
+        fails: &[("KIRO-SKI-01", "is refused")],
+        passes: &["BR-01.3", "BR-T08"],
+    },
+    Defect {
+        name: "first-violation-only",
+        what: "only the first prerequisite failure is reported",
+        fails: &[(
+            "KIRO-SKI-02",
+            "every prerequisite failure is reported at once",
+        )],
+        passes: &["BR-02.5"],
+    },
+    Defect {
+        name: "link-target-emptied",
+        what: "a prefixed link in the kiro home is followed when it is deleted",
+        fails: &[(
+            "KIRO-SKI-03",
+            "the target of a prefixed link is not touched",
+        )],
+        passes: &["BR-03.2", "BR-T13"],
+    },
+    Defect {
+        name: "template-cap-ignored",
+        what: "the safety cap counts only the kiro home",
+        fails: &[("KIRO-SKI-04", "a template with 21 prefixed entries")],
+        passes: &["BR-03.3", "BR-T10"],
+    },
+    Defect {
+        name: "home-cap-ignored",
+        what: "a kiro home with more than 20 prefixed entries is synced anyway",
+        fails: &[("BR-03.3", "a home with 21 prefixed entries is refused")],
+        passes: &[],
+    },
+    Defect {
+        name: "busy-cancel-unread",
+        what: "kiro-cli is closed while the cancel sent in BUSY still waits in its pipe",
+        fails: &[],
+        passes: &["BR-05.4", "BR-06.3"],
+    },
+    Defect {
+        name: "one-cancel",
+        what: "no session/cancel is sent in BUSY",
+        fails: &[
+            ("BR-05.4", "the states session/cancel was sent in"),
+            ("BR-06.3", "the states session/cancel was sent in"),
+        ],
+        passes: &[],
+    },
+    Defect {
+        name: "ready-cancel-unsent",
+        what: "the cancel reported in READY is never written",
+        fails: &[
+            (
+                "BR-05.4",
+                "the READY session/cancel reaches kiro-cli before session/prompt",
+            ),
+            (
+                "BR-06.3",
+                "the READY session/cancel reaches kiro-cli before session/prompt",
+            ),
+        ],
+        passes: &[],
+    },
+    Defect {
+        name: "unreaped-grandchild",
+        what: "a member of kiro-cli's group is left a zombie nobody reaps",
+        fails: &[],
+        passes: &["BR-06.6"],
+    },
+    Defect {
+        name: "live-grandchild",
+        what: "a member of kiro-cli's group is left running after the kill",
+        fails: &[("BR-06.6", "no process of kiro-cli's group is left")],
+        passes: &[],
+    },
+];
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    match argv.get(1).map(String::as_str) {
+        Some(BROKEN) => std::process::exit(broken(&argv[2..])),
+        Some(SHIM) => std::process::exit(shim(&argv[2..])),
+        Some(IDLE) => loop {
+            std::thread::park();
+        },
+        _ => defects::run_trials(DEFECTS, run_row),
+    }
+}
+
+/// Runs row `id` against the adapter with `defect` (or the reference), then ends the process
+/// group the adapter noted it left behind, and reaps what this process adopted.
+fn run_row(id: &str, defect: Option<&str>) -> Result<ScenarioResult, String> {
+    let leftover = tempfile::NamedTempFile::new().map_err(|e| e.to_string())?;
+    let result = one_row::run_row(id, |bin_dir, reference| match defect {
+        Some(defect) => profile(defect, bin_dir, leftover.path()),
+        None => Ok(reference),
+    });
+    if let Ok(text) = std::fs::read_to_string(leftover.path())
+        && let Ok(pgid) = text.trim().parse::<i32>()
+        && pgid > 1
+    {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    reap_adopted_orphans();
+    result
+}
+
+/// The profile of the adapter with `defect` over the reference `ski` in `bin_dir`: the `kiro`
+/// and `kiro-ski` suites with the reference's capabilities and settings.
+fn profile(defect: &str, bin_dir: &Path, leftover: &Path) -> Result<Target, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let adapter = format!(
+        "'{}' {BROKEN} {defect} '{}' '{}'",
+        exe.display(),
+        bin_dir.join("ski").display(),
+        leftover.display()
+    );
+    let mut text = format!("name = \"kiro-defect-{defect}\"\n");
+    for (suite, extra) in [("kiro", ""), ("kiro-ski", ", \"kiro-ski-extensions\"")] {
+        text.push_str(&format!(
+            "[suites.{suite}]\n\
+             capabilities = [\"kiro-check\", \"kiro-provision\", \"kiro-echo\"{extra}]\n\
+             settings = {{ mock_agent = \"{{bin_dir}}/ski-mock-agent\", grace_ms = \"300\" }}\n\
+             [suites.{suite}.commands]\nadapter = {adapter:?}\n"
+        ));
+    }
+    Target::parse("kiro-defect", &text).map_err(|e| e.to_string())
+}
+
+// The broken adapter.
+
+/// Runs the broken adapter with `[defect, ski, leftover, args…]`; returns its exit code.
+fn broken(argv: &[String]) -> i32 {
+    let [defect, ski, leftover, args @ ..] = argv else {
+        eprintln!("error: usage: {BROKEN} DEFECT SKI LEFTOVER ARGS…");
+        return 2;
+    };
+    let adapter = Adapter {
+        ski: ski.clone(),
+        args: args.to_vec(),
+    };
+    let command = args.first().map(String::as_str);
+    let name = std::env::var("KIRO_AGENT_NAME").unwrap_or_default();
+    let result = match (defect.as_str(), command) {
+        ("dash-name-accepted", Some("check")) if name.starts_with('-') => {
+            adapter.dash_name_accepted(&name)
+        }
+        ("first-violation-only", Some("check" | "echo")) => {
+            adapter.through(None, first_violation_only)
+        }
+        ("link-target-emptied", Some("provision")) => {
+            empty_link_targets(&name).and_then(|()| adapter.exec())
+        }
+        ("template-cap-ignored", Some("provision")) => adapter.sync_past_cap(&name, Cap::Home),
+        ("home-cap-ignored", Some("provision")) => adapter.sync_past_cap(&name, Cap::Template),
+        ("busy-cancel-unread", Some("echo")) => {
+            adapter.through(Some("drop-busy-cancel"), |line| Some(line.to_owned()))
+        }
+        ("one-cancel", Some("echo")) => adapter.through(Some("drop-busy-cancel"), |line| {
+            let busy_cancel = serde_json::from_str::<Value>(line)
+                .is_ok_and(|e| e["event"] == "cancel_sent" && e["state"] == "BUSY");
+            (!busy_cancel).then(|| line.to_owned())
+        }),
+        ("ready-cancel-unsent", Some("echo")) => {
+            adapter.through(Some("drop-ready-cancel"), |line| Some(line.to_owned()))
+        }
+        ("unreaped-grandchild", Some("echo")) if first_world() => adapter.grandchild(None),
+        ("live-grandchild", Some("echo")) if first_world() => {
+            adapter.grandchild(Some(Path::new(leftover)))
+        }
+        _ => adapter.exec(),
+    };
+    match result {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("error: {message}");
+            5
+        }
+    }
+}
+
+/// `ski kiro ARGS…`.
+struct Adapter {
+    ski: String,
+    args: Vec<String>,
+}
+
+/// Which side of the sync the safety cap counts.
+#[derive(Clone, Copy, PartialEq)]
+enum Cap {
+    Home,
+    Template,
+}
+
+impl Adapter {
+    fn command(&self) -> Command {
+        let mut command = Command::new(&self.ski);
+        command.arg("kiro").args(&self.args);
+        command
+    }
+
+    /// Becomes `ski kiro ARGS…`.
+    fn exec(&self) -> Result<i32, String> {
+        let error = self.command().exec();
+        Err(format!("cannot start {}: {error}", self.ski))
+    }
+
+    /// Runs `ski kiro ARGS…` to its end, with `shim` (a [`shim`] mode) as the `kiro-cli` on
+    /// `PATH` in front of the suite's; prints each line of its stdout that `line` keeps (as
+    /// `line` rewrites it) as soon as it comes. Returns its exit code.
+    fn through(
+        &self,
+        shim: Option<&str>,
+        mut line: impl FnMut(&str) -> Option<String>,
+    ) -> Result<i32, String> {
+        let mut command = self.command();
+        if let Some(mode) = shim {
+            command.env("PATH", shim_path(mode)?);
+        }
+        let mut child = command
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", self.ski))?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut out = std::io::stdout().lock();
+        for read in BufReader::new(stdout).lines() {
+            let read = read.map_err(|e| format!("cannot read {}: {e}", self.ski))?;
+            if let Some(kept) = line(&read) {
+                writeln!(out, "{kept}")
+                    .and_then(|()| out.flush())
+                    .map_err(|e| format!("cannot print: {e}"))?;
+            }
+        }
+        let status = child.wait().map_err(|e| format!("cannot wait: {e}"))?;
+        Ok(status.code().unwrap_or(5))
+    }
+
+    /// `check` with an agent name that starts with `-`, as a build that checks only the
+    /// document's pattern: `ski kiro` checks the name with `x` for its `-`, and the name is put
+    /// back in what it prints.
+    fn dash_name_accepted(&self, name: &str) -> Result<i32, String> {
+        let stand_in = format!("x{}", &name[1..]);
+        let output = self
+            .command()
+            .env("KIRO_AGENT_NAME", &stand_in)
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", self.ski))?;
+        let put_back = |text: &[u8]| String::from_utf8_lossy(text).replace(&stand_in, name);
+        print!("{}", put_back(&output.stdout));
+        eprint!("{}", put_back(&output.stderr));
+        Ok(output.status.code().unwrap_or(5))
+    }
+
+    /// `provision`: when `ski kiro` refuses a sync only because the side the cap should not count
+    /// has more than 20 prefixed entries, syncs anyway (deletes the home's prefixed entries,
+    /// copies the template's) and reports success.
+    fn sync_past_cap(&self, prefix: &str, counted: Cap) -> Result<i32, String> {
+        let output = self
+            .command()
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", self.ski))?;
+        let home = PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".kiro");
+        let template = PathBuf::from(std::env::var("KIRO_CONFIG_PATH").unwrap_or_default());
+        let (ignored, kept) = match counted {
+            Cap::Home => (&template, &home),
+            Cap::Template => (&home, &template),
+        };
+        let past_cap = output.status.code() == Some(3)
+            && prefixed(ignored, prefix).len() > 20
+            && prefixed(kept, prefix).len() <= 20;
+        if !past_cap {
+            print!("{}", String::from_utf8_lossy(&output.stdout));
+            eprint!("{}", String::from_utf8_lossy(&output.stderr));
+            return Ok(output.status.code().unwrap_or(5));
+        }
+        let mut deleted = Vec::new();
+        for entry in prefixed(&home, prefix) {
+            let path = home.join(&entry);
+            std::fs::remove_dir_all(&path)
+                .or_else(|_| std::fs::remove_file(&path))
+                .map_err(|e| format!("cannot delete {}: {e}", path.display()))?;
+            deleted.push(entry);
+        }
+        let mut copied = Vec::new();
+        for entry in prefixed(&template, prefix) {
+            copy(&template.join(&entry), &home.join(&entry))?;
+            copied.push(entry);
+        }
+        println!(
+            "{}",
+            serde_json::json!({"ok": true, "kiroHome": home, "deleted": deleted, "copied": copied})
+        );
+        Ok(0)
+    }
+
+    /// `echo` whose kiro-cli group gets one more member: a process this adapter starts and never
+    /// reaps. It joins the group before kiro-cli starts (the `kiro-cli` in front asks for it and
+    /// waits), dies with the group, and stays a zombie; this adapter judges the group by its live
+    /// members, as the contract allows. With `leftover`, once `ski kiro` is done, a live process
+    /// joins the group the zombie keeps, and its id is noted in `leftover`.
+    fn grandchild(&self, leftover: Option<&Path>) -> Result<i32, String> {
+        let name = format!("ski-kiro-defect-{}", std::process::id());
+        let address = SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| e.to_string())?;
+        let listener = UnixListener::bind_addr(&address).map_err(|e| e.to_string())?;
+        let joined = std::thread::spawn(move || -> Result<(u32, std::process::Child), String> {
+            let (mut stream, _) = listener.accept().map_err(|e| e.to_string())?;
+            let mut pid = String::new();
+            BufReader::new(&stream)
+                .read_line(&mut pid)
+                .map_err(|e| e.to_string())?;
+            let pgid: u32 = pid
+                .trim()
+                .parse()
+                .map_err(|_| format!("a pid, got {pid:?}"))?;
+            let member = idle(pgid)?;
+            stream.write_all(b"ok\n").map_err(|e| e.to_string())?;
+            Ok((pgid, member))
+        });
+        let mut killed = None;
+        let code = self.through(Some(&format!("join:{name}")), |line| {
+            let event: Value = serde_json::from_str(line).unwrap_or_default();
+            if event["event"] == "killed" && event["groupGone"] == false {
+                killed = event["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
+            }
+            Some(line.to_owned())
+        })?;
+        if !joined.is_finished() {
+            // kiro-cli never asked: wake the listener so that the thread ends.
+            let _ = UnixStream::connect_addr(&address);
+        }
+        let (pgid, zombie) = joined
+            .join()
+            .map_err(|_| "the join thread panicked".to_owned())??;
+        // Never reaped here: the process stays a zombie until whoever adopts it reaps it.
+        std::mem::forget(zombie);
+        if let Some(leftover) = leftover {
+            let live = idle(pgid)?;
+            std::mem::forget(live);
+            std::fs::write(leftover, pgid.to_string()).map_err(|e| e.to_string())?;
+            return Ok(0);
+        }
+        // `ski kiro` counts the zombie and exits 4 ("survived"); this adapter does not.
+        match (code, killed) {
+            (4, Some(pid)) if pid == pgid && !group_alive(pgid) => Ok(0),
+            _ => Ok(code),
+        }
+    }
+}
+
+/// Starts this binary as a process that waits to be killed, in process group `pgid`.
+fn idle(pgid: u32) -> Result<std::process::Child, String> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    Command::new(exe)
+        .arg(IDLE)
+        .process_group(i32::try_from(pgid).map_err(|e| e.to_string())?)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("cannot start a member of group {pgid}: {e}"))
+}
+
+/// Whether this is the first world of the row (the defect applies to it alone): the first call
+/// to make the marker in the row's temp dir.
+fn first_world() -> bool {
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open("../defect-applied")
+        .is_ok()
+}
+
+/// A `PATH` with a `kiro-cli` first that is this binary as a [`shim`] in `mode` in front of the
+/// suite's `kiro-cli` (the first on the current `PATH`).
+fn shim_path(mode: &str) -> Result<String, String> {
+    let path = std::env::var("PATH").unwrap_or_default();
+    let real = std::env::split_paths(&path)
+        .map(|dir| dir.join("kiro-cli"))
+        .find(|candidate| candidate.is_file())
+        .ok_or("no kiro-cli on PATH")?;
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let dir = std::env::current_dir()
+        .map_err(|e| e.to_string())?
+        .join("defect-bin");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let script = dir.join("kiro-cli");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nexec '{}' {SHIM} '{mode}' '{}' \"$@\"\n",
+            exe.display(),
+            real.display()
+        ),
+    )
+    .map_err(|e| e.to_string())?;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| e.to_string())?;
+    Ok(format!("{}:{path}", dir.display()))
+}
+
+/// Keeps the first violation of a refusal's list.
+fn first_violation_only(line: &str) -> Option<String> {
+    let Ok(mut value) = serde_json::from_str::<Value>(line) else {
+        return Some(line.to_owned());
+    };
+    if let Some(violations) = value["violations"].as_array_mut() {
+        violations.truncate(1);
+    }
+    Some(value.to_string())
+}
+
+/// Empties the directory behind every prefixed link of the kiro home (a deletion that follows
+/// links).
+fn empty_link_targets(prefix: &str) -> Result<(), String> {
+    let home = PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".kiro");
+    for entry in prefixed(&home, prefix) {
+        let path = home.join(entry);
+        let is_link = std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
+        if is_link && path.is_dir() {
+            let target = std::fs::canonicalize(&path).map_err(|e| e.to_string())?;
+            std::fs::remove_dir_all(&target).map_err(|e| e.to_string())?;
+            std::fs::create_dir(&target).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// The entries `dir/name` of `agents/`, `steering/`, `skills/` under `root` whose name starts
+/// with `prefix`.
+fn prefixed(root: &Path, prefix: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for dir in ["agents", "steering", "skills"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with(prefix) {
+                found.push(format!("{dir}/{name}"));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// Copies a file or a directory tree.
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+    }
+    if from.is_dir() {
+        std::fs::create_dir_all(to).map_err(|e| e.to_string())?;
+        for entry in std::fs::read_dir(from)
+            .map_err(|e| e.to_string())?
+            .flatten()
+        {
+            copy(&entry.path(), &to.join(entry.file_name()))?;
+        }
+        return Ok(());
+    }
+    std::fs::copy(from, to)
+        .map(drop)
+        .map_err(|e| format!("cannot copy {}: {e}", from.display()))
+}
+
+// The kiro-cli in front of the suite's.
+
+/// Runs the `kiro-cli` in front with `[mode, real, args…]`; returns its exit code.
+///
+/// - `join:NAME`: asks the adapter listening on the abstract socket NAME to add a member to this
+///   process group, waits until it has, then becomes the real kiro-cli;
+/// - `drop-busy-cancel`, `drop-ready-cancel`: runs the real kiro-cli and passes it every line the
+///   client writes except each `session/cancel` after (BUSY) or before (READY) `session/prompt`.
+fn shim(argv: &[String]) -> i32 {
+    let [mode, real, args @ ..] = argv else {
+        eprintln!("kiro-cli shim: usage: {SHIM} MODE REAL ARGS…");
+        return 2;
+    };
+    let result = match mode.strip_prefix("join:") {
+        Some(name) => join(name).and_then(|()| {
+            let error = Command::new(real).args(args).exec();
+            Err(format!("cannot start {real}: {error}"))
+        }),
+        None => filter(real, args, mode == "drop-busy-cancel"),
+    };
+    result.unwrap_or_else(|message| {
+        eprintln!("kiro-cli shim: {message}");
+        1
+    })
+}
+
+/// Asks the adapter on the abstract socket `name` to add a member to this process group.
+fn join(name: &str) -> Result<(), String> {
+    let address = SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| e.to_string())?;
+    let mut stream = UnixStream::connect_addr(&address).map_err(|e| e.to_string())?;
+    writeln!(stream, "{}", std::process::id()).map_err(|e| e.to_string())?;
+    let mut ack = String::new();
+    stream.read_to_string(&mut ack).map_err(|e| e.to_string())?;
+    if ack.trim() == "ok" {
+        Ok(())
+    } else {
+        Err(format!("the adapter answered {ack:?}"))
+    }
+}
+
+/// Runs `real ARGS…` and passes it stdin's lines but the cancels `after_prompt` selects.
+fn filter(real: &str, args: &[String], after_prompt: bool) -> Result<i32, String> {
+    let mut child = Command::new(real)
+        .args(args)
+        .stdin(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {real}: {e}"))?;
+    let mut to_child = child.stdin.take().ok_or("no stdin")?;
+    let mut prompted = false;
+    for line in std::io::stdin().lock().lines() {
+        let Ok(line) = line else { break };
+        let method = serde_json::from_str::<Value>(&line)
+            .ok()
+            .and_then(|m| m["method"].as_str().map(str::to_owned));
+        match method.as_deref() {
+            Some("session/prompt") => prompted = true,
+            Some("session/cancel") if prompted == after_prompt => continue,
+            _ => {}
+        }
+        if writeln!(to_child, "{line}")
+            .and_then(|()| to_child.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+    drop(to_child);
+    let status = child.wait().map_err(|e| e.to_string())?;
+    Ok(status.code().unwrap_or(1))
+}

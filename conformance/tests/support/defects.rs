@@ -1,0 +1,90 @@
+//! A defect corpus as libtest-mimic trials: each defect of a deliberately broken adapter must fail
+//! its row for the row's own reason and leave the rows it names passing, and every row named
+//! passes against the reference. Include it next to `one_row.rs` (`#[path =
+//! "support/defects.rs"] mod defects;`).
+
+use std::collections::BTreeSet;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use ski_conformance::Outcome;
+use ski_conformance::report::junit::details;
+use ski_conformance::runner::ScenarioResult;
+
+/// One way an adapter is broken.
+pub struct Defect {
+    /// How the broken adapter is told to have it.
+    pub name: &'static str,
+    /// What the adapter then does wrong.
+    pub what: &'static str,
+    /// The rows that must fail against it, each with words its failure must report (a failure
+    /// for another reason does not count).
+    pub fails: &'static [(&'static str, &'static str)],
+    /// Rows that must still pass against it (the document does not ask what it breaks).
+    pub passes: &'static [&'static str],
+}
+
+/// Runs row `id` against the adapter with `defect`, or against the reference when `None`.
+pub type RunRow = fn(&str, Option<&str>) -> Result<ScenarioResult, String>;
+
+/// Runs the trials of `defects` (with the command line's libtest arguments) and exits.
+pub fn run_trials(defects: &'static [Defect], run: RunRow) -> ! {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    let mut rows = BTreeSet::new();
+    for defect in defects {
+        for &(id, reason) in defect.fails {
+            rows.insert(id);
+            trials.push(Trial::test(
+                format!("defect_fails::{}::{id}", defect.name),
+                move || {
+                    let said = expect(run, id, Some(defect), Outcome::Fail)?;
+                    if said.contains(reason) {
+                        return Ok(());
+                    }
+                    Err(Failed::from(format!(
+                        "{id} failed against an adapter where {} for another reason than \
+                         {reason:?}:\n{said}",
+                        defect.what
+                    )))
+                },
+            ));
+        }
+        for &id in defect.passes {
+            rows.insert(id);
+            trials.push(Trial::test(
+                format!("defect_passes::{}::{id}", defect.name),
+                move || expect(run, id, Some(defect), Outcome::Pass).map(drop),
+            ));
+        }
+    }
+    for id in rows {
+        trials.push(Trial::test(format!("reference_passes::{id}"), move || {
+            expect(run, id, None, Outcome::Pass).map(drop)
+        }));
+    }
+    libtest_mimic::run(&args, trials).exit()
+}
+
+/// Fails unless row `id` has `outcome` against `defect` (or the reference); returns what the row
+/// reported.
+fn expect(
+    run: RunRow,
+    id: &str,
+    defect: Option<&Defect>,
+    outcome: Outcome,
+) -> Result<String, Failed> {
+    let result = run(id, defect.map(|d| d.name)).map_err(Failed::from)?;
+    let said = details(&result);
+    if result.outcome == outcome {
+        return Ok(said);
+    }
+    let against = match defect {
+        Some(defect) => format!("an adapter where {}", defect.what),
+        None => "the reference".to_owned(),
+    };
+    Err(Failed::from(format!(
+        "{id} against {against}: expected {}, got {}\n{said}",
+        outcome.as_str(),
+        result.outcome.as_str(),
+    )))
+}
