@@ -8,6 +8,8 @@ use ski_mocks::testing::INTERCOM_TOOLS;
 use crate::{Check, CheckResult, Ctx, Failure, OrFail, ensure, ensure_eq};
 
 use super::harness::{CHANNEL_X, World, connect_url};
+use super::profile::Readiness;
+use ski::transport::child::OutputStream;
 
 /// The checks of this part.
 pub fn checks() -> Vec<Check> {
@@ -198,10 +200,11 @@ async fn s003(ctx: Ctx) -> CheckResult {
     .await?
     .map_err(|e| crate::Failure::expected("the target opens Socket Mode").actual(e.to_string()))?;
     ensure!(
-        server.ready.get("mcp_url").is_none(),
+        !server.serves_mcp().await,
         "no MCP transport in ACP mode",
-        "readiness line {}",
-        server.ready
+        "readiness line {}, MCP port {}",
+        server.ready,
+        world.mcp_port
     );
     ensure_eq!(Some(0), server.stop().await?, "exit code after SIGTERM");
     Ok(())
@@ -228,17 +231,20 @@ async fn config_error(
         "stderr {:?}",
         exit.stderr
     );
-    ensure!(
-        exit.stdout.trim().is_empty(),
-        "no readiness line",
-        "stdout {:?}",
-        exit.stdout
-    );
+    // A build that logs on stdout may log there before it fails; the readiness never shows.
+    let said_ready = match (&world.knobs.ready, world.knobs.log_stream) {
+        (Readiness::Line(text), _) => exit.stdout.contains(text) || exit.stderr.contains(text),
+        (_, OutputStream::Stdout) => false,
+        (_, OutputStream::Stderr) => !exit.stdout.trim().is_empty(),
+    };
+    ensure!(!said_ready, "no readiness line", "stdout {:?}", exit.stdout);
     Ok(())
 }
 
 async fn s004(ctx: Ctx) -> CheckResult {
     let world = World::new(&ctx).await?;
+    // No agent settings, even where MCP-mode configs carry them (agent_in_mcp_mode).
+    world.write_config_exactly(super::harness::WORKSPACES, "")?;
     config_error(
         &ctx,
         &world,

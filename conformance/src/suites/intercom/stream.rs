@@ -10,6 +10,7 @@ use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 use super::agents::{AcpWorld, Dialect, Options, Started, each_dialect};
 use super::harness::{ALICE, CHANNEL_X};
 use super::lifecycle::approval_message;
+use super::profile::Knobs;
 
 const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
 const STREAM: &[Dialect] = &[Dialect::Intercom];
@@ -59,7 +60,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "S057",
-            "With a 4096-byte line limit the agent writes a 6000-byte line, then a status; expects \"line exceeded max length\" logged and the session going on (the status posted, the row active).",
+            "With a 4096-byte line limit (or the build's own fixed limit, settings.max_line_length) the agent writes a line 1904 bytes over it (6000 bytes), then a status; expects \"line exceeded max length\" logged and the session going on (the status posted, the row active).",
             s057,
         ),
         Check::new(
@@ -69,6 +70,9 @@ pub fn checks() -> Vec<Check> {
         ),
     ]
 }
+
+/// How many bytes S057's line is longer than the limit.
+const OVER_THE_LIMIT: usize = 1904;
 
 fn status_line(message: &str) -> String {
     json!({"method": "status/update", "params": {"message": message}}).to_string()
@@ -298,10 +302,15 @@ async fn s056(ctx: Ctx) -> CheckResult {
 
 async fn s057(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        // The harness sets the limit unless the build has a fixed one of its own.
+        let limit = Knobs::read(&ctx)?.max_line_length.unwrap_or(4096);
         let mut options = Options::new(dialect);
-        options.max_line_length = 4096;
+        options.max_line_length = limit;
         let (world, started) = session(&ctx, options).await?;
-        started.agent.run(json!([{ "oversize": 6000 }])).await?;
+        started
+            .agent
+            .run(json!([{ "oversize": limit + OVER_THE_LIMIT }]))
+            .await?;
         world
             .server
             .wait_log(&ctx.text("log", "line exceeded max length"))
