@@ -5,6 +5,7 @@
 //! ([`super::profile`]).
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{CallToolRequestParams, ClientConfig};
@@ -18,7 +19,7 @@ use ski_mocks::slack::config::ChannelConfig;
 use ski_mocks::slack::{Click, Config, FakeSlack, Message, SlashCommand};
 
 use super::profile::{Knobs, Readiness, Stdin};
-use super::slack_hosts::{Reach, SLACK_API, SlackHosts};
+use super::slack_hosts::{Reach, SLACK_API, SlackHosts, loopback_accepts};
 use crate::{CheckError, Ctx, Failure, OrFail};
 
 /// The operator the config authorizes.
@@ -44,10 +45,12 @@ pub struct World {
     pub config: PathBuf,
     pub database: PathBuf,
     /// With `slack = "slack-hosts"`: the namespace the target runs in.
-    pub slack_hosts: Option<SlackHosts>,
+    pub slack_hosts: Option<Arc<SlackHosts>>,
     /// A loopback port that was free when the world was made, rendered as `{mcp_port}`.
     pub mcp_port: u16,
     pub knobs: Knobs,
+    /// The target runs in ACP mode: slash commands use `slash_command_acp` when set.
+    pub acp_mode: bool,
 }
 
 /// What a target process printed and how it ended.
@@ -77,7 +80,7 @@ impl World {
         .or_error("start the fake slack")?;
         let slack_hosts = match reach {
             Reach::BaseUrl => None,
-            Reach::SlackHosts => Some(SlackHosts::start(ctx, &slack).await?),
+            Reach::SlackHosts => Some(Arc::new(SlackHosts::start(ctx, &slack).await?)),
         };
         // Bound, then released for the target to bind.
         let mcp_port = ctx
@@ -94,17 +97,27 @@ impl World {
             slack_hosts,
             mcp_port,
             knobs,
+            acp_mode: false,
         };
         world.write_config(WORKSPACES, "")?;
         Ok(world)
     }
 
-    /// The slash command the target answers.
+    /// The slash command the target answers (in ACP mode `slash_command_acp`, for a build
+    /// with a command of its own per mode).
     pub fn slash(&self) -> Result<String, CheckError> {
-        Ok(self
-            .ctx
-            .setting("slash_command")?
-            .unwrap_or_else(|| "/intercom".into()))
+        let acp = if self.acp_mode {
+            self.ctx.setting("slash_command_acp")?
+        } else {
+            None
+        };
+        Ok(match acp {
+            Some(command) => command,
+            None => self
+                .ctx
+                .setting("slash_command")?
+                .unwrap_or_else(|| "/intercom".into()),
+        })
     }
 
     fn raw_setting(&self, name: &str) -> Result<String, CheckError> {
@@ -190,12 +203,14 @@ impl World {
 
     fn spec(&self, mode: Option<&str>) -> Result<ski::transport::child::ChildSpec, CheckError> {
         let config = self.config.display().to_string();
+        let mcp_port = self.mcp_port.to_string();
+        let mut extra = vec![("config", config.as_str()), ("mcp_port", mcp_port.as_str())];
         match mode {
-            None => self.command("server", &[("config", config.as_str())]),
-            Some(mode) => self.command(
-                "server_mode",
-                &[("config", config.as_str()), ("mode", mode)],
-            ),
+            None => self.command("server", &extra),
+            Some(mode) => {
+                extra.push(("mode", mode));
+                self.command("server_mode", &extra)
+            }
         }
     }
 
@@ -268,6 +283,7 @@ impl World {
             mcp_port: self.mcp_port,
             log_stream: self.knobs.log_stream,
             process,
+            slack_hosts: self.slack_hosts.clone(),
         })
     }
 
@@ -317,7 +333,7 @@ impl World {
         let (process, ended) = Watched::start(child, |_| false);
         let address = std::net::SocketAddr::from(([127, 0, 0, 1], self.mcp_port));
         let connects = async {
-            while tokio::net::TcpStream::connect(address).await.is_err() {
+            while !loopback_accepts(self.slack_hosts.as_deref(), self.mcp_port).await {
                 tokio::time::sleep(RETRY).await;
             }
         };
@@ -562,6 +578,7 @@ pub struct Server {
     mcp_port: u16,
     log_stream: OutputStream,
     process: Watched,
+    slack_hosts: Option<Arc<SlackHosts>>,
 }
 
 /// An MCP client session.
@@ -592,8 +609,7 @@ impl Server {
         if self.ready.is_object() {
             return self.ready.get("mcp_url").is_some();
         }
-        let address = std::net::SocketAddr::from(([127, 0, 0, 1], self.mcp_port));
-        tokio::net::TcpStream::connect(address).await.is_ok()
+        loopback_accepts(self.slack_hosts.as_deref(), self.mcp_port).await
     }
 
     /// Every log line so far (the stream the profile's `log_stream` names).

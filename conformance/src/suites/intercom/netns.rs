@@ -6,6 +6,8 @@
 //!
 //! The relays speak one header: a connection on a relay socket begins with the loopback port it
 //! is for, in decimal, and a newline; then bytes flow unchanged both ways (TLS passes through).
+//! The inward relay first answers one byte, whether the port inside accepted the connection, so
+//! that the harness can probe a port inside the namespace.
 
 use std::ffi::{CString, OsString};
 use std::fs::File;
@@ -27,6 +29,10 @@ pub const INWARD_SOCKET: &str = "inward.sock";
 pub const READY: &str = "netns ready";
 /// The longest relay header: five digits and the newline.
 const MAX_HEADER: usize = 6;
+/// The inward relay's answer to a header: the port inside accepted the connection (bytes flow
+/// from here on), or refused it (the relay closes).
+pub const CONNECTED: u8 = b'+';
+pub const REFUSED: u8 = b'-';
 
 /// Why a namespace could not be made or joined.
 #[derive(Debug, thiserror::Error)]
@@ -232,9 +238,12 @@ async fn relay_inward(listener: UnixListener) {
                 return;
             };
             let Ok(mut inside) = TcpStream::connect(("127.0.0.1", port)).await else {
+                let _ = outside.write_all(&[REFUSED]).await;
                 return;
             };
-            let _ = tokio::io::copy_bidirectional(&mut outside, &mut inside).await;
+            if outside.write_all(&[CONNECTED]).await.is_ok() {
+                let _ = tokio::io::copy_bidirectional(&mut outside, &mut inside).await;
+            }
         });
     }
 }

@@ -6,16 +6,16 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use ski::transport::child::{Child, ChildSpec};
 use ski_mocks::slack::FakeSlack;
-use tokio::io::{AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::task::JoinHandle;
 
-use super::netns::{INWARD_SOCKET, OUTWARD_SOCKET, READY, header, read_header};
+use super::netns::{CONNECTED, INWARD_SOCKET, OUTWARD_SOCKET, READY, header, read_header};
 use crate::{CheckError, Ctx, OrFail};
 
 /// The setting that chooses how the target reaches the fake Slack.
@@ -241,12 +241,28 @@ async fn relay_inward(listener: TcpListener, inward: PathBuf, port: u16) {
     while let Ok((mut outside, _)) = listener.accept().await {
         let inward = inward.clone();
         tokio::spawn(async move {
-            let Ok(mut inside) = UnixStream::connect(&inward).await else {
-                return;
-            };
-            if inside.write_all(header(port).as_bytes()).await.is_ok() {
+            if let Some(mut inside) = connect_inside(&inward, port).await {
                 let _ = tokio::io::copy_bidirectional(&mut outside, &mut inside).await;
             }
         });
+    }
+}
+
+/// A connection to `port` on the loopback inside the namespace, `None` when nothing accepts it.
+async fn connect_inside(inward: &Path, port: u16) -> Option<UnixStream> {
+    let mut inside = UnixStream::connect(inward).await.ok()?;
+    inside.write_all(header(port).as_bytes()).await.ok()?;
+    let answer = inside.read_u8().await.ok()?;
+    (answer == CONNECTED).then_some(inside)
+}
+
+/// Whether something accepts connections on loopback `port` where the target runs: inside the
+/// namespace of `hosts`, or on this host's loopback without one.
+pub async fn loopback_accepts(hosts: Option<&SlackHosts>, port: u16) -> bool {
+    match hosts {
+        Some(hosts) => connect_inside(&hosts.relay_dir.join(INWARD_SOCKET), port)
+            .await
+            .is_some(),
+        None => TcpStream::connect(("127.0.0.1", port)).await.is_ok(),
     }
 }
