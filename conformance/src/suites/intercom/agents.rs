@@ -191,6 +191,7 @@ impl AcpWorld {
     /// target in ACP mode.
     pub async fn start(ctx: &Ctx, options: Options) -> Result<AcpWorld, CheckError> {
         let mut world = World::new(ctx).await?;
+        world.acp_mode = true;
         // Each dialect's run of a row has its own config and database.
         let name = options.dialect.name();
         world.config = ctx.temp_dir().join(format!("intercom-{name}.toml"));
@@ -201,7 +202,7 @@ impl AcpWorld {
         let agents = Agents::listen(ctx, name)?;
         world.write_config(
             super::harness::WORKSPACES,
-            &agent_part(ctx, &options, &agents)?,
+            &agent_part(ctx, &options, &agents.path)?,
         )?;
         let server = world.start(Some("acp")).await?;
         Ok(AcpWorld {
@@ -365,28 +366,30 @@ fn agent_lines(ctx: &Ctx, script: &str, control: &std::path::Path) -> Result<Str
     )
 }
 
-/// The agent settings of an MCP-mode config (`agent_in_mcp_mode`): no agent is started there,
-/// so the control socket is a path nobody listens on and the script the first dialect the
-/// target declares.
+/// The agent part of an MCP-mode config (`agent_in_mcp_mode`): no agent is started there, so
+/// the control socket is a path nobody listens on, and the options are the defaults of the
+/// first dialect the target declares.
 pub fn mcp_mode_agent_part(ctx: &Ctx) -> Result<String, CheckError> {
     let dialect = [Dialect::Intercom, Dialect::IntercomJsonrpc, Dialect::Acp]
         .into_iter()
         .find(|d| ctx.has(d.capability()))
         .unwrap_or(Dialect::Intercom);
     let control = ctx.temp_dir().join("agents-mcp-mode.sock");
-    Ok(format!(
-        "{}\n",
-        agent_lines(ctx, dialect.script(), &control)?
-    ))
+    agent_part(ctx, &Options::new(dialect), &control)
 }
 
-/// The config's agent part: `agent_template` and `acp_template` from the profile.
-fn agent_part(ctx: &Ctx, options: &Options, agents: &Agents) -> Result<String, CheckError> {
+/// The config's agent part: `agent_template` and `acp_template` from the profile, the agents
+/// greeting the control socket at `control`.
+fn agent_part(
+    ctx: &Ctx,
+    options: &Options,
+    control: &std::path::Path,
+) -> Result<String, CheckError> {
     let script = options
         .script
         .clone()
         .unwrap_or_else(|| options.dialect.script().to_string());
-    let agent = agent_lines(ctx, &script, &agents.path)?;
+    let agent = agent_lines(ctx, &script, control)?;
     let (stall_enabled, inactivity, escalation, retries) = match options.stall {
         Some((inactivity, escalation, retries)) => ("true", inactivity, escalation, retries),
         None => ("false", 600_000, 600_000, 3),

@@ -131,7 +131,7 @@ impl World {
 
     /// Renders the profile's `config` template with these workspaces and top-level lines. With
     /// `agent_in_mcp_mode`, a config without top-level lines (an MCP-mode config) gets the
-    /// agent settings as its top-level lines.
+    /// agent part (`agent_template`, `acp_template`) as its top-level lines.
     pub fn write_config(&self, workspaces: &[(&str, &str)], top: &str) -> Result<(), CheckError> {
         if top.is_empty() && self.knobs.agent_in_mcp_mode {
             let agent = super::agents::mcp_mode_agent_part(&self.ctx)?;

@@ -38,7 +38,8 @@ pub struct Knobs {
     /// `log_stream`: `stderr` (the default) or `stdout`.
     pub log_stream: OutputStream,
     pub stdin: Stdin,
-    /// `agent_in_mcp_mode = "true"`: MCP-mode configs carry the rendered `agent_template` too.
+    /// `agent_in_mcp_mode = "true"`: MCP-mode configs carry the rendered `agent_template` and
+    /// `acp_template` too.
     pub agent_in_mcp_mode: bool,
     /// `max_line_length`: the build's own fixed line limit (bytes), instead of the one the
     /// harness sets through `{max_line_length}`.
