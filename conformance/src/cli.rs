@@ -199,6 +199,9 @@ struct RunArgs {
     /// --capability.
     #[arg(long, help_heading = "Target")]
     no_discover: bool,
+    /// Run the ad-hoc agent with your HOME instead of a fresh one per scenario (`{home}`).
+    #[arg(long, help_heading = "Target")]
+    shared_home: bool,
     /// The directory of the binaries under test; default: this binary's directory.
     #[arg(long, value_name = "DIR", help_heading = "Target")]
     bin_dir: Option<PathBuf>,
@@ -392,15 +395,19 @@ fn run(args: RunArgs) -> Result<u8> {
     let registry = registry();
     let ad_hoc = args.agent_cmd.is_some() || args.agent_url.is_some();
     if !ad_hoc
-        && (!args.capabilities.is_empty() || !args.no_capabilities.is_empty() || args.no_discover)
+        && (!args.capabilities.is_empty()
+            || !args.no_capabilities.is_empty()
+            || args.no_discover
+            || args.shared_home)
     {
         bail!(
-            "--capability, --no-capability and --no-discover only apply to an ad-hoc target (--agent-cmd or --agent-url)"
+            "--capability, --no-capability, --no-discover and --shared-home only apply to an ad-hoc target (--agent-cmd or --agent-url)"
         );
     }
     // A slow-starting agent (Node agents take up to a second) must not fail rows by timeout:
     // discovery measures its start-up, and every timeout class grows with it.
     let mut startup_scale = 1.0_f64;
+    let mut setup = runner::RunSetup::default();
     let target = match (&args.target, &args.agent_cmd, &args.agent_url) {
         (Some(name), _, _) => Target::load(name)?,
         (None, None, None) => Target::load("reference")?,
@@ -416,7 +423,8 @@ fn run(args: RunArgs) -> Result<u8> {
             }
             let mut capabilities: BTreeSet<String> = args.capabilities.iter().cloned().collect();
             if !args.no_discover {
-                let found = discover_blocking(cmd.as_deref(), url.as_deref())?;
+                let found = discover_blocking(cmd.as_deref(), url.as_deref(), !args.shared_home)?;
+                setup = setup_of(&found);
                 output::line(format_args!(
                     "discovered: {} (ski-conformance probe shows why)",
                     found
@@ -436,13 +444,21 @@ fn run(args: RunArgs) -> Result<u8> {
                 capabilities.remove(name);
             }
             let capabilities: Vec<String> = capabilities.into_iter().collect();
-            Target::ad_hoc(cmd.as_deref(), url.as_deref(), &capabilities)?
+            let target = Target::ad_hoc(cmd.as_deref(), url.as_deref(), &capabilities)?;
+            if args.shared_home {
+                target.with_shared_home()
+            } else {
+                target
+            }
         }
     };
-    let (target, profile_startup) = discover_profile(target, &catalogs, args.bin_dir.as_deref())?;
-    if let Some(startup) = profile_startup {
-        startup_scale = startup_scale_for(startup);
+    let (target, profile_found) = discover_profile(target, &catalogs, args.bin_dir.as_deref())?;
+    if let Some(found) = profile_found {
+        startup_scale = startup_scale_for(found.startup);
+        setup = setup_of(&found);
     }
+    setup.timeout_multiplier_asked = Some(args.timeout_multiplier);
+    setup.startup_scale = Some(startup_scale);
     let registered: Vec<&str> = registry.iter().map(|s| s.name.as_str()).collect();
     let mut selection = Selection {
         suites: args.suites.clone(),
@@ -537,6 +553,7 @@ fn run(args: RunArgs) -> Result<u8> {
     ));
     report.selection = selection.describe();
     report.min_coverage = args.min_coverage;
+    report.setup = setup;
     write_and_summarise(&report, &args.out)
 }
 
@@ -578,17 +595,27 @@ fn baseline(args: BaselineArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
+/// What discovery saw, for the reports.
+fn setup_of(found: &crate::discover::Discovery) -> runner::RunSetup {
+    runner::RunSetup {
+        startup_seconds: Some((found.startup.as_secs_f64() * 1000.0).round() / 1000.0),
+        discovered: found.capabilities.iter().cloned().collect(),
+        discovery_notes: found.notes.clone(),
+        ..runner::RunSetup::default()
+    }
+}
+
 /// With `discover = true` in a profile's ACP section: starts its `agent` command once (rendered
 /// as a check would) and adds what it shows to the section's capabilities, less
 /// `exclude_capabilities`. Answers the target and how long the agent took to answer
-/// `initialize`. When the profile's prerequisites are missing (`requires_programs`,
-/// `requires_files`) it says so and discovers nothing: the rows that start the agent skip or
-/// report the missing install themselves.
+/// `initialize` and what it saw. When the profile's prerequisites are missing
+/// (`requires_programs`, `requires_files`) it says so and discovers nothing: the rows that start
+/// the agent skip or report the missing install themselves.
 fn discover_profile(
     mut target: Target,
     catalogs: &CatalogSet,
     bin_dir: Option<&std::path::Path>,
-) -> Result<(Target, Option<std::time::Duration>)> {
+) -> Result<(Target, Option<crate::discover::Discovery>)> {
     let wants = target.suite("acp").is_some_and(|section| section.discover);
     if !wants {
         return Ok((target, None));
@@ -644,11 +671,12 @@ fn discover_profile(
         section.capabilities.extend(
             found
                 .capabilities
-                .into_iter()
-                .filter(|c| !excluded.contains(c)),
+                .iter()
+                .filter(|c| !excluded.contains(*c))
+                .cloned(),
         );
     }
-    Ok((target, Some(found.startup)))
+    Ok((target, Some(found)))
 }
 
 /// The directory of this binary: where `{bin_dir}` points by default.
@@ -684,6 +712,7 @@ fn startup_scale_for(startup: std::time::Duration) -> f64 {
 fn discover_blocking(
     agent_cmd: Option<&str>,
     agent_url: Option<&str>,
+    own_home: bool,
 ) -> Result<crate::discover::Discovery> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -691,7 +720,7 @@ fn discover_blocking(
         .context("cannot start the async runtime")?;
     let found = runtime.block_on(async {
         match (agent_cmd, agent_url) {
-            (Some(cmd), _) => crate::discover::stdio(cmd).await,
+            (Some(cmd), _) => crate::discover::stdio(cmd, own_home).await,
             (None, Some(url)) => crate::discover::websocket(url).await,
             (None, None) => unreachable_target(),
         }
@@ -707,7 +736,7 @@ fn unreachable_target() -> Result<crate::discover::Discovery, crate::discover::D
 
 fn probe(args: ProbeArgs) -> Result<u8> {
     check_agent_cmd(args.agent_cmd.as_deref())?;
-    let found = discover_blocking(args.agent_cmd.as_deref(), args.agent_url.as_deref())?;
+    let found = discover_blocking(args.agent_cmd.as_deref(), args.agent_url.as_deref(), true)?;
     output::line(format_args!(
         "{}",
         crate::discover::profile_toml(
