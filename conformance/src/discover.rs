@@ -187,16 +187,32 @@ impl Channel {
 }
 
 /// Discovers an agent started as `command` (split like a profile command) over stdio.
-pub async fn stdio(command: &str) -> Result<Discovery, DiscoverError> {
-    let words = split_words(command).map_err(|message| DiscoverError::Start {
+///
+/// The agent runs in a temp dir of its own, removed afterwards, and with `own_home` with its HOME
+/// there too, so that what discovery leaves (its session, caches) is seen by no row.
+pub async fn stdio(command: &str, own_home: bool) -> Result<Discovery, DiscoverError> {
+    let start_error = |message: String| DiscoverError::Start {
         command: command.to_owned(),
         message,
-    })?;
-    let spec = ChildSpec::from_argv("agent", &words).ok_or_else(|| DiscoverError::Start {
-        command: command.to_owned(),
-        message: "the command is empty".to_owned(),
-    })?;
-    stdio_spec(spec).await
+    };
+    let words = split_words(command).map_err(start_error)?;
+    let mut spec = ChildSpec::from_argv("agent", &words)
+        .ok_or_else(|| start_error("the command is empty".to_owned()))?;
+    let place = tempfile::Builder::new()
+        .prefix("ski-conformance-discovery-")
+        .tempdir()
+        .map_err(|e| start_error(format!("cannot create a temp dir for discovery: {e}")))?;
+    spec = spec.cwd(place.path());
+    if own_home {
+        let home = place.path().join("home");
+        std::fs::create_dir(&home)
+            .map_err(|e| start_error(format!("cannot create {}: {e}", home.display())))?;
+        spec = spec.env("HOME", home);
+    }
+    let found = stdio_spec(spec).await;
+    // The agent is shut down by now; what it left goes with the directory.
+    drop(place);
+    found
 }
 
 /// Discovers an agent started as `spec` (a profile's rendered `agent` command) over stdio.
@@ -443,6 +459,10 @@ pub fn profile_toml(
     let listed: Vec<String> = discovery.capabilities.iter().map(|c| quote(c)).collect();
     text.push_str(&format!("capabilities = [{}]\n", listed.join(", ")));
     if let Some(cmd) = agent_cmd {
+        text.push_str(&format!(
+            "\n# Each scenario's agent gets a HOME of its own; remove this to use yours.\n[suites.acp.env]\nHOME = {}\n",
+            quote(crate::target::AD_HOC_HOME)
+        ));
         text.push_str(&format!(
             "\n[suites.acp.commands]\nagent = {}\n",
             quote(cmd)

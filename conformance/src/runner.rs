@@ -136,6 +136,53 @@ pub struct WireRecord {
 /// not make a report of many megabytes. The cut says how much it left out.
 pub const REPORT_LINE_BYTES: usize = 4096;
 
+/// The most wire-log text a report keeps of a row's first entries.
+pub const REPORT_ROW_HEAD_BYTES: usize = 16 * 1024;
+
+/// The most wire-log text a report keeps of a row's last entries (where a failure usually shows);
+/// with [`REPORT_ROW_HEAD_BYTES`] this bounds what one row adds to every report.
+pub const REPORT_ROW_TAIL_BYTES: usize = 48 * 1024;
+
+/// The wire log of a row as reports keep it: each line cut at [`REPORT_LINE_BYTES`], the first
+/// [`REPORT_ROW_HEAD_BYTES`] and the last [`REPORT_ROW_TAIL_BYTES`] of it, and between them one
+/// note saying how many entries were left out.
+pub fn report_wire(entries: Vec<WireEntry>) -> Vec<WireRecord> {
+    let records: Vec<WireRecord> = entries.into_iter().map(WireRecord::from).collect();
+    let size = |r: &WireRecord| r.text.len() + r.channel.len() + 16;
+    if records.iter().map(size).sum::<usize>() <= REPORT_ROW_HEAD_BYTES + REPORT_ROW_TAIL_BYTES {
+        return records;
+    }
+    let mut head_end = 0;
+    let mut used = 0;
+    while head_end < records.len() && used + size(&records[head_end]) <= REPORT_ROW_HEAD_BYTES {
+        used += size(&records[head_end]);
+        head_end += 1;
+    }
+    let mut tail_start = records.len();
+    used = 0;
+    while tail_start > head_end && used + size(&records[tail_start - 1]) <= REPORT_ROW_TAIL_BYTES {
+        tail_start -= 1;
+        used += size(&records[tail_start]);
+    }
+    let left_out = &records[head_end..tail_start];
+    let gap = WireRecord {
+        channel: "report".to_owned(),
+        direction: "note".to_owned(),
+        t: left_out.first().map_or(0.0, |r| r.t),
+        text: format!(
+            "{} entries ({} bytes) left out of the report here: it keeps a row's first {} KiB and last {} KiB of wire log",
+            left_out.len(),
+            left_out.iter().map(|r| r.text.len()).sum::<usize>(),
+            REPORT_ROW_HEAD_BYTES / 1024,
+            REPORT_ROW_TAIL_BYTES / 1024
+        ),
+    };
+    let mut kept = records[..head_end].to_vec();
+    kept.push(gap);
+    kept.extend_from_slice(&records[tail_start..]);
+    kept
+}
+
 impl From<WireEntry> for WireRecord {
     fn from(entry: WireEntry) -> Self {
         Self {
@@ -242,7 +289,12 @@ pub struct ScenarioResult {
     pub undeclared: Vec<String>,
     /// Every process started and how it ended.
     pub processes: Vec<ProcessRecord>,
-    /// The wire log of every channel.
+    /// How many wire-log entries the row recorded.
+    #[serde(default)]
+    pub wire_lines: usize,
+    /// The wire log of every channel, for a failure or error only (see [`report_wire`]); a row
+    /// that passed or was skipped keeps only [`ScenarioResult::wire_lines`].
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wire: Vec<WireRecord>,
     /// The kept temp dir, with `--keep-temp`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -271,6 +323,7 @@ impl ScenarioResult {
             message: None,
             undeclared: Vec::new(),
             processes: Vec::new(),
+            wire_lines: 0,
             wire: Vec::new(),
             temp_dir: None,
             first_attempt: None,
@@ -354,6 +407,32 @@ pub struct RunReport {
     /// `--min-coverage`: the least percentage of the selected rows that must run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_coverage: Option<f64>,
+    /// What was found and decided before the first row ran.
+    #[serde(default)]
+    pub setup: RunSetup,
+}
+
+/// What a run found and decided before its first row: what discovery saw of the agent and how
+/// the timeouts were scaled for it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunSetup {
+    /// The multiplier asked for (`--timeout-multiplier`); the run's `timeout_multiplier` is this
+    /// times `startup_scale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_multiplier_asked: Option<f64>,
+    /// How much the agent's start-up scaled every timeout class (1 when it did not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_scale: Option<f64>,
+    /// How long the agent took to get ready when discovered (initialize, or session/new when
+    /// slower), in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_seconds: Option<f64>,
+    /// The capabilities discovery found.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub discovered: Vec<String>,
+    /// What discovery saw, one sentence each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub discovery_notes: Vec<String>,
 }
 
 /// Counts of outcomes.
@@ -571,6 +650,7 @@ pub async fn run(
         results,
         stale,
         min_coverage: None,
+        setup: RunSetup::default(),
     }
 }
 
@@ -717,12 +797,8 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
         });
     }
     result.processes = terminations.iter().map(ProcessRecord::from).collect();
-    result.wire = ctx
-        .wire()
-        .entries()
-        .into_iter()
-        .map(WireRecord::from)
-        .collect();
+    let entries = ctx.wire().entries();
+    result.wire_lines = entries.len();
     drop(ctx);
     if options.keep_temp {
         result.temp_dir = Some(temp.keep().display().to_string());
@@ -737,6 +813,9 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
         });
     }
     result.duration = started.elapsed().as_secs_f64();
+    if matches!(result.outcome, Outcome::Fail | Outcome::Error) {
+        result.wire = report_wire(entries);
+    }
     result
 }
 

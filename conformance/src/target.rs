@@ -75,6 +75,9 @@ pub enum TargetError {
     },
 }
 
+/// The HOME of an ad-hoc agent started over stdio: the scenario's own `{home}` directory.
+pub const AD_HOC_HOME: &str = "{home}";
+
 /// Placeholders every template may use, filled in by the harness for each scenario.
 pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     // The directory of the binaries under test (`--bin-dir`).
@@ -309,6 +312,11 @@ impl Target {
                 .commands
                 .insert("agent".to_owned(), CommandTemplate::Line(cmd.to_owned()));
             section.capabilities.insert("stdio".to_owned());
+            // Each scenario's agent gets a HOME of its own: what one row leaves there (sessions,
+            // caches) is not seen by the next, and the user's own HOME is left alone.
+            section
+                .env
+                .insert("HOME".to_owned(), AD_HOC_HOME.to_owned());
         }
         if let Some(url) = agent_url {
             section.urls.insert("ws".to_owned(), url.to_owned());
@@ -330,6 +338,14 @@ impl Target {
                 problems,
             })
         }
+    }
+
+    /// Runs an ad-hoc profile's agent with this process's HOME instead of one per scenario.
+    pub fn with_shared_home(mut self) -> Self {
+        if let Some(section) = self.suites.get_mut("acp") {
+            section.env.remove("HOME");
+        }
+        self
     }
 
     /// The section of one suite.
@@ -630,6 +646,9 @@ commands.agent = "{bin_dir}/ski acp serve --x {mystery}"
         let acp = target.suite("acp").unwrap();
         assert!(acp.capabilities.contains("stdio"));
         assert!(acp.capabilities.contains("ws"));
+        assert_eq!(acp.env.get("HOME").map(String::as_str), Some(AD_HOC_HOME));
+        let shared = target.clone().with_shared_home();
+        assert!(!shared.suite("acp").unwrap().env.contains_key("HOME"));
         assert!(Target::ad_hoc(Some("'open"), None, &[]).is_err());
     }
 

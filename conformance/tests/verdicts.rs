@@ -69,20 +69,24 @@ async fn a_run_says_how_much_ran_and_can_demand_a_minimum() {
     assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
     assert!(
         run.stdout.contains(
-            "coverage: 1 of 12 rows ran (8.3%); 11 skipped: 11 for undeclared capabilities (teleport 11, levitate 3)"
+            "coverage: 1 of 1 applicable rows ran (100.0%); of 12 selected rows, 11 need capabilities the target does not declare (teleport 11, levitate 3)"
         ),
         "{}",
         run.stdout
     );
     assert!(
-        run.stdout.contains("WARNING: most rows did not run"),
+        run.stdout.contains("WARNING: most selected rows did not run: 11 of 12 need capabilities the target does not declare"),
         "{}",
         run.stdout
     );
+    assert!(!run.stdout.contains("--capability"), "{}", run.stdout);
     let report = std::fs::read_to_string(dir.path().join("out/report.md")).expect("report.md");
-    assert!(report.contains("Coverage: 1 of 12 rows ran"), "{report}");
     assert!(
-        report.contains("WARNING: most rows did not run"),
+        report.contains("Coverage: 1 of 1 applicable rows ran"),
+        "{report}"
+    );
+    assert!(
+        report.contains("WARNING: most selected rows did not run"),
         "{report}"
     );
     let skipped = &results(dir.path(), "out")["results"][11];
@@ -107,7 +111,8 @@ async fn a_run_says_how_much_ran_and_can_demand_a_minimum() {
     // A selection that runs what it selects is not flagged.
     let run = ski_conformance(&run_args("out", &["--id", "CLI-01"]), dir.path()).await;
     assert!(
-        run.stdout.contains("coverage: 1 of 1 rows ran (100.0%)"),
+        run.stdout
+            .contains("coverage: 1 of 1 applicable rows ran (100.0%)"),
         "{}",
         run.stdout
     );
@@ -142,7 +147,9 @@ async fn shards_merge_into_the_report_of_one_run() {
     let merged = ski_conformance(&args, dir.path()).await;
     assert_eq!(merged.code, Some(0), "{}{}", merged.stdout, merged.stderr);
     assert!(
-        merged.stdout.contains("coverage: 1 of 12 rows ran"),
+        merged
+            .stdout
+            .contains("coverage: 1 of 1 applicable rows ran"),
         "{}",
         merged.stdout
     );

@@ -59,58 +59,90 @@ impl Coverage {
         }
     }
 
-    /// Whether most of the selection did not run: such a run says little about the target.
-    pub fn mostly_skipped(&self) -> bool {
-        self.skipped * 2 > self.selected
+    /// Rows the target could run: the selected rows less those that need a capability it does
+    /// not declare.
+    pub fn applicable(&self) -> usize {
+        self.selected - self.not_applicable()
     }
 
-    /// For example `27 of 114 rows ran (23.7%); 87 skipped: 80 for undeclared capabilities
-    /// (agent 80, prompt 12), 7 for other reasons`.
+    /// Rows skipped because they need a capability the target does not declare.
+    pub fn not_applicable(&self) -> usize {
+        self.skipped - self.other_skips
+    }
+
+    /// The percentage of the applicable rows that ran (100 when none is applicable).
+    pub fn applicable_percent(&self) -> f64 {
+        if self.applicable() == 0 {
+            100.0
+        } else {
+            self.ran as f64 * 100.0 / self.applicable() as f64
+        }
+    }
+
+    /// The capabilities the target lacks, the most needed first: `agent 80, prompt 12`.
+    fn lacking(&self) -> String {
+        let mut by_count: Vec<(&String, &usize)> = self.undeclared.iter().collect();
+        by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
+        let mut listed: Vec<String> = by_count
+            .iter()
+            .take(LISTED_CAPABILITIES)
+            .map(|(capability, count)| format!("{capability} {count}"))
+            .collect();
+        if by_count.len() > LISTED_CAPABILITIES {
+            listed.push(format!(
+                "{} more in results.json",
+                by_count.len() - LISTED_CAPABILITIES
+            ));
+        }
+        listed.join(", ")
+    }
+
+    /// For example `27 of 28 applicable rows ran (96.4%); of 114 selected rows, 86 need
+    /// capabilities the target does not declare (agent 80, prompt 12); 1 skipped for another
+    /// reason`.
     pub fn sentence(&self) -> String {
         let mut text = format!(
-            "{} of {} rows ran ({:.1}%)",
+            "{} of {} applicable rows ran ({:.1}%)",
             self.ran,
-            self.selected,
-            self.percent()
+            self.applicable(),
+            self.applicable_percent()
         );
-        if self.skipped == 0 {
-            return text;
-        }
-        text.push_str(&format!("; {} skipped", self.skipped));
-        let for_capabilities = self.skipped - self.other_skips;
-        let mut reasons = Vec::new();
-        if for_capabilities > 0 {
-            let mut by_count: Vec<(&String, &usize)> = self.undeclared.iter().collect();
-            by_count.sort_by(|a, b| b.1.cmp(a.1).then(a.0.cmp(b.0)));
-            let mut listed: Vec<String> = by_count
-                .iter()
-                .take(LISTED_CAPABILITIES)
-                .map(|(capability, count)| format!("{capability} {count}"))
-                .collect();
-            if by_count.len() > LISTED_CAPABILITIES {
-                listed.push(format!(
-                    "{} more in results.json",
-                    by_count.len() - LISTED_CAPABILITIES
-                ));
-            }
-            reasons.push(format!(
-                "{for_capabilities} for undeclared capabilities ({})",
-                listed.join(", ")
+        if self.not_applicable() > 0 {
+            text.push_str(&format!(
+                "; of {} selected rows, {} need capabilities the target does not declare ({})",
+                self.selected,
+                self.not_applicable(),
+                self.lacking()
             ));
         }
         if self.other_skips > 0 {
-            reasons.push(format!("{} for other reasons", self.other_skips));
+            text.push_str(&format!(
+                "; {} skipped for other reasons (see each row)",
+                self.other_skips
+            ));
         }
-        text.push_str(&format!(": {}", reasons.join(", ")));
         text
     }
 
-    /// The warning a mostly skipped run gets, if it is one.
+    /// The warning of a run that judged little: most selected rows need what the target does not
+    /// declare (named, so that the reader knows what the verdict leaves out; a capability is
+    /// declared only when the target has it), or most applicable rows skipped themselves.
     pub fn warning(&self) -> Option<String> {
-        self.mostly_skipped().then(|| {
+        if self.not_applicable() * 2 > self.selected {
+            return Some(format!(
+                "WARNING: most selected rows did not run: {} of {} need capabilities the target does not declare ({}); the verdict covers only the {} row(s) that ran",
+                self.not_applicable(),
+                self.selected,
+                self.lacking(),
+                self.ran
+            ));
+        }
+        (self.other_skips * 2 > self.applicable()).then(|| {
             format!(
-                "WARNING: most rows did not run ({} of {} skipped), so this result says little about the target; declare what it supports (--capability, or capabilities in its profile) or select fewer rows",
-                self.skipped, self.selected
+                "WARNING: most applicable rows did not run ({} of {} skipped for other reasons, see each row); the verdict covers only the {} row(s) that ran",
+                self.other_skips,
+                self.applicable(),
+                self.ran
             )
         })
     }
@@ -141,17 +173,29 @@ mod tests {
     }
 
     #[test]
-    fn the_sentence_says_how_much_ran_and_why_the_rest_did_not() {
+    fn the_sentence_counts_applicable_rows_and_names_what_the_target_lacks() {
         let c = coverage(27, &[("agent", 80), ("prompt", 12)], 7);
         assert_eq!(
             c.sentence(),
-            "27 of 114 rows ran (23.7%); 87 skipped: 80 for undeclared capabilities (agent 80, prompt 12), 7 for other reasons"
+            "27 of 34 applicable rows ran (79.4%); of 114 selected rows, 80 need capabilities the target does not declare (agent 80, prompt 12); 7 skipped for other reasons (see each row)"
         );
-        assert!(c.mostly_skipped());
-        assert!(c.warning().is_some());
+        let warning = c.warning().expect("most rows are not applicable");
+        assert!(
+            warning.contains(
+                "80 of 114 need capabilities the target does not declare (agent 80, prompt 12)"
+            ),
+            "{warning}"
+        );
+        assert!(!warning.contains("--capability"), "{warning}");
         let all = coverage(10, &[], 0);
-        assert_eq!(all.sentence(), "10 of 10 rows ran (100.0%)");
+        assert_eq!(all.sentence(), "10 of 10 applicable rows ran (100.0%)");
         assert!(all.warning().is_none());
         assert_eq!(Coverage::default().percent(), 100.0);
+        let self_skipped = coverage(2, &[], 8);
+        assert!(
+            self_skipped
+                .warning()
+                .is_some_and(|w| w.contains("8 of 10 skipped for other reasons"))
+        );
     }
 }

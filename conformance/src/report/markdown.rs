@@ -35,6 +35,7 @@ pub fn render(report: &RunReport) -> String {
         report.timeout_multiplier,
         report.baseline.as_deref().unwrap_or("none"),
     );
+    setup_lines(&mut md, report);
     let unexpected = report.unexpected().count();
     let coverage = report.coverage();
     let verdict = if report.exit_code() == 0 {
@@ -137,6 +138,41 @@ pub fn render(report: &RunReport) -> String {
     md
 }
 
+/// How the timeouts were scaled and what discovery saw of the agent.
+fn setup_lines(md: &mut String, report: &RunReport) {
+    let setup = &report.setup;
+    if let (Some(asked), Some(scale)) = (setup.timeout_multiplier_asked, setup.startup_scale) {
+        let startup = setup
+            .startup_seconds
+            .map(|s| format!("; the agent took {s:.2} s to get ready"))
+            .unwrap_or_default();
+        let _ = writeln!(
+            md,
+            "Timeouts: multiplier {} (--timeout-multiplier {asked} × start-up scale {scale:.1}{startup}).\n",
+            report.timeout_multiplier
+        );
+    } else if let Some(seconds) = setup.startup_seconds {
+        let _ = writeln!(md, "The agent took {seconds:.2} s to get ready.\n");
+    }
+    if !setup.discovered.is_empty() || !setup.discovery_notes.is_empty() {
+        let _ = writeln!(
+            md,
+            "Discovery found: {}.\n",
+            if setup.discovered.is_empty() {
+                "nothing".to_owned()
+            } else {
+                setup.discovered.join(", ")
+            }
+        );
+        for note in &setup.discovery_notes {
+            let _ = writeln!(md, "- {}", cell(note));
+        }
+        if !setup.discovery_notes.is_empty() {
+            md.push('\n');
+        }
+    }
+}
+
 fn summary_row(md: &mut String, suite: &str, category: &str, c: &Counts) {
     let _ = writeln!(
         md,
@@ -175,7 +211,10 @@ pub fn outcome_text(r: &ScenarioResult) -> String {
         Outcome::Pass => "pass".to_owned(),
         Outcome::Fail if r.timed_out => "**FAIL** (timeout)".to_owned(),
         Outcome::Fail => "**FAIL**".to_owned(),
-        Outcome::Skip => "skip".to_owned(),
+        Outcome::Skip => match &r.message {
+            Some(reason) => format!("skip: {}", cell(reason)),
+            None => "skip".to_owned(),
+        },
         Outcome::Error => "**ERROR**".to_owned(),
     };
     match r.expectation {
