@@ -84,7 +84,7 @@ async fn s001(ctx: Ctx) -> CheckResult {
 async fn stdio_session_leaves_http_running(ctx: &Ctx) -> CheckResult {
     let world = World::new(ctx).await?;
     let config = world.config.display().to_string();
-    let spec = ctx.command(
+    let spec = world.command(
         "server_stdio",
         &[("config", config.as_str()), ("workspace_id", "myproj")],
     )?;
@@ -162,8 +162,8 @@ async fn stdio_session_leaves_http_running(ctx: &Ctx) -> CheckResult {
         child.try_status().is_none(),
         "the target keeps running after stdin closed"
     );
-    let url = ready["mcp_url"].as_str().or_fail("mcp_url")?.to_string();
-    let http = connect_url(ctx, &url).await?;
+    let url = ready["mcp_url"].as_str().or_fail("mcp_url")?;
+    let http = connect_url(ctx, &world.reachable(url).await?).await?;
     let tools = http.list_tools(None).await.map_err(|e| {
         Failure::expected("tools/list over HTTP after stdin closed").actual(e.to_string())
     })?;
