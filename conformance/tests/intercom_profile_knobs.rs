@@ -59,7 +59,7 @@ const KNOBS: &[Knob] = &[
     Knob {
         name: "ready_line",
         row: "S002",
-        reason: "a readiness line on stdout",
+        reason: "the readiness line",
         flags: &["--ready-line", READY_TEXT],
         with_knob: |p| {
             p.mcp_port_in_config();
@@ -72,7 +72,7 @@ const KNOBS: &[Knob] = &[
     Knob {
         name: "ready_port",
         row: "S002",
-        reason: "a readiness line on stdout",
+        reason: "the readiness line",
         flags: &["--ready-line", READY_TEXT],
         with_knob: |p| {
             p.mcp_port_in_config();
