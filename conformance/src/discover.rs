@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use ski::transport::child::{Child, ChildSpec, spawn};
+use ski::transport::child::{Child, ChildSpec, ProcessTracker, spawn};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 use crate::target::split_words;
@@ -223,11 +223,15 @@ pub async fn stdio_spec(spec: ChildSpec) -> Result<Discovery, DiscoverError> {
         message,
     };
     let started = Instant::now();
-    let child =
-        spawn(spec.grace(Duration::from_secs(2))).map_err(|e| start_error(e.to_string()))?;
+    // The tracker also ends what the agent started and left its group (a `setsid` daemon).
+    let tracker = ProcessTracker::new();
+    let child = spawn(spec.grace(Duration::from_secs(2)).tracker(tracker.clone()))
+        .map_err(|e| start_error(e.to_string()))?;
     let mut discovery = Discovery::default();
     discovery.capabilities.insert("stdio".to_owned());
-    run(Channel::Stdio(Box::new(child)), started, discovery).await
+    let found = run(Channel::Stdio(Box::new(child)), started, discovery).await;
+    tracker.shutdown_all().await;
+    found
 }
 
 /// Discovers the agent at a WebSocket `url`.

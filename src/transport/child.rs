@@ -12,8 +12,11 @@
 //!   after the owner of a [`Child`] panicked.
 //! - Orphaned grandchildren are reaped by this process only when it is a child subreaper (see
 //!   [`adopt_orphans`]); otherwise the system's init reaps them.
-//! - A process that leaves its group (`setsid`, `setpgid`) escapes the group signal. That is the
-//!   documented limit of group teardown.
+//! - A process that leaves its group (`setsid`, `setpgid`) escapes the group signal. A
+//!   [`ProcessTracker`] still finds it: every child spawned with one carries the tracker's mark in
+//!   its environment ([`TRACKER_MARK_VAR`]), inherited by its descendants, and the tracker's
+//!   teardown kills every process that carries it. A descendant that clears its environment and
+//!   leaves the group is the limit.
 //!
 //! The parts: [`ChildSpec`] (what to start, `spec`), [`spawn`] (starting it, `spawn`),
 //! [`ProcessTracker`] and the group probes (which groups are alive, `tracker`), the supervisor
@@ -42,7 +45,8 @@ use tokio::process::{ChildStdin, ChildStdout};
 pub use spawn::spawn;
 pub use spec::ChildSpec;
 pub use tracker::{
-    ProcessTracker, adopt_orphans, group_alive, group_exists, process_exists, reap_adopted_orphans,
+    ProcessTracker, TRACKER_MARK_VAR, adopt_orphans, group_alive, group_exists, process_exists,
+    reap_adopted_orphans,
 };
 pub use watch::Watched;
 

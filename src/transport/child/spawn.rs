@@ -44,6 +44,9 @@ pub fn spawn(spec: ChildSpec) -> Result<Child, ChildError> {
             None => command.env_remove(key),
         };
     }
+    if let Some(tracker) = &spec.tracker {
+        command.env(super::TRACKER_MARK_VAR, tracker.mark());
+    }
     if let Some(dir) = &spec.cwd {
         command.current_dir(dir);
     }

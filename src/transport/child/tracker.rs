@@ -3,10 +3,12 @@
 //! every group it has seen down, and the probes of whether a group or process still exists.
 
 use std::process::ExitStatus;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use nix::errno::Errno;
-use nix::sys::signal::killpg;
+use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::sync::{mpsc, watch};
 
@@ -44,18 +46,46 @@ impl Group {
     }
 }
 
+/// The environment variable that carries a tracker's mark into every child spawned with it, and
+/// from there into their descendants, so that those that leave the child's process group
+/// (`setsid`, `setpgid`) are still found and ended by [`ProcessTracker::shutdown_all`].
+pub const TRACKER_MARK_VAR: &str = "SKI_TRACKER_MARK";
+
+/// Tells the marks of this process's trackers apart.
+static NEXT_MARK: AtomicU64 = AtomicU64::new(1);
+
 /// Keeps track of every child spawned with it, to tear them all down and prove they are gone.
 ///
 /// Cloning gives another handle to the same set.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ProcessTracker {
     groups: Arc<Mutex<Vec<Arc<Group>>>>,
+    mark: Arc<str>,
+}
+
+impl Default for ProcessTracker {
+    fn default() -> Self {
+        Self {
+            groups: Arc::default(),
+            mark: format!(
+                "{}-{}",
+                std::process::id(),
+                NEXT_MARK.fetch_add(1, Ordering::Relaxed)
+            )
+            .into(),
+        }
+    }
 }
 
 impl ProcessTracker {
-    /// An empty tracker.
+    /// An empty tracker with a mark of its own.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The value of [`TRACKER_MARK_VAR`] in the environment of the children spawned with it.
+    pub fn mark(&self) -> &str {
+        &self.mark
     }
 
     pub(super) fn add(&self, group: Arc<Group>) {
@@ -108,8 +138,79 @@ impl ProcessTracker {
             };
             report.push(termination);
         }
+        report.extend(end_marked(&self.mark).await);
         report
     }
+}
+
+/// How long [`end_marked`] waits for the processes it killed to be gone.
+const ESCAPED_WAIT: Duration = Duration::from_secs(5);
+
+/// Ends every process that still carries `mark` in its environment (descendants of a torn-down
+/// group that left it) with SIGKILL and waits until each is gone or a zombie; one
+/// [`Termination`] each, `group_gone` false for a survivor.
+async fn end_marked(mark: &str) -> Vec<Termination> {
+    let me = std::process::id() as i32;
+    let marked: Vec<ProcStat> = proc_stats()
+        .into_iter()
+        .filter(|p| p.pid != me && !matches!(p.state, 'Z' | 'X') && carries(p.pid, mark))
+        .collect();
+    for process in &marked {
+        let _ = nix::sys::signal::kill(Pid::from_raw(process.pid), Signal::SIGKILL);
+    }
+    let deadline = tokio::time::Instant::now() + ESCAPED_WAIT;
+    // Gone, or a zombie of another parent (its reaping is that parent's business); a zombie this
+    // process adopted as a child subreaper is reaped here, as it is no child tokio waits for.
+    let alive = |pid: i32| {
+        proc_stats().iter().any(|p| {
+            if p.pid != pid {
+                return false;
+            }
+            if matches!(p.state, 'Z' | 'X') {
+                if p.ppid == me {
+                    let _ = nix::sys::wait::waitpid(
+                        Pid::from_raw(pid),
+                        Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+                    );
+                }
+                return false;
+            }
+            true
+        })
+    };
+    while marked.iter().any(|p| alive(p.pid)) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    marked
+        .iter()
+        .map(|p| Termination {
+            name: format!("a descendant that left its group ({})", command_name(p.pid)),
+            pid: p.pid as u32,
+            status: None,
+            exited_before_teardown: false,
+            sent_term: false,
+            sent_kill: true,
+            group_gone: !alive(p.pid),
+        })
+        .collect()
+}
+
+/// Whether process `pid`'s environment holds `TRACKER_MARK_VAR=mark`.
+fn carries(pid: i32, mark: &str) -> bool {
+    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
+        return false;
+    };
+    let wanted = format!("{TRACKER_MARK_VAR}={mark}");
+    environ
+        .split(|b| *b == 0)
+        .any(|entry| entry == wanted.as_bytes())
+}
+
+/// The command name of process `pid`, as `/proc` gives it.
+fn command_name(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .map(|name| name.trim().to_owned())
+        .unwrap_or_else(|_| format!("pid {pid}"))
 }
 
 /// Makes this process the reaper of orphaned descendants (Linux `PR_SET_CHILD_SUBREAPER`).
