@@ -50,7 +50,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "S055",
-            "The agent closes its stdout and keeps running; expects the session ended as interrupted with \"stream closed\" and the agent ended.",
+            "The agent closes its stdout and keeps running; expects the session ended as interrupted with \"stream closed\" (whether the agent is ended is INT-SKI-03).",
             s055,
         ),
         Check::new(
@@ -256,19 +256,11 @@ async fn s054(ctx: Ctx) -> CheckResult {
 async fn s055(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
         let (world, started) = session(&ctx, Options::new(dialect)).await?;
-        let pid = started
-            .agent
-            .pid()
-            .ok_or_else(|| crate::CheckError::harness("the agent's pid"))?;
         started.agent.run(json!([{ "close_stdout": true }])).await?;
         world
             .reply_with(&started.root, &ctx.text("final", "stream closed"))
             .await?;
         world.ensure_status(&started.row.id, "interrupted")?;
-        ensure!(
-            !ski::transport::child::process_exists(pid),
-            "an agent that closed its stdout but kept running was ended"
-        );
         world.server.stop().await?;
         Ok(())
     })
