@@ -38,6 +38,10 @@ const BROKEN: &str = "--kiro-defect";
 const SHIM: &str = "--kiro-cli-shim";
 /// The first argument that turns this binary into a process that waits until it is killed.
 const IDLE: &str = "--idle";
+/// The first argument that turns this binary into a process that ends by itself a moment later.
+const LINGER: &str = "--linger";
+/// How long a lingering process lives: a moment for a person, ages for a check that looks at once.
+const LINGERING: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Every defect, the rows it must fail and the rows it must leave passing.
 const DEFECTS: &[Defect] = &[
@@ -114,6 +118,12 @@ const DEFECTS: &[Defect] = &[
         passes: &["BR-06.6"],
     },
     Defect {
+        name: "late-group-end",
+        what: "kiro-cli's group still has a member for a moment after the adapter exits",
+        fails: &[],
+        passes: &["BR-06.6", "BR-T04"],
+    },
+    Defect {
         name: "live-grandchild",
         what: "a member of kiro-cli's group is left running after the kill",
         fails: &[("BR-06.6", "no process of kiro-cli's group is left")],
@@ -129,6 +139,7 @@ fn main() {
         Some(IDLE) => loop {
             std::thread::park();
         },
+        Some(LINGER) => std::thread::sleep(LINGERING),
         _ => defects::run_trials(DEFECTS, run_row),
     }
 }
@@ -213,9 +224,12 @@ fn broken(argv: &[String]) -> i32 {
         ("ready-cancel-unsent", Some("echo")) => {
             adapter.through(Some("drop-ready-cancel"), |line| Some(line.to_owned()))
         }
-        ("unreaped-grandchild", Some("echo")) if first_world() => adapter.grandchild(None),
+        ("unreaped-grandchild", Some("echo")) if first_world() => {
+            adapter.grandchild(Joins::Nothing)
+        }
+        ("late-group-end", Some("echo")) if first_world() => adapter.grandchild(Joins::Lingering),
         ("live-grandchild", Some("echo")) if first_world() => {
-            adapter.grandchild(Some(Path::new(leftover)))
+            adapter.grandchild(Joins::Live(Path::new(leftover)))
         }
         _ => adapter.exec(),
     };
@@ -232,6 +246,15 @@ fn broken(argv: &[String]) -> i32 {
 struct Adapter {
     ski: String,
     args: Vec<String>,
+}
+
+/// What joins kiro-cli's group once `ski kiro` is done with it.
+enum Joins<'a> {
+    Nothing,
+    /// A process that ends by itself a moment later.
+    Lingering,
+    /// A live process, whose group is noted in the file.
+    Live(&'a Path),
 }
 
 /// Which side of the sync the safety cap counts.
@@ -345,9 +368,9 @@ impl Adapter {
     /// `echo` whose kiro-cli group gets one more member: a process this adapter starts and never
     /// reaps. It joins the group before kiro-cli starts (the `kiro-cli` in front asks for it and
     /// waits), dies with the group, and stays a zombie; this adapter judges the group by its live
-    /// members, as the contract allows. With `leftover`, once `ski kiro` is done, a live process
-    /// joins the group the zombie keeps, and its id is noted in `leftover`.
-    fn grandchild(&self, leftover: Option<&Path>) -> Result<i32, String> {
+    /// members, as the contract allows. Once `ski kiro` is done, `joins` says what joins the
+    /// group the zombie keeps.
+    fn grandchild(&self, joins: Joins) -> Result<i32, String> {
         let name = format!("ski-kiro-defect-{}", std::process::id());
         let address = SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| e.to_string())?;
         let listener = UnixListener::bind_addr(&address).map_err(|e| e.to_string())?;
@@ -361,7 +384,7 @@ impl Adapter {
                 .trim()
                 .parse()
                 .map_err(|_| format!("a pid, got {pid:?}"))?;
-            let member = idle(pgid)?;
+            let member = member(pgid, IDLE)?;
             stream.write_all(b"ok\n").map_err(|e| e.to_string())?;
             Ok((pgid, member))
         });
@@ -382,25 +405,28 @@ impl Adapter {
             .map_err(|_| "the join thread panicked".to_owned())??;
         // Never reaped here: the process stays a zombie until whoever adopts it reaps it.
         std::mem::forget(zombie);
-        if let Some(leftover) = leftover {
-            let live = idle(pgid)?;
-            std::mem::forget(live);
-            std::fs::write(leftover, pgid.to_string()).map_err(|e| e.to_string())?;
-            return Ok(0);
-        }
         // `ski kiro` counts the zombie and exits 4 ("survived"); this adapter does not.
-        match (code, killed) {
-            (4, Some(pid)) if pid == pgid && !group_alive(pgid) => Ok(0),
-            _ => Ok(code),
+        let code = match (code, killed) {
+            (4, Some(pid)) if pid == pgid && !group_alive(pgid) => 0,
+            _ => code,
+        };
+        match joins {
+            Joins::Nothing => {}
+            Joins::Lingering => std::mem::forget(member(pgid, LINGER)?),
+            Joins::Live(leftover) => {
+                std::mem::forget(member(pgid, IDLE)?);
+                std::fs::write(leftover, pgid.to_string()).map_err(|e| e.to_string())?;
+            }
         }
+        Ok(code)
     }
 }
 
-/// Starts this binary as a process that waits to be killed, in process group `pgid`.
-fn idle(pgid: u32) -> Result<std::process::Child, String> {
+/// Starts this binary as `mode` ([`IDLE`] or [`LINGER`]) in process group `pgid`.
+fn member(pgid: u32, mode: &str) -> Result<std::process::Child, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     Command::new(exe)
-        .arg(IDLE)
+        .arg(mode)
         .process_group(i32::try_from(pgid).map_err(|e| e.to_string())?)
         .stdin(Stdio::null())
         .stdout(Stdio::null())

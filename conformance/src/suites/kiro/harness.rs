@@ -9,8 +9,10 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use ski::transport::child::group_alive;
 use ski_mocks::testing::KIRO_RULES;
 
 use crate::suites::aof::adapter::Output;
@@ -35,6 +37,32 @@ pub const KEYS: [&str; 7] = [
     "IDLE_TIMEOUT_SECONDS",
     "LOG_LEVEL",
 ];
+
+/// How long a check waits for kiro-cli's process group to end once the adapter killed it or
+/// exited (scaled): the document's kill grace (BR-06.6).
+const GROUP_END: Duration = Duration::from_secs(5);
+/// How often a check looks at a process group it waits for.
+const GROUP_POLL: Duration = Duration::from_millis(10);
+
+/// Waits until process group `pgid` has no live member (zombies do not count, E-KIRO-18), for at
+/// most [`GROUP_END`]; whether it has none. A process ends a moment after the signal that kills
+/// it is sent, and an adapter may report `killed` or exit as soon as it sent SIGKILL, or after
+/// closing kiro-cli's stdin without waiting for it: the group is waited for, never looked at once.
+pub async fn group_ended(ctx: &Ctx, pgid: u32) -> bool {
+    if pgid == 0 {
+        return false;
+    }
+    let deadline = Instant::now() + ctx.timeouts().scale(GROUP_END);
+    loop {
+        if !group_alive(pgid) {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(GROUP_POLL).await;
+    }
+}
 
 /// How the `kiro-cli` on `PATH` starts the mock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,6 +269,16 @@ impl Kiro {
         args.push(prompt);
         let output = self.run(&args).await?;
         let events = output.json_lines()?;
+        // kiro-cli writes its transcript: an adapter may exit before kiro-cli has ended (and
+        // recorded everything it read), so its groups are waited for first. One that outlives
+        // the wait is judged by the rows on process groups; its transcript is read as it is.
+        for pid in events
+            .iter()
+            .filter(|e| e["event"] == "spawned")
+            .filter_map(|e| e["pid"].as_u64().and_then(|p| u32::try_from(p).ok()))
+        {
+            group_ended(&self.ctx, pid).await;
+        }
         Ok(Echo {
             output,
             events,

@@ -2,9 +2,7 @@
 //! `echo` prints, its exit code, the mock's transcripts and whether kiro-cli's process group is
 //! gone.
 
-use ski::transport::child::group_alive;
-
-use super::harness::{Kiro, Wrapper};
+use super::harness::{Kiro, Wrapper, group_ended};
 use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 
 /// Exit code of a failed or dead kiro-cli.
@@ -208,9 +206,11 @@ async fn br_06_6(ctx: Ctx) -> CheckResult {
         .and_then(|p| u32::try_from(p).ok())
         .unwrap_or(0);
     // A member that exited but is not yet reaped (a zombie, which only its parent can reap) is
-    // not a process left running: the group counts as gone when no member is alive.
+    // not a process left running: the group counts as gone when no member is alive. A killed
+    // process ends a moment after the signal, so the group is waited for.
+    let ended = group_ended(&ctx, pid).await;
     ensure!(
-        pid != 0 && !group_alive(pid),
+        ended,
         "no process of kiro-cli's group is left",
         "pid {pid} still has a live member; {killed}"
     );
@@ -223,8 +223,9 @@ async fn br_06_6(ctx: Ctx) -> CheckResult {
         .as_u64()
         .and_then(|p| u32::try_from(p).ok())
         .unwrap_or(0);
+    let ended = group_ended(&ctx, pid).await;
     ensure!(
-        killed["sentKill"] == false && pid != 0 && !group_alive(pid),
+        killed["sentKill"] == false && ended,
         "a kiro-cli that ends within the grace period is not SIGKILLed",
         "{killed}"
     );
@@ -320,11 +321,8 @@ async fn br_t04(ctx: Ctx) -> CheckResult {
         .as_u64()
         .and_then(|p| u32::try_from(p).ok())
         .unwrap_or(0);
-    ensure!(
-        pid != 0 && !group_alive(pid),
-        "kill terminates kiro-cli",
-        "{killed}"
-    );
+    let ended = group_ended(&ctx, pid).await;
+    ensure!(ended, "kill terminates kiro-cli", "{killed}");
     Ok(())
 }
 
