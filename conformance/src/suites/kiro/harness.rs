@@ -229,6 +229,10 @@ impl Kiro {
     }
 
     /// Runs `adapter ARGS…` in the temp dir and waits for it to finish.
+    ///
+    /// What the adapter writes itself (the kiro home, the workspace base) is in place when it
+    /// exits, so checks read it once afterwards; only kiro-cli, a process of its own, may still
+    /// be writing (its transcript), which [`Kiro::echo`] waits for.
     pub async fn run(&self, args: &[&str]) -> Result<Output, CheckError> {
         let mut spec = self.ctx.command(COMMAND, &[])?.args(args).cwd(&self.root);
         for (key, value) in &self.env {

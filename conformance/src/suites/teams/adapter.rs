@@ -147,6 +147,11 @@ impl Adapter {
     }
 
     /// Runs `adapter --root D --as CALLER ARGS…` to the end.
+    ///
+    /// What a command writes (ledger rows, inbox lines, config.json, a deleted directory) is in
+    /// place when it exits: each command is one call of the implementation, which starts no work
+    /// that outlives it. So the checks read files and the ledger once after a command, without
+    /// waiting; while a gated command is held they read to see that nothing changed yet.
     pub async fn run(&self, caller: &str, args: &[&str]) -> Result<Output, CheckError> {
         let words = self.words(caller, args);
         let spec = self.ctx.command(COMMAND, &[])?.args(&words);
