@@ -25,6 +25,7 @@ pub mod persistence;
 pub mod profile;
 pub mod routing;
 pub mod slack_hosts;
+pub mod slack_record;
 pub mod stall;
 pub mod startup;
 pub mod stream;

@@ -53,6 +53,13 @@ pub struct World {
     pub acp_mode: bool,
 }
 
+impl Drop for World {
+    /// A failing row's report shows what the fake Slack saw beside the target's output.
+    fn drop(&mut self) {
+        super::slack_record::write(&self.ctx, &self.slack);
+    }
+}
+
 /// What a target process printed and how it ended.
 pub struct Exit {
     pub code: Option<i32>,
