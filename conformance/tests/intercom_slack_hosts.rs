@@ -72,6 +72,22 @@ fn startup_row_with_stdio_passes_through_the_namespace() {
     assert_outcome(&run("S001", profile_text()), Outcome::Pass);
 }
 
+/// A build that prints no readiness object: readiness is a connection to `{mcp_port}` inside
+/// the namespace, and the checks reach `mcp_url` through the relay (S002, S007). Probing the
+/// host's loopback instead finds nothing there.
+#[test]
+fn readiness_by_port_looks_inside_the_namespace() {
+    let text = profile_text()
+        .replacen(SETTING, &format!("{SETTING}{READY_BY_PORT}"), 1)
+        .replacen("port = 0\n", "port = {mcp_port}\n", 1);
+    for id in ["S002", "S007"] {
+        assert_outcome(&run(id, text.clone()), Outcome::Pass);
+    }
+}
+
+/// The knobs of a build whose readiness is its MCP port.
+const READY_BY_PORT: &str = "ready = \"port\"\nmcp_url = \"http://127.0.0.1:{mcp_port}/mcp\"\n";
+
 /// Without the mode the same config names https://slack.com/api, which the target cannot
 /// reach: the mode is what makes the rows pass.
 #[test]
