@@ -52,6 +52,45 @@ const DEFECTS: &[Defect] = &[
         passes: &["BR-01.3", "BR-T08"],
     },
     Defect {
+        name: "name-unchecked",
+        what: "the agent name is not checked against the document's pattern",
+        fails: &[("BR-01.3", "is refused"), ("BR-T08", "is refused")],
+        passes: &[],
+    },
+    Defect {
+        name: "env-file-in-bot-dir",
+        what: "the bot reads .env from its own directory, `bot/` in the world, and the profile does not say so",
+        fails: &[
+            ("BR-01.7", "the level loaded at startup"),
+            ("BR-T06", "accepts the configuration"),
+        ],
+        passes: &[],
+    },
+    Defect {
+        name: "env-file-in-bot-dir-declared",
+        what: "the bot reads .env from `bot/`, as the profile's env_file says",
+        fails: &[],
+        passes: &["BR-01.7", "BR-T06"],
+    },
+    Defect {
+        name: "stop-reason-dropped",
+        what: "turn_end carries no stopReason and the profile does not say so",
+        fails: &[("BR-07.3", "the stopReason")],
+        passes: &[],
+    },
+    Defect {
+        name: "stop-reason-dropped-declared",
+        what: "turn_end carries no stopReason, as the profile's stop_reason = absent says",
+        fails: &[],
+        passes: &["BR-07.3"],
+    },
+    Defect {
+        name: "missing-template-tolerated",
+        what: "a missing template only skips the sync: kiro-cli is started anyway",
+        fails: &[("BR-02.5", "exits 3")],
+        passes: &[],
+    },
+    Defect {
         name: "first-violation-only",
         what: "only the first prerequisite failure is reported",
         fails: &[(
@@ -176,11 +215,17 @@ fn profile(defect: &str, bin_dir: &Path, leftover: &Path) -> Result<Target, Stri
         leftover.display()
     );
     let mut text = format!("name = \"kiro-defect-{defect}\"\n");
+    // A defect the profile declares is described by the setting that says so.
+    let declared = match defect {
+        "env-file-in-bot-dir-declared" => ", env_file = \"bot/.env\"",
+        "stop-reason-dropped-declared" => ", stop_reason = \"absent\"",
+        _ => "",
+    };
     for (suite, extra) in [("kiro", ""), ("kiro-ski", ", \"kiro-ski-extensions\"")] {
         text.push_str(&format!(
             "[suites.{suite}]\n\
              capabilities = [\"kiro-check\", \"kiro-provision\", \"kiro-echo\"{extra}]\n\
-             settings = {{ mock_agent = \"{{bin_dir}}/ski-mock-agent\", grace_ms = \"300\" }}\n\
+             settings = {{ mock_agent = \"{{bin_dir}}/ski-mock-agent\", grace_ms = \"300\"{declared} }}\n\
              [suites.{suite}.commands]\nadapter = {adapter:?}\n"
         ));
     }
@@ -203,8 +248,26 @@ fn broken(argv: &[String]) -> i32 {
     let name = std::env::var("KIRO_AGENT_NAME").unwrap_or_default();
     let result = match (defect.as_str(), command) {
         ("dash-name-accepted", Some("check")) if name.starts_with('-') => {
-            adapter.dash_name_accepted(&name)
+            adapter.name_accepted(&name, &format!("x{}", &name[1..]))
         }
+        ("name-unchecked", Some("check")) if !document_name(&name) => {
+            let stand_in: String = name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { 'x' })
+                .collect();
+            adapter.name_accepted(&name, &stand_in)
+        }
+        ("env-file-in-bot-dir" | "env-file-in-bot-dir-declared", _) => adapter.in_bot_dir(),
+        ("stop-reason-dropped" | "stop-reason-dropped-declared", Some("echo")) => {
+            adapter.through(None, |line| {
+                let mut event: Value = serde_json::from_str(line).ok()?;
+                if let Some(end) = event.as_object_mut().filter(|e| e["event"] == "turn_end") {
+                    end.remove("stopReason");
+                }
+                Some(event.to_string())
+            })
+        }
+        ("missing-template-tolerated", Some("echo")) => adapter.without_template(&name),
         ("first-violation-only", Some("check" | "echo")) => {
             adapter.through(None, first_violation_only)
         }
@@ -307,20 +370,43 @@ impl Adapter {
         Ok(status.code().unwrap_or(5))
     }
 
-    /// `check` with an agent name that starts with `-`, as a build that checks only the
-    /// document's pattern: `ski kiro` checks the name with `x` for its `-`, and the name is put
-    /// back in what it prints.
-    fn dash_name_accepted(&self, name: &str) -> Result<i32, String> {
-        let stand_in = format!("x{}", &name[1..]);
+    /// `check` with an agent name `ski kiro` refuses, as a build that accepts it: `ski kiro`
+    /// checks `stand_in` instead, and the name is put back in what it prints.
+    fn name_accepted(&self, name: &str, stand_in: &str) -> Result<i32, String> {
         let output = self
             .command()
-            .env("KIRO_AGENT_NAME", &stand_in)
+            .env("KIRO_AGENT_NAME", stand_in)
             .output()
             .map_err(|e| format!("cannot run {}: {e}", self.ski))?;
-        let put_back = |text: &[u8]| String::from_utf8_lossy(text).replace(&stand_in, name);
+        let put_back = |text: &[u8]| String::from_utf8_lossy(text).replace(stand_in, name);
         print!("{}", put_back(&output.stdout));
         eprint!("{}", put_back(&output.stderr));
         Ok(output.status.code().unwrap_or(5))
+    }
+
+    /// Runs `ski kiro ARGS…` in `bot/` of the world: a bot that reads `.env` from its own
+    /// directory.
+    fn in_bot_dir(&self) -> Result<i32, String> {
+        std::fs::create_dir_all("bot").map_err(|e| format!("cannot create bot/: {e}"))?;
+        let error = self.command().current_dir("bot").exec();
+        Err(format!("cannot start {}: {error}", self.ski))
+    }
+
+    /// `echo` when the template is missing: a bot that only skips the sync, so kiro-cli starts
+    /// (with a template of the one agent file `ski kiro` needs to start it).
+    fn without_template(&self, name: &str) -> Result<i32, String> {
+        let configured = std::env::var("KIRO_CONFIG_PATH").unwrap_or_default();
+        if Path::new(&configured).is_dir() {
+            return self.exec();
+        }
+        let stand_in = std::env::current_dir()
+            .map_err(|e| e.to_string())?
+            .join("defect-template");
+        let agent = stand_in.join("agents").join(format!("{name}.json"));
+        std::fs::create_dir_all(stand_in.join("agents")).map_err(|e| e.to_string())?;
+        std::fs::write(&agent, "{}").map_err(|e| e.to_string())?;
+        let error = self.command().env("KIRO_CONFIG_PATH", &stand_in).exec();
+        Err(format!("cannot start {}: {error}", self.ski))
     }
 
     /// `provision`: when `ski kiro` refuses a sync only because the side the cap should not count
@@ -433,6 +519,14 @@ fn member(pgid: u32, mode: &str) -> Result<std::process::Child, String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("cannot start a member of group {pgid}: {e}"))
+}
+
+/// Whether `name` matches the document's pattern `^[a-zA-Z0-9_-]+$`.
+fn document_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
 /// Whether this is the first world of the row (the defect applies to it alone): the first call
