@@ -456,7 +456,7 @@ impl Adapter {
     /// waits), dies with the group, and stays a zombie; this adapter judges the group by its live
     /// members, as the contract allows. Once `ski kiro` is done, `joins` says what joins the
     /// group the zombie keeps.
-    fn grandchild(&self, joins: Joins) -> Result<i32, String> {
+    fn grandchild(&self, joins: Joins<'_>) -> Result<i32, String> {
         let name = format!("ski-kiro-defect-{}", std::process::id());
         let address = SocketAddr::from_abstract_name(name.as_bytes()).map_err(|e| e.to_string())?;
         let listener = UnixListener::bind_addr(&address).map_err(|e| e.to_string())?;

@@ -1,6 +1,6 @@
 //! A defect corpus as libtest-mimic trials: each defect of a deliberately broken adapter must fail
-//! its row for the row's own reason and leave the rows it names passing, and every row named
-//! passes against the reference. Include it next to `one_row.rs` (`#[path =
+//! the rows it names, each for the row's own reason, and leave the rows it names passing (a defect
+//! the document allows fails none); every row named passes against the reference. Include it next to `one_row.rs` (`#[path =
 //! "support/defects.rs"] mod defects;`).
 
 use std::collections::BTreeSet;
