@@ -19,10 +19,15 @@ pub const SESSION_ENDED: &str = "Session ended";
 
 /// The `ski-mock-agent` script of S025's agent, which never sends a first message: it writes
 /// nothing at all on its stdout, whatever the server sends (no greeting, no answer to a JSON-RPC
-/// handshake, no prompt answered), so no dialect's server can take anything for a first message.
+/// handshake, no prompt answered, no error for a line without `jsonrpc`), so no dialect's server
+/// can take anything for a first message.
 pub const SILENT_AGENT: &str = r#"name = "silent"
 description = "writes nothing on stdout, whatever it reads"
-personality = "standard"
+personality = "intercom"
+
+[intercom]
+greeting = ""
+heartbeat_ms = 0
 
 [faults]
 hang_on = ["initialize", "authenticate", "session/new", "session/load", "session/prompt", "prompt/send", "nudge", "session/interrupt"]

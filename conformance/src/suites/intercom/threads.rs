@@ -175,7 +175,9 @@ async fn s040(ctx: Ctx) -> CheckResult {
         .or_fail("the MCP client closes its session")?;
     let ended = ctx.text("final", SESSION_ENDED);
     let last = world
-        .message("the final message", |m| m.text().contains(&ended))
+        .message(&format!("a final message containing {ended:?}"), |m| {
+            m.text().contains(&ended)
+        })
         .await?;
     ensure_eq!(
         Some(thread_ts.as_str()),
