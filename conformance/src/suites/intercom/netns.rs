@@ -263,3 +263,36 @@ pub async fn read_header(reader: &mut (impl AsyncBufRead + Unpin)) -> io::Result
         .and_then(|port| port.parse().ok())
         .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidData, "a bad relay header"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn parse(bytes: &[u8]) -> io::Result<u16> {
+        read_header(&mut BufReader::new(bytes)).await
+    }
+
+    #[tokio::test]
+    async fn a_header_names_the_port_and_leaves_the_bytes_after_it() {
+        let mut reader = BufReader::new(&b"443\n\x16\x03\x01"[..]);
+        assert_eq!(443, read_header(&mut reader).await.unwrap());
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).await.unwrap();
+        assert_eq!(b"\x16\x03\x01", rest.as_slice());
+        assert_eq!(header(65535), "65535\n");
+    }
+
+    #[tokio::test]
+    async fn a_bad_header_is_refused() {
+        for bytes in [
+            &b""[..],
+            b"443",
+            b"https\n",
+            b"65536\n",
+            b"1234567\n",
+            b"\xff\n",
+        ] {
+            assert!(parse(bytes).await.is_err(), "{bytes:?}");
+        }
+    }
+}
