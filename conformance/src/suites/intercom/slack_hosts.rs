@@ -110,9 +110,16 @@ impl SlackHosts {
             spec = spec.arg("--listen").arg(port.to_string());
         }
         let mut holder = ctx.spawn(spec)?;
-        let line = ctx
-            .within("the namespace holder's readiness line", holder.next_line())
-            .await?
+        // The holder is the harness's own: a holder that never gets ready is an error, not a
+        // failure of the target.
+        let line = tokio::time::timeout(ctx.timeout(), holder.next_line())
+            .await
+            .map_err(|_| {
+                CheckError::harness(format!(
+                    "the namespace holder printed no {READY:?} within {:?}",
+                    ctx.timeout()
+                ))
+            })?
             .or_error("read the namespace holder's stdout")?;
         if line.as_deref() != Some(READY) {
             relay.abort();
