@@ -376,6 +376,8 @@ async fn s017(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
         let started = world.start_session(CHANNEL_X, "hello there").await?;
+        // After a JSON-RPC handshake, a server may skip what comes before its end.
+        started.agent.wait_method(prompt_method(dialect), 1).await?;
         for id in ["req-001", "req-002"] {
             started
                 .agent
@@ -477,6 +479,8 @@ async fn s019(ctx: Ctx) -> CheckResult {
         let started = world.start_session(CHANNEL_X, "status check").await?;
         match dialect {
             Dialect::Intercom | Dialect::IntercomJsonrpc => {
+                // After a JSON-RPC handshake, a server may skip what comes before its end.
+                started.agent.wait_method(prompt_method(dialect), 1).await?;
                 started
                     .agent
                     .send(json!({"method": "status/update", "params": {"message": "compiling step 3"}}))

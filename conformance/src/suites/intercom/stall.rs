@@ -88,8 +88,9 @@ prompt = "*keepalive*"
 do = [{ sleep_ms = 300 }, { notify = "status/update", params = { message = "still working" } }]
 "#;
 
-/// The same agent after a JSON-RPC handshake, where nudges are prompts: it answers none of its
-/// prompts (a nudge is one), except that on "keepalive" it reports status 300 ms later.
+/// The same agent after a JSON-RPC handshake, where nudges are prompts: it reports the first
+/// prompt (a server may skip what comes before the handshake's end, a greeting too) and answers
+/// no later one (a nudge is one), except that on "keepalive" it reports status 300 ms later.
 const STALL_SCRIPT_JSONRPC: &str = r#"name = "stall"
 personality = "intercom"
 [intercom]
@@ -98,6 +99,10 @@ heartbeat_ms = 0
 [[on]]
 prompt = "*keepalive*"
 do = [{ sleep_ms = 300 }, { notify = "status/update", params = { message = "still working" } }]
+[[on]]
+method = "session/prompt"
+once = true
+do = [{ notify = "status/update", params = { message = "received the task" } }]
 [[on]]
 method = "session/prompt"
 do = [{ hang = true }]
