@@ -268,11 +268,9 @@ async fn a_server_killed_during_a_clearance_restarts_with_it_interrupted_and_ser
     assert_eq!(server.stop().await, Some(0));
 }
 
-#[tokio::test]
-async fn an_mcp_session_over_stdio_ends_at_stdin_eof_and_the_http_endpoint_keeps_serving() {
-    let slack = fake_slack().await;
-    let dir = tempfile::tempdir().expect("tempdir");
-    let config = write_config(dir.path(), &slack, "");
+/// `ski intercom --mcp-stdio` for workspace `myproj`: the process, its readiness object and the
+/// stderr lines read so far.
+async fn start_with_stdio_session(config: &std::path::Path) -> (child::Child, Value, Vec<String>) {
     let spec = ChildSpec::new("intercom-stdio", env!("CARGO_BIN_EXE_ski"))
         .arg("intercom")
         .arg("--config")
@@ -288,8 +286,6 @@ async fn an_mcp_session_over_stdio_ends_at_stdin_eof_and_the_http_endpoint_keeps
         .env("SLACK_APP_TOKEN", "xapp-fake-app")
         .env("RUST_LOG", "info");
     let mut process = child::spawn(spec).expect("spawn");
-    let stdin = process.take_stdin().expect("stdin");
-    let stdout = process.take_stdout().expect("stdout");
     let mut stderr = Vec::new();
     let ready: Value = loop {
         let line = tokio::time::timeout(WAIT, process.next_stderr_line())
@@ -304,6 +300,17 @@ async fn an_mcp_session_over_stdio_ends_at_stdin_eof_and_the_http_endpoint_keeps
         }
     };
     assert_eq!(ready["mcp_stdio"], true);
+    (process, ready, stderr)
+}
+
+#[tokio::test]
+async fn an_mcp_session_over_stdio_ends_at_stdin_eof_and_the_http_endpoint_keeps_serving() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let (mut process, ready, mut stderr) = start_with_stdio_session(&config).await;
+    let stdin = process.take_stdin().expect("stdin");
+    let stdout = process.take_stdout().expect("stdout");
     let database = std::path::PathBuf::from(ready["database"].as_str().expect("database"));
 
     let client = ClientConfig::default()
@@ -358,6 +365,46 @@ async fn an_mcp_session_over_stdio_ends_at_stdin_eof_and_the_http_endpoint_keeps
         .expect("exits")
         .expect("status");
     assert_eq!(status.code(), Some(0));
+}
+
+#[tokio::test]
+async fn sigterm_ends_every_live_session_with_its_final_message_posted() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let (mut process, ready, _stderr) = start_with_stdio_session(&config).await;
+    let stdin = process.take_stdin().expect("stdin");
+    let stdout = process.take_stdout().expect("stdout");
+    let database = std::path::PathBuf::from(ready["database"].as_str().expect("database"));
+    let stdio = ClientConfig::default()
+        .serve((stdout, stdin))
+        .await
+        .expect("mcp over stdio initializes");
+    let (answer, error) = call(&stdio, "broadcast", json!({ "message": "over stdio" })).await;
+    assert!(!error, "{answer}");
+    let url = ready["mcp_url"].as_str().expect("mcp_url");
+    let http = mcp_client(&format!("{url}?workspace_id=myproj")).await;
+    let (answer, error) = call(&http, "broadcast", json!({ "message": "over http" })).await;
+    assert!(!error, "{answer}");
+    assert_eq!(session_rows(&database).len(), 2);
+
+    // The stdio session's own end (its transport cancelled at shutdown) must not race the
+    // shutdown's: every live session ends as shut down, and its final message reaches Slack
+    // before the process exits.
+    process.signal_group(Signal::SIGTERM).expect("sigterm");
+    let status = tokio::time::timeout(WAIT, process.wait())
+        .await
+        .expect("exits")
+        .expect("status");
+    assert_eq!(status.code(), Some(0));
+    for row in session_rows(&database) {
+        assert_eq!(row["status"], "interrupted", "{row}");
+        let thread = row["thread_ts"].as_str().expect("thread root");
+        let finals = replies_with(&slack, thread, "Session ended");
+        assert_eq!(finals.len(), 1, "one final message in {thread}: {finals:?}");
+        assert!(finals[0].contains("server shut down"), "{finals:?}");
+    }
+    drop(http);
 }
 
 /// Writes `text` the way many editors save: a new file beside the config, renamed over it.

@@ -342,7 +342,19 @@ async fn serve(
         _ = terminate.recv() => tracing::info!("SIGTERM: shutting down"),
         _ = interrupt.recv() => tracing::info!("SIGINT: shutting down"),
     }
+    // Live sessions end (their final messages posted and awaited) before the MCP sessions are
+    // cancelled: a cancelled MCP session ends its own session from a task of its own, whose post
+    // would race the runtime's end once this function returns.
+    end_live_sessions(&hub).await;
     shutdown.cancel();
+    // A session that started between the sweep and the cancel.
+    end_live_sessions(&hub).await;
+    listener.shutdown().await;
+    Ok(())
+}
+
+/// Ends every session still live at shutdown, waiting for each final message.
+async fn end_live_sessions(hub: &Hub) {
     let live: Vec<String> = hub
         .store
         .active_by_prefix("")
@@ -352,8 +364,6 @@ async fn serve(
         hub.end_session(&id, "interrupted", "server shut down")
             .await;
     }
-    listener.shutdown().await;
-    Ok(())
 }
 
 fn fingerprint(path: &Path) -> Option<Vec<u8>> {
