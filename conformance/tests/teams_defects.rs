@@ -69,6 +69,18 @@ const DEFECTS: &[Defect] = &[
         passes: &[],
     },
     Defect {
+        name: "xml-unescaped",
+        what: "`context inject` puts the messages in the block without escaping them",
+        fails: &[("TEAM-MB-04", "parses as <teammate-message> elements")],
+        passes: &[],
+    },
+    Defect {
+        name: "inject-keeps-inbox",
+        what: "`context inject` leaves the injected messages in the inbox",
+        fails: &[("TEAM-MB-05", "messages.jsonl is deleted after injection")],
+        passes: &[],
+    },
+    Defect {
         name: "unknown-dependency-ignored",
         what: "`task create` drops a dependency on a task that does not exist",
         fails: &[("TEAM-SKI-04", "unknown_dependency")],
@@ -215,6 +227,16 @@ fn broken(argv: &[String]) -> i32 {
         ("shutdown-request-dropped", ["message", "send", ..]) if shutdown => {
             answer(json!({"ok": true}), 0)
         }
+        ("xml-unescaped", ["context", "inject", ..]) => rewritten(&call, ski, |value| {
+            for key in ["block", "prompt"] {
+                if let Some(text) = value[key].as_str() {
+                    value[key] = json!(unescaped(text));
+                }
+            }
+        }),
+        ("inject-keeps-inbox", ["context", "inject", team, ..]) => {
+            inject_keeping_inbox(&call, ski, team)
+        }
         ("unknown-dependency-ignored", ["task", "create", team, ..]) => {
             create_with_known_dependencies(&call, ski, team)
         }
@@ -267,6 +289,43 @@ fn rewritten(call: &Call, ski: &str, change: impl FnOnce(&mut Value)) -> Result<
     answer(value, output.status.code().unwrap_or(5))
 }
 
+/// `text` with the XML escapes of the block undone.
+fn unescaped(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&apos;", "'")
+        .replace("&amp;", "&")
+}
+
+/// The inbox file of `key` in `team`, from `ski teams inbox path`.
+fn inbox_of(call: &Call, ski: &str, team: &str, key: &str) -> Result<PathBuf, String> {
+    let words = ["inbox", "path", team, key].map(str::to_owned);
+    let located = call
+        .ski(ski, LEAD, &words)
+        .output()
+        .map_err(|e| format!("cannot run {ski}: {e}"))?;
+    let located: Value = serde_json::from_slice(&located.stdout)
+        .map_err(|e| format!("inbox path printed no JSON: {e}"))?;
+    Ok(call.root.join(located["path"].as_str().unwrap_or_default()))
+}
+
+/// `context inject` through `ski teams`, with the caller's inbox put back as it was.
+fn inject_keeping_inbox(call: &Call, ski: &str, team: &str) -> Result<i32, String> {
+    let inbox = inbox_of(call, ski, team, &call.caller)?;
+    let kept = std::fs::read(&inbox).ok();
+    let output = call
+        .ski(ski, &call.caller, &call.words)
+        .output()
+        .map_err(|e| format!("cannot run {ski}: {e}"))?;
+    if let Some(kept) = kept {
+        std::fs::write(&inbox, kept).map_err(|e| format!("cannot put the inbox back: {e}"))?;
+    }
+    print!("{}", String::from_utf8_lossy(&output.stdout));
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    Ok(output.status.code().unwrap_or(5))
+}
+
 /// `task create` without the `--depends-on` ids that name no task of `team`.
 fn create_with_known_dependencies(call: &Call, ski: &str, team: &str) -> Result<i32, String> {
     let mut words = Vec::new();
@@ -308,13 +367,7 @@ fn send_up_to(call: &Call, ski: &str, team: &str, limit: u64) -> Result<i32, Str
         return Err(format!("cannot start {ski}: {error}"));
     }
     let content = std::fs::read_to_string(file).map_err(|e| format!("cannot read {file}: {e}"))?;
-    let located = call
-        .ski(ski, LEAD, &["inbox", "path", team, to].map(str::to_owned))
-        .output()
-        .map_err(|e| format!("cannot run {ski}: {e}"))?;
-    let located: Value = serde_json::from_slice(&located.stdout)
-        .map_err(|e| format!("inbox path printed no JSON: {e}"))?;
-    let inbox = call.root.join(located["path"].as_str().unwrap_or_default());
+    let inbox = inbox_of(call, ski, team, to)?;
     let message = json!({"id": format!("stand-in-{size}"), "type": "message",
         "from": call.caller, "to": to, "content": content, "timestamp": 1});
     let mut line = message.to_string();
