@@ -10,6 +10,7 @@ use super::intercom::harness::{ALICE, BOB, CHANNEL_X, World};
 use super::intercom::lifecycle::{
     SESSION_ENDED, approval_message, approval_status, prompt_method, start_record_env,
 };
+use super::intercom::profile::Stdin;
 use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 
 const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
@@ -53,7 +54,25 @@ pub fn checks() -> Vec<Check> {
             "An unauthorized user types session-start; expects a log line naming the user (E-INT-10).",
             int_ski_07,
         ),
+        Check::new(
+            "INT-SKI-08",
+            "Starts the target in MCP mode with its stdin an open pipe, whatever settings.stdin says, then sends SIGTERM; expects exit code 0.",
+            int_ski_08,
+        ),
     ]
+}
+
+/// The stop every row relies on, with the stdin a profile may close (`stdin = "closed"`) held
+/// open: a build that blocks on reading its stdin fails here, and only here.
+async fn int_ski_08(ctx: Ctx) -> CheckResult {
+    let world = World::new(&ctx).await?;
+    let server = world.start_with_stdin(Some("mcp"), Stdin::Open).await?;
+    ensure_eq!(
+        Some(0),
+        server.stop().await?,
+        "exit code after SIGTERM with stdin held open"
+    );
+    Ok(())
 }
 
 async fn int_ski_01(ctx: Ctx) -> CheckResult {

@@ -221,10 +221,10 @@ impl World {
         }
     }
 
-    /// Starts the target; its stdin is closed at once when the profile says so.
-    fn spawn(&self, mode: Option<&str>) -> Result<Child, CheckError> {
+    /// Starts the target; its stdin is closed at once when `stdin` says so.
+    fn spawn(&self, mode: Option<&str>, stdin: Stdin) -> Result<Child, CheckError> {
         let mut child = self.ctx.spawn(self.spec(mode)?)?;
-        if self.knobs.stdin == Stdin::Closed {
+        if stdin == Stdin::Closed {
             drop(child.take_stdin());
         }
         Ok(child)
@@ -232,7 +232,7 @@ impl World {
 
     /// Runs the target until it exits by itself.
     pub async fn run_to_exit(&self, mode: Option<&str>) -> Result<Exit, CheckError> {
-        let mut child = self.spawn(mode)?;
+        let mut child = self.spawn(mode, self.knobs.stdin)?;
         let mut stdout = String::new();
         let mut stderr = String::new();
         let collect = async {
@@ -262,7 +262,16 @@ impl World {
 
     /// Starts the target and waits until it is ready, as the profile's `ready` says.
     pub async fn start(&self, mode: Option<&str>) -> Result<Server, CheckError> {
-        let child = self.spawn(mode)?;
+        self.start_with_stdin(mode, self.knobs.stdin).await
+    }
+
+    /// [`World::start`] with the target's stdin `stdin`, whatever the profile's `stdin` says.
+    pub async fn start_with_stdin(
+        &self,
+        mode: Option<&str>,
+        stdin: Stdin,
+    ) -> Result<Server, CheckError> {
+        let child = self.spawn(mode, stdin)?;
         let (process, ready) = match &self.knobs.ready {
             Readiness::Json => self.ready_by_json(child).await?,
             Readiness::Line(text) => self.ready_by_line(child, text).await?,
