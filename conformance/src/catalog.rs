@@ -122,26 +122,62 @@ impl FromStr for Category {
     }
 }
 
-/// How binding the checked behaviour is.
+/// How binding the checked behaviour is: the row's tier, which decides whether its failure
+/// fails the run.
+///
+/// `must` and `capability` rows decide the verdict; `should` and `interop` rows are warnings
+/// ("passed, not strict") unless the run is strict; `info` rows are recorded and never asserted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Level {
     /// Required by the spec.
     Must,
+    /// Required by the spec where the target has the optional feature the row needs (it
+    /// advertises it, or its profile declares it).
+    Capability,
     /// Recommended by the spec.
     Should,
     /// Agreement with public implementations rather than with the spec text.
     Interop,
+    /// Recorded for the reader, never asserted.
+    Info,
 }
 
 impl Level {
+    /// Every level, most binding first.
+    pub const ALL: [Level; 5] = [
+        Level::Must,
+        Level::Capability,
+        Level::Should,
+        Level::Interop,
+        Level::Info,
+    ];
+
     /// The name used in catalogs.
     pub fn as_str(self) -> &'static str {
         match self {
             Level::Must => "must",
+            Level::Capability => "capability",
             Level::Should => "should",
             Level::Interop => "interop",
+            Level::Info => "info",
         }
+    }
+
+    /// Whether a failure of a row of this level fails the run: `must` and `capability` always,
+    /// `should` and `interop` only in a strict run, `info` never.
+    pub fn decides_verdict(self, strict: bool) -> bool {
+        match self {
+            Level::Must | Level::Capability => true,
+            Level::Should | Level::Interop => strict,
+            Level::Info => false,
+        }
+    }
+
+    /// Whether a row of this level that could not be exercised is *not tested* rather than not
+    /// applicable: the levels that decide every verdict.
+    pub fn is_required(self) -> bool {
+        matches!(self, Level::Must | Level::Capability)
     }
 }
 
@@ -204,6 +240,14 @@ pub struct Scenario {
     pub then: String,
     /// The document and scenario number or heading.
     pub source: String,
+    /// The text of the protocol the row enforces: a section of its documentation or a schema
+    /// field (for a row of a seed document, the protocol text behind it, or that it goes beyond).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cites: Option<String>,
+    /// The document's own words for `then` when they are not English (`then` is then an English
+    /// rendering).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub then_original: Option<String>,
     /// Capabilities the target must declare; otherwise the outcome is skip.
     #[serde(default)]
     pub requires: Vec<String>,
@@ -216,6 +260,22 @@ pub struct Scenario {
     /// The suite this row belongs to (set from the file header, never written in a row).
     #[serde(skip_deserializing, default)]
     pub suite: String,
+    /// The catalog's `not_tested_without` (set from the file header, never written in a row).
+    #[serde(skip)]
+    pub not_tested_without: Vec<String>,
+}
+
+impl Scenario {
+    /// Whether this row, skipped because the target lacks `undeclared` (empty: the check skipped
+    /// itself, blocked), went *not tested*: it decides every verdict, and it is not a row the
+    /// target has no part in (a role, transport or optional feature it lacks), only one the run
+    /// could not reach.
+    pub fn not_tested_without(&self, undeclared: &[String]) -> bool {
+        self.level.is_required()
+            && undeclared
+                .iter()
+                .all(|capability| self.not_tested_without.contains(capability))
+    }
 }
 
 /// The raw shape of one catalog file.
@@ -224,6 +284,8 @@ pub struct Scenario {
 struct CatalogFile {
     suite: String,
     document: String,
+    #[serde(default)]
+    not_tested_without: Vec<String>,
     #[serde(default)]
     scenario: Vec<Scenario>,
 }
@@ -237,6 +299,11 @@ pub struct Catalog {
     pub document: String,
     /// Where the catalog came from (a file name), for messages.
     pub origin: String,
+    /// Capabilities that say what a run could make the target do rather than what the target
+    /// offers: a `must` or `capability` row skipped only for lack of these is *not tested*, not
+    /// inapplicable.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_tested_without: Vec<String>,
     /// The rows, in file order.
     pub scenarios: Vec<Scenario>,
 }
@@ -252,10 +319,14 @@ impl Catalog {
             suite: file.suite,
             document: file.document,
             origin: origin.to_owned(),
+            not_tested_without: file.not_tested_without,
             scenarios: file.scenario,
         };
         for scenario in &mut catalog.scenarios {
             scenario.suite.clone_from(&catalog.suite);
+            scenario
+                .not_tested_without
+                .clone_from(&catalog.not_tested_without);
         }
         let problems = catalog.problems();
         if problems.is_empty() {
@@ -301,6 +372,13 @@ impl Catalog {
         if self.document.trim().is_empty() {
             problems.push("document must not be empty".to_owned());
         }
+        for capability in &self.not_tested_without {
+            if !is_name(capability) {
+                problems.push(format!(
+                    "not_tested_without: capability {capability:?} must be lower-case letters, digits and dashes"
+                ));
+            }
+        }
         let mut seen = BTreeSet::new();
         for (index, row) in self.scenarios.iter().enumerate() {
             let at = if row.id.is_empty() {
@@ -326,6 +404,11 @@ impl Catalog {
             ] {
                 if value.trim().is_empty() {
                     problems.push(format!("{at}: {field} must not be empty"));
+                }
+            }
+            for (field, value) in [("cites", &row.cites), ("then_original", &row.then_original)] {
+                if value.as_ref().is_some_and(|v| v.trim().is_empty()) {
+                    problems.push(format!("{at}: {field} must not be empty when present"));
                 }
             }
             for capability in &row.requires {
@@ -550,5 +633,76 @@ errata = ["ACP-1"]
     #[test]
     fn builtin_catalogs_are_valid() {
         builtin().unwrap();
+    }
+
+    #[test]
+    fn only_must_and_capability_rows_decide_every_verdict() {
+        let decides: Vec<(Level, bool, bool)> = Level::ALL
+            .into_iter()
+            .map(|l| (l, l.decides_verdict(false), l.decides_verdict(true)))
+            .collect();
+        assert_eq!(
+            decides,
+            [
+                (Level::Must, true, true),
+                (Level::Capability, true, true),
+                (Level::Should, false, true),
+                (Level::Interop, false, true),
+                (Level::Info, false, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_required_row_skipped_for_what_the_run_could_not_reach_is_not_tested() {
+        let text = GOOD.replace(
+            "document = \"demo.md\"",
+            "document = \"demo.md\"\nnot_tested_without = [\"prompt\"]",
+        );
+        let catalog = Catalog::parse("demo.toml", &text).unwrap();
+        let mut row = catalog.scenarios[0].clone();
+        let lacks = |names: &[&str]| names.iter().map(|n| (*n).to_owned()).collect::<Vec<_>>();
+        assert!(row.not_tested_without(&lacks(&["prompt"])));
+        assert!(row.not_tested_without(&[]), "a check that skipped itself");
+        assert!(!row.not_tested_without(&lacks(&["prompt", "ws"])));
+        row.level = Level::Capability;
+        assert!(row.not_tested_without(&lacks(&["prompt"])));
+        for level in [Level::Should, Level::Interop, Level::Info] {
+            row.level = level;
+            assert!(!row.not_tested_without(&lacks(&["prompt"])), "{level}");
+        }
+    }
+
+    #[test]
+    fn every_acp_row_cites_the_protocol_and_reads_in_english() {
+        let catalogs = builtin().unwrap();
+        let acp = catalogs.suite("acp").unwrap();
+        for capability in ["session", "prompt", "hold"] {
+            assert!(
+                acp.not_tested_without.iter().any(|c| c == capability),
+                "{capability}"
+            );
+        }
+        for row in &acp.scenarios {
+            assert!(row.cites.is_some(), "{} cites nothing", row.id);
+            let foreign = |t: &str| {
+                t.chars().any(|c| {
+                    ('\u{3000}'..='\u{9fff}').contains(&c) || ('\u{ff00}'..='\u{ffef}').contains(&c)
+                })
+            };
+            assert!(
+                !foreign(&row.then),
+                "{}: then is not English: {}",
+                row.id,
+                row.then
+            );
+            if let Some(original) = &row.then_original {
+                assert!(
+                    foreign(original),
+                    "{}: then_original is the document's words",
+                    row.id
+                );
+            }
+        }
     }
 }

@@ -1,8 +1,10 @@
 //! The `ski-conformance` command line: `run`, `list` and `explain`.
 //!
-//! Exit codes: 0 everything as expected (failures listed in the baseline are expected);
-//! 1 an unexpected failure or error, or a stale baseline entry; 2 a usage or configuration error
-//! (bad arguments, an invalid catalog, profile or baseline, nothing selected).
+//! Exit codes: 0 everything as expected (failures listed in the baseline are expected, and
+//! failures of `should` and `interop` rows are warnings unless `--strict`); 1 an unexpected
+//! failure or error of a row that decides the verdict, or a stale baseline entry; 2 a usage or
+//! configuration error (bad arguments, an invalid catalog, profile or baseline, nothing
+//! selected).
 
 use ski::cli::output;
 use std::collections::BTreeSet;
@@ -26,7 +28,8 @@ use crate::target::{Target, split_words};
 
 /// Exit code: everything as expected.
 pub const EXIT_OK: u8 = 0;
-/// Exit code: an unexpected failure or error, or a stale baseline entry.
+/// Exit code: an unexpected failure or error of a row that decides the verdict, or a stale
+/// baseline entry.
 pub const EXIT_UNEXPECTED: u8 = 1;
 /// Exit code: a usage or configuration error.
 pub const EXIT_USAGE: u8 = 2;
@@ -48,8 +51,9 @@ Examples:
   ski-conformance list --suite acp
   ski-conformance explain WS-001
 
-Exit codes: 0 as expected, 1 an unexpected failure or a stale baseline entry, 2 a usage or
-configuration error.";
+Exit codes: 0 as expected (a failed should or interop row is a warning unless --strict), 1 an
+unexpected failure of a must or capability row (of any asserted row with --strict) or a stale
+baseline entry, 2 a usage or configuration error.";
 
 const RUN_EXAMPLES: &str = "\
 Examples:
@@ -63,11 +67,14 @@ Examples:
       A saved profile, with its known failures expected.
   ski-conformance run --suite acp --id 'WS-06*' --category edge-case -j 2
       A few rows, two at a time.
+  ski-conformance run --strict
+      Every row held to the verdict: should and interop failures fail the run too.
   ski-conformance run --shard 2/4 --out shard-2
       The second quarter of a run split across machines (then `ski-conformance merge`).
 
-Exit codes: 0 as expected, 1 an unexpected failure or a stale baseline entry, 2 a usage or
-configuration error.";
+Exit codes: 0 as expected (a failed should or interop row is a warning unless --strict), 1 an
+unexpected failure of a must or capability row (of any asserted row with --strict) or a stale
+baseline entry, 2 a usage or configuration error.";
 
 const LIST_EXAMPLES: &str = "\
 Examples:
@@ -243,6 +250,10 @@ struct RunArgs {
     /// Fail the run (exit 1) when fewer than P percent of the selected rows ran.
     #[arg(long, value_name = "P", help_heading = "Results")]
     min_coverage: Option<f64>,
+    /// Fail the run on should and interop rows too; without it their failures are warnings
+    /// ("passed, not strict"). Info rows never fail a run.
+    #[arg(long, help_heading = "Results")]
+    strict: bool,
     /// Where the reports go.
     #[arg(
         long,
@@ -543,7 +554,7 @@ fn run(args: RunArgs) -> Result<u8> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let console = Console::new().quiet(args.quiet);
+    let console = Console::new().quiet(args.quiet).strict(args.strict);
     let mut report = runtime.block_on(runner::run(
         plan,
         Arc::new(target),
@@ -554,6 +565,7 @@ fn run(args: RunArgs) -> Result<u8> {
     report.selection = selection.describe();
     report.min_coverage = args.min_coverage;
     report.setup = setup;
+    report.strict = args.strict;
     write_and_summarise(&report, &args.out)
 }
 

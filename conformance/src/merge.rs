@@ -98,6 +98,23 @@ pub fn merge(
                 report.baseline.as_deref().unwrap_or("none")
             )));
         }
+        if report.strict != merged.strict {
+            return Err(MergeError::Mismatch(format!(
+                "{} ran {}, {} {}: merge only the shards of one run",
+                first_path.display(),
+                if merged.strict {
+                    "with --strict"
+                } else {
+                    "without --strict"
+                },
+                path.display(),
+                if report.strict {
+                    "with it"
+                } else {
+                    "without it"
+                }
+            )));
+        }
         for result in &report.results {
             if let Some(earlier) = origin.insert(result.id.clone(), path.clone()) {
                 return Err(MergeError::Mismatch(format!(

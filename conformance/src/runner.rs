@@ -287,6 +287,10 @@ pub struct ScenarioResult {
     /// For a skip: the capabilities the target does not declare.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub undeclared: Vec<String>,
+    /// A skipped `must` or `capability` row the run could not exercise (the target lacks what
+    /// the runner needs to reach it, or the check skipped itself): *not tested*, never passed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub not_tested: bool,
     /// Every process started and how it ended.
     pub processes: Vec<ProcessRecord>,
     /// How many wire-log entries the row recorded.
@@ -322,6 +326,7 @@ impl ScenarioResult {
             failure: None,
             message: None,
             undeclared: Vec::new(),
+            not_tested: false,
             processes: Vec::new(),
             wire_lines: 0,
             wire: Vec::new(),
@@ -344,6 +349,21 @@ impl ScenarioResult {
     /// The wire log as text, one entry per line.
     pub fn wire_text(&self) -> String {
         render_wire(&self.wire)
+    }
+
+    /// Whether this result fails a run that is `strict` or not: an unexpected failure or error
+    /// of a row whose level decides the verdict.
+    pub fn fails_run(&self, strict: bool) -> bool {
+        self.expectation == Expectation::Unexpected && self.level.decides_verdict(strict)
+    }
+
+    /// Whether this result is a warning of a run that is `strict` or not: an unexpected
+    /// failure or error of a `should` or `interop` row that does not fail it ("passed, not
+    /// strict"). An `info` row is never one.
+    pub fn is_warning(&self, strict: bool) -> bool {
+        self.expectation == Expectation::Unexpected
+            && !self.level.decides_verdict(strict)
+            && self.level.decides_verdict(true)
     }
 }
 
@@ -410,6 +430,9 @@ pub struct RunReport {
     /// What was found and decided before the first row ran.
     #[serde(default)]
     pub setup: RunSetup,
+    /// `--strict`: `should` and `interop` failures fail the run too.
+    #[serde(default)]
+    pub strict: bool,
 }
 
 /// What a run found and decided before its first row: what discovery saw of the agent and how
@@ -450,11 +473,22 @@ pub struct Counts {
     pub flaky: usize,
     /// Failures and errors the baseline excuses.
     pub expected_failures: usize,
+    /// Unexpected failures and errors of `should` and `interop` rows that did not fail the run
+    /// (it was not strict).
+    pub warnings: usize,
+    /// Skipped `must` and `capability` rows that the run could not exercise.
+    pub not_tested: usize,
 }
 
 impl Counts {
-    /// Adds one result.
-    pub fn add(&mut self, result: &ScenarioResult) {
+    /// Adds one result of a run that is `strict` or not.
+    pub fn add(&mut self, result: &ScenarioResult, strict: bool) {
+        if result.is_warning(strict) {
+            self.warnings += 1;
+        }
+        if result.not_tested {
+            self.not_tested += 1;
+        }
         match result.outcome {
             Outcome::Pass => self.pass += 1,
             Outcome::Fail => self.fail += 1,
@@ -481,7 +515,7 @@ impl RunReport {
     /// Counts over every result.
     pub fn counts(&self) -> Counts {
         let mut counts = Counts::default();
-        self.results.iter().for_each(|r| counts.add(r));
+        self.results.iter().for_each(|r| counts.add(r, self.strict));
         counts
     }
 
@@ -491,16 +525,26 @@ impl RunReport {
         for result in &self.results {
             map.entry((result.suite.clone(), result.category))
                 .or_default()
-                .add(result);
+                .add(result, self.strict);
         }
         map
     }
 
-    /// Failures and errors the baseline does not excuse.
+    /// Failures and errors the baseline does not excuse, of rows whose level decides this run's
+    /// verdict.
     pub fn unexpected(&self) -> impl Iterator<Item = &ScenarioResult> {
-        self.results
-            .iter()
-            .filter(|r| r.expectation == Expectation::Unexpected)
+        self.results.iter().filter(|r| r.fails_run(self.strict))
+    }
+
+    /// Failures and errors of `should` and `interop` rows that do not fail this run (it is not
+    /// strict).
+    pub fn warnings(&self) -> impl Iterator<Item = &ScenarioResult> {
+        self.results.iter().filter(|r| r.is_warning(self.strict))
+    }
+
+    /// Skipped `must` and `capability` rows that the run could not exercise.
+    pub fn not_tested(&self) -> impl Iterator<Item = &ScenarioResult> {
+        self.results.iter().filter(|r| r.not_tested)
     }
 
     /// How much of the selection actually ran.
@@ -514,8 +558,9 @@ impl RunReport {
             .is_some_and(|min| self.coverage().percent() < min)
     }
 
-    /// 0 when everything is as expected; 1 on an unexpected failure, a stale baseline entry or
-    /// a coverage below `--min-coverage`.
+    /// 0 when everything is as expected; 1 on an unexpected failure of a row whose level decides
+    /// the verdict (`must`, `capability`; `should` and `interop` too when strict), a stale
+    /// baseline entry or a coverage below `--min-coverage`.
     pub fn exit_code(&self) -> u8 {
         if self.unexpected().next().is_some() || !self.stale.is_empty() || self.below_min_coverage()
         {
@@ -651,6 +696,7 @@ pub async fn run(
         stale,
         min_coverage: None,
         setup: RunSetup::default(),
+        strict: false,
     }
 }
 
@@ -687,6 +733,7 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
             missing.join(", ")
         ));
         result.undeclared = missing.iter().map(|c| (*c).to_owned()).collect();
+        result.not_tested = scenario.not_tested_without(&result.undeclared);
         return result;
     }
     let Some(check) = &entry.check else {
@@ -784,12 +831,14 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
     let mut result = ScenarioResult::new(scenario, outcome);
     result.failure = failure;
     result.message = message;
+    result.not_tested = outcome == Outcome::Skip && scenario.not_tested_without(&undeclared);
     result.undeclared = undeclared;
     result.timed_out = timed_out;
     if !survivors.is_empty() {
         let text = format!("teardown left processes behind: {}", survivors.join("; "));
         if result.outcome == Outcome::Pass || result.outcome == Outcome::Skip {
             result.outcome = Outcome::Error;
+            result.not_tested = false;
         }
         result.message = Some(match result.message.take() {
             Some(previous) => format!("{previous}; {text}"),

@@ -1,5 +1,7 @@
 //! Honest verdicts and CI fit of `ski-conformance`: how much of a selection ran, `--min-coverage`,
-//! `--quiet`, shards merged back into the report of one run, and baselines drafted from results.
+//! `--quiet`, shards merged back into the report of one run, baselines drafted from results, and
+//! the tiers: a failed `should` row is a warning unless `--strict`, a failed `must` row fails the
+//! run, an `info` row never does, and a `must` row the run could not exercise is *not tested*.
 
 mod support;
 
@@ -502,4 +504,169 @@ async fn a_run_says_what_kept_discovered_rows_from_running() {
         "{}",
         run.stdout
     );
+}
+
+/// A catalog of the acp suite holding real rows under the levels a test gives them, so that the
+/// registered checks judge a stand-in agent: `(id, level, requires)`.
+fn tier_catalog(rows: &[(&str, &str, &[&str])]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut text = String::from(
+        "suite = \"acp\"\ndocument = \"acp.md\"\nnot_tested_without = [\"session\", \"prompt\", \"hold\"]\n",
+    );
+    for (id, level, requires) in rows {
+        let requires: Vec<String> = requires.iter().map(|c| format!("{c:?}")).collect();
+        text.push_str(&format!(
+            "\n[[scenario]]\nid = \"{id}\"\ntitle = \"{id} as a {level} row\"\ncategory = \"edge-case\"\nlevel = \"{level}\"\ngiven = \"g\"\nwhen = \"w\"\nthen = \"t\"\nsource = \"acp.md\"\nrequires = [{}]\n",
+            requires.join(", ")
+        ));
+    }
+    std::fs::create_dir(dir.path().join("catalog")).expect("catalog dir");
+    std::fs::write(dir.path().join("catalog/acp.toml"), text).expect("catalog");
+    dir
+}
+
+/// The mock agent with one defect: it keeps running after its stdin closes (ACP-CORE-008 fails).
+fn agent_ignoring_eof() -> String {
+    format!(
+        "{} --fault ignore-eof",
+        bin_dir().join("ski-mock-agent").display()
+    )
+}
+
+/// `run` of the tier catalog against the agent, declaring what it has (no discovery), short
+/// timeouts and no re-run, plus `extra`.
+async fn run_tiers(dir: &Path, agent: &str, declared: &[&str], extra: &[&str]) -> support::Output {
+    let mut args = vec![
+        "run",
+        "--catalog-dir",
+        "catalog",
+        "--agent-cmd",
+        agent,
+        "--no-discover",
+        "--no-rerun",
+        "--timeout-multiplier",
+        "0.3",
+        "--out",
+        "out",
+    ];
+    for capability in declared {
+        args.extend(["--capability", capability]);
+    }
+    args.extend_from_slice(extra);
+    ski_conformance(&args, dir).await
+}
+
+const EOF_ROW: &[&str] = &["agent", "session", "stdio"];
+
+#[tokio::test]
+async fn a_failing_should_row_is_a_warning_and_fails_only_a_strict_run() {
+    let dir = tier_catalog(&[("ACP-CORE-008", "should", EOF_ROW)]);
+    let agent = agent_ignoring_eof();
+    let run = run_tiers(dir.path(), &agent, EOF_ROW, &[]).await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(
+            "warnings: 1 should/interop row(s) failed; they do not fail the run unless --strict"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("FAIL ACP-CORE-008 (should)"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("result: passed, not strict"),
+        "{}",
+        run.stdout
+    );
+    let json = results(dir.path(), "out");
+    assert_eq!(json["exit_code"], 0);
+    assert_eq!(json["warnings"], serde_json::json!(["ACP-CORE-008"]));
+    assert_eq!(json["unexpected"], serde_json::json!([]));
+    assert_eq!(json["counts"]["warnings"], 1);
+    let report = std::fs::read_to_string(dir.path().join("out/report.md")).expect("report.md");
+    assert!(report.contains("**passed, not strict**"), "{report}");
+    let junit = std::fs::read_to_string(dir.path().join("out/junit.xml")).expect("junit.xml");
+    assert!(junit.contains("name=\"warnings\" value=\"1\""), "{junit}");
+    assert!(!junit.contains("<failure"), "{junit}");
+
+    let strict = run_tiers(dir.path(), &agent, EOF_ROW, &["--strict"]).await;
+    assert_eq!(strict.code, Some(1), "{}{}", strict.stdout, strict.stderr);
+    assert!(
+        strict.stdout.contains("result: NOT as expected"),
+        "{}",
+        strict.stdout
+    );
+    let json = results(dir.path(), "out");
+    assert_eq!(json["unexpected"], serde_json::json!(["ACP-CORE-008"]));
+    assert_eq!(json["strict"], true);
+}
+
+#[tokio::test]
+async fn a_failing_must_row_fails_the_run() {
+    let dir = tier_catalog(&[("ACP-CORE-008", "must", EOF_ROW)]);
+    let run = run_tiers(dir.path(), &agent_ignoring_eof(), EOF_ROW, &[]).await;
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    let json = results(dir.path(), "out");
+    assert_eq!(json["unexpected"], serde_json::json!(["ACP-CORE-008"]));
+    assert_eq!(json["counts"]["warnings"], 0);
+}
+
+#[tokio::test]
+async fn an_info_row_is_recorded_and_never_fails_a_run() {
+    let dir = tier_catalog(&[("ACP-CORE-008", "info", EOF_ROW)]);
+    let run = run_tiers(dir.path(), &agent_ignoring_eof(), EOF_ROW, &["--strict"]).await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("[info: recorded, never asserted]"),
+        "{}",
+        run.stdout
+    );
+    let json = results(dir.path(), "out");
+    assert_eq!(json["results"][0]["outcome"], "fail");
+    assert_eq!(json["counts"]["warnings"], 0);
+    assert_eq!(json["unexpected"], serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn a_must_row_the_run_could_not_exercise_is_not_tested_never_passed() {
+    // The agent is never started: every row lacks something. ACP-CORE-001 needs a held turn
+    // the runner cannot make (not tested); WS-050 needs session/list, which this agent does not
+    // offer (not applicable); ACP-CORE-014 is interop (not counted either way).
+    let dir = tier_catalog(&[
+        ("ACP-CORE-001", "must", &["agent", "prompt", "hold"]),
+        ("WS-050", "capability", &["agent", "session-list"]),
+        ("ACP-CORE-014", "interop", &["agent", "hold"]),
+    ]);
+    let run = run_tiers(dir.path(), &agent_ignoring_eof(), &["agent", "prompt"], &[]).await;
+    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains(
+            "not tested: 1 must/capability row(s) the run could not exercise (each row says why): ACP-CORE-001"
+        ),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("[NOT TESTED: a must row]"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("1 not tested"), "{}", run.stdout);
+    let json = results(dir.path(), "out");
+    assert_eq!(json["not_tested"], serde_json::json!(["ACP-CORE-001"]));
+    assert_eq!(json["counts"]["not_tested"], 1);
+    assert_eq!(json["counts"]["pass"], 0);
+    assert_eq!(json["results"][0]["not_tested"], true);
+    assert!(json["results"][1].get("not_tested").is_none(), "{json}");
+    let report = std::fs::read_to_string(dir.path().join("out/report.md")).expect("report.md");
+    assert!(
+        report.contains("**Not tested: 1 must/capability row(s)**"),
+        "{report}"
+    );
+    let junit = std::fs::read_to_string(dir.path().join("out/junit.xml")).expect("junit.xml");
+    assert!(junit.contains("name=\"not-tested\" value=\"1\""), "{junit}");
+    assert!(junit.contains("NOT TESTED: a must row"), "{junit}");
 }

@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::baseline::Expectation;
+use crate::catalog::Level;
 use crate::check::Outcome;
 use crate::runner::{Observer, Phase, RunReport, ScenarioResult};
 
@@ -17,6 +18,7 @@ pub struct Console {
     bar: Mutex<Option<ProgressBar>>,
     use_bar: bool,
     quiet: bool,
+    strict: bool,
 }
 
 impl Console {
@@ -27,12 +29,20 @@ impl Console {
             bar: Mutex::new(None),
             use_bar,
             quiet: false,
+            strict: false,
         }
     }
 
     /// Leaves out the lines of skipped scenarios (the summary still counts them).
     pub fn quiet(mut self, quiet: bool) -> Self {
         self.quiet = quiet;
+        self
+    }
+
+    /// Marks failures of `should` and `interop` rows as failing the run (`--strict`) instead of
+    /// as warnings.
+    pub fn strict(mut self, strict: bool) -> Self {
+        self.strict = strict;
         self
     }
 
@@ -73,7 +83,7 @@ impl Observer for Console {
 
     fn finished(&self, result: &ScenarioResult, phase: Phase) {
         if !(self.quiet && result.outcome == Outcome::Skip) {
-            self.print(&line(result, phase));
+            self.print(&line(result, phase, self.strict));
         }
         if phase == Phase::Main
             && let Some(bar) = self
@@ -104,8 +114,8 @@ impl Observer for Console {
     }
 }
 
-/// The console line of one result.
-pub fn line(result: &ScenarioResult, phase: Phase) -> String {
+/// The console line of one result of a run that is `strict` or not.
+pub fn line(result: &ScenarioResult, phase: Phase, strict: bool) -> String {
     let label = match result.outcome {
         Outcome::Pass if result.flaky => "FLAKY",
         Outcome::Pass => "PASS",
@@ -130,12 +140,34 @@ pub fn line(result: &ScenarioResult, phase: Phase) -> String {
         Expectation::Stale => line.push_str(" [STALE baseline entry]"),
         _ => {}
     }
+    if let Some(note) = tier_note(result, strict) {
+        line.push_str(&format!(" [{note}]"));
+    }
     if result.outcome == Outcome::Skip
         && let Some(message) = &result.message
     {
         line.push_str(&format!(": {message}"));
     }
     line
+}
+
+/// What a result's level makes of it in a run that is `strict` or not, when that is not plain:
+/// a warning, an unasserted info row, a required row not tested.
+pub fn tier_note(result: &ScenarioResult, strict: bool) -> Option<String> {
+    if result.is_warning(strict) {
+        Some(format!(
+            "warning: a {} row, counted only with --strict",
+            result.level
+        ))
+    } else if result.level == Level::Info
+        && matches!(result.outcome, Outcome::Fail | Outcome::Error)
+    {
+        Some("info: recorded, never asserted".to_owned())
+    } else if result.not_tested {
+        Some(format!("NOT TESTED: a {} row", result.level))
+    } else {
+        None
+    }
 }
 
 /// The summary printed at the end of a run.
@@ -160,6 +192,30 @@ pub fn summary(report: &RunReport) -> String {
             out.push_str(&indent(&crate::runner::render_wire(&tail)));
         }
     }
+    let warnings: Vec<&ScenarioResult> = report.warnings().collect();
+    if !warnings.is_empty() {
+        out.push_str(&format!(
+            "\nwarnings: {} should/interop row(s) failed; they do not fail the run unless --strict:\n",
+            warnings.len()
+        ));
+        for result in warnings {
+            out.push_str(&format!(
+                "  {} {} ({}) — {}\n",
+                result.outcome.as_str().to_uppercase(),
+                result.id,
+                result.level,
+                result.title
+            ));
+        }
+    }
+    let not_tested: Vec<&str> = report.not_tested().map(|r| r.id.as_str()).collect();
+    if !not_tested.is_empty() {
+        out.push_str(&format!(
+            "\nnot tested: {} must/capability row(s) the run could not exercise (each row says why): {}\n",
+            not_tested.len(),
+            not_tested.join(", ")
+        ));
+    }
     if !report.stale.is_empty() {
         out.push_str("\nstale baseline entries (these scenarios pass now; remove the entries):\n");
         for entry in &report.stale {
@@ -179,13 +235,15 @@ pub fn summary(report: &RunReport) -> String {
         ));
     }
     out.push_str(&format!(
-        "\n{} passed, {} failed, {} skipped, {} errors ({} flaky, {} excused by the baseline) in {:.1}s against {}\n",
+        "\n{} passed, {} failed, {} skipped, {} errors ({} flaky, {} excused by the baseline, {} warning(s), {} not tested) in {:.1}s against {}\n",
         counts.pass,
         counts.fail,
         counts.skip,
         counts.error,
         counts.flaky,
         counts.expected_failures,
+        counts.warnings,
+        counts.not_tested,
         report.duration,
         report.target
     ));
@@ -202,12 +260,21 @@ pub fn summary(report: &RunReport) -> String {
             coverage.percent()
         ));
     }
-    out.push_str(if report.exit_code() == 0 {
-        "result: as expected\n"
-    } else {
-        "result: NOT as expected\n"
-    });
+    out.push_str(&format!("result: {}\n", verdict(report)));
     out
+}
+
+/// The run's verdict in a few words: `as expected`, `passed, not strict (2 warnings)` or
+/// `NOT as expected`.
+pub fn verdict(report: &RunReport) -> String {
+    let warnings = report.warnings().count();
+    if report.exit_code() != 0 {
+        "NOT as expected".to_owned()
+    } else if warnings > 0 {
+        format!("passed, not strict ({warnings} should/interop warning(s); --strict fails on them)")
+    } else {
+        "as expected".to_owned()
+    }
 }
 
 fn indent(text: &str) -> String {

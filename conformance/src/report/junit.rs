@@ -1,7 +1,9 @@
 //! `junit.xml`: one test suite per conformance suite, one test case per scenario; failures carry
 //! Expected/Actual and the spec's `then`, system-out carries the wire log of a failing row (of a
 //! passing one, how many entries it had), and a flaky pass keeps its failed first attempt as
-//! `flakyFailure`.
+//! `flakyFailure`. A failure that does not fail the run (a `should` or `interop` row of a run
+//! that is not strict, an `info` row) is a passed case whose system-err says why; a required row
+//! that was not tested is a skipped case that says so; each suite's properties count both.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -16,22 +18,36 @@ use crate::runner::{Attempt, RunReport, ScenarioResult, render_wire};
 pub fn render(report: &RunReport) -> Result<String, ReportError> {
     let mut junit = Report::new(format!("ski-conformance: {}", report.target));
     junit.set_time(seconds(report.duration));
-    let mut suites: BTreeMap<&str, TestSuite> = BTreeMap::new();
+    let mut suites: BTreeMap<&str, (TestSuite, usize, usize)> = BTreeMap::new();
     for result in &report.results {
-        let suite = suites
+        let (suite, warnings, not_tested) = suites
             .entry(result.suite.as_str())
-            .or_insert_with(|| TestSuite::new(result.suite.as_str()));
-        suite.add_test_case(case(result));
+            .or_insert_with(|| (TestSuite::new(result.suite.as_str()), 0, 0));
+        *warnings += usize::from(result.is_warning(report.strict));
+        *not_tested += usize::from(result.not_tested);
+        suite.add_test_case(case(result, report.strict));
     }
-    junit.add_test_suites(suites.into_values());
+    junit.add_test_suites(
+        suites
+            .into_values()
+            .map(|(mut suite, warnings, not_tested)| {
+                suite.add_property(("warnings", warnings.to_string().as_str()));
+                suite.add_property(("not-tested", not_tested.to_string().as_str()));
+                suite.add_property(("strict", if report.strict { "true" } else { "false" }));
+                suite
+            }),
+    );
     junit.to_string().map_err(|e| ReportError::Encode {
         what: "junit",
         message: e.to_string(),
     })
 }
 
-fn case(result: &ScenarioResult) -> TestCase {
+fn case(result: &ScenarioResult, strict: bool) -> TestCase {
+    let note = crate::report::console::tier_note(result, strict);
+    let counted = result.level.decides_verdict(strict);
     let status = match result.outcome {
+        Outcome::Fail | Outcome::Error if !counted => TestCaseStatus::success(),
         Outcome::Pass => {
             let mut status = TestCaseStatus::success();
             if let Some(first) = &result.first_attempt {
@@ -41,9 +57,11 @@ fn case(result: &ScenarioResult) -> TestCase {
         }
         Outcome::Skip => {
             let mut status = TestCaseStatus::skipped();
-            if let Some(message) = &result.message {
-                status.set_message(message.as_str());
-            }
+            let message = result.message.as_deref().unwrap_or("skipped");
+            match &note {
+                Some(note) => status.set_message(format!("{note}: {message}")),
+                None => status.set_message(message),
+            };
             status
         }
         Outcome::Fail | Outcome::Error => {
@@ -72,6 +90,16 @@ fn case(result: &ScenarioResult) -> TestCase {
     let mut case = TestCase::new(format!("{} {}", result.id, result.title), status);
     case.set_classname(format!("{}.{}", result.suite, result.category));
     case.set_time(seconds(result.duration));
+    if matches!(result.outcome, Outcome::Fail | Outcome::Error)
+        && !counted
+        && let Some(note) = &note
+    {
+        case.set_system_err(format!(
+            "{}: {note}\n{}",
+            result.outcome.as_str().to_uppercase(),
+            details(result)
+        ));
+    }
     if !result.wire.is_empty() {
         case.set_system_out(result.wire_text());
     } else if result.wire_lines > 0 {

@@ -1,7 +1,7 @@
 //! `report.md`: the run as living documentation. A summary table of counts per suite and
 //! category, then every scenario in a matrix grouped by suite and category (ID, title, level,
-//! outcome, time), then the details of every failure (Expected, Actual, the spec's `then`, and the
-//! wire log).
+//! outcome, time; a warning, an info row and a row not tested say so), then the details of every
+//! failure (Expected, Actual, the spec's `then`, and the wire log).
 
 use std::fmt::Write as _;
 
@@ -38,7 +38,12 @@ pub fn render(report: &RunReport) -> String {
     setup_lines(&mut md, report);
     let unexpected = report.unexpected().count();
     let coverage = report.coverage();
-    let verdict = if report.exit_code() == 0 {
+    let warnings = counts.warnings;
+    let verdict = if report.exit_code() == 0 && warnings > 0 {
+        format!(
+            "**passed, not strict**: {warnings} should/interop row(s) failed (warnings; `--strict` fails on them)"
+        )
+    } else if report.exit_code() == 0 {
         "**as expected**".to_owned()
     } else if report.below_min_coverage() {
         format!(
@@ -55,15 +60,31 @@ pub fn render(report: &RunReport) -> String {
     };
     let _ = writeln!(
         md,
-        "Verdict: {verdict}. {} scenario(s): {} pass ({} flaky), {} fail, {} skip, {} error; {} excused by the baseline.\n",
+        "Verdict: {verdict}. {} scenario(s): {} pass ({} flaky), {} fail, {} skip, {} error; {} excused by the baseline; {} warning(s); {} not tested.{}\n",
         counts.total(),
         counts.pass,
         counts.flaky,
         counts.fail,
         counts.skip,
         counts.error,
-        counts.expected_failures
+        counts.expected_failures,
+        counts.warnings,
+        counts.not_tested,
+        if report.strict {
+            " Strict run: should and interop rows decide the verdict too."
+        } else {
+            ""
+        }
     );
+    let not_tested: Vec<&str> = report.not_tested().map(|r| r.id.as_str()).collect();
+    if !not_tested.is_empty() {
+        let _ = writeln!(
+            md,
+            "> **Not tested: {} must/capability row(s)** the run could not exercise (see each row's reason): {}.\n",
+            not_tested.len(),
+            not_tested.join(", ")
+        );
+    }
     let _ = writeln!(md, "Coverage: {}.\n", coverage.sentence());
     if let Some(warning) = coverage.warning() {
         let _ = writeln!(md, "> **{warning}**\n");
@@ -72,9 +93,9 @@ pub fn render(report: &RunReport) -> String {
     let _ = writeln!(md, "## Summary\n");
     let _ = writeln!(
         md,
-        "| Suite | Category | Pass | Fail | Skip | Error | Flaky | Total |"
+        "| Suite | Category | Pass | Fail | Skip | Error | Flaky | Warnings | Not tested | Total |"
     );
-    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for ((suite, category), c) in report.counts_by_category() {
         summary_row(&mut md, &suite, category.as_str(), &c);
     }
@@ -116,7 +137,7 @@ pub fn render(report: &RunReport) -> String {
                     anchor_link(r),
                     cell(&r.title),
                     r.level,
-                    outcome_text(r),
+                    outcome_text(r, report.strict),
                     r.duration
                 );
             }
@@ -132,7 +153,7 @@ pub fn render(report: &RunReport) -> String {
     if !failed.is_empty() {
         let _ = writeln!(md, "## Failures\n");
         for r in failed {
-            failure_section(&mut md, r);
+            failure_section(&mut md, r, report.strict);
         }
     }
     md
@@ -176,12 +197,14 @@ fn setup_lines(md: &mut String, report: &RunReport) {
 fn summary_row(md: &mut String, suite: &str, category: &str, c: &Counts) {
     let _ = writeln!(
         md,
-        "| {suite} | {category} | {} | {} | {} | {} | {} | {} |",
+        "| {suite} | {category} | {} | {} | {} | {} | {} | {} | {} | {} |",
         c.pass,
         c.fail,
         c.skip,
         c.error,
         c.flaky,
+        c.warnings,
+        c.not_tested,
         c.total()
     );
 }
@@ -204,8 +227,8 @@ fn anchor_link(r: &ScenarioResult) -> String {
     }
 }
 
-/// The outcome as shown in the matrix.
-pub fn outcome_text(r: &ScenarioResult) -> String {
+/// The outcome as shown in the matrix, in a run that is `strict` or not.
+pub fn outcome_text(r: &ScenarioResult, strict: bool) -> String {
     let mut text = match r.outcome {
         Outcome::Pass if r.flaky => "pass (flaky)".to_owned(),
         Outcome::Pass => "pass".to_owned(),
@@ -224,17 +247,20 @@ pub fn outcome_text(r: &ScenarioResult) -> String {
         Expectation::Stale => text.push_str(" (stale baseline entry)"),
         _ => {}
     }
+    if let Some(note) = crate::report::console::tier_note(r, strict) {
+        text.push_str(&format!(" ({})", cell(&note)));
+    }
     text
 }
 
-fn failure_section(md: &mut String, r: &ScenarioResult) {
+fn failure_section(md: &mut String, r: &ScenarioResult, strict: bool) {
     let _ = writeln!(
         md,
         "<a id=\"{}\"></a>\n### {} — {} ({})\n",
         anchor(&r.id),
         r.id,
         r.title,
-        outcome_text(r).replace("**", "")
+        outcome_text(r, strict).replace("**", "")
     );
     let (failure, message, wire) = match (&r.first_attempt, r.flaky) {
         // A flaky pass shows why its first attempt failed.
@@ -263,6 +289,7 @@ fn failure_section(md: &mut String, r: &ScenarioResult) {
         let _ = writeln!(md, "- **Message**: {}", inline(message));
     }
     let _ = writeln!(md, "- **Then** (spec): {}", inline(&r.then));
+    let _ = writeln!(md, "- **Level**: {}", r.level);
     let _ = writeln!(md, "- **Source**: {}", inline(&r.source));
     if !r.processes.is_empty() {
         let list: Vec<String> = r
