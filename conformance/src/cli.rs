@@ -852,6 +852,9 @@ fn explain(args: ExplainArgs) -> Result<u8> {
         s.timeout.base()
     ));
     output::line(format_args!("source:   {}", s.source));
+    if let Some(cites) = &s.cites {
+        output::line(format_args!("cites:    {cites}"));
+    }
     if !s.requires.is_empty() {
         output::line(format_args!("requires: {}", s.requires.join(", ")));
     }
@@ -865,6 +868,9 @@ fn explain(args: ExplainArgs) -> Result<u8> {
         "\nGiven {}\nWhen {}\nThen {}",
         s.given, s.when, s.then
     ));
+    if let Some(original) = &s.then_original {
+        output::line(format_args!("(the document's words: {original})"));
+    }
     match check {
         Some(check) => output::line(format_args!("\nHow it is checked: {}", check.how())),
         None => output::line(format_args!(

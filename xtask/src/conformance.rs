@@ -1,5 +1,6 @@
 //! `cargo xtask conformance`: builds every binary and runs `ski-conformance run` against a target,
-//! writing `report.md`, `junit.xml` and `results.json` into `<target dir>/conformance`.
+//! writing `report.md`, `junit.xml` and `results.json` into `<target dir>/conformance`. The
+//! reference's profiles run with `--strict`.
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -26,6 +27,13 @@ pub struct ConformanceArgs {
         value_name = "ARGS"
     )]
     pub rest: Vec<String>,
+}
+
+/// Whether a run against this profile is strict: the reference's profiles (`reference`,
+/// `reference-*`), which are held to every row; another build gets warnings for its should and
+/// interop failures unless `--strict` is passed on.
+fn holds_to_every_row(target: Option<&str>) -> bool {
+    target.is_none_or(|name| name == "reference" || name.starts_with("reference-"))
 }
 
 /// Builds the workspace's binaries, then runs the conformance catalog; exits with its code.
@@ -55,6 +63,10 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
     if let Some(shard) = &args.shard {
         forwarded.extend(["--shard".to_owned(), shard.clone()]);
     }
+    // The reference is held to every row: its should and interop failures fail the run too.
+    if holds_to_every_row(args.target.as_deref()) && !args.rest.iter().any(|a| a == "--strict") {
+        forwarded.push("--strict".to_owned());
+    }
     forwarded.extend(args.rest.iter().cloned());
     let command = cmd!(sh, "{runner} run --out {out} {forwarded...}");
     let status = std::process::Command::from(command)
@@ -64,5 +76,19 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
         Some(0) => Ok(()),
         Some(code) => std::process::exit(code),
         None => anyhow::bail!("ski-conformance was ended by a signal"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_to_every_row;
+
+    #[test]
+    fn only_the_reference_is_held_to_every_row_by_default() {
+        assert!(holds_to_every_row(None));
+        assert!(holds_to_every_row(Some("reference")));
+        assert!(holds_to_every_row(Some("reference-ws")));
+        assert!(!holds_to_every_row(Some("gemini-cli")));
+        assert!(!holds_to_every_row(Some("my/reference.toml")));
     }
 }
