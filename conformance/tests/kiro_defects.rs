@@ -109,6 +109,21 @@ const DEFECTS: &[Defect] = &[
         passes: &["BR-03.2", "BR-T13"],
     },
     Defect {
+        name: "name-anywhere",
+        what: "the sync deletes entries that hold the agent name anywhere, not only at the start",
+        fails: &[
+            (
+                "BR-03.2",
+                "entries without the prefix are neither modified nor deleted",
+            ),
+            (
+                "BR-T13",
+                "entries without the prefix are neither modified nor deleted",
+            ),
+        ],
+        passes: &[],
+    },
+    Defect {
         name: "template-cap-ignored",
         what: "the safety cap counts only the kiro home",
         fails: &[("KIRO-SKI-04", "a template with 21 prefixed entries")],
@@ -117,7 +132,10 @@ const DEFECTS: &[Defect] = &[
     Defect {
         name: "home-cap-ignored",
         what: "a kiro home with more than 20 prefixed entries is synced anyway",
-        fails: &[("BR-03.3", "a home with 21 prefixed entries is refused")],
+        fails: &[
+            ("BR-03.3", "a home with 21 prefixed entries is refused"),
+            ("BR-T10", "a home with 21 prefixed entries is refused"),
+        ],
         passes: &[],
     },
     Defect {
@@ -274,6 +292,7 @@ fn broken(argv: &[String]) -> i32 {
         ("link-target-emptied", Some("provision")) => {
             empty_link_targets(&name).and_then(|()| adapter.exec())
         }
+        ("name-anywhere", Some("provision")) => delete_holding(&name).and_then(|()| adapter.exec()),
         ("template-cap-ignored", Some("provision")) => adapter.sync_past_cap(&name, Cap::Home),
         ("home-cap-ignored", Some("provision")) => adapter.sync_past_cap(&name, Cap::Template),
         ("busy-cancel-unread", Some("echo")) => {
@@ -589,6 +608,27 @@ fn empty_link_targets(prefix: &str) -> Result<(), String> {
             let target = std::fs::canonicalize(&path).map_err(|e| e.to_string())?;
             std::fs::remove_dir_all(&target).map_err(|e| e.to_string())?;
             std::fs::create_dir(&target).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// Deletes the kiro home's entries whose name holds `name` after its start (those a sync that
+/// matches the name anywhere deletes beyond `ski kiro`'s).
+fn delete_holding(name: &str) -> Result<(), String> {
+    let home = PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".kiro");
+    for dir in ["agents", "steering", "skills"] {
+        let Ok(entries) = std::fs::read_dir(home.join(dir)) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if file.contains(name) && !file.starts_with(name) {
+                let path = entry.path();
+                std::fs::remove_dir_all(&path)
+                    .or_else(|_| std::fs::remove_file(&path))
+                    .map_err(|e| format!("cannot delete {}: {e}", path.display()))?;
+            }
         }
     }
     Ok(())
