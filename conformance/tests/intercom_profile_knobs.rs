@@ -130,14 +130,7 @@ const KNOBS: &[Knob] = &[
         },
         without_knob: |p| p.fixed_line_limit(),
     },
-    Knob {
-        name: "dialect",
-        row: "S013",
-        reason: "prompt/send",
-        flags: &[],
-        with_knob: |p| p.jsonrpc_agent("dialect-intercom-jsonrpc"),
-        without_knob: |p| p.jsonrpc_agent("dialect-intercom"),
-    },
+    DIALECT,
     Knob {
         name: "stdin",
         row: "S002",
@@ -156,6 +149,19 @@ const KNOBS: &[Knob] = &[
     },
 ];
 
+/// The dialect knob: the server's agents see `intercom-jsonrpc` through the dialect stand-in.
+const DIALECT: Knob = Knob {
+    name: "dialect",
+    row: "S013",
+    reason: "prompt/send",
+    flags: &[],
+    with_knob: |p| p.jsonrpc_agent("dialect-intercom-jsonrpc"),
+    without_knob: |p| p.jsonrpc_agent("dialect-intercom"),
+};
+
+/// Rows that also pass in the `intercom-jsonrpc` dialect through the stand-in.
+const JSONRPC_ROWS: [&str; 5] = ["S010", "S019", "S060", "S064", "S066"];
+
 fn main() {
     let argv: Vec<String> = std::env::args().collect();
     match argv.get(1).map(String::as_str) {
@@ -173,6 +179,31 @@ fn main() {
         trials.push(Trial::test(
             format!("without_knob_fails::{}::{}", knob.name, knob.row),
             move || expect(knob, knob.without_knob, Outcome::Fail),
+        ));
+    }
+    // With the knob the other rows pass; INT-SKI-08 still holds stdin open and catches the fault.
+    let stdin = KNOBS
+        .iter()
+        .find(|k| k.name == "stdin")
+        .expect("the stdin knob");
+    trials.push(Trial::test(
+        "stdin_open_row_fails_with_knob::INT-SKI-08",
+        move || {
+            expect(
+                &Knob {
+                    row: "INT-SKI-08",
+                    ..*stdin
+                },
+                stdin.with_knob,
+                Outcome::Fail,
+            )
+        },
+    ));
+    // More rows in the JSON-RPC dialect: clearance, the queue, nudges as prompts, escalation.
+    for row in JSONRPC_ROWS {
+        trials.push(Trial::test(
+            format!("with_knob_passes::dialect::{row}"),
+            move || expect(&Knob { row, ..DIALECT }, DIALECT.with_knob, Outcome::Pass),
         ));
     }
     libtest_mimic::run(&args, trials).exit();
@@ -203,16 +234,28 @@ fn expect(knob: &Knob, describe: Describe, outcome: Outcome) -> Result<(), Faile
 fn profile(mut reference: Target, flags: &[&str], describe: Describe) -> Result<Target, String> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     let exe = exe.display().to_string();
-    let section = reference
-        .suites
-        .get_mut("intercom")
-        .ok_or("the reference profile has no intercom section")?;
+    for (suite, section) in reference.suites.iter_mut() {
+        if suite.starts_with("intercom") {
+            wrap(section, &exe, flags, describe)?;
+        }
+    }
+    reference.name = "intercom-stand-in".to_owned();
+    Ok(reference)
+}
+
+/// One intercom section (`intercom`, `intercom-ski`) wrapped and described.
+fn wrap(
+    section: &mut SuiteTarget,
+    exe: &str,
+    flags: &[&str],
+    describe: Describe,
+) -> Result<(), String> {
     for name in ["server", "server_mode"] {
         let command = section
             .commands
             .get(name)
             .ok_or(format!("the reference has no {name}"))?;
-        let mut words = vec![exe.clone(), FOREIGN.to_owned()];
+        let mut words = vec![exe.to_owned(), FOREIGN.to_owned()];
         words.extend(flags.iter().map(|f| (*f).to_owned()));
         words.push("--".to_owned());
         words.extend(command.words()?);
@@ -222,12 +265,11 @@ fn profile(mut reference: Target, flags: &[&str], describe: Describe) -> Result<
     }
     let mut profile = Profile {
         section: section.clone(),
-        exe,
+        exe: exe.to_owned(),
     };
     describe(&mut profile);
     *section = profile.section;
-    reference.name = "intercom-stand-in".to_owned();
-    Ok(reference)
+    Ok(())
 }
 
 /// The intercom section being described.
