@@ -28,7 +28,7 @@ use std::process::{Command, Stdio};
 
 use defects::Defect;
 use serde_json::Value;
-use ski::transport::child::{group_alive, reap_adopted_orphans};
+use ski::transport::child::reap_adopted_orphans;
 use ski_conformance::Target;
 use ski_conformance::runner::ScenarioResult;
 
@@ -472,8 +472,8 @@ impl Adapter {
 
     /// `echo` whose kiro-cli group gets one more member: a process this adapter starts and never
     /// reaps. It joins the group before kiro-cli starts (the `kiro-cli` in front asks for it and
-    /// waits), dies with the group, and stays a zombie; this adapter judges the group by its live
-    /// members, as the contract allows. Once `ski kiro` is done, `joins` says what joins the
+    /// waits), dies with the group, and stays a zombie (`ski kiro` judges the group by its live
+    /// members, as the contract allows). Once `ski kiro` is done, `joins` says what joins the
     /// group the zombie keeps.
     fn grandchild(&self, joins: Joins<'_>) -> Result<i32, String> {
         let name = format!("ski-kiro-defect-{}", std::process::id());
@@ -493,14 +493,7 @@ impl Adapter {
             stream.write_all(b"ok\n").map_err(|e| e.to_string())?;
             Ok((pgid, member))
         });
-        let mut killed = None;
-        let code = self.through(Some(&format!("join:{name}")), |line| {
-            let event: Value = serde_json::from_str(line).unwrap_or_default();
-            if event["event"] == "killed" && event["groupGone"] == false {
-                killed = event["pid"].as_u64().and_then(|p| u32::try_from(p).ok());
-            }
-            Some(line.to_owned())
-        })?;
+        let code = self.through(Some(&format!("join:{name}")), |line| Some(line.to_owned()))?;
         if !joined.is_finished() {
             // kiro-cli never asked: wake the listener so that the thread ends.
             let _ = UnixStream::connect_addr(&address);
@@ -510,11 +503,6 @@ impl Adapter {
             .map_err(|_| "the join thread panicked".to_owned())??;
         // Never reaped here: the process stays a zombie until whoever adopts it reaps it.
         std::mem::forget(zombie);
-        // `ski kiro` counts the zombie and exits 4 ("survived"); this adapter does not.
-        let code = match (code, killed) {
-            (4, Some(pid)) if pid == pgid && !group_alive(pgid) => 0,
-            _ => code,
-        };
         match joins {
             Joins::Nothing => {}
             Joins::Lingering => std::mem::forget(member(pgid, LINGER)?),

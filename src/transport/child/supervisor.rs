@@ -12,7 +12,7 @@ use nix::unistd::Pid;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
-use super::{Termination, group_exists};
+use super::{Termination, group_alive, group_exists};
 use crate::transport::WireLog;
 
 /// How long teardown waits, after SIGKILL, for the group to disappear before reporting it.
@@ -163,7 +163,9 @@ impl Supervisor {
             if status.is_some() {
                 reap_adopted(self.pid);
             }
-            if status.is_some() && !group_exists(self.pid) {
+            // Gone once no member is alive: a zombie whose parent is outside the group is that
+            // parent's to reap, and waiting for it would only end in SIGKILL and "survived".
+            if status.is_some() && !group_alive(self.pid) {
                 return true;
             }
             if Instant::now() >= deadline {
