@@ -34,12 +34,51 @@ async fn client(config: AgentConfig) -> (Agent, TestClient) {
 
 #[rstest]
 #[case::two(json!(2))]
+#[case::zero(json!(0))]
+#[case::a_later_one(json!(99))]
+#[case::the_largest(json!(65535))]
+#[tokio::test]
+async fn initialize_answers_an_unsupported_version_with_1_as_acp_negotiates(
+    #[case] version: Value,
+) {
+    let agent = Agent::new(config());
+    let (client, _connection) = duplex_client(&agent);
+    let result = client
+        .call("initialize", json!({"protocolVersion": version}))
+        .await
+        .unwrap_or_else(|error| panic!("initialize with {version}: {error:?}"));
+    assert_eq!(result["protocolVersion"], json!(1), "{version}: {result}");
+}
+
+#[rstest]
+#[case::a_string(json!("1"))]
+#[case::a_fraction(json!(1.5))]
+#[case::negative(json!(-1))]
+#[case::beyond_uint16(json!(65536))]
+#[tokio::test]
+async fn initialize_refuses_a_version_that_is_no_uint16_and_names_it(#[case] version: Value) {
+    let agent = Agent::new(config());
+    let (client, _connection) = duplex_client(&agent);
+    let (code, message) = client
+        .call_err("initialize", json!({"protocolVersion": version}))
+        .await;
+    assert_eq!(code, -32602, "{version}");
+    assert!(message.contains(&version.to_string()), "{message}");
+}
+
+#[rstest]
+#[case::two(json!(2))]
 #[case::a_string(json!("1"))]
 #[case::zero(json!(0))]
 #[case::a_fraction(json!(1.5))]
 #[tokio::test]
-async fn initialize_refuses_any_version_but_1_and_names_both(#[case] version: Value) {
-    let agent = Agent::new(config());
+async fn initialize_with_strict_version_refuses_any_version_but_1_and_names_both(
+    #[case] version: Value,
+) {
+    let agent = Agent::new(AgentConfig {
+        strict_version: true,
+        ..config()
+    });
     let (client, _connection) = duplex_client(&agent);
     let (code, message) = client
         .call_err("initialize", json!({"protocolVersion": version}))

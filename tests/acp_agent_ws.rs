@@ -180,7 +180,8 @@ async fn raw_clients_sending_the_same_id_at_once_each_get_their_answer() {
         sockets.push(socket);
     }
     for (i, socket) in sockets.iter_mut().enumerate() {
-        let version = if i == 0 { 1 } else { 7 };
+        // A version that is no integer is refused whether or not the agent negotiates.
+        let version = if i == 0 { "1" } else { "\"7\"" };
         socket
             .send(Frame::text(format!(
                 r#"{{"jsonrpc":"2.0","id":"same","method":"initialize","params":{{"protocolVersion":{version}}}}}"#

@@ -45,6 +45,7 @@ fn help_describes_every_group_of_flags_and_exits_0() {
                 .and(predicate::str::contains("--auth-method"))
                 .and(predicate::str::contains("--disable"))
                 .and(predicate::str::contains("--minimal"))
+                .and(predicate::str::contains("--strict-version"))
                 .and(predicate::str::contains("--log-format"))
                 .and(predicate::str::contains("Examples:"))
                 .and(predicate::str::contains("Exit codes")),
@@ -273,4 +274,39 @@ async fn ws_serve_prints_its_address_and_serves_a_prompt() {
         .unwrap();
     assert_eq!(status.code(), Some(0));
     agent.shutdown().await.unwrap();
+}
+
+/// The answer `ski acp serve ARGS` writes to one `initialize` asking for `protocolVersion` 2.
+fn answer_to_version_2(args: &[&str]) -> Value {
+    let output = cargo_bin_cmd!("ski")
+        .args(["acp", "serve", "--permission-mode", "disabled"])
+        .args(args)
+        .write_stdin(
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":2}}\n",
+        )
+        .timeout(PATIENCE)
+        .output()
+        .expect("ski acp serve runs");
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8 on stdout");
+    let line = stdout.lines().next().expect("an answer on stdout");
+    message(line)
+}
+
+#[test]
+fn an_unsupported_protocol_version_gets_1_by_default_and_minus_32602_with_strict_version() {
+    let negotiated = answer_to_version_2(&[]);
+    assert_eq!(
+        negotiated["result"]["protocolVersion"],
+        json!(1),
+        "{negotiated}"
+    );
+    let strict = answer_to_version_2(&["--strict-version"]);
+    assert_eq!(strict["error"]["code"], json!(-32602), "{strict}");
+    assert!(
+        strict["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("unsupported protocolVersion: 2")),
+        "{strict}"
+    );
 }

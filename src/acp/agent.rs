@@ -20,7 +20,9 @@
 //!
 //! # Wire behaviour in brief
 //!
-//! `initialize` accepts only `protocolVersion` 1 (anything else is `-32602`). Methods gated by a
+//! `initialize` answers any `protocolVersion` (a uint16) with 1, as ACP negotiates; with
+//! [`AgentConfig::strict_version`] it refuses anything but 1 with `-32602`, as the seed document's
+//! WS-023 asks. Methods gated by a
 //! capability that is not enabled answer `-32601`. A request naming an unknown session answers
 //! `-32002`. One prompt runs per session; a second answers `-32602`. A `cwd` must be absolute
 //! (`-32602`), need not exist. `session/close` and `session/delete` drop the session; a connection

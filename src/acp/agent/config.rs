@@ -58,6 +58,9 @@ pub struct AgentConfig {
     /// The default behaviour of the echo back end; a prompt may override it (see
     /// [`PromptDirectives`](super::PromptDirectives)).
     pub echo: EchoConfig,
+    /// `initialize` refuses a `protocolVersion` other than 1 with `-32602`, as
+    /// acp-websocket-serve-spec.md asks (WS-023), instead of answering 1 as ACP negotiates.
+    pub strict_version: bool,
 }
 
 impl Default for AgentConfig {
@@ -79,6 +82,7 @@ impl Default for AgentConfig {
             max_sessions: DEFAULT_MAX_SESSIONS,
             turn_updates: TurnUpdates::Full,
             echo: EchoConfig::default(),
+            strict_version: false,
         }
     }
 }

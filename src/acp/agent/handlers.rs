@@ -360,6 +360,28 @@ fn params_of<T: DeserializeOwned>(params: Option<Value>) -> Result<T, serde_json
     serde_json::from_value(params.unwrap_or(Value::Null))
 }
 
+/// Whether `initialize` goes on with the client's `protocolVersion`. As ACP negotiates, any
+/// version (a uint16) is answered with the one this agent speaks, [`PROTOCOL_VERSION`], and the
+/// client decides whether it can use it; `strict` (`--strict-version`, WS-023) refuses every
+/// version but that one. A value that is no uint16, or none, is invalid params either way.
+fn check_protocol_version(version: Option<&Value>, strict: bool) -> Result<(), RpcError> {
+    let Some(version) = version else {
+        return Err(invalid_params(format!(
+            "missing protocolVersion, expected: {PROTOCOL_VERSION}"
+        )));
+    };
+    let number = version.as_u64().filter(|n| u16::try_from(*n).is_ok());
+    match number {
+        Some(n) if n == u64::from(PROTOCOL_VERSION) || !strict => Ok(()),
+        Some(_) => Err(invalid_params(format!(
+            "unsupported protocolVersion: {version}, expected: {PROTOCOL_VERSION}"
+        ))),
+        None => Err(invalid_params(format!(
+            "protocolVersion {version} is not an integer from 0 to 65535, expected: {PROTOCOL_VERSION}"
+        ))),
+    }
+}
+
 async fn initialize(
     agent: Arc<Inner>,
     connection: ConnectionId,
@@ -367,19 +389,7 @@ async fn initialize(
     raw: Option<Value>,
 ) -> Result<Value, RpcError> {
     let raw = raw.unwrap_or(Value::Null);
-    match raw.get("protocolVersion") {
-        Some(version) if version.as_u64() == Some(u64::from(PROTOCOL_VERSION)) => {}
-        Some(version) => {
-            return Err(invalid_params(format!(
-                "unsupported protocolVersion: {version}, expected: {PROTOCOL_VERSION}"
-            )));
-        }
-        None => {
-            return Err(invalid_params(format!(
-                "missing protocolVersion, expected: {PROTOCOL_VERSION}"
-            )));
-        }
-    }
+    check_protocol_version(raw.get("protocolVersion"), agent.config.strict_version)?;
     let request: InitializeRequest = params(Some(raw))?;
     if let Some(client) = &request.client_info {
         tracing::info!(connection, client = %client.name, version = %client.version, "initialize");

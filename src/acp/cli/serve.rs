@@ -45,6 +45,8 @@ Examples:
       Every prompt reads a file and runs a command through the client.
   ski acp serve --minimal
       Advertise no optional capability (no loadSession, no sessionCapabilities, no logout).
+  ski acp serve --strict-version
+      Refuse any protocolVersion but 1 with -32602 instead of answering 1 (the seed document's WS-023).
 
 A prompt may override the echo back end under `_meta.ski` of its params: delayMs, hold,
 failAttempts, toolCalls (a list of tool call specs), and floodChunks (send the reply's
@@ -238,6 +240,12 @@ pub struct ServeArgs {
     #[arg(long, help_heading = "Capabilities")]
     pub minimal: bool,
 
+    /// Refuse an initialize whose protocolVersion is not 1 with -32602, as
+    /// acp-websocket-serve-spec.md asks; by default any version is answered with 1, as ACP
+    /// negotiates, and the client decides.
+    #[arg(long, help_heading = "Capabilities")]
+    pub strict_version: bool,
+
     #[command(flatten)]
     pub log: LogArgs,
 }
@@ -331,6 +339,7 @@ impl ServeArgs {
             features,
             auth_methods,
             auth_required: self.auth_required,
+            strict_version: self.strict_version,
             permission: PermissionConfig {
                 mode,
                 timeout: self

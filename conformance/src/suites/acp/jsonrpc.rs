@@ -382,7 +382,8 @@ async fn core_021(ctx: Ctx) -> CheckResult {
 }
 
 async fn ws_023(ctx: Ctx) -> CheckResult {
-    let mut agent = Agent::start(&ctx, PLAIN).await?;
+    // The profile's agent_strict_version (the reference: `--strict-version`), else its agent.
+    let mut agent = Agent::start(&ctx, "strict_version").await?;
     let mut conn = agent.connect().await?;
     for version in [json!(2), json!(99), json!("1")] {
         let mut params = initialize_params(bare_capabilities());
