@@ -11,6 +11,8 @@ use super::intercom::lifecycle::{
     SESSION_ENDED, approval_message, approval_status, prompt_method, start_record_env,
 };
 use super::intercom::profile::Stdin;
+use super::intercom::stall::crash_with_pending_clearance;
+use super::intercom::stream::{CLEARANCE_WITHOUT_FILE_PATH, oversize_line, session, status_line};
 use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 
 const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
@@ -58,6 +60,21 @@ pub fn checks() -> Vec<Check> {
             "INT-SKI-08",
             "Starts the target in MCP mode with its stdin an open pipe, whatever settings.stdin says, then sends SIGTERM; expects exit code 0.",
             int_ski_08,
+        ),
+        Check::new(
+            "INT-SKI-09",
+            "The agent writes clearance/request without file_path, then a status; expects no approval_request row once the status is posted (E-INT-21).",
+            int_ski_09,
+        ),
+        Check::new(
+            "INT-SKI-10",
+            "The agent crashes while its clearance req-001 is pending; expects the approval_request row (session_id, req-001) expired once the crash is in the thread (E-INT-20).",
+            int_ski_10,
+        ),
+        Check::new(
+            "INT-SKI-11",
+            "The agent writes a line 1904 bytes over the line limit, then a status; expects \"line exceeded max length\" logged, the status posted and the session row still active (E-INT-21).",
+            int_ski_11,
         ),
     ]
 }
@@ -263,4 +280,63 @@ async fn int_ski_07(ctx: Ctx) -> CheckResult {
     server.wait_log(BOB).await?;
     server.stop().await?;
     Ok(())
+}
+
+async fn int_ski_09(ctx: Ctx) -> CheckResult {
+    ctx.require("intercom-ski-extensions")?;
+    each_dialect(&ctx, STREAM, |ctx, dialect| async move {
+        let (world, started) = session(&ctx, Options::new(dialect)).await?;
+        started.agent.send_line(CLEARANCE_WITHOUT_FILE_PATH).await?;
+        started
+            .agent
+            .send_line(&status_line("after missing"))
+            .await?;
+        world.reply_with(&started.root, "after missing").await?;
+        let approvals: i64 = world
+            .world
+            .db()?
+            .query_row("SELECT COUNT(*) FROM approval_request", [], |row| {
+                row.get(0)
+            })
+            .map_err(|e| crate::CheckError::harness(format!("approval rows: {e}")))?;
+        ensure_eq!(
+            0,
+            approvals,
+            "approval rows after a request without file_path"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn int_ski_10(ctx: Ctx) -> CheckResult {
+    ctx.require("intercom-ski-extensions")?;
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let (world, started) = crash_with_pending_clearance(&ctx, dialect).await?;
+        ensure_eq!(
+            "expired".to_string(),
+            approval_status(&world, &started.row.id, "req-001")?,
+            "the approval row's status"
+        );
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
+}
+
+async fn int_ski_11(ctx: Ctx) -> CheckResult {
+    ctx.require("intercom-ski-extensions")?;
+    each_dialect(&ctx, BOTH, |ctx, dialect| async move {
+        let (world, started) = oversize_line(&ctx, dialect).await?;
+        started
+            .agent
+            .send_line(&status_line("after oversize"))
+            .await?;
+        world.reply_with(&started.root, "after oversize").await?;
+        world.ensure_status(&started.row.id, "active")?;
+        world.server.stop().await?;
+        Ok(())
+    })
+    .await
 }

@@ -10,7 +10,7 @@ use crate::{Check, CheckError, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
 use super::agents::{AcpWorld, Dialect, Options, Started, each_dialect, ensure_reply_contains};
 use super::harness::{ALICE, CHANNEL_X, has_button};
-use super::lifecycle::{approval_message, approval_status, prompt_method, prompt_text};
+use super::lifecycle::{approval_message, prompt_method, prompt_text};
 use super::profile::in_force_ms;
 
 const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
@@ -66,7 +66,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "S068",
-            "The agent crashes while its clearance is pending; expects the approval expired, the operator told, and the session interrupted with the crash.",
+            "The agent crashes while its clearance is pending; expects the approval's expiry and the crash in the thread, and the session interrupted (the approval row expired is INT-SKI-10).",
             s068,
         ),
     ]
@@ -507,31 +507,36 @@ async fn s067(ctx: Ctx) -> CheckResult {
 
 async fn s068(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
-        let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
-        let started = world.start_session(CHANNEL_X, "please clearance").await?;
-        approval_message(&world, &started).await?;
-        // The agent exits before it could reply to the command.
-        started
-            .agent
-            .fire(json!({"cmd": "exit", "code": 1}))
-            .await?;
-        world
-            .reply_with(&started.root, &ctx.text("expired", "expired"))
-            .await?;
-        world
-            .reply_with(
-                &started.root,
-                &ctx.text("final", "Agent crashed (exit code: 1)"),
-            )
-            .await?;
-        ensure_eq!(
-            "expired".to_string(),
-            approval_status(&world, &started.row.id, "req-001")?,
-            "the approval's status"
-        );
+        let (world, started) = crash_with_pending_clearance(&ctx, dialect).await?;
         world.ensure_status(&started.row.id, "interrupted")?;
         world.server.stop().await?;
         Ok(())
     })
     .await
+}
+
+/// A session whose agent crashed (exit code 1) while its clearance req-001 was pending, once the
+/// expiry and the crash are in the thread (S068, INT-SKI-10).
+pub async fn crash_with_pending_clearance(
+    ctx: &Ctx,
+    dialect: Dialect,
+) -> Result<(AcpWorld, Started), CheckError> {
+    let world = AcpWorld::start(ctx, Options::new(dialect)).await?;
+    let started = world.start_session(CHANNEL_X, "please clearance").await?;
+    approval_message(&world, &started).await?;
+    // The agent exits before it could reply to the command.
+    started
+        .agent
+        .fire(json!({"cmd": "exit", "code": 1}))
+        .await?;
+    world
+        .reply_with(&started.root, &ctx.text("expired", "expired"))
+        .await?;
+    world
+        .reply_with(
+            &started.root,
+            &ctx.text("final", "Agent crashed (exit code: 1)"),
+        )
+        .await?;
+    Ok((world, started))
 }
