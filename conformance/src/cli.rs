@@ -803,7 +803,7 @@ fn list(args: ListArgs) -> Result<u8> {
         ));
         for s in &catalog.scenarios {
             text.push_str(&format!(
-                "  {:<12} {:<11} {:<7} {:<6} {}{}{}\n",
+                "  {:<12} {:<11} {:<10} {:<6} {}{}{}\n",
                 s.id,
                 s.category.as_str(),
                 s.level.as_str(),

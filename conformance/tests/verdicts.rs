@@ -592,6 +592,7 @@ async fn a_failing_should_row_is_a_warning_and_fails_only_a_strict_run() {
     assert!(junit.contains("name=\"warnings\" value=\"1\""), "{junit}");
     assert!(!junit.contains("<failure"), "{junit}");
 
+    std::fs::rename(dir.path().join("out"), dir.path().join("loose")).expect("keep the run");
     let strict = run_tiers(dir.path(), &agent, EOF_ROW, &["--strict"]).await;
     assert_eq!(strict.code, Some(1), "{}{}", strict.stdout, strict.stderr);
     assert!(
@@ -602,6 +603,23 @@ async fn a_failing_should_row_is_a_warning_and_fails_only_a_strict_run() {
     let json = results(dir.path(), "out");
     assert_eq!(json["unexpected"], serde_json::json!(["ACP-CORE-008"]));
     assert_eq!(json["strict"], true);
+
+    // A strict run and one that is not are not shards of one run.
+    let merged = ski_conformance(
+        &[
+            "merge",
+            "--catalog-dir",
+            "catalog",
+            "--out",
+            "merged",
+            "loose/results.json",
+            "out/results.json",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert_eq!(merged.code, Some(2), "{}{}", merged.stdout, merged.stderr);
+    assert!(merged.stderr.contains("--strict"), "{}", merged.stderr);
 }
 
 #[tokio::test]
