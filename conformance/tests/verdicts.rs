@@ -673,6 +673,14 @@ async fn a_must_row_the_run_could_not_exercise_is_not_tested_never_passed() {
         run.stdout
     );
     assert!(run.stdout.contains("1 not tested"), "{}", run.stdout);
+    // Coverage counts the row not tested as applicable: it is the target's, and it did not run.
+    assert!(
+        run.stdout.contains(
+            "coverage: 0 of 1 applicable rows ran (0.0%); of 3 selected rows, 2 need capabilities the target does not declare (hold 1, session-list 1); 1 required row(s) not tested (the run could not exercise them"
+        ),
+        "{}",
+        run.stdout
+    );
     let json = results(dir.path(), "out");
     assert_eq!(json["not_tested"], serde_json::json!(["ACP-CORE-001"]));
     assert_eq!(json["counts"]["not_tested"], 1);

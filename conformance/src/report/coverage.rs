@@ -1,5 +1,7 @@
 //! How much of a selection actually ran: the rows that ran (pass, fail or error) against those
-//! selected, and why the others were skipped, so that a run which tested little says so.
+//! selected, and why the others were skipped, so that a run which tested little says so. A
+//! required row the run could not exercise (*not tested*) is applicable: it counts against the
+//! coverage, never as a row the target has no part in.
 
 use std::collections::BTreeMap;
 
@@ -23,8 +25,11 @@ pub struct Coverage {
     /// Skipped rows per capability the target does not declare (a row that lacks two counts
     /// under both).
     pub undeclared: BTreeMap<String, usize>,
-    /// Skipped rows for another reason (no suite section, a check's own skip).
+    /// Skipped rows for another reason (no suite section, a check's own skip), less those not
+    /// tested.
     pub other_skips: usize,
+    /// Skipped `must` and `capability` rows that the run could not exercise.
+    pub not_tested: usize,
 }
 
 impl Coverage {
@@ -40,6 +45,10 @@ impl Coverage {
                 continue;
             }
             coverage.skipped += 1;
+            if result.not_tested {
+                coverage.not_tested += 1;
+                continue;
+            }
             if result.undeclared.is_empty() {
                 coverage.other_skips += 1;
             }
@@ -65,9 +74,10 @@ impl Coverage {
         self.selected - self.not_applicable()
     }
 
-    /// Rows skipped because they need a capability the target does not declare.
+    /// Rows skipped because they need a capability the target does not declare (a row not
+    /// tested is applicable).
     pub fn not_applicable(&self) -> usize {
-        self.skipped - self.other_skips
+        self.skipped - self.other_skips - self.not_tested
     }
 
     /// The percentage of the applicable rows that ran (100 when none is applicable).
@@ -115,6 +125,12 @@ impl Coverage {
                 self.lacking()
             ));
         }
+        if self.not_tested > 0 {
+            text.push_str(&format!(
+                "; {} required row(s) not tested (the run could not exercise them, see each row)",
+                self.not_tested
+            ));
+        }
         if self.other_skips > 0 {
             text.push_str(&format!(
                 "; {} skipped for other reasons (see each row)",
@@ -137,10 +153,10 @@ impl Coverage {
                 self.ran
             ));
         }
-        (self.other_skips * 2 > self.applicable()).then(|| {
+        let unrun = self.other_skips + self.not_tested;
+        (unrun * 2 > self.applicable()).then(|| {
             format!(
-                "WARNING: most applicable rows did not run ({} of {} skipped for other reasons, see each row); the verdict covers only the {} row(s) that ran",
-                self.other_skips,
+                "WARNING: most applicable rows did not run ({unrun} of {} not tested or skipped for other reasons, see each row); the verdict covers only the {} row(s) that ran",
                 self.applicable(),
                 self.ran
             )
@@ -169,6 +185,7 @@ mod tests {
                 .map(|(c, n)| ((*c).to_owned(), *n))
                 .collect(),
             other_skips: other,
+            not_tested: 0,
         }
     }
 
@@ -195,7 +212,26 @@ mod tests {
         assert!(
             self_skipped
                 .warning()
-                .is_some_and(|w| w.contains("8 of 10 skipped for other reasons"))
+                .is_some_and(|w| w.contains("8 of 10 not tested or skipped for other reasons"))
+        );
+    }
+
+    #[test]
+    fn a_row_not_tested_is_applicable_and_counts_against_the_coverage() {
+        let mut c = coverage(1, &[("ws", 1)], 0);
+        c.selected += 3;
+        c.skipped += 3;
+        c.not_tested = 3;
+        assert_eq!(c.applicable(), 4);
+        assert_eq!(
+            c.sentence(),
+            "1 of 4 applicable rows ran (25.0%); of 5 selected rows, 1 need capabilities the target does not declare (ws 1); 3 required row(s) not tested (the run could not exercise them, see each row)"
+        );
+        assert!(
+            c.warning()
+                .is_some_and(|w| w.contains("3 of 4 not tested or skipped for other reasons")),
+            "{:?}",
+            c.warning()
         );
     }
 }
