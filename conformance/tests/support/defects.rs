@@ -27,9 +27,16 @@ pub struct Defect {
 pub type RunRow = fn(&str, Option<&str>) -> Result<ScenarioResult, String>;
 
 /// Runs the trials of `defects` (with the command line's libtest arguments) and exits.
+#[allow(dead_code)] // A corpus with trials of its own calls `run_trials_with`.
 pub fn run_trials(defects: &'static [Defect], run: RunRow) -> ! {
+    run_trials_with(defects, run, Vec::new())
+}
+
+/// Runs the trials of `defects` and the corpus's own `more` trials (with the command line's
+/// libtest arguments) and exits.
+pub fn run_trials_with(defects: &'static [Defect], run: RunRow, more: Vec<Trial>) -> ! {
     let args = Arguments::from_args();
-    let mut trials = Vec::new();
+    let mut trials = more;
     let mut rows = BTreeSet::new();
     for defect in defects {
         for &(id, reason) in defect.fails {
