@@ -2,7 +2,8 @@
 //! `api_base_url = "https://slack.com/api"` (`conformance/targets/reference-slack-hosts.toml`):
 //! rows of each kind pass through the namespace (MCP mode with Socket Mode slash commands and
 //! clicks, an MCP tool, ACP mode with mock agents, the stdio transport), the same profile without
-//! the setting cannot reach Slack, and a machine that refuses the namespace reports an error.
+//! the setting cannot reach Slack, a Slack URL at a name of `slack_extra_hosts` resolves only with
+//! that setting, and a machine that refuses the namespace reports an error.
 
 #[path = "support/binaries.rs"]
 mod binaries;
@@ -141,5 +142,46 @@ fn a_refused_namespace_is_an_error_not_a_failure() {
     assert!(
         message.contains("refuses an unprivileged user, mount and network namespace"),
         "the error says the namespace was refused: {message}"
+    );
+}
+
+/// A Slack name the mode does not resolve by itself, which the fake's certificate covers
+/// (`*.slack.com`).
+const EXTRA_HOST: &str = "edge-intercom.slack.com";
+
+/// The profile with its config naming `https://EXTRA_HOST/api`, with `slack_extra_hosts` set to
+/// `extra` (or not at all).
+fn extra_host_profile(extra: Option<&str>) -> String {
+    let mut text = profile_text().replace(
+        "api_base_url = \"https://slack.com/api\"",
+        &format!("api_base_url = \"https://{EXTRA_HOST}/api\""),
+    );
+    if let Some(extra) = extra {
+        text = text.replace(
+            SETTING,
+            &format!("{SETTING}slack_extra_hosts = \"{extra}\"\n"),
+        );
+    }
+    text
+}
+
+/// `slack_extra_hosts`: a build whose Slack URL names a host beyond Slack's own reaches the fake
+/// at that name too.
+#[test]
+fn an_extra_slack_host_resolves_inside_the_namespace() {
+    let result = run("S002", extra_host_profile(Some(EXTRA_HOST)));
+    assert_outcome(&result, Outcome::Pass);
+}
+
+/// Without `slack_extra_hosts` the same name does not resolve: the setting is what makes the row
+/// pass.
+#[test]
+fn without_the_extra_host_its_name_does_not_resolve() {
+    let result = run("S002", extra_host_profile(None));
+    assert_outcome(&result, Outcome::Fail);
+    assert!(
+        details(&result).contains(EXTRA_HOST),
+        "the failure names the unresolved host:\n{}",
+        details(&result)
     );
 }
