@@ -274,7 +274,7 @@ async fn start_with_stdio_session(config: &std::path::Path) -> (child::Child, Va
     let spec = ChildSpec::new("intercom-stdio", env!("CARGO_BIN_EXE_ski"))
         .arg("intercom")
         .arg("--config")
-        .arg(&config)
+        .arg(config)
         .args([
             "--mcp-stdio",
             "--workspace",
