@@ -436,10 +436,17 @@ async fn s018(ctx: Ctx) -> CheckResult {
         let method = prompt_method(dialect);
         started.agent.wait_method(method, 1).await?;
         let first = started.agent.received_method(method)?;
+        // The matrix types the prompt in quotes and does not say whether they are the command's
+        // syntax or part of the prompt: either form is the prompt sent (E-INT-27).
+        let sent = prompt_text(&first[0]);
+        let unquoted = sent
+            .strip_prefix('"')
+            .and_then(|rest| rest.strip_suffix('"'))
+            .unwrap_or(&sent);
         ensure_eq!(
             prompt.to_string(),
-            prompt_text(&first[0]),
-            "the first prompt on the stream"
+            unquoted.to_string(),
+            "the first prompt on the stream (without the quotes it was typed in)"
         );
         world.reply_with(&started.root, prompt).await?;
         let row = world.row(&started.row.id)?;
