@@ -163,13 +163,13 @@ impl Supervisor {
             if status.is_some() {
                 reap_adopted(self.pid);
             }
-            // Gone once no member is alive: a zombie whose parent is outside the group is that
-            // parent's to reap, and waiting for it would only end in SIGKILL and "survived".
-            if status.is_some() && !group_alive(self.pid) {
+            if status.is_some() && !group_exists(self.pid) {
                 return true;
             }
             if Instant::now() >= deadline {
-                return false;
+                // Zombies left at the deadline belong to parents outside the group (whose
+                // reaping is theirs): a group with no live member is gone, not "survived".
+                return status.is_some() && !group_alive(self.pid);
             }
             tokio::time::sleep(POLL_INTERVAL).await;
         }
