@@ -38,6 +38,33 @@ fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
     path
 }
 
+/// Runs WS-002 once (no re-run) against `agent`, strictly (the row is `interop`, so only a
+/// strict run fails on it), with the reports in `dir/out`.
+async fn run_ws002(agent: &Path, dir: &Path) -> support::Output {
+    ski_conformance(
+        &[
+            "run",
+            "--agent-cmd",
+            &agent.display().to_string(),
+            "--no-discover",
+            "--capability",
+            "agent",
+            "--capability",
+            "prompt",
+            "--suite",
+            "acp",
+            "--id",
+            "WS-002",
+            "--no-rerun",
+            "--strict",
+            "--out",
+            "out",
+        ],
+        dir,
+    )
+    .await
+}
+
 /// Whether `pid` is a live (not zombie) process running `sleep 4242` (so a reused pid is not
 /// mistaken for the grandchild).
 fn grandchild_alive(pid: u32) -> bool {
@@ -72,27 +99,7 @@ async fn a_setsid_grandchild_of_the_target_is_ended_with_its_scenario() {
             mock = mock_agent()
         ),
     );
-    let run = ski_conformance(
-        &[
-            "run",
-            "--agent-cmd",
-            &agent.display().to_string(),
-            "--no-discover",
-            "--capability",
-            "agent",
-            "--capability",
-            "prompt",
-            "--suite",
-            "acp",
-            "--id",
-            "WS-002",
-            "--no-rerun",
-            "--out",
-            "out",
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_ws002(&agent, dir.path()).await;
     let started: Vec<u32> = std::fs::read_to_string(&pids)
         .unwrap_or_default()
         .lines()
@@ -137,27 +144,7 @@ async fn a_flooding_target_leaves_reports_of_a_few_megabytes() {
             mock = mock_agent()
         ),
     );
-    let run = ski_conformance(
-        &[
-            "run",
-            "--agent-cmd",
-            &agent.display().to_string(),
-            "--no-discover",
-            "--capability",
-            "agent",
-            "--capability",
-            "prompt",
-            "--suite",
-            "acp",
-            "--id",
-            "WS-002",
-            "--no-rerun",
-            "--out",
-            "out",
-        ],
-        dir.path(),
-    )
-    .await;
+    let run = run_ws002(&agent, dir.path()).await;
     assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
     for file in ["results.json", "junit.xml", "report.md"] {
         let size = std::fs::metadata(dir.path().join("out").join(file))
