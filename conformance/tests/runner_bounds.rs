@@ -108,7 +108,7 @@ async fn a_setsid_grandchild_of_the_target_is_ended_with_its_scenario() {
     // Waits on a deadline (a kill is not instant), then ends any survivor itself.
     let deadline = Instant::now() + Duration::from_secs(10);
     while started.iter().any(|p| grandchild_alive(*p)) && Instant::now() < deadline {
-        std::thread::yield_now();
+        tokio::time::sleep(Duration::from_millis(10)).await;
     }
     let survivors: Vec<u32> = started
         .iter()
