@@ -6,7 +6,7 @@
 use serde_json::json;
 
 use super::intercom::agents::{AcpWorld, Dialect, Options, each_dialect};
-use super::intercom::harness::{ALICE, BOB, CHANNEL_X, World};
+use super::intercom::harness::{ALICE, BOB, CHANNEL_X, World, shows};
 use super::intercom::lifecycle::{
     SESSION_ENDED, approval_message, approval_status, prompt_method, start_record_env,
 };
@@ -105,7 +105,7 @@ async fn int_ski_01(ctx: Ctx) -> CheckResult {
         .await?;
     let ended = ctx.text("final", SESSION_ENDED);
     let last = world
-        .message("the final message", |m| m.text().contains(&ended))
+        .message("the final message", |m| shows(m, &ended))
         .await?;
     ensure_eq!(
         Some(root.ts()),
@@ -126,8 +126,8 @@ async fn int_ski_02(ctx: Ctx) -> CheckResult {
     ctx.require("intercom-ski-extensions")?;
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
-        let accepted = world.start_session(CHANNEL_X, "please clearance").await?;
-        let rejected = world.start_session(CHANNEL_X, "please clearance").await?;
+        let accepted = world.start_session_asking_clearance(CHANNEL_X).await?;
+        let rejected = world.start_session_asking_clearance(CHANNEL_X).await?;
         let accept = approval_message(&world, &accepted).await?;
         let reject = approval_message(&world, &rejected).await?;
         for started in [&accepted, &rejected] {
@@ -224,7 +224,7 @@ async fn int_ski_05(ctx: Ctx) -> CheckResult {
     ctx.require("intercom-ski-extensions")?;
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
-        let started = world.start_session(CHANNEL_X, "please clearance").await?;
+        let started = world.start_session_asking_clearance(CHANNEL_X).await?;
         let message = approval_message(&world, &started).await?;
         world
             .world

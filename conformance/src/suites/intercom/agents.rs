@@ -16,7 +16,7 @@ use tokio::net::UnixListener;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::Notify;
 
-use super::harness::{ALICE, Server, SessionRow, World};
+use super::harness::{ALICE, Server, SessionRow, World, shows};
 use super::profile::{Knobs, seconds};
 use crate::{CheckError, CheckResult, Ctx, Failure, OrFail};
 
@@ -236,6 +236,21 @@ impl AcpWorld {
         Ok(Started { row, root, agent })
     }
 
+    /// Starts a session in `channel` whose agent asks for clearance once the session is active:
+    /// the first turn ("hello there") is answered in the thread, then the operator steers
+    /// "please clearance", on which the agent sends its request. The matrix's clearance rows
+    /// start from an active session; an agent asking while the session is still being set up
+    /// (before its thread root exists) is a different case, which no row names.
+    pub async fn start_session_asking_clearance(
+        &self,
+        channel: &str,
+    ) -> Result<Started, CheckError> {
+        let started = self.start_session(channel, "hello there").await?;
+        self.reply_with(&started.root, "hello there").await?;
+        self.slash(channel, "steer please clearance").await?;
+        Ok(started)
+    }
+
     /// `session-start PROMPT` in `channel` for an agent that may end before it greets the
     /// control socket: answers the newest session row and its thread root.
     pub async fn start_session_quiet(
@@ -266,7 +281,7 @@ impl AcpWorld {
                 // A root that has replies carries its own ts as thread_ts.
                 m.channel == channel
                     && m.thread_ts().is_none_or(|t| t == m.ts())
-                    && m.text().contains(&short)
+                    && shows(m, &short)
             })
             .await
     }
@@ -304,7 +319,26 @@ impl AcpWorld {
                     m.channel == channel
                         && m.thread_ts() == Some(thread.as_str())
                         && m.ts() != thread
-                        && m.text().contains(&needle_owned)
+                        && shows(m, &needle_owned)
+                },
+            )
+            .await
+    }
+
+    /// Waits for a notice about the session of `root` whose shown text contains `needle`: a
+    /// reply in its thread, or a top-level post in its channel (a session that failed before
+    /// its thread existed has its notice at the top, and may have it as its only post).
+    pub async fn notice_with(&self, root: &Message, needle: &str) -> Result<Message, CheckError> {
+        let thread = root.ts().to_string();
+        let channel = root.channel.clone();
+        let needle_owned = needle.to_string();
+        self.world
+            .message(
+                &format!("a post in the thread or the channel containing {needle:?}"),
+                move |m| {
+                    m.channel == channel
+                        && m.thread_ts().is_none_or(|t| t == thread || t == m.ts())
+                        && shows(m, &needle_owned)
                 },
             )
             .await

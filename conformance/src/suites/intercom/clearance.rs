@@ -3,7 +3,7 @@
 
 use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 
-use super::harness::{ALICE, CHANNEL_X, World, ask_clearance, clearance_answer, has_button};
+use super::harness::{ALICE, CHANNEL_X, World, ask_clearance, clearance_answer, has_button, shows};
 
 /// The checks of this part.
 pub fn checks() -> Vec<Check> {
@@ -46,7 +46,7 @@ async fn s008(ctx: Ctx) -> CheckResult {
     let again = ask_clearance(&client, "second");
     let second = world
         .message("a second approval message", |m| {
-            m.text().contains("second") && has_button(m, "approve_reject")
+            shows(m, "second") && has_button(m, "approve_reject")
         })
         .await?;
     world.reject_with_reason(&second, "no").await?;

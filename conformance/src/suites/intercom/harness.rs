@@ -722,6 +722,38 @@ pub async fn clearance_answer(
     Ok(value)
 }
 
+/// What a reader of the channel sees of a message: its `text` and the text of its blocks. A
+/// message with blocks shows the blocks, and its `text` is only the notification fallback, so
+/// a wording a row looks for may be in either (`🏁 *Session ended*` in a section block under a
+/// `text` of "Session `ID` ended").
+pub fn shown_text(message: &Message) -> String {
+    fn block_texts(value: &Value, out: &mut String) {
+        match value {
+            Value::Object(map) => {
+                for (key, inner) in map {
+                    match inner {
+                        Value::String(text) if key == "text" => {
+                            out.push('\n');
+                            out.push_str(text);
+                        }
+                        _ => block_texts(inner, out),
+                    }
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|item| block_texts(item, out)),
+            _ => {}
+        }
+    }
+    let mut shown = message.text().to_string();
+    block_texts(&message.message["blocks"], &mut shown);
+    shown
+}
+
+/// Whether a reader sees `needle` in the message (see [`shown_text`]).
+pub fn shows(message: &Message, needle: &str) -> bool {
+    shown_text(message).contains(needle)
+}
+
 /// Whether a message carries a button with this action id.
 pub fn has_button(message: &Message, action_id: &str) -> bool {
     message.message["blocks"]

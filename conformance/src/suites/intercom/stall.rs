@@ -522,7 +522,7 @@ pub async fn crash_with_pending_clearance(
     dialect: Dialect,
 ) -> Result<(AcpWorld, Started), CheckError> {
     let world = AcpWorld::start(ctx, Options::new(dialect)).await?;
-    let started = world.start_session(CHANNEL_X, "please clearance").await?;
+    let started = world.start_session_asking_clearance(CHANNEL_X).await?;
     approval_message(&world, &started).await?;
     // The agent exits before it could reply to the command.
     started

@@ -6,7 +6,8 @@ use serde_json::json;
 
 use crate::{Check, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
-use super::harness::{ALICE, CHANNEL_X, World, ask_clearance, call, clearance_answer, has_button};
+use super::harness::{ALICE, CHANNEL_X, World, ask_clearance, call, clearance_answer, has_button, shows,
+};
 use super::lifecycle::SESSION_ENDED;
 
 /// The checks of this part.
@@ -98,7 +99,7 @@ async fn s037(ctx: Ctx) -> CheckResult {
     .await?;
     let posted = world
         .message("the broadcast", |m| {
-            m.text().contains("compiling the parser")
+            shows(m, "compiling the parser")
         })
         .await?;
     ensure_eq!(
@@ -176,7 +177,7 @@ async fn s040(ctx: Ctx) -> CheckResult {
     let ended = ctx.text("final", SESSION_ENDED);
     let last = world
         .message(&format!("a final message containing {ended:?}"), |m| {
-            m.text().contains(&ended)
+            shows(m, &ended)
         })
         .await?;
     ensure_eq!(
@@ -210,10 +211,10 @@ async fn s041(ctx: Ctx) -> CheckResult {
     pa?;
     pb?;
     let ma = world
-        .message("A's broadcast", |m| m.text().contains("from session A"))
+        .message("A's broadcast", |m| shows(m, "from session A"))
         .await?;
     let mb = world
-        .message("B's broadcast", |m| m.text().contains("from session B"))
+        .message("B's broadcast", |m| shows(m, "from session B"))
         .await?;
     ensure_eq!(Some(ta.as_str()), ma.thread_ts(), "A's broadcast thread");
     ensure_eq!(Some(tb.as_str()), mb.thread_ts(), "B's broadcast thread");
@@ -238,7 +239,7 @@ async fn s042(ctx: Ctx) -> CheckResult {
     .await?;
     for text in ["moved?", "after the attempt"] {
         let posted = world
-            .message("a broadcast", |m| m.text().contains(text))
+            .message("a broadcast", |m| shows(m, text))
             .await?;
         ensure_eq!(
             Some(thread_ts.as_str()),

@@ -6,7 +6,7 @@ use serde_json::json;
 
 use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 
-use super::harness::{CHANNEL_X, CHANNEL_Y, CHANNEL_Z, World, call};
+use super::harness::{CHANNEL_X, CHANNEL_Y, CHANNEL_Z, World, call, shows};
 
 /// The checks of this part.
 pub fn checks() -> Vec<Check> {
@@ -205,7 +205,7 @@ async fn reload(
     call(&live, "broadcast", json!({"message": "still here"})).await?;
     let posted = world
         .message("the live session's broadcast", |m| {
-            m.text().contains("still here")
+            shows(m, "still here")
         })
         .await?;
     ensure_eq!(
