@@ -13,11 +13,15 @@
 //! Checks, grouped by what they drive: [`jsonrpc`] (framing and JSON-RPC rules), [`turns`]
 //! (prompt turns and their updates), [`cancellation`], [`permissions`], [`execution`] (execution
 //! state and retries), [`sessions`] (session methods, auth), [`websocket`] (the WebSocket
-//! server), [`lifecycle`] (the agent process), [`schema`] (the wire against the ACP schema) and
-//! [`harness`] (the rows that judge the runner itself).
+//! server), [`lifecycle`] (the agent process), [`schema`] (the wire against the ACP schema),
+//! [`negotiation`] (the version and session ids agreed on), [`notifications`] (nothing answers a
+//! notification; cancelled turns, update session ids, stop reasons), [`offers`] (nothing the
+//! client did not advertise), [`capabilities`] (the advertised optional methods, by ACP alone)
+//! and [`harness`] (the rows that judge the runner itself).
 
 pub mod agent;
 pub mod cancellation;
+pub mod capabilities;
 pub mod client;
 pub mod connection;
 pub mod exchange;
@@ -25,6 +29,9 @@ pub mod execution;
 pub mod harness;
 pub mod jsonrpc;
 pub mod lifecycle;
+pub mod negotiation;
+pub mod notifications;
+pub mod offers;
 pub mod oracle;
 pub mod permissions;
 pub mod schema;
@@ -46,6 +53,10 @@ pub fn checks() -> Vec<Check> {
         websocket::checks(),
         lifecycle::checks(),
         schema::checks(),
+        negotiation::checks(),
+        notifications::checks(),
+        offers::checks(),
+        capabilities::checks(),
         harness::checks(),
         client::checks(),
     ]

@@ -1,0 +1,230 @@
+//! Checks of what the agent sends around notifications and turns: nothing answers a
+//! notification (ACP-CORE-042), a cancelled turn ends `cancelled` with nothing of it after its
+//! answer (ACP-CORE-043), every update names its own session (ACP-CORE-044), and every stop
+//! reason is one the schema defines (ACP-CORE-045).
+
+use serde_json::{Value, json};
+
+use super::agent::PLAIN;
+use super::cancellation::HOLD;
+use super::connection::{Connection, Frame};
+use super::exchange::{
+    self, QUIET, Turn, cancel, finish_prompt, new_session, open, prompt, start_prompt, text_prompt,
+    wait_running,
+};
+use crate::check::{Check, CheckResult};
+use crate::context::Ctx;
+use crate::{ensure, fail};
+
+/// The stop reasons of the ACP v1 schema (`StopReason`).
+pub const STOP_REASONS: &[&str] = &[
+    "end_turn",
+    "max_tokens",
+    "max_turn_requests",
+    "refusal",
+    "cancelled",
+];
+
+/// Update kinds that belong to one prompt turn of their session.
+const TURN_KINDS: &[&str] = &[
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+];
+
+/// The checks of this module.
+pub fn checks() -> Vec<Check> {
+    vec![
+        Check::new(
+            "ACP-CORE-042",
+            "Sends notifications (session/cancel for an idle session and for an unknown one, \
+             $/cancel_request for an id never sent, a method no agent has), then a session/new; \
+             after its answer and a quiet period, no response may carry an id the runner did \
+             not send (null and absent ids included).",
+            core_042,
+        ),
+        Check::new(
+            "ACP-CORE-043",
+            "Holds a prompt, sends session/cancel and requires the result {stopReason: \
+             cancelled} (not an error), no response to the cancel notification, and no \
+             session/update of the session after the prompt's answer during a quiet period.",
+            core_043,
+        ),
+        Check::new(
+            "ACP-CORE-044",
+            "Opens two sessions on one connection and runs a turn on each in turn; every \
+             session/update names one of the two sessions, and each turn's content updates \
+             name the session of that turn.",
+            core_044,
+        ),
+        Check::new(
+            "ACP-CORE-045",
+            "Runs a prompt turn (and a cancelled one where turns can be held) and requires \
+             every session/prompt result's stopReason to be one of the schema's values.",
+            core_045,
+        ),
+    ]
+}
+
+/// Responses among `frames` that answer no request the runner sent.
+fn unsolicited<'a>(conn: &Connection, frames: &[&'a Frame]) -> Vec<&'a Frame> {
+    frames
+        .iter()
+        .copied()
+        .filter(|f| f.is_response())
+        .filter(|f| f.id().is_none_or(|id| conn.sent_method(id).is_none()))
+        .collect()
+}
+
+/// Fails when a response on `conn` answers something the runner never asked.
+fn no_unsolicited_responses(conn: &Connection, check: &str) -> CheckResult {
+    let all = exchange::since(conn, 0);
+    let stray = unsolicited(conn, &all);
+    ensure!(stray.is_empty(), check, "{}", exchange::list(&stray));
+    Ok(())
+}
+
+async fn core_042(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let conn = &mut opened.conn;
+    cancel(conn, &opened.session).await?;
+    cancel(conn, "ski-conformance-unknown-session").await?;
+    conn.notify(
+        "$/cancel_request",
+        json!({"requestId": "ski-conformance-never-sent"}),
+    )
+    .await?;
+    conn.notify("ski_conformance/no_such_notification", json!({}))
+        .await?;
+    new_session(&ctx, conn).await?;
+    conn.quiet(QUIET).await;
+    no_unsolicited_responses(
+        conn,
+        "no response or error answers a notification (session/cancel, $/cancel_request, an \
+         unknown method)",
+    )
+}
+
+async fn core_043(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, HOLD).await?;
+    let session = opened.session.clone();
+    let conn = &mut opened.conn;
+    let (id, start) = start_prompt(conn, &session, text_prompt("hold this turn")).await?;
+    wait_running(conn, &opened.init, &session, start).await?;
+    cancel(conn, &session).await?;
+    let turn = finish_prompt(conn, &session, id, start).await?;
+    if let Some(fault) = turn.fault() {
+        fail!(
+            "a cancelled turn is answered with a result, not an error",
+            "error {}",
+            fault.raw
+        );
+    }
+    turn.expect_stop(
+        "cancelled",
+        "a cancelled turn ends with stopReason cancelled",
+    )?;
+    let after = turn.end + 1;
+    conn.quiet(QUIET).await;
+    let late: Vec<&Frame> = exchange::since(conn, after)
+        .into_iter()
+        .filter(|f| f.is_update_for(&session))
+        .collect();
+    ensure!(
+        late.is_empty(),
+        "no session/update of the cancelled turn's session after its session/prompt answer",
+        "{}",
+        exchange::list(&late)
+    );
+    no_unsolicited_responses(conn, "nothing answers the session/cancel notification")
+}
+
+/// Fails when an update during `turn` names a session other than `sessions`, or a content
+/// update of the turn names another of them.
+fn updates_name_their_session(conn: &Connection, turn: &Turn, sessions: &[&str]) -> CheckResult {
+    let during = &conn.frames()[turn.start..turn.end];
+    let foreign: Vec<&Frame> = during
+        .iter()
+        .filter(|f| f.update().is_some())
+        .filter(|f| f.session_id().is_none_or(|s| !sessions.contains(&s)))
+        .collect();
+    ensure!(
+        foreign.is_empty(),
+        "every session/update carries the sessionId of a session the client opened",
+        "{}",
+        exchange::list(&foreign)
+    );
+    let crossed: Vec<&Frame> = during
+        .iter()
+        .filter(|f| f.update_kind().is_some_and(|k| TURN_KINDS.contains(&k)))
+        .filter(|f| f.session_id() != Some(turn.session.as_str()))
+        .collect();
+    ensure!(
+        crossed.is_empty(),
+        format!(
+            "the content updates of the turn on {} carry that session's id",
+            turn.session
+        ),
+        "{}",
+        exchange::list(&crossed)
+    );
+    Ok(())
+}
+
+async fn core_044(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let first = opened.session.clone();
+    let conn = &mut opened.conn;
+    let second = new_session(&ctx, conn).await?;
+    conn.quiet(QUIET).await;
+    let sessions = [first.as_str(), second.as_str()];
+    for session in [&first, &second, &first] {
+        let turn = prompt(conn, session, "which session is this").await?;
+        updates_name_their_session(conn, &turn, &sessions)?;
+    }
+    Ok(())
+}
+
+/// Fails unless `turn` ended with a result whose stopReason is a schema value.
+fn stop_reason_is_defined(turn: &Turn) -> CheckResult {
+    let reason = turn
+        .reply
+        .as_ref()
+        .ok()
+        .map(|result| result.get("stopReason").cloned().unwrap_or(Value::Null));
+    match reason {
+        None => Ok(()),
+        Some(Value::String(reason)) if STOP_REASONS.contains(&reason.as_str()) => Ok(()),
+        Some(other) => fail!(
+            "the session/prompt result's stopReason is one of end_turn, max_tokens, \
+             max_turn_requests, refusal, cancelled",
+            "stopReason {other}"
+        ),
+    }
+}
+
+async fn core_045(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let turn = prompt(&mut opened.conn, &opened.session, "say something").await?;
+    ensure!(
+        turn.fault().is_none(),
+        "the prompt turn is answered with a result",
+        "{}",
+        turn.describe()
+    );
+    stop_reason_is_defined(&turn)?;
+    if ctx.has("hold") {
+        let mut held = open(&ctx, HOLD).await?;
+        let session = held.session.clone();
+        let conn = &mut held.conn;
+        let (id, start) = start_prompt(conn, &session, text_prompt("hold this turn")).await?;
+        wait_running(conn, &held.init, &session, start).await?;
+        cancel(conn, &session).await?;
+        let turn = finish_prompt(conn, &session, id, start).await?;
+        stop_reason_is_defined(&turn)?;
+    }
+    Ok(())
+}
