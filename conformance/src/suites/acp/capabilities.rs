@@ -79,7 +79,7 @@ fn require_advertised(ctx: &Ctx, init: &Value, pointer: &str) -> CheckResult {
     } else {
         Err(CheckError::Undeclared {
             target: ctx.target().name.clone(),
-            capability: format!("the advertised {}", pointer.trim_start_matches('/')),
+            capability: pointer.trim_start_matches('/').replace('/', "."),
         })
     }
 }
@@ -328,7 +328,7 @@ async fn cap_007(ctx: Ctx) -> CheckResult {
     if methods.is_empty() {
         return Err(CheckError::Undeclared {
             target: ctx.target().name.clone(),
-            capability: "the advertised authMethods".to_owned(),
+            capability: "authMethods".to_owned(),
         });
     }
     let unknown = "ski-conformance-not-advertised";
