@@ -185,7 +185,7 @@ impl Baseline {
         let listed = self.entries_for(id).next().is_some();
         match outcome {
             Outcome::Pass if listed => Expectation::Stale,
-            Outcome::Pass | Outcome::Skip => Expectation::AsExpected,
+            Outcome::Pass | Outcome::Skip | Outcome::Blocked => Expectation::AsExpected,
             Outcome::Fail | Outcome::Error => {
                 if self.excuses(id, outcome, failure) {
                     Expectation::AsExpected
@@ -210,7 +210,7 @@ impl Baseline {
 pub fn judge_without_baseline(outcome: Outcome) -> Expectation {
     match outcome {
         Outcome::Fail | Outcome::Error => Expectation::Unexpected,
-        Outcome::Pass | Outcome::Skip => Expectation::AsExpected,
+        Outcome::Pass | Outcome::Skip | Outcome::Blocked => Expectation::AsExpected,
     }
 }
 

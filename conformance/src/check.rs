@@ -87,6 +87,9 @@ pub enum Outcome {
     Fail,
     /// Not run: the target did not declare a required capability.
     Skip,
+    /// Not run: the target refused a step the row needs before it can judge anything (a
+    /// `session/new` that wants authentication first); says nothing about the row itself.
+    Blocked,
     /// The harness failed; says nothing about the target.
     Error,
 }
@@ -98,6 +101,7 @@ impl Outcome {
             Outcome::Pass => "pass",
             Outcome::Fail => "fail",
             Outcome::Skip => "skip",
+            Outcome::Blocked => "blocked",
             Outcome::Error => "error",
         }
     }
@@ -185,6 +189,9 @@ pub enum CheckError {
         /// The capability.
         capability: String,
     },
+    /// The target refused a step the check needs first (a session it will not open without
+    /// authentication); the text says which and why. Never a failure.
+    Blocked(String),
     /// The harness failed; the text says how.
     Harness(String),
 }
@@ -205,6 +212,7 @@ impl CheckError {
         match self {
             CheckError::Fail(_) => Outcome::Fail,
             CheckError::Skip(_) | CheckError::Undeclared { .. } => Outcome::Skip,
+            CheckError::Blocked(_) => Outcome::Blocked,
             CheckError::Harness(_) => Outcome::Error,
         }
     }
@@ -218,6 +226,7 @@ impl fmt::Display for CheckError {
             CheckError::Undeclared { target, capability } => {
                 write!(f, "skip: {}", undeclared_text(target, capability))
             }
+            CheckError::Blocked(reason) => write!(f, "blocked: {reason}"),
             CheckError::Harness(message) => write!(f, "error: {message}"),
         }
     }

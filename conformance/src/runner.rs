@@ -478,6 +478,8 @@ pub struct Counts {
     pub warnings: usize,
     /// Skipped `must` and `capability` rows that the run could not exercise.
     pub not_tested: usize,
+    /// Rows the target blocked (it refused a step they need first).
+    pub blocked: usize,
 }
 
 impl Counts {
@@ -493,6 +495,7 @@ impl Counts {
             Outcome::Pass => self.pass += 1,
             Outcome::Fail => self.fail += 1,
             Outcome::Skip => self.skip += 1,
+            Outcome::Blocked => self.blocked += 1,
             Outcome::Error => self.error += 1,
         }
         if result.flaky {
@@ -507,7 +510,7 @@ impl Counts {
 
     /// All results counted.
     pub fn total(&self) -> usize {
-        self.pass + self.fail + self.skip + self.error
+        self.pass + self.fail + self.skip + self.blocked + self.error
     }
 }
 
@@ -778,9 +781,9 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
             let outcome = error.outcome();
             match error {
                 CheckError::Fail(failure) => (outcome, Some(*failure), None, false),
-                CheckError::Skip(reason) | CheckError::Harness(reason) => {
-                    (outcome, None, Some(reason), false)
-                }
+                CheckError::Skip(reason)
+                | CheckError::Blocked(reason)
+                | CheckError::Harness(reason) => (outcome, None, Some(reason), false),
                 CheckError::Undeclared { target, capability } => {
                     undeclared.push(capability.clone());
                     (
@@ -831,12 +834,19 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
     let mut result = ScenarioResult::new(scenario, outcome);
     result.failure = failure;
     result.message = message;
-    result.not_tested = outcome == Outcome::Skip && scenario.not_tested_without(&undeclared);
+    result.not_tested = match outcome {
+        Outcome::Skip => scenario.not_tested_without(&undeclared),
+        Outcome::Blocked => scenario.level.is_required(),
+        _ => false,
+    };
     result.undeclared = undeclared;
     result.timed_out = timed_out;
     if !survivors.is_empty() {
         let text = format!("teardown left processes behind: {}", survivors.join("; "));
-        if result.outcome == Outcome::Pass || result.outcome == Outcome::Skip {
+        if matches!(
+            result.outcome,
+            Outcome::Pass | Outcome::Skip | Outcome::Blocked
+        ) {
             result.outcome = Outcome::Error;
             result.not_tested = false;
         }

@@ -121,6 +121,7 @@ pub fn line(result: &ScenarioResult, phase: Phase, strict: bool) -> String {
         Outcome::Pass => "PASS",
         Outcome::Fail => "FAIL",
         Outcome::Skip => "SKIP",
+        Outcome::Blocked => "BLOCK",
         Outcome::Error => "ERROR",
     };
     let mut line = format!(
@@ -143,7 +144,7 @@ pub fn line(result: &ScenarioResult, phase: Phase, strict: bool) -> String {
     if let Some(note) = tier_note(result, strict) {
         line.push_str(&format!(" [{note}]"));
     }
-    if result.outcome == Outcome::Skip
+    if matches!(result.outcome, Outcome::Skip | Outcome::Blocked)
         && let Some(message) = &result.message
     {
         line.push_str(&format!(": {message}"));
@@ -167,6 +168,15 @@ pub fn tier_note(result: &ScenarioResult, strict: bool) -> Option<String> {
         Some(format!("NOT TESTED: a {} row", result.level))
     } else {
         None
+    }
+}
+
+/// `N blocked, ` when the target blocked rows, else nothing (most runs block none).
+pub fn blocked_text(counts: &crate::runner::Counts) -> String {
+    if counts.blocked == 0 {
+        String::new()
+    } else {
+        format!("{} blocked, ", counts.blocked)
     }
 }
 
@@ -235,10 +245,11 @@ pub fn summary(report: &RunReport) -> String {
         ));
     }
     out.push_str(&format!(
-        "\n{} passed, {} failed, {} skipped, {} errors ({} flaky, {} excused by the baseline, {} warning(s), {} not tested) in {:.1}s against {}\n",
+        "\n{} passed, {} failed, {} skipped, {}{} errors ({} flaky, {} excused by the baseline, {} warning(s), {} not tested) in {:.1}s against {}\n",
         counts.pass,
         counts.fail,
         counts.skip,
+        blocked_text(&counts),
         counts.error,
         counts.flaky,
         counts.expected_failures,

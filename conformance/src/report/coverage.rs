@@ -40,7 +40,7 @@ impl Coverage {
             ..Coverage::default()
         };
         for result in results {
-            if result.outcome != Outcome::Skip {
+            if !matches!(result.outcome, Outcome::Skip | Outcome::Blocked) {
                 coverage.ran += 1;
                 continue;
             }

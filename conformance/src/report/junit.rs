@@ -55,9 +55,9 @@ fn case(result: &ScenarioResult, strict: bool) -> TestCase {
             }
             status
         }
-        Outcome::Skip => {
+        Outcome::Skip | Outcome::Blocked => {
             let mut status = TestCaseStatus::skipped();
-            let message = result.message.as_deref().unwrap_or("skipped");
+            let message = result.message.as_deref().unwrap_or(result.outcome.as_str());
             match &note {
                 Some(note) => status.set_message(format!("{note}: {message}")),
                 None => status.set_message(message),

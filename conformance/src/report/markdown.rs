@@ -60,12 +60,13 @@ pub fn render(report: &RunReport) -> String {
     };
     let _ = writeln!(
         md,
-        "Verdict: {verdict}. {} scenario(s): {} pass ({} flaky), {} fail, {} skip, {} error; {} excused by the baseline; {} warning(s); {} not tested.{}\n",
+        "Verdict: {verdict}. {} scenario(s): {} pass ({} flaky), {} fail, {} skip, {}{} error; {} excused by the baseline; {} warning(s); {} not tested.{}\n",
         counts.total(),
         counts.pass,
         counts.flaky,
         counts.fail,
         counts.skip,
+        crate::report::console::blocked_text(&counts),
         counts.error,
         counts.expected_failures,
         counts.warnings,
@@ -237,6 +238,10 @@ pub fn outcome_text(r: &ScenarioResult, strict: bool) -> String {
         Outcome::Skip => match &r.message {
             Some(reason) => format!("skip: {}", cell(reason)),
             None => "skip".to_owned(),
+        },
+        Outcome::Blocked => match &r.message {
+            Some(reason) => format!("blocked: {}", cell(reason)),
+            None => "blocked".to_owned(),
         },
         Outcome::Error => "**ERROR**".to_owned(),
     };
