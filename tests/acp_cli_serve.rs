@@ -310,3 +310,93 @@ fn an_unsupported_protocol_version_gets_1_by_default_and_minus_32602_with_strict
         "{strict}"
     );
 }
+
+/// The `initialize` and `session/new` results `ski acp serve ARGS` writes.
+fn initialize_and_new_session(args: &[&str]) -> (Value, Value) {
+    let output = cargo_bin_cmd!("ski")
+        .args(["acp", "serve", "--permission-mode", "disabled"])
+        .args(args)
+        .write_stdin(concat!(
+            "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":1}}\n",
+            "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"session/new\",\"params\":{\"cwd\":\"/w\",\"mcpServers\":[]}}\n",
+        ))
+        .timeout(PATIENCE)
+        .output()
+        .expect("ski acp serve runs");
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8(output.stdout).expect("UTF-8 on stdout");
+    let answers: Vec<Value> = stdout.lines().map(message).collect();
+    let result = |id: i64| {
+        answers
+            .iter()
+            .find(|a| a["id"] == json!(id))
+            .and_then(|a| a.get("result"))
+            .cloned()
+            .unwrap_or_else(|| panic!("no result for id {id} in {stdout}"))
+    };
+    (result(1), result(2))
+}
+
+/// The keys of the object at `pointer` in `value`.
+fn keys(value: &Value, pointer: &str) -> Vec<String> {
+    value
+        .pointer(pointer)
+        .and_then(Value::as_object)
+        .map(|object| object.keys().cloned().collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn default_output_holds_only_stable_v1_fields_and_enable_adds_fork_and_models() {
+    let (init, created) = initialize_and_new_session(&[]);
+    let stable_agent = [
+        "loadSession",
+        "promptCapabilities",
+        "mcpCapabilities",
+        "sessionCapabilities",
+        "auth",
+        "_meta",
+    ];
+    let stable_session = [
+        "list",
+        "delete",
+        "additionalDirectories",
+        "resume",
+        "close",
+        "_meta",
+    ];
+    let stable_new = ["sessionId", "modes", "configOptions", "_meta"];
+    for (pointer, stable) in [
+        ("/agentCapabilities", &stable_agent[..]),
+        (
+            "/agentCapabilities/sessionCapabilities",
+            &stable_session[..],
+        ),
+    ] {
+        let extra: Vec<String> = keys(&init, pointer)
+            .into_iter()
+            .filter(|k| !stable.contains(&k.as_str()))
+            .collect();
+        assert!(
+            extra.is_empty(),
+            "{pointer} beyond stable v1: {extra:?} in {init}"
+        );
+    }
+    let extra: Vec<String> = keys(&created, "")
+        .into_iter()
+        .filter(|k| !stable_new.contains(&k.as_str()))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "session/new beyond stable v1: {extra:?} in {created}"
+    );
+
+    let (init, created) =
+        initialize_and_new_session(&["--enable", "fork", "--enable", "set-model"]);
+    assert!(
+        init.pointer("/agentCapabilities/sessionCapabilities/fork")
+            .is_some(),
+        "{init}"
+    );
+    assert!(created.get("models").is_some(), "{created}");
+}

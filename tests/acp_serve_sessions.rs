@@ -88,7 +88,7 @@ fn listed(list: &Value) -> Vec<String> {
 
 #[tokio::test]
 async fn a_relative_cwd_is_refused_and_a_missing_absolute_one_accepted() {
-    let mut client = Client::start(&[]);
+    let mut client = Client::start(&["--enable", "fork"]);
     client
         .call("initialize", json!({"protocolVersion": 1}))
         .await
@@ -177,7 +177,7 @@ async fn close_drops_the_session() {
 
 #[tokio::test]
 async fn sessions_are_capped_per_connection_and_a_close_frees_a_place() {
-    let mut client = Client::start(&["--max-sessions", "3"]);
+    let mut client = Client::start(&["--max-sessions", "3", "--enable", "fork"]);
     client
         .call("initialize", json!({"protocolVersion": 1}))
         .await

@@ -213,6 +213,14 @@ impl Features {
         }
     }
 
+    /// The features of the stable ACP v1 schema and ski's `_meta` extensions: every feature but
+    /// the unstable `session/fork` and the legacy `models` state (`ski acp serve`'s default).
+    pub fn stable() -> Self {
+        Self::all()
+            .without(Feature::Fork)
+            .without(Feature::SetModel)
+    }
+
     /// Every feature off: no `loadSession`, no `sessionCapabilities`, no logout, no ski
     /// extensions, no legacy model selection.
     pub fn minimal() -> Self {

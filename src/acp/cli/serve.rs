@@ -45,6 +45,9 @@ Examples:
       Every prompt reads a file and runs a command through the client.
   ski acp serve --minimal
       Advertise no optional capability (no loadSession, no sessionCapabilities, no logout).
+  ski acp serve --enable fork --enable set-model
+      Also offer the unstable session/fork and the legacy models state, which stable ACP v1
+      output leaves out by default.
   ski acp serve --strict-version
       Refuse any protocolVersion but 1 with -32602 instead of answering 1 (the seed document's WS-023).
 
@@ -236,7 +239,12 @@ pub struct ServeArgs {
     #[arg(long, value_name = "FEATURE", help_heading = "Capabilities")]
     pub disable: Vec<String>,
 
-    /// Turn every optional capability off.
+    /// Turn on a capability beyond stable ACP v1, off by default: fork (the unstable
+    /// session/fork) or set-model (the legacy models state and session/set_model); repeatable.
+    #[arg(long, value_name = "FEATURE", help_heading = "Capabilities")]
+    pub enable: Vec<String>,
+
+    /// Turn every optional capability off (--enable still turns one on).
     #[arg(long, help_heading = "Capabilities")]
     pub minimal: bool,
 
@@ -321,12 +329,26 @@ impl ServeArgs {
         let mut features = if self.minimal {
             Features::minimal()
         } else {
-            Features::all()
+            Features::stable()
         };
-        for name in &self.disable {
-            let feature: Feature = name
-                .parse()
-                .map_err(|error| invalid(format!("--disable: {error}")))?;
+        let parse = |flag: &str, names: &[String]| {
+            names
+                .iter()
+                .map(|name| name.parse::<Feature>())
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|error| invalid(format!("{flag}: {error}")))
+        };
+        let enabled = parse("--enable", &self.enable)?;
+        let disabled = parse("--disable", &self.disable)?;
+        if let Some(both) = enabled.iter().find(|f| disabled.contains(f)) {
+            return Err(invalid(format!(
+                "--enable {both} and --disable {both} contradict each other; keep one"
+            )));
+        }
+        for feature in enabled {
+            features.set(feature, true);
+        }
+        for feature in disabled {
             features.set(feature, false);
         }
         let tool_calls = self
@@ -607,6 +629,8 @@ mod tests {
             ),
             (&["--auth-required"][..], "--auth-method"),
             (&["--disable", "nothing"][..], "load-session"),
+            (&["--enable", "nothing"][..], "load-session"),
+            (&["--enable", "fork", "--disable", "fork"][..], "keep one"),
             (&["--tool-call", "bogus"][..], "expected"),
             (&["--transport", "ws", "--listen", "nope"][..], "HOST:PORT"),
             (&["--hold", "--delay-ms", "5"][..], "cannot be used with"),
@@ -616,7 +640,21 @@ mod tests {
             let error = config(args).unwrap_err();
             assert!(error.contains(needle), "{args:?}: {error}");
         }
-        let (config, _) = config(&["--minimal"]).unwrap();
-        assert!(Feature::ALL.iter().all(|f| !config.features.has(*f)));
+        let (minimal, _) = config(&["--minimal"]).unwrap();
+        assert!(Feature::ALL.iter().all(|f| !minimal.features.has(*f)));
+        let (listing, _) = config(&["--minimal", "--enable", "list"]).unwrap();
+        assert!(listing.features.has(Feature::List));
+        assert!(!listing.features.has(Feature::Fork));
+    }
+
+    #[test]
+    fn fork_and_models_are_off_by_default_and_enable_turns_them_on() {
+        let (stable, _) = config_default();
+        assert!(!stable.features.has(Feature::Fork));
+        assert!(!stable.features.has(Feature::SetModel));
+        assert!(stable.features.has(Feature::Close));
+        let (enabled, _) = config(&["--enable", "fork", "--enable", "set-model"]).unwrap();
+        assert!(enabled.features.has(Feature::Fork));
+        assert!(enabled.features.has(Feature::SetModel));
     }
 }
