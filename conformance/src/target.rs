@@ -216,6 +216,32 @@ pub struct SuiteTarget {
     /// person, a session loader that has nothing to load offline).
     #[serde(default)]
     pub exclude_capabilities: BTreeSet<String>,
+    /// ACP: the auth method every connection authenticates with, after `initialize` and before
+    /// any other request of an ordinary row, and the environment that method needs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthSetting>,
+}
+
+/// How the runner authenticates with an ACP agent (`[suites.acp.auth]`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthSetting {
+    /// The `methodId` passed to `authenticate` (one the agent advertises in `authMethods`).
+    pub method: String,
+    /// Environment the method reads (an API key), added to every command of the suite.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+impl SuiteTarget {
+    /// Authenticates every connection with `method`, its environment added to the suite's
+    /// (a variable the suite already sets keeps its value).
+    pub fn set_auth(&mut self, auth: AuthSetting) {
+        for (key, value) in &auth.env {
+            self.env.entry(key.clone()).or_insert_with(|| value.clone());
+        }
+        self.auth = Some(auth);
+    }
 }
 
 /// A target profile.
@@ -251,6 +277,11 @@ impl Target {
         })?;
         if target.name.is_empty() {
             target.name = origin.trim_end_matches(".toml").to_owned();
+        }
+        for section in target.suites.values_mut() {
+            if let Some(auth) = section.auth.take() {
+                section.set_auth(auth);
+            }
         }
         let problems = target.problems();
         if problems.is_empty() {
@@ -378,6 +409,9 @@ impl Target {
                 problems.push(format!(
                     "suites.{suite}.capabilities: names must be lower-case letters, digits and dashes"
                 ));
+            }
+            if section.auth.as_ref().is_some_and(|a| a.method.is_empty()) {
+                problems.push(format!("suites.{suite}.auth.method: empty method id"));
             }
             let maps = [
                 ("env", &section.env),

@@ -192,6 +192,9 @@ pub fn describe(reply: &Reply) -> String {
 /// How the client side answers `session/request_permission`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PermissionReply {
+    /// Allow: select the first `allow_once` option, else the first `allow_always` one; answer
+    /// `cancelled` when the agent offers neither (the runner as an ordinary client).
+    Allow,
     /// Select the first option of this kind (`allow_once`, `reject_always`, ...); answer
     /// `cancelled` when none is offered.
     Select(String),
@@ -215,7 +218,7 @@ pub struct Responder {
 impl Default for Responder {
     fn default() -> Self {
         Self {
-            permission: PermissionReply::Select("allow_once".to_owned()),
+            permission: PermissionReply::Allow,
             terminals: false,
             next_terminal: 0,
         }
@@ -234,24 +237,13 @@ impl Responder {
         match method {
             "session/request_permission" => match &self.permission {
                 PermissionReply::Ignore => None,
-                PermissionReply::Cancelled => {
-                    Some(Ok(json!({"outcome": {"outcome": "cancelled"}})))
-                }
+                PermissionReply::Cancelled => Some(Ok(permission_outcome(None))),
+                PermissionReply::Allow => Some(Ok(permission_outcome(
+                    option_of_kind(params, "allow_once")
+                        .or_else(|| option_of_kind(params, "allow_always")),
+                ))),
                 PermissionReply::Select(kind) => {
-                    let option = params
-                        .and_then(|p| p.get("options"))
-                        .and_then(Value::as_array)
-                        .and_then(|options| {
-                            options
-                                .iter()
-                                .find(|o| o.get("kind").and_then(Value::as_str) == Some(kind))
-                        })
-                        .and_then(|o| o.get("optionId"))
-                        .cloned();
-                    Some(Ok(match option {
-                        Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
-                        None => json!({"outcome": {"outcome": "cancelled"}}),
-                    }))
+                    Some(Ok(permission_outcome(option_of_kind(params, kind))))
                 }
             },
             m if m.starts_with("terminal/") && self.terminals => Some(Ok(match m {
@@ -269,6 +261,25 @@ impl Responder {
             })),
             _ => not_found(),
         }
+    }
+}
+
+/// The `optionId` of the first option of `kind` a `session/request_permission` offers.
+pub fn option_of_kind(params: Option<&Value>, kind: &str) -> Option<Value> {
+    params?
+        .get("options")?
+        .as_array()?
+        .iter()
+        .find(|o| o.get("kind").and_then(Value::as_str) == Some(kind))?
+        .get("optionId")
+        .cloned()
+}
+
+/// The result of a `session/request_permission`: the option selected, or `cancelled`.
+pub fn permission_outcome(option: Option<Value>) -> Value {
+    match option {
+        Some(id) => json!({"outcome": {"outcome": "selected", "optionId": id}}),
+        None => json!({"outcome": {"outcome": "cancelled"}}),
     }
 }
 
@@ -340,9 +351,9 @@ pub struct Connection {
     next_id: i64,
     headers: Vec<(String, String)>,
     reader: JoinHandle<()>,
-    /// No wait goes past this: the scenario's timeout from when the connection was opened, so
-    /// that a check fails with what it waited for before the runner cancels it.
-    deadline: Instant,
+    /// No wait goes past the row's budget counted from here (it grows with each set-up step),
+    /// so that a check fails with what it waited for before the runner cancels it.
+    opened: Instant,
 }
 
 impl std::fmt::Debug for Connection {
@@ -387,7 +398,7 @@ impl Connection {
             next_id: 1,
             headers,
             reader,
-            deadline: Instant::now() + ctx.timeout(),
+            opened: Instant::now(),
         }
     }
 
@@ -433,6 +444,11 @@ impl Connection {
             headers,
             |shared, tx| tokio::spawn(read_ws(shared, stream, tx)),
         ))
+    }
+
+    /// The scenario's context.
+    pub fn ctx(&self) -> &Ctx {
+        &self.ctx
     }
 
     /// The wire-log channel name.
@@ -562,10 +578,25 @@ impl Connection {
             .await
     }
 
-    /// Sends a request and waits for its response.
+    /// Sends a request and waits for its response. `initialize` and `session/new` are set-up
+    /// steps ([`Ctx::setup_step`]): each adds an allowance to the row's budget and waits only
+    /// that long for its answer.
     pub async fn call(&mut self, method: &str, params: Value) -> Result<Reply, CheckError> {
         let id = self.request(method, params).await?;
-        self.reply(&id, method).await
+        if !SETUP_METHODS.contains(&method) {
+            return self.reply(&id, method).await;
+        }
+        let allowance = self.ctx.setup_step();
+        let what = format!("a response to {method} (id {id}), a set-up step");
+        let answered = self
+            .wait_until(&what, 0, allowance, |f| f.answers(&id))
+            .await;
+        self.ctx
+            .setup_ended(answered.is_ok() || self.closed.is_some());
+        let index = answered?;
+        self.frames[index]
+            .reply()
+            .or_error("a response frame without a reply")
     }
 
     /// Sends a request and requires a result (an error response fails the check).
@@ -624,7 +655,8 @@ impl Connection {
         if let Some(i) = self.frames.iter().skip(from).position(&matches) {
             return Ok(from + i);
         }
-        let limit = limit.min(self.deadline.saturating_duration_since(Instant::now()));
+        let deadline = self.opened + self.ctx.budget();
+        let limit = limit.min(deadline.saturating_duration_since(Instant::now()));
         let deadline = Instant::now() + limit;
         loop {
             let remaining = deadline.saturating_duration_since(Instant::now());
@@ -635,13 +667,17 @@ impl Connection {
                     }
                 }
                 None => {
-                    let why = match &self.closed {
-                        Some(reason) => format!("the connection ended first ({reason})"),
-                        None => format!("nothing matching within {limit:?}"),
+                    let failure = Failure::new(what, format!("{what} within {limit:?}"));
+                    let failure = match &self.closed {
+                        Some(reason) => {
+                            failure.actual(format!("the connection ended first ({reason})"))
+                        }
+                        None => failure
+                            .actual(format!("nothing matching within {limit:?}"))
+                            .at_deadline(),
                     };
-                    return Err(Failure::new(what, format!("{what} within {limit:?}"))
-                        .actual(format!("{why}; {}", self.tail(4)))
-                        .into());
+                    let actual = format!("{}; {}", failure.actual, self.tail(4));
+                    return Err(failure.actual(actual).into());
                 }
             }
         }
@@ -768,6 +804,10 @@ async fn accept(
         );
     }
 }
+
+/// The requests that set a row up rather than judge it: [`Connection::call`] gives each the
+/// set-up allowance instead of the row's whole timeout.
+const SETUP_METHODS: &[&str] = &["initialize", "session/new"];
 
 /// The most a connection reads from the agent: past it the reader stops (the agent's next write
 /// blocks until teardown) and the check sees the connection end with [`OVER_BUDGET`], so an agent

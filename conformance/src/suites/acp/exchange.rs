@@ -48,13 +48,82 @@ pub async fn initialize(conn: &mut Connection) -> Result<Value, CheckError> {
     initialize_with(conn, bare_capabilities()).await
 }
 
-/// `initialize` with `capabilities`; the result.
+/// `initialize` with `capabilities`, then `authenticate` when the profile names an auth
+/// method (`[suites.acp.auth]`, `--auth-method`, or what discovery chose); the `initialize`
+/// result. A refused `authenticate` blocks the row: it is the set-up, not what the row judges.
 pub async fn initialize_with(
+    conn: &mut Connection,
+    capabilities: Value,
+) -> Result<Value, CheckError> {
+    let init = initialize_bare(conn, capabilities).await?;
+    authenticate_configured(conn).await?;
+    Ok(init)
+}
+
+/// `initialize` with `capabilities` and nothing after it (for the rows that judge
+/// authentication themselves); the result.
+pub async fn initialize_bare(
     conn: &mut Connection,
     capabilities: Value,
 ) -> Result<Value, CheckError> {
     conn.call_ok("initialize", initialize_params(capabilities))
         .await
+}
+
+/// Calls `authenticate` with the profile's auth method, if it names one.
+async fn authenticate_configured(conn: &mut Connection) -> Result<(), CheckError> {
+    let Some(method) = conn.ctx().section().auth.as_ref().map(|a| a.method.clone()) else {
+        return Ok(());
+    };
+    match conn
+        .call("authenticate", json!({"methodId": method}))
+        .await?
+    {
+        Ok(_) => Ok(()),
+        Err(fault) => Err(CheckError::Blocked(format!(
+            "the agent refused authenticate with method {method:?} ({}); the row needs an \
+             authenticated connection (check the method and the key it reads)",
+            fault.raw
+        ))),
+    }
+}
+
+/// `session/new` in the scenario's temp dir; the result. A refusal with -32000 (authentication
+/// required) blocks the row instead of failing it: the row cannot judge anything without a
+/// session.
+pub async fn create_session(ctx: &Ctx, conn: &mut Connection) -> Result<Value, CheckError> {
+    match conn.call("session/new", new_session_params(ctx)).await? {
+        Ok(result) => Ok(result),
+        Err(fault) if fault.code == Some(AUTH_REQUIRED) => Err(CheckError::Blocked(
+            blocked_by_auth(&fault, ctx.section().auth.is_some()),
+        )),
+        Err(fault) => Err(
+            Failure::new("session/new succeeds", "a result for session/new")
+                .actual(format!("error {}", fault.raw))
+                .into(),
+        ),
+    }
+}
+
+/// ACP's error code for work refused until the client authenticates.
+pub const AUTH_REQUIRED: i64 = -32000;
+
+/// Why a row is blocked when `session/new` answered -32000.
+pub fn blocked_by_auth(fault: &Fault, authenticated: bool) -> String {
+    if authenticated {
+        format!(
+            "the agent refused session/new with -32000 (authentication required) although the \
+             connection authenticated with the profile's method: {}",
+            fault.raw
+        )
+    } else {
+        format!(
+            "the agent refused session/new with -32000 (authentication required): {}; \
+             authenticate with --auth-method ID (and the key its method reads) or the \
+             profile's [suites.acp.auth]",
+            fault.raw
+        )
+    }
 }
 
 /// The params of a `session/new` in the scenario's temp dir.
@@ -64,7 +133,7 @@ pub fn new_session_params(ctx: &Ctx) -> Value {
 
 /// `session/new` in the scenario's temp dir; the session id.
 pub async fn new_session(ctx: &Ctx, conn: &mut Connection) -> Result<String, CheckError> {
-    let result = conn.call_ok("session/new", new_session_params(ctx)).await?;
+    let result = create_session(ctx, conn).await?;
     session_id_of(&result, "session/new")
 }
 
@@ -114,7 +183,7 @@ pub async fn open_on(
     let mut agent = Agent::start_on(ctx, transport, variant).await?;
     let mut conn = agent.connect().await?;
     let init = initialize(&mut conn).await?;
-    let created = conn.call_ok("session/new", new_session_params(ctx)).await?;
+    let created = create_session(ctx, &mut conn).await?;
     let session = session_id_of(&created, "session/new")?;
     Ok(Opened {
         agent,
