@@ -1,0 +1,180 @@
+//! A defect corpus on disk (`conformance/defects/<suite>/corpus.toml`): its entries, each made
+//! into a target profile of its own, and the rows no defect can exercise. Include it next to
+//! `binaries.rs` (`#[path = "support/corpus.rs"] mod corpus;`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// One corpus: the bases entries are made from, the entries, and the uncovered rows.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Corpus {
+    /// The base of every `role = "agent"` entry.
+    pub agent: Base,
+    /// The base of every `role = "client"` entry.
+    pub client: Base,
+    /// The entries, in file order.
+    #[serde(rename = "entry")]
+    pub entries: Vec<Entry>,
+    /// Rows no entry fails, each with the reason.
+    #[serde(default)]
+    pub uncovered: BTreeMap<String, String>,
+    /// The directory the corpus was read from (what `{corpus}` stands for).
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+/// What the entries of one role start from.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Base {
+    /// Capabilities the profile declares.
+    pub capabilities: Vec<String>,
+    /// Commands of the profile's section, by name.
+    pub commands: BTreeMap<String, String>,
+    /// Settings of the profile's section.
+    #[serde(default)]
+    pub settings: BTreeMap<String, String>,
+}
+
+/// Which side of ACP an entry is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The runner is its client.
+    Agent,
+    /// The runner drives it against the mock agent.
+    Client,
+}
+
+/// One agent or client of the corpus.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    /// How the catch table names it.
+    pub name: String,
+    /// Agent or client.
+    pub role: Role,
+    /// The one requirement it breaks.
+    pub what: String,
+    /// It breaks nothing.
+    #[serde(default)]
+    pub conforming: bool,
+    /// Rows that must fail, each with words its failure report must contain.
+    #[serde(default)]
+    pub fails: BTreeMap<String, String>,
+    /// Rows that may fail as consequences of the same defect, each with why.
+    #[serde(default)]
+    pub also: BTreeMap<String, String>,
+    /// Globs narrowing the rows run (default: every row of the suite).
+    #[serde(default)]
+    pub rows: Vec<String>,
+    /// For a defect no row catches yet: why.
+    #[serde(default)]
+    pub uncaught: Option<String>,
+    /// Commands replacing the base's of the same name.
+    #[serde(default)]
+    pub commands: BTreeMap<String, String>,
+    /// Words appended to every command of the role.
+    #[serde(default)]
+    pub args: Vec<String>,
+    /// Capabilities the profile declares beyond the base's.
+    #[serde(default)]
+    pub add_capabilities: Vec<String>,
+    /// Base capabilities the profile does not declare.
+    #[serde(default)]
+    pub drop_capabilities: Vec<String>,
+}
+
+impl Corpus {
+    /// Reads `dir/corpus.toml` and checks that every entry says what it must.
+    pub fn load(dir: &Path) -> Result<Self, String> {
+        let path = dir.join("corpus.toml");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let mut corpus: Corpus =
+            toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        corpus.dir = dir
+            .canonicalize()
+            .map_err(|e| format!("cannot resolve {}: {e}", dir.display()))?;
+        for entry in &corpus.entries {
+            let named = !entry.fails.is_empty() || entry.uncaught.is_some();
+            if entry.conforming == named {
+                return Err(format!(
+                    "{}: entry {} must be conforming or name the rows it fails (or why none can)",
+                    path.display(),
+                    entry.name
+                ));
+            }
+        }
+        Ok(corpus)
+    }
+
+    /// The base of `role`.
+    pub fn base(&self, role: Role) -> &Base {
+        match role {
+            Role::Agent => &self.agent,
+            Role::Client => &self.client,
+        }
+    }
+
+    /// The target profile of `entry` (TOML text), its commands rendered with `{corpus}`.
+    pub fn profile(&self, entry: &Entry) -> Result<String, String> {
+        let base = self.base(entry.role);
+        let corpus = shell_words::quote(&self.dir.display().to_string()).into_owned();
+        let mut commands = base.commands.clone();
+        for (name, command) in &entry.commands {
+            if !commands.contains_key(name) {
+                return Err(format!(
+                    "entry {}: command {name} is not one of its base's",
+                    entry.name
+                ));
+            }
+            commands.insert(name.clone(), command.clone());
+        }
+        let extra: Vec<String> = entry
+            .args
+            .iter()
+            .map(|a| shell_words::quote(a).into_owned())
+            .collect();
+        let commands: toml::Table = commands
+            .into_iter()
+            .map(|(name, command)| {
+                let mut line = command.replace("{corpus}", &corpus);
+                for word in &extra {
+                    line.push(' ');
+                    line.push_str(word);
+                }
+                (name, toml::Value::String(line))
+            })
+            .collect();
+        let capabilities: Vec<toml::Value> = base
+            .capabilities
+            .iter()
+            .chain(&entry.add_capabilities)
+            .filter(|c| !entry.drop_capabilities.contains(c))
+            .map(|c| toml::Value::String(c.clone()))
+            .collect();
+        let settings: toml::Table = base
+            .settings
+            .iter()
+            .map(|(k, v)| (k.clone(), toml::Value::String(v.clone())))
+            .collect();
+        let mut section = toml::Table::new();
+        section.insert("capabilities".into(), toml::Value::Array(capabilities));
+        section.insert("settings".into(), toml::Value::Table(settings));
+        section.insert("commands".into(), toml::Value::Table(commands));
+        let mut suites = toml::Table::new();
+        suites.insert("acp".into(), toml::Value::Table(section));
+        let mut profile = toml::Table::new();
+        profile.insert("name".into(), toml::Value::String(entry.name.clone()));
+        profile.insert(
+            "description".into(),
+            toml::Value::String(entry.what.clone()),
+        );
+        profile.insert("suites".into(), toml::Value::Table(suites));
+        toml::to_string(&profile).map_err(|e| format!("entry {}: {e}", entry.name))
+    }
+}
