@@ -209,6 +209,11 @@ struct RunArgs {
     /// Run the ad-hoc agent with your HOME instead of a fresh one per scenario (`{home}`).
     #[arg(long, help_heading = "Target")]
     shared_home: bool,
+    /// Authenticate every ACP connection with this advertised auth method after initialize
+    /// (the key it reads comes from your environment); default: the profile's `auth`, else a
+    /// method discovery finds that needs no person and whose key is set.
+    #[arg(long, value_name = "ID", help_heading = "Target")]
+    auth_method: Option<String>,
     /// The directory of the binaries under test; default: this binary's directory.
     #[arg(long, value_name = "DIR", help_heading = "Target")]
     bin_dir: Option<PathBuf>,
@@ -310,6 +315,10 @@ struct ProbeArgs {
     /// The profile's name.
     #[arg(long, default_value = "my-agent")]
     name: String,
+    /// Authenticate with this advertised auth method after initialize (default: a method that
+    /// needs no person and whose key is set); the profile then names it.
+    #[arg(long, value_name = "ID")]
+    auth_method: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -433,8 +442,15 @@ fn run(args: RunArgs) -> Result<u8> {
                 }
             }
             let mut capabilities: BTreeSet<String> = args.capabilities.iter().cloned().collect();
+            let mut auth = args.auth_method.clone();
             if !args.no_discover {
-                let found = discover_blocking(cmd.as_deref(), url.as_deref(), !args.shared_home)?;
+                let asked = crate::discover::AuthOptions {
+                    method: args.auth_method.clone(),
+                    ..Default::default()
+                };
+                let found =
+                    discover_blocking(cmd.as_deref(), url.as_deref(), !args.shared_home, &asked)?;
+                auth = auth.or_else(|| found.auth.clone());
                 setup = setup_of(&found);
                 output::line(format_args!(
                     "discovered: {} (ski-conformance probe shows why)",
@@ -455,7 +471,13 @@ fn run(args: RunArgs) -> Result<u8> {
                 capabilities.remove(name);
             }
             let capabilities: Vec<String> = capabilities.into_iter().collect();
-            let target = Target::ad_hoc(cmd.as_deref(), url.as_deref(), &capabilities)?;
+            let mut target = Target::ad_hoc(cmd.as_deref(), url.as_deref(), &capabilities)?;
+            if let (Some(method), Some(section)) = (auth, target.suites.get_mut("acp")) {
+                section.set_auth(crate::target::AuthSetting {
+                    method,
+                    ..Default::default()
+                });
+            }
             if args.shared_home {
                 target.with_shared_home()
             } else {
@@ -463,6 +485,7 @@ fn run(args: RunArgs) -> Result<u8> {
             }
         }
     };
+    let target = with_auth_method(target, args.auth_method.as_deref());
     let (target, profile_found) = discover_profile(target, &catalogs, args.bin_dir.as_deref())?;
     if let Some(found) = profile_found {
         startup_scale = startup_scale_for(found.startup);
@@ -607,6 +630,19 @@ fn baseline(args: BaselineArgs) -> Result<u8> {
     Ok(EXIT_OK)
 }
 
+/// A profile whose ACP connections authenticate with `method` (`--auth-method`), the
+/// environment of its own `auth` kept.
+fn with_auth_method(mut target: Target, method: Option<&str>) -> Target {
+    if let (Some(method), Some(section)) = (method, target.suites.get_mut("acp")) {
+        let env = section.auth.take().map(|a| a.env).unwrap_or_default();
+        section.set_auth(crate::target::AuthSetting {
+            method: method.to_owned(),
+            env,
+        });
+    }
+    target
+}
+
 /// What discovery saw, for the reports.
 fn setup_of(found: &crate::discover::Discovery) -> runner::RunSetup {
     runner::RunSetup {
@@ -663,8 +699,15 @@ fn discover_profile(
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    let asked = target
+        .suite("acp")
+        .map(|section| crate::discover::AuthOptions {
+            method: section.auth.as_ref().map(|a| a.method.clone()),
+            env: section.env.clone(),
+        })
+        .unwrap_or_default();
     let found = runtime
-        .block_on(crate::discover::stdio_spec(spec))
+        .block_on(crate::discover::stdio_spec(spec, &asked))
         .context("discovering the profile's agent failed (set discover = false and declare its capabilities)")?;
     output::line(format_args!(
         "discovered: {} (ski-conformance probe shows why)",
@@ -679,6 +722,12 @@ fn discover_profile(
         output::line(format_args!("discovery: {problem}"));
     }
     if let Some(section) = target.suites.get_mut("acp") {
+        if let (None, Some(method)) = (&section.auth, &found.auth) {
+            section.set_auth(crate::target::AuthSetting {
+                method: method.clone(),
+                ..Default::default()
+            });
+        }
         let excluded = section.exclude_capabilities.clone();
         section.capabilities.extend(
             found
@@ -725,6 +774,7 @@ fn discover_blocking(
     agent_cmd: Option<&str>,
     agent_url: Option<&str>,
     own_home: bool,
+    auth: &crate::discover::AuthOptions,
 ) -> Result<crate::discover::Discovery> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -732,23 +782,27 @@ fn discover_blocking(
         .context("cannot start the async runtime")?;
     let found = runtime.block_on(async {
         match (agent_cmd, agent_url) {
-            (Some(cmd), _) => crate::discover::stdio(cmd, own_home).await,
-            (None, Some(url)) => crate::discover::websocket(url).await,
-            (None, None) => unreachable_target(),
+            (Some(cmd), _) => crate::discover::stdio(cmd, own_home, auth).await,
+            (None, Some(url)) => crate::discover::websocket(url, auth).await,
+            (None, None) => Err(crate::discover::DiscoverError::NoAgent),
         }
     });
     found.context("discovering the agent's capabilities failed (--no-discover and --capability declare them by hand)")
 }
 
-fn unreachable_target() -> Result<crate::discover::Discovery, crate::discover::DiscoverError> {
-    Err(crate::discover::DiscoverError::Initialize(
-        "no agent command or URL was given".to_owned(),
-    ))
-}
-
 fn probe(args: ProbeArgs) -> Result<u8> {
     check_agent_cmd(args.agent_cmd.as_deref())?;
-    let found = discover_blocking(args.agent_cmd.as_deref(), args.agent_url.as_deref(), true)?;
+    let asked = crate::discover::AuthOptions {
+        method: args.auth_method.clone(),
+        ..Default::default()
+    };
+    let mut found = discover_blocking(
+        args.agent_cmd.as_deref(),
+        args.agent_url.as_deref(),
+        true,
+        &asked,
+    )?;
+    found.auth = args.auth_method.clone().or(found.auth);
     output::line(format_args!(
         "{}",
         crate::discover::profile_toml(

@@ -5,8 +5,15 @@
 //! Only what the agent shows on the wire is derived. Capabilities that need a special
 //! configuration of the agent (`hold`, `permission-mode`, `retry`, ...) are never discovered; a
 //! profile declares them for an agent started in that configuration.
+//!
+//! Discovery is an ordinary client: it allows the permission requests of its probe turn, and it
+//! authenticates before `session/new` with the method it is given, or with a method of the
+//! agent's own that needs no person (never a `terminal` or browser login) when the key that
+//! method reads is in the environment ([`choose_auth`]). An agent that cannot be initialized
+//! (it exits, never answers, or answers another id) is still declared an `agent`, so that the
+//! initialize rows fail it.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use futures::{SinkExt, StreamExt};
@@ -14,6 +21,7 @@ use serde_json::{Value, json};
 use ski::transport::child::{Child, ChildSpec, ProcessTracker, spawn};
 use tokio_tungstenite::tungstenite::Message as WsMessage;
 
+use crate::suites::acp::connection::{option_of_kind, permission_outcome};
 use crate::target::split_words;
 
 /// How long discovery waits for one answer (slow-starting agents take a second or more).
@@ -41,6 +49,28 @@ pub struct Discovery {
     /// `initialize` answer and the `session/new` round trip (some agents start a whole engine
     /// per session). Timeouts are scaled by it.
     pub startup: Duration,
+    /// The auth method discovery chose by itself and authenticated with successfully; the run
+    /// authenticates every connection with it.
+    pub auth: Option<String>,
+}
+
+/// What discovery is told about authentication.
+#[derive(Debug, Clone, Default)]
+pub struct AuthOptions {
+    /// The method to authenticate with (`--auth-method`, the profile's `auth`); when `None`,
+    /// discovery chooses one by itself ([`choose_auth`]).
+    pub method: Option<String>,
+    /// Environment the agent gets besides this process's own (the profile's), where a method's
+    /// key may be.
+    pub env: BTreeMap<String, String>,
+}
+
+impl AuthOptions {
+    /// Whether the agent's environment has `name` set to something.
+    fn has_env(&self, name: &str) -> bool {
+        self.env.get(name).is_some_and(|v| !v.is_empty())
+            || std::env::var_os(name).is_some_and(|v| !v.is_empty())
+    }
 }
 
 impl Discovery {
@@ -71,29 +101,39 @@ pub enum DiscoverError {
         /// Why.
         message: String,
     },
-    /// The agent did not answer `initialize` with a result.
-    #[error("the agent did not answer initialize: {0}")]
-    Initialize(String),
+    /// No agent was given.
+    #[error("no agent command or URL was given")]
+    NoAgent,
 }
 
 /// One JSON-RPC exchange channel to the agent.
 enum Channel {
-    Stdio(Box<Child>),
+    Stdio(Box<Child>, Asked),
     Ws(
         Box<
             tokio_tungstenite::WebSocketStream<
                 tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
             >,
         >,
+        Asked,
     ),
 }
 
+/// The permission requests the agent made of discovery, and the answers it got.
+type Asked = Vec<String>;
+
 impl Channel {
+    fn asked(&mut self) -> &mut Asked {
+        match self {
+            Channel::Stdio(_, asked) | Channel::Ws(_, asked) => asked,
+        }
+    }
+
     async fn send(&mut self, message: &Value) -> Result<(), String> {
         let text = message.to_string();
         match self {
-            Channel::Stdio(child) => child.send_line(&text).await.map_err(|e| e.to_string()),
-            Channel::Ws(ws) => ws
+            Channel::Stdio(child, _) => child.send_line(&text).await.map_err(|e| e.to_string()),
+            Channel::Ws(ws, _) => ws
                 .send(WsMessage::text(text))
                 .await
                 .map_err(|e| e.to_string()),
@@ -104,12 +144,12 @@ impl Channel {
     async fn next(&mut self) -> Result<Value, String> {
         loop {
             let text = match self {
-                Channel::Stdio(child) => match child.next_line().await {
+                Channel::Stdio(child, _) => match child.next_line().await {
                     Ok(Some(line)) => line,
                     Ok(None) => return Err("the agent closed its stdout".to_owned()),
                     Err(error) => return Err(error.to_string()),
                 },
-                Channel::Ws(ws) => match ws.next().await {
+                Channel::Ws(ws, _) => match ws.next().await {
                     Some(Ok(WsMessage::Text(text))) => text.to_string(),
                     Some(Ok(WsMessage::Close(_))) | None => {
                         return Err("the agent closed the connection".to_owned());
@@ -128,9 +168,11 @@ impl Channel {
         }
     }
 
-    /// Sends request `id` and waits for its answer, answering the agent's own requests with
-    /// "method not found" (and permission requests with a cancellation) meanwhile. Returns the
-    /// answer and the notifications that came before it.
+    /// Sends request `id` and waits for its answer, answering the agent's own requests
+    /// meanwhile: a permission request is allowed (its first `allow_once` option, else
+    /// `allow_always`), anything else gets "method not found". Returns the answer and the
+    /// notifications that came before it; a response to an id discovery never sent (while it
+    /// waits for `id`, the only one outstanding) is an error.
     async fn call(
         &mut self,
         id: u64,
@@ -145,10 +187,17 @@ impl Channel {
             let message = tokio::time::timeout_at(deadline, self.next())
                 .await
                 .map_err(|_| format!("no answer to {method} within {ANSWER_TIMEOUT:?}"))??;
-            let is_ours = message.get("id") == Some(&json!(id))
+            let is_response = message.get("method").is_none()
                 && (message.get("result").is_some() || message.get("error").is_some());
-            if is_ours {
-                return Ok((message, notifications));
+            if is_response {
+                let answered = message.get("id").cloned().unwrap_or(Value::Null);
+                if answered == json!(id) {
+                    return Ok((message, notifications));
+                }
+                return Err(format!(
+                    "it answered {method} (id {id}) with id {answered}: {}",
+                    clip(&message.to_string())
+                ));
             }
             match (
                 message.get("id"),
@@ -156,7 +205,14 @@ impl Channel {
             ) {
                 (Some(request_id), Some(request)) => {
                     let answer = if request == "session/request_permission" {
-                        json!({"jsonrpc": "2.0", "id": request_id, "result": {"outcome": {"outcome": "cancelled"}}})
+                        let params = message.get("params");
+                        let option = option_of_kind(params, "allow_once")
+                            .or_else(|| option_of_kind(params, "allow_always"));
+                        self.asked().push(match &option {
+                            Some(option) => format!("allowed with option {option}"),
+                            None => "offered no allow option: answered cancelled".to_owned(),
+                        });
+                        json!({"jsonrpc": "2.0", "id": request_id, "result": permission_outcome(option)})
                     } else {
                         json!({"jsonrpc": "2.0", "id": request_id, "error": {"code": -32601, "message": "Method not found"}})
                     };
@@ -174,12 +230,12 @@ impl Channel {
 
     async fn close(self) {
         match self {
-            Channel::Stdio(child) => {
+            Channel::Stdio(child, _) => {
                 let mut child = *child;
                 child.close_stdin();
                 let _ = child.shutdown().await;
             }
-            Channel::Ws(mut ws) => {
+            Channel::Ws(mut ws, _) => {
                 let _ = SinkExt::close(&mut ws).await;
             }
         }
@@ -190,7 +246,11 @@ impl Channel {
 ///
 /// The agent runs in a temp dir of its own, removed afterwards, and with `own_home` with its HOME
 /// there too, so that what discovery leaves (its session, caches) is seen by no row.
-pub async fn stdio(command: &str, own_home: bool) -> Result<Discovery, DiscoverError> {
+pub async fn stdio(
+    command: &str,
+    own_home: bool,
+    auth: &AuthOptions,
+) -> Result<Discovery, DiscoverError> {
     let start_error = |message: String| DiscoverError::Start {
         command: command.to_owned(),
         message,
@@ -209,14 +269,14 @@ pub async fn stdio(command: &str, own_home: bool) -> Result<Discovery, DiscoverE
             .map_err(|e| start_error(format!("cannot create {}: {e}", home.display())))?;
         spec = spec.env("HOME", home);
     }
-    let found = stdio_spec(spec).await;
+    let found = stdio_spec(spec, auth).await;
     // The agent is shut down by now; what it left goes with the directory.
     drop(place);
     found
 }
 
 /// Discovers an agent started as `spec` (a profile's rendered `agent` command) over stdio.
-pub async fn stdio_spec(spec: ChildSpec) -> Result<Discovery, DiscoverError> {
+pub async fn stdio_spec(spec: ChildSpec, auth: &AuthOptions) -> Result<Discovery, DiscoverError> {
     let command = spec.display_command();
     let start_error = |message: String| DiscoverError::Start {
         command: command.clone(),
@@ -229,13 +289,19 @@ pub async fn stdio_spec(spec: ChildSpec) -> Result<Discovery, DiscoverError> {
         .map_err(|e| start_error(e.to_string()))?;
     let mut discovery = Discovery::default();
     discovery.capabilities.insert("stdio".to_owned());
-    let found = run(Channel::Stdio(Box::new(child)), started, discovery).await;
+    let found = run(
+        Channel::Stdio(Box::new(child), Asked::new()),
+        started,
+        discovery,
+        auth,
+    )
+    .await;
     tracker.shutdown_all().await;
     found
 }
 
 /// Discovers the agent at a WebSocket `url`.
-pub async fn websocket(url: &str) -> Result<Discovery, DiscoverError> {
+pub async fn websocket(url: &str, auth: &AuthOptions) -> Result<Discovery, DiscoverError> {
     let started = Instant::now();
     let (ws, _) = tokio::time::timeout(
         ANSWER_TIMEOUT,
@@ -252,50 +318,86 @@ pub async fn websocket(url: &str) -> Result<Discovery, DiscoverError> {
     })?;
     let mut discovery = Discovery::default();
     discovery.capabilities.insert("ws".to_owned());
-    run(Channel::Ws(Box::new(ws)), started, discovery).await
+    run(
+        Channel::Ws(Box::new(ws), Asked::new()),
+        started,
+        discovery,
+        auth,
+    )
+    .await
 }
 
 async fn run(
     mut channel: Channel,
     started: Instant,
     mut discovery: Discovery,
+    auth: &AuthOptions,
 ) -> Result<Discovery, DiscoverError> {
-    let result = explore(&mut channel, started, &mut discovery).await;
+    explore(&mut channel, started, &mut discovery, auth).await;
     channel.close().await;
-    result.map(|()| discovery)
+    Ok(discovery)
+}
+
+/// An agent's text in a note, cut to a readable length.
+fn clip(text: &str) -> String {
+    const MAX: usize = 300;
+    if text.chars().count() <= MAX {
+        text.to_owned()
+    } else {
+        let cut: String = text.chars().take(MAX).collect();
+        format!("{cut}…")
+    }
 }
 
 async fn explore(
     channel: &mut Channel,
     started: Instant,
     discovery: &mut Discovery,
-) -> Result<(), DiscoverError> {
+    auth: &AuthOptions,
+) {
+    // Whatever happens next, the agent is an ACP agent to be judged: an agent that cannot be
+    // initialized fails the initialize rows instead of ending the run with nothing judged.
+    discovery.capabilities.insert("agent".to_owned());
     let client_capabilities =
         json!({"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false});
-    let (answer, _) = channel
+    let answered = channel
         .call(
             0,
             "initialize",
             json!({"protocolVersion": 1, "clientCapabilities": client_capabilities}),
         )
-        .await
-        .map_err(DiscoverError::Initialize)?;
-    discovery.startup = started.elapsed();
-    let Some(init) = answer.get("result").cloned() else {
-        return Err(DiscoverError::Initialize(format!("it answered {answer}")));
+        .await;
+    let init = match answered {
+        Ok((answer, _)) => match answer.get("result") {
+            Some(init) => init.clone(),
+            None => {
+                discovery.problem(format!(
+                    "initialize was refused ({}): only the rows that need nothing but an agent run, and the initialize rows judge it",
+                    clip(&answer.to_string())
+                ));
+                return;
+            }
+        },
+        Err(message) => {
+            discovery.problem(format!(
+                "initialize failed: {message}; only the rows that need nothing but an agent run, and the initialize rows judge it"
+            ));
+            return;
+        }
     };
+    discovery.startup = started.elapsed();
     discovery.initialize = init.clone();
-    discovery.capabilities.insert("agent".to_owned());
     discovery.notes.push(format!(
         "initialize answered after {:.0} ms",
         discovery.startup.as_secs_f64() * 1000.0
     ));
     derive_from_initialize(&init, discovery);
+    let authenticated = authenticate(channel, &init, discovery, auth).await;
 
     let cwd = std::env::temp_dir().display().to_string();
     let asked = Instant::now();
     let answered = channel
-        .call(1, "session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .call(2, "session/new", json!({"cwd": cwd, "mcpServers": []}))
         .await;
     let session_setup = asked.elapsed();
     if session_setup > discovery.startup {
@@ -309,15 +411,31 @@ async fn explore(
         Ok(answer) => answer,
         Err(message) => {
             discovery.problem(format!("session/new: {message}"));
-            return Ok(());
+            return;
         }
     };
     let Some(session) = answer.get("result").cloned() else {
-        discovery.problem(format!(
-            "session/new failed ({}): rows that need a session cannot run without authentication or set-up",
-            answer.get("error").unwrap_or(&Value::Null)
-        ));
-        return Ok(());
+        let error = answer.get("error").cloned().unwrap_or(Value::Null);
+        if error.get("code") == Some(&json!(-32000)) {
+            // The rows run and say that they are blocked, and why, instead of vanishing.
+            discovery.capabilities.insert("session".to_owned());
+            discovery.capabilities.insert("prompt".to_owned());
+            let how = if authenticated {
+                "although discovery authenticated"
+            } else {
+                "and discovery had no auth method it could use (--auth-method ID, with the key the method reads)"
+            };
+            discovery.problem(format!(
+                "session/new was refused with -32000, authentication required ({}), {how}: rows that need a session are blocked",
+                clip(&error.to_string())
+            ));
+        } else {
+            discovery.problem(format!(
+                "session/new failed ({}): rows that need a session cannot run without set-up",
+                clip(&error.to_string())
+            ));
+        }
+        return;
     };
     discovery.capabilities.insert("session".to_owned());
     discovery
@@ -339,10 +457,16 @@ async fn explore(
         discovery
             .notes
             .push("session/new returned no sessionId".to_owned());
-        return Ok(());
+        return;
     };
     let prompt = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": PROBE_TEXT}]});
-    match channel.call(2, "session/prompt", prompt).await {
+    let answered = channel.call(3, "session/prompt", prompt).await;
+    for asked in channel.asked().drain(..) {
+        discovery.notes.push(format!(
+            "the probe turn asked for permission (session/request_permission): {asked}"
+        ));
+    }
+    match answered {
         Ok((answer, notifications)) => {
             let stop = answer
                 .pointer("/result/stopReason")
@@ -385,7 +509,166 @@ async fn explore(
             "the probe prompt: {message}; rows that need a completed turn (prompt) are skipped"
         )),
     }
-    Ok(())
+}
+
+/// Authenticates after `initialize` with the method given, or one [`choose_auth`] picks;
+/// whether the agent accepted one.
+async fn authenticate(
+    channel: &mut Channel,
+    init: &Value,
+    discovery: &mut Discovery,
+    auth: &AuthOptions,
+) -> bool {
+    let methods = init
+        .get("authMethods")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let (method, chosen) = match &auth.method {
+        Some(method) => (method.clone(), false),
+        None => match choose_auth(&methods, |name| auth.has_env(name)) {
+            Ok((method, why)) => {
+                discovery
+                    .notes
+                    .push(format!("auth: chose method {method:?} ({why})"));
+                (method, true)
+            }
+            Err(why) => {
+                if !methods.is_empty() {
+                    discovery
+                        .notes
+                        .push(format!("auth: no method chosen ({why})"));
+                }
+                return false;
+            }
+        },
+    };
+    match channel
+        .call(1, "authenticate", json!({"methodId": method}))
+        .await
+    {
+        Ok((answer, _)) if answer.get("result").is_some() => {
+            discovery
+                .notes
+                .push(format!("authenticate with method {method:?} succeeded"));
+            if chosen {
+                discovery.auth = Some(method);
+            }
+            true
+        }
+        Ok((answer, _)) => {
+            discovery.problem(format!(
+                "authenticate with method {method:?} was refused: {}",
+                clip(&answer.to_string())
+            ));
+            false
+        }
+        Err(message) => {
+            discovery.problem(format!("authenticate with method {method:?}: {message}"));
+            false
+        }
+    }
+}
+
+/// Picks an auth method that needs no person: not a `terminal` method (ACP: the client runs the
+/// agent interactively for it) nor one whose words speak of a browser or a login, but one
+/// whose key the environment has: an `env_var` method's variable (`varName`, or every
+/// `vars[].name`; the form of earlier unstable schemas), or an agent method whose id, name or
+/// description names an environment variable (`Use OPENAI_API_KEY`, "Requires setting the
+/// `GEMINI_API_KEY` environment variable"). Returns the method id and why, or why none.
+pub fn choose_auth(
+    methods: &[Value],
+    has_env: impl Fn(&str) -> bool,
+) -> Result<(String, String), String> {
+    if methods.is_empty() {
+        return Err("the agent advertises no authMethods".to_owned());
+    }
+    let mut passed = Vec::new();
+    for method in methods {
+        let Some(id) = method.get("id").and_then(Value::as_str) else {
+            continue;
+        };
+        let kind = method
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or("agent");
+        let words = ["id", "name", "description"]
+            .iter()
+            .filter_map(|field| method.get(*field).and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        if kind == "terminal" {
+            passed.push(format!("{id}: a terminal login needs a person"));
+            continue;
+        }
+        let variables: Vec<String> = if kind == "env_var" {
+            let named = method
+                .get("varName")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let listed = method
+                .get("vars")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_owned));
+            named.into_iter().chain(listed).collect()
+        } else {
+            env_names(&words)
+        };
+        if variables.is_empty() {
+            let interactive = [
+                "browser",
+                "login",
+                "log in",
+                "sign in",
+                "oauth",
+                "device code",
+            ]
+            .iter()
+            .any(|w| words.to_lowercase().contains(w));
+            passed.push(if interactive {
+                format!("{id}: an interactive login needs a person")
+            } else {
+                format!("{id}: names no environment variable to read a key from")
+            });
+            continue;
+        }
+        let missing: Vec<&String> = variables.iter().filter(|v| !has_env(v)).collect();
+        if missing.is_empty() {
+            return Ok((
+                id.to_owned(),
+                format!("it needs no person and {} is set", variables.join(", ")),
+            ));
+        }
+        passed.push(format!(
+            "{id}: {} is not set",
+            missing
+                .iter()
+                .map(|v| v.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Err(passed.join("; "))
+}
+
+/// The environment variable names in `text`: upper-case words of letters, digits and
+/// underscores with at least one underscore (`OPENAI_API_KEY`), quoted or not.
+fn env_names(text: &str) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for word in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')) {
+        let plausible = word.contains('_')
+            && word.len() > 3
+            && word.starts_with(|c: char| c.is_ascii_uppercase())
+            && word
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if plausible && !names.iter().any(|n| n == word) {
+            names.push(word.to_owned());
+        }
+    }
+    names
 }
 
 /// The capabilities an `initialize` result declares.
@@ -474,6 +757,12 @@ pub fn profile_toml(
     }
     if let Some(url) = agent_url {
         text.push_str(&format!("\n[suites.acp.urls]\nws = {}\n", quote(url)));
+    }
+    if let Some(method) = &discovery.auth {
+        text.push_str(&format!(
+            "\n# Every connection authenticates with this method; put the key it reads in env.\n[suites.acp.auth]\nmethod = {}\n",
+            quote(method)
+        ));
     }
     text
 }
