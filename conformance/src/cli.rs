@@ -116,6 +116,10 @@ enum Command {
     /// results.json); exits as the whole run would.
     #[command(after_help = MERGE_EXAMPLES)]
     Merge(MergeArgs),
+    /// Run one selection against several targets and compare them: matrix.md and a
+    /// self-contained report.html of rows × targets.
+    #[command(after_help = crate::matrix::EXAMPLES)]
+    Matrix(Box<crate::matrix::MatrixArgs>),
     /// Draft a strict baseline from a run's failures (review every reason before you commit it).
     #[command(after_help = BASELINE_EXAMPLES)]
     Baseline(BaselineArgs),
@@ -363,6 +367,7 @@ fn dispatch(cli: Cli) -> Result<u8> {
         Command::List(args) => list(args),
         Command::Explain(args) => explain(args),
         Command::Merge(args) => merge(args),
+        Command::Matrix(args) => crate::matrix::main(*args),
         Command::Baseline(args) => baseline(args),
         Command::Probe(args) => probe(args),
         Command::Fixture(fixture) => Ok(run_fixture(fixture)),
@@ -684,6 +689,7 @@ fn discover_profile(
         temp_dir: temp.path().to_owned(),
         bin_dir,
         timeouts: Timeouts::new(1.0),
+        setup: crate::setup::SetupGauge::new(),
     });
     if let Err(missing) = crate::suites::acp::agent::prerequisites(&ctx) {
         output::line(format_args!("discovery skipped: {missing}"));

@@ -11,6 +11,7 @@
 //! - [`report`]: console, JUnit XML, `results.json` and `report.md`, and how much of a
 //!   selection ran.
 //! - [`merge`]: `results.json` read back: shards merged into one report, baselines drafted.
+//! - [`matrix`]: one selection against several targets, compared rows × targets.
 //! - [`coverage`]: every catalog row has a check and every check a row.
 //! - [`discover`]: what an ACP agent declares, found by starting it once.
 //! - [`cli`]: the `ski-conformance` command line and its exit codes.
@@ -23,11 +24,13 @@ pub mod cli;
 pub mod context;
 pub mod coverage;
 pub mod discover;
+pub mod matrix;
 pub mod merge;
 pub mod port;
 pub mod report;
 pub mod runner;
 pub mod select;
+pub mod setup;
 pub mod suites;
 pub mod target;
 

@@ -1,9 +1,11 @@
-//! Reports of a run: console lines and progress, JUnit XML, `results.json` and `report.md`.
+//! Reports of a run: console lines and progress, JUnit XML, `results.json` and `report.md`; and
+//! `report.html`, the page of a cross-target matrix (`html`).
 //!
 //! [`write_all`] writes the three files into one directory (by default `target/conformance`).
 
 pub mod console;
 pub mod coverage;
+pub mod html;
 pub mod json;
 pub mod junit;
 pub mod markdown;
