@@ -1,6 +1,8 @@
 //! The fake Slack's speed: `chat.postMessage` requests per second through slack-morphism (one
 //! keep-alive connection), envelope round trips per second over Socket Mode (inject, client ack,
-//! ack seen), and `ski-fake-slack serve` start to readiness line (median of `SKI_BENCH_RUNS`
+//! ack seen), the store under load (with `SKI_BENCH_STORED` messages stored, default 100k: a
+//! thread reply's and a `conversations.history` page's latency, threaded posting, RSS), and
+//! `ski-fake-slack serve` start to readiness line (median of `SKI_BENCH_RUNS`
 //! runs, default 50). Rows go to `$SKI_BENCH_DIR/rows/slack.json` (group `fake_slack`) for
 //! `cargo xtask bench`. Without `--bench` (as `cargo test --benches` runs it) it only checks that
 //! a short run works.
@@ -41,6 +43,125 @@ async fn posts_per_second(count: usize) -> Result<f64> {
         session.chat_post_message(&request).await?;
     }
     Ok(count as f64 / started.elapsed().as_secs_f64())
+}
+
+/// A keep-alive slack-morphism session on the fake, for the store measurements.
+struct Poster {
+    client: Arc<SlackHyperClient>,
+    token: SlackApiToken,
+}
+
+impl Poster {
+    fn new(slack: &FakeSlack) -> Result<Poster> {
+        let https = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_native_roots()?
+            .https_or_http()
+            .enable_http1()
+            .build();
+        let client = Arc::new(SlackClient::new(
+            SlackClientHyperConnector::with_connector(https)
+                .with_slack_api_url(&slack.api_base_url()),
+        ));
+        Ok(Poster {
+            client,
+            token: SlackApiToken::new("xoxb-bench".into()),
+        })
+    }
+
+    async fn post(&self, thread: Option<&SlackTs>) -> Result<SlackTs> {
+        let mut request = SlackApiChatPostMessageRequest::new(
+            "C0000000001".into(),
+            SlackMessageContent::new().with_text("bench".into()),
+        );
+        request.thread_ts = thread.cloned();
+        let session = self.client.open_session(&self.token);
+        Ok(session.chat_post_message(&request).await?.ts)
+    }
+
+    async fn history(&self) -> Result<usize> {
+        let request = SlackApiConversationsHistoryRequest::new()
+            .with_channel("C0000000001".into())
+            .with_limit(100);
+        let session = self.client.open_session(&self.token);
+        Ok(session
+            .conversations_history(&request)
+            .await?
+            .messages
+            .len())
+    }
+}
+
+fn median(mut times: Vec<Duration>) -> Duration {
+    times.sort();
+    times[times.len() / 2]
+}
+
+/// The resident set size of this process (the fake runs in it), in MiB.
+fn rss_mib() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmRSS:"))
+        .and_then(|rest| {
+            rest.trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<f64>()
+                .ok()
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// What the store does with `stored` messages in it.
+struct Load {
+    stored: usize,
+    fill_rate: f64,
+    rss_mib: f64,
+    reply_p50: Duration,
+    history_p50: Duration,
+    threaded_rate: f64,
+}
+
+async fn store_under_load(stored: usize, samples: usize) -> Result<Load> {
+    let slack = FakeSlack::start(Config::default()).await?;
+    let poster = Poster::new(&slack)?;
+    let started = Instant::now();
+    for _ in 0..stored {
+        poster.post(None).await?;
+    }
+    let fill_rate = stored as f64 / started.elapsed().as_secs_f64();
+    let rss_mib = rss_mib();
+    let root = poster.post(None).await?;
+    let mut replies = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let started = Instant::now();
+        poster.post(Some(&root)).await?;
+        replies.push(started.elapsed());
+    }
+    let mut histories = Vec::with_capacity(samples);
+    for _ in 0..samples {
+        let started = Instant::now();
+        anyhow::ensure!(poster.history().await? == 100, "a full page of history");
+        histories.push(started.elapsed());
+    }
+    // Threaded posting: a root and nine replies, over and over.
+    let threaded = samples * 10;
+    let started = Instant::now();
+    for _ in 0..samples {
+        let root = poster.post(None).await?;
+        for _ in 0..9 {
+            poster.post(Some(&root)).await?;
+        }
+    }
+    let threaded_rate = threaded as f64 / started.elapsed().as_secs_f64();
+    Ok(Load {
+        stored,
+        fill_rate,
+        rss_mib,
+        reply_p50: median(replies),
+        history_p50: median(histories),
+        threaded_rate,
+    })
 }
 
 async fn round_trips_per_second(count: usize) -> Result<f64> {
@@ -121,6 +242,22 @@ async fn run(quick: bool) -> Result<()> {
         .and_then(|runs| runs.parse().ok())
         .filter(|_| !quick)
         .unwrap_or(runs);
+    let stored = std::env::var("SKI_BENCH_STORED")
+        .ok()
+        .and_then(|stored| stored.parse().ok())
+        .filter(|_| !quick)
+        .unwrap_or(if quick { 200 } else { 100_000 });
+    let load = store_under_load(stored, if quick { 5 } else { 100 }).await?;
+    println!(
+        "fake_slack: {} posts stored at {:.0}/s, RSS {:.0} MiB; then thread reply p50 {:.2} ms, \
+         conversations.history (limit 100) p50 {:.2} ms, threaded posting {:.0}/s",
+        load.stored,
+        load.fill_rate,
+        load.rss_mib,
+        load.reply_p50.as_secs_f64() * 1e3,
+        load.history_p50.as_secs_f64() * 1e3,
+        load.threaded_rate
+    );
     let post_rate = posts_per_second(posts).await?;
     let trip_rate = round_trips_per_second(trips).await?;
     let (median, p90) = readiness(runs).await?;
@@ -137,6 +274,12 @@ async fn run(quick: bool) -> Result<()> {
     let rows = json!({ "rows": [
         { "group": "fake_slack", "name": "chat.postMessage via slack-morphism (keep-alive)", "id": "post", "messages": posts, "msgs_per_s": post_rate },
         { "group": "fake_slack", "name": "socket mode envelope round trip", "id": "envelope", "messages": trips, "msgs_per_s": trip_rate },
+        { "group": "fake_slack", "name": "thread reply with the store full", "id": "reply_loaded", "stored": load.stored,
+          "median_ns": u64::try_from(load.reply_p50.as_nanos()).unwrap_or(u64::MAX) },
+        { "group": "fake_slack", "name": "conversations.history (limit 100) with the store full", "id": "history_loaded", "stored": load.stored,
+          "median_ns": u64::try_from(load.history_p50.as_nanos()).unwrap_or(u64::MAX) },
+        { "group": "fake_slack", "name": "threaded posting (a root and 9 replies) with the store full", "id": "threaded", "stored": load.stored, "msgs_per_s": load.threaded_rate },
+        { "group": "fake_slack", "name": "RSS after filling the store", "id": "rss", "stored": load.stored, "rss_mib": load.rss_mib },
         { "group": "fake_slack", "name": "ski-fake-slack serve start to readiness", "id": "start",
           "median_ns": u64::try_from(median.as_nanos()).unwrap_or(u64::MAX), "p90_ns": u64::try_from(p90.as_nanos()).unwrap_or(u64::MAX), "runs": runs },
     ]});

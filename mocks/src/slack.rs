@@ -24,6 +24,7 @@ mod params;
 mod record;
 mod shared;
 mod socket;
+mod store;
 pub mod tls;
 mod web;
 mod workspace;
@@ -356,18 +357,18 @@ impl FakeSlack {
 
     /// Every Web API request, in order.
     pub fn requests(&self) -> Vec<RecordedRequest> {
-        self.shared.log().requests.clone()
+        self.shared.log().requests.iter().cloned().collect()
     }
 
     /// Every Socket Mode frame both ways, in order.
     pub fn frames(&self) -> Vec<RecordedFrame> {
-        self.shared.log().frames.clone()
+        self.shared.log().frames.iter().cloned().collect()
     }
 
     /// Observations about the app: late, missing, duplicate or malformed acks, payloads sent to
     /// envelopes that accept none.
     pub fn notes(&self) -> Vec<String> {
-        self.shared.log().notes.clone()
+        self.shared.log().notes.iter().cloned().collect()
     }
 
     /// Waits until a message (anywhere, stored now or later) matches `predicate`.

@@ -95,6 +95,7 @@ where
 async fn golden_slack_fixtures() {
     let mut config = Config::default();
     config.socket_mode.ping_interval_ms = 0;
+    config.clock_start = Some(1_700_000_000);
     let slack = FakeSlack::start(config).await.expect("start");
     let caller = Caller {
         base: slack.api_base_url(),

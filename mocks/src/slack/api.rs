@@ -3,6 +3,7 @@
 
 mod chat;
 mod conversations;
+mod cursor;
 mod files;
 mod views;
 

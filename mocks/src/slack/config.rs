@@ -18,6 +18,34 @@ pub struct Config {
     pub socket_mode: SocketModeConfig,
     /// How long a `trigger_id` stays valid for `views.open`/`views.push`, in milliseconds.
     pub trigger_ttl_ms: u64,
+    /// With a value, `ts` values do not come from the wall clock: the n-th id the workspace
+    /// hands out is `<clock_start + n>.<n>`, the same in every run (for golden tests).
+    pub clock_start: Option<u64>,
+    pub retention: RetentionConfig,
+}
+
+/// How much the fake keeps, so that a long run stays within bounded memory: beyond each limit
+/// the oldest entries are forgotten first.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RetentionConfig {
+    /// Messages kept (each once); the least recently changed are forgotten first. The same
+    /// limit applies to ephemeral messages.
+    pub max_messages: usize,
+    /// Web API requests kept for `requests()` and the control API (counts stay exact).
+    pub max_requests: usize,
+    /// Socket Mode frames and notes kept.
+    pub max_frames: usize,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            max_messages: 100_000,
+            max_requests: 10_000,
+            max_frames: 10_000,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -104,6 +132,8 @@ impl Default for Config {
             ],
             socket_mode: SocketModeConfig::default(),
             trigger_ttl_ms: 3_000,
+            clock_start: None,
+            retention: RetentionConfig::default(),
         }
     }
 }

@@ -1,7 +1,10 @@
 //! What the fake observed, in order: every Web API request with its answer, every Socket Mode
 //! frame both ways, every ack and every note (late, missing, malformed or duplicate acks), and the
-//! optional NDJSON transcript of all of it.
+//! optional NDJSON transcript of all of it. Bounded by the retention settings: beyond them the
+//! oldest records are forgotten (the transcript keeps everything, and per-method request counts
+//! stay exact).
 
+use std::collections::{HashMap, VecDeque};
 use std::fs::File;
 use std::io::Write;
 use std::time::Instant;
@@ -9,6 +12,7 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::config::RetentionConfig;
 use super::params::TokenKind;
 
 /// One Web API request as the fake saw it.
@@ -62,22 +66,40 @@ impl RecordedFrame {
 pub struct Log {
     started: Instant,
     seq: u64,
-    pub requests: Vec<RecordedRequest>,
-    pub frames: Vec<RecordedFrame>,
-    pub notes: Vec<String>,
+    pub requests: VecDeque<RecordedRequest>,
+    pub frames: VecDeque<RecordedFrame>,
+    pub notes: VecDeque<String>,
+    /// Requests seen per method, forgotten ones included.
+    counts: HashMap<String, usize>,
+    retention: RetentionConfig,
     transcript: Option<File>,
 }
 
+/// Appends to a bounded list, forgetting the oldest entry beyond `max`.
+fn keep<T>(list: &mut VecDeque<T>, item: T, max: usize) {
+    list.push_back(item);
+    while list.len() > max.max(1) {
+        list.pop_front();
+    }
+}
+
 impl Log {
-    pub fn new(transcript: Option<File>) -> Log {
+    pub fn new(transcript: Option<File>, retention: RetentionConfig) -> Log {
         Log {
             started: Instant::now(),
             seq: 0,
-            requests: Vec::new(),
-            frames: Vec::new(),
-            notes: Vec::new(),
+            requests: VecDeque::new(),
+            frames: VecDeque::new(),
+            notes: VecDeque::new(),
+            counts: HashMap::new(),
+            retention,
             transcript,
         }
+    }
+
+    /// How many requests of `method` were seen since the start (or the last reset).
+    pub fn count(&self, method: &str) -> usize {
+        self.counts.get(method).copied().unwrap_or(0)
     }
 
     pub fn now_ms(&self) -> u64 {
@@ -118,7 +140,8 @@ impl Log {
         };
         let line = json!({ "kind": "request", "record": record });
         self.write(&line);
-        self.requests.push(record);
+        *self.counts.entry(record.method.clone()).or_default() += 1;
+        keep(&mut self.requests, record, self.retention.max_requests);
     }
 
     pub fn frame(&mut self, connection: u64, direction: Direction, kind: &str, text: String) {
@@ -133,19 +156,20 @@ impl Log {
         };
         let line = json!({ "kind": "frame", "record": record });
         self.write(&line);
-        self.frames.push(record);
+        keep(&mut self.frames, record, self.retention.max_frames);
     }
 
     pub fn note(&mut self, text: String) {
         let (seq, at_ms) = self.next();
         let line = json!({ "kind": "note", "seq": seq, "at_ms": at_ms, "text": text });
         self.write(&line);
-        self.notes.push(text);
+        keep(&mut self.notes, text, self.retention.max_frames);
     }
 
     /// Forgets everything recorded (the transcript file keeps what it has).
     pub fn clear(&mut self) {
         self.requests.clear();
+        self.counts.clear();
         self.frames.clear();
         self.notes.clear();
     }

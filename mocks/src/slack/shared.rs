@@ -1,6 +1,7 @@
 //! The state every part of the fake shares: the workspace, the log, pending faults, the Socket
 //! Mode hub, and a change counter that waiters watch (no polling).
 
+use std::ops::Bound;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -14,6 +15,7 @@ use super::envelope::{self, EnvelopeKind};
 use super::fault::Faults;
 use super::record::{Log, RecordedRequest};
 use super::socket::Hub;
+use super::store::ts_key;
 use super::workspace::{ResponseTarget, Workspace};
 use super::{Click, FakeSlackError, SlashCommand, UserMessage};
 
@@ -74,9 +76,10 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Shared {
     pub fn new(config: Config, site: Site, transcript: Option<std::fs::File>) -> Shared {
+        let log = Log::new(transcript, config.retention.clone());
         Shared {
             workspace: Mutex::new(Workspace::new(config)),
-            log: Mutex::new(Log::new(transcript)),
+            log: Mutex::new(log),
             faults: Mutex::new(Faults::default()),
             hub: Mutex::new(Hub::default()),
             changed: watch::channel(0).0,
@@ -151,14 +154,23 @@ impl Shared {
         self.hub().envelopes.get(envelope_id)?.ack.clone()
     }
 
+    /// Looks at every kept message once, then only at messages stored or changed since the last
+    /// look: a wait costs what changed, not the size of the store.
     pub async fn wait_for_message(
         &self,
         predicate: impl Fn(&Message) -> bool,
         timeout: Duration,
     ) -> Result<Message, FakeSlackError> {
+        let mut seen = 0;
         self.wait(timeout, "a matching message", || {
-            self.all_messages()
+            let (changed, next) = self.workspace().messages.changed_since(seen);
+            seen = next;
+            changed
                 .into_iter()
+                .map(|stored| Message {
+                    channel: stored.channel,
+                    message: stored.message,
+                })
                 .find(|message| predicate(message))
         })
         .await
@@ -171,14 +183,17 @@ impl Shared {
         timeout: Duration,
     ) -> Result<Vec<RecordedRequest>, FakeSlackError> {
         self.wait(timeout, &format!("{count} {method} requests"), || {
-            let found: Vec<RecordedRequest> = self
-                .log()
+            let log = self.log();
+            if log.count(method) < count {
+                return None;
+            }
+            let found: Vec<RecordedRequest> = log
                 .requests
                 .iter()
                 .filter(|request| request.method == method)
                 .cloned()
                 .collect();
-            (found.len() >= count).then_some(found)
+            Some(found)
         })
         .await
     }
@@ -199,8 +214,34 @@ impl Shared {
         let channel = workspace
             .channel(channel)
             .map_or_else(|| channel.to_string(), |found| found.id.clone());
-        workspace
-            .listing(&channel, thread)
+        let listing = match thread {
+            None => {
+                let (mut top, _) = workspace.messages.history(
+                    &channel,
+                    Bound::Unbounded,
+                    Bound::Unbounded,
+                    usize::MAX,
+                );
+                top.reverse();
+                top
+            }
+            Some(thread) => match ts_key(thread) {
+                Some(root) => {
+                    workspace
+                        .messages
+                        .thread(
+                            &channel,
+                            root,
+                            Bound::Unbounded,
+                            Bound::Unbounded,
+                            usize::MAX,
+                        )
+                        .0
+                }
+                None => Vec::new(),
+            },
+        };
+        listing
             .into_iter()
             .map(|message| Message {
                 channel: channel.clone(),
@@ -212,7 +253,8 @@ impl Shared {
     pub fn all_messages(&self) -> Vec<Message> {
         self.workspace()
             .messages
-            .iter()
+            .all()
+            .into_iter()
             .map(|stored| Message {
                 channel: stored.channel.clone(),
                 message: stored.message.clone(),
@@ -311,7 +353,7 @@ impl Shared {
             Self::check_user(&workspace, &click.user)?;
             let message = workspace
                 .find(&channel, &click.message_ts)
-                .map(|stored| stored.message.clone())
+                .map(|stored| stored.message)
                 .ok_or_else(|| FakeSlackError::UnknownMessage {
                     channel: channel.clone(),
                     ts: click.message_ts.clone(),

@@ -297,7 +297,7 @@ impl Shared {
         } else {
             let mut message = message;
             message["ephemeral_to"] = json!(user);
-            workspace.ephemerals.push(Stored { channel, message });
+            workspace.store_ephemeral(Stored { channel, message });
         }
     }
 

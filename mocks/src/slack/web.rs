@@ -203,17 +203,17 @@ impl Front {
                     let original = target.message_ts.clone();
                     if body["delete_original"] == json!(true) {
                         if let Some(original) = original {
-                            workspace
-                                .messages
-                                .retain(|s| !(s.channel == target.channel && s.ts() == original));
+                            workspace.messages.remove(&target.channel, &original);
                         }
                     } else if body["replace_original"] == json!(true) && original.is_some() {
                         let original = original.unwrap_or_default();
-                        if let Some(stored) = workspace.find_mut(&target.channel, &original)
-                            && let Some(message) = stored.message.as_object_mut()
-                        {
-                            message.extend(fields);
-                        }
+                        workspace
+                            .messages
+                            .update(&target.channel, &original, |message| {
+                                if let Some(message) = message.as_object_mut() {
+                                    message.extend(fields);
+                                }
+                            });
                     } else {
                         if let Some(thread) = body.get("thread_ts").and_then(Value::as_str) {
                             fields.insert("thread_ts".into(), json!(thread));
@@ -223,7 +223,7 @@ impl Front {
                             workspace.store(&target.channel, message);
                         } else {
                             message["ephemeral_to"] = json!(target.user);
-                            workspace.ephemerals.push(Stored {
+                            workspace.store_ephemeral(Stored {
                                 channel: target.channel.clone(),
                                 message,
                             });

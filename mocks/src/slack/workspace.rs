@@ -1,39 +1,18 @@
-//! The fake workspace's state: users, channels, the message store with its `ts` counter, views,
-//! files, trigger ids and response URLs. Every id it hands out is deterministic.
+//! The fake workspace's state: users, channels, the message store, the clock its `ts` values
+//! come from, views, files, trigger ids and response URLs. Every id it hands out is
+//! deterministic; `ts` values are too with a fixed clock (`clock_start`).
 
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value, json};
 
 use super::config::Config;
+pub use super::store::Stored;
+use super::store::{Store, TsKey, ts_text};
 
-/// The seconds part of the first `ts`; each message adds one second, so `ts` values are unique,
-/// increasing and the same in every run.
+/// The `created`/`updated` time of the workspace's fixed objects (users, channels, the bot).
 const TS_EPOCH: u64 = 1_700_000_000;
-
-/// One stored message (top level or thread reply).
-#[derive(Debug, Clone)]
-pub struct Stored {
-    pub channel: String,
-    pub message: Value,
-}
-
-impl Stored {
-    pub fn ts(&self) -> &str {
-        self.message["ts"].as_str().unwrap_or_default()
-    }
-
-    /// The thread this message belongs to (its own ts for a parent with replies).
-    pub fn thread_ts(&self) -> Option<&str> {
-        self.message["thread_ts"].as_str()
-    }
-
-    /// A reply inside a thread (not the parent).
-    pub fn is_reply(&self) -> bool {
-        self.thread_ts().is_some_and(|thread| thread != self.ts())
-    }
-}
 
 #[derive(Debug, Clone)]
 pub struct Trigger {
@@ -61,26 +40,29 @@ pub struct ResponseTarget {
 #[derive(Debug)]
 pub struct Workspace {
     pub config: Config,
-    pub messages: Vec<Stored>,
-    pub ephemerals: Vec<Stored>,
+    pub messages: Store,
+    pub ephemerals: VecDeque<Stored>,
     pub views: HashMap<String, Value>,
     pub uploads: HashMap<String, Upload>,
     pub triggers: HashMap<String, Trigger>,
     pub response_urls: HashMap<String, ResponseTarget>,
     counter: u64,
+    /// The last `ts` handed out.
+    last_ts: TsKey,
 }
 
 impl Workspace {
     pub fn new(config: Config) -> Workspace {
         Workspace {
+            messages: Store::new(config.retention.max_messages),
             config,
-            messages: Vec::new(),
-            ephemerals: Vec::new(),
+            ephemerals: VecDeque::new(),
             views: HashMap::new(),
             uploads: HashMap::new(),
             triggers: HashMap::new(),
             response_urls: HashMap::new(),
             counter: 0,
+            last_ts: 0,
         }
     }
 
@@ -94,10 +76,36 @@ impl Workspace {
         self.counter
     }
 
-    /// A fresh message timestamp: `"<10 digits>.<6 digits>"`, increasing.
+    /// A fresh message timestamp: `"<10 digits>.<6 digits>"`, unique and increasing. From the
+    /// wall clock; with `clock_start` set, the n-th id is `<clock_start + n>.<n>` in every run.
     pub fn next_ts(&mut self) -> String {
         let n = self.next();
-        format!("{}.{:06}", TS_EPOCH + n, n % 1_000_000)
+        let key = match self.config.clock_start {
+            Some(start) => (start + n) * 1_000_000 + n % 1_000_000,
+            None => {
+                let now = SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |since| {
+                        u64::try_from(since.as_micros()).unwrap_or(u64::MAX)
+                    });
+                now.max(self.last_ts + 1)
+            }
+        };
+        self.last_ts = key;
+        ts_text(key)
+    }
+
+    /// The seconds of the clock `ts` values come from (for `event_time` and the like).
+    pub fn now_seconds(&self) -> u64 {
+        self.last_ts / 1_000_000
+    }
+
+    /// Keeps an ephemeral message, forgetting the oldest beyond the retention limit.
+    pub fn store_ephemeral(&mut self, stored: Stored) {
+        self.ephemerals.push_back(stored);
+        while self.ephemerals.len() > self.config.retention.max_messages.max(1) {
+            self.ephemerals.pop_front();
+        }
     }
 
     /// A fresh id with this prefix (`V`, `F`, `Ev`, ...).
@@ -219,62 +227,13 @@ impl Workspace {
         })
     }
 
-    pub fn find(&self, channel: &str, ts: &str) -> Option<&Stored> {
-        self.messages
-            .iter()
-            .find(|stored| stored.channel == channel && stored.ts() == ts)
-    }
-
-    pub fn find_mut(&mut self, channel: &str, ts: &str) -> Option<&mut Stored> {
-        self.messages
-            .iter_mut()
-            .find(|stored| stored.channel == channel && stored.ts() == ts)
+    pub fn find(&self, channel: &str, ts: &str) -> Option<Stored> {
+        self.messages.get(channel, ts)
     }
 
     /// Stores a message; a reply also updates its parent's thread fields.
     pub fn store(&mut self, channel: &str, message: Value) {
-        let stored = Stored {
-            channel: channel.to_string(),
-            message,
-        };
-        if stored.is_reply() {
-            let thread = stored.thread_ts().unwrap_or_default().to_string();
-            let ts = stored.ts().to_string();
-            let user = stored.message["user"].clone();
-            if let Some(parent) = self.find_mut(channel, &thread) {
-                let object = parent.message.as_object_mut();
-                if let Some(object) = object {
-                    object.insert("thread_ts".into(), Value::String(thread.clone()));
-                    let count = object
-                        .get("reply_count")
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0);
-                    object.insert("reply_count".into(), json!(count + 1));
-                    object.insert("latest_reply".into(), Value::String(ts));
-                    let users = object.entry("reply_users").or_insert_with(|| json!([]));
-                    if let Some(users) = users.as_array_mut()
-                        && !users.contains(&user)
-                    {
-                        users.push(user);
-                    }
-                }
-            }
-        }
-        self.messages.push(stored);
-    }
-
-    /// Messages of a channel: top level (and broadcast replies) when `thread` is `None`, else the
-    /// thread's parent and replies; oldest first.
-    pub fn listing(&self, channel: &str, thread: Option<&str>) -> Vec<Value> {
-        self.messages
-            .iter()
-            .filter(|stored| stored.channel == channel)
-            .filter(|stored| match thread {
-                None => !stored.is_reply() || stored.message["subtype"] == "thread_broadcast",
-                Some(thread) => stored.ts() == thread || stored.thread_ts() == Some(thread),
-            })
-            .map(|stored| stored.message.clone())
-            .collect()
+        self.messages.insert(channel, message);
     }
 
     /// A message posted by the bot, as Slack stores it.

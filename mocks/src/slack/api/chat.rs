@@ -47,11 +47,12 @@ pub(super) fn post_message(workspace: &mut Workspace, params: &Params) -> Answer
     }
     let mut fields = content(params);
     if let Some(thread) = params.str("thread_ts") {
-        let parent = workspace
+        // A reply to a reply joins the parent's thread; a `thread_ts` naming no message is
+        // accepted as it is, as Slack does.
+        let root = workspace
             .find(&channel, &thread)
-            .ok_or("thread_not_found")?;
-        // A reply to a reply joins the parent's thread, as in Slack.
-        let root = parent.thread_ts().unwrap_or(&thread).to_string();
+            .and_then(|parent| parent.thread_ts().map(str::to_string))
+            .unwrap_or(thread);
         fields.insert("thread_ts".into(), json!(root));
         if params.flag("reply_broadcast") {
             fields.insert("subtype".into(), json!("thread_broadcast"));
@@ -71,23 +72,25 @@ pub(super) fn update(workspace: &mut Workspace, params: &Params) -> Answer {
     check_content(params)?;
     let bot = workspace.config.bot.user_id.clone();
     let edited_ts = workspace.next_ts();
-    let stored = workspace
-        .find_mut(&channel, &ts)
-        .ok_or("message_not_found")?;
+    let stored = workspace.find(&channel, &ts).ok_or("message_not_found")?;
     if stored.message["user"] != json!(bot) {
         return Err("cant_update_message");
     }
-    let message = stored.message.as_object_mut().ok_or("message_not_found")?;
-    if let Some(text) = params.str("text") {
-        message.insert("text".into(), json!(text));
-    }
-    for key in ["blocks", "attachments", "metadata"] {
-        if let Some(value) = params.get(key) {
-            message.insert(key.into(), value.clone());
-        }
-    }
-    message.insert("edited".into(), json!({ "user": bot, "ts": edited_ts }));
-    let message = Value::Object(message.clone());
+    let message = workspace
+        .messages
+        .update(&channel, &ts, |message| {
+            if let Some(text) = params.str("text") {
+                message["text"] = json!(text);
+            }
+            for key in ["blocks", "attachments", "metadata"] {
+                if let Some(value) = params.get(key) {
+                    message[key] = value.clone();
+                }
+            }
+            message["edited"] = json!({ "user": bot, "ts": edited_ts });
+            message.clone()
+        })
+        .ok_or("message_not_found")?;
     Ok(object(json!({
         "channel": channel,
         "ts": ts,
@@ -99,12 +102,10 @@ pub(super) fn update(workspace: &mut Workspace, params: &Params) -> Answer {
 pub(super) fn delete(workspace: &mut Workspace, params: &Params) -> Answer {
     let channel = channel_id(workspace, params, "channel")?;
     let ts = params.str("ts").ok_or("message_not_found")?;
-    let index = workspace
+    workspace
         .messages
-        .iter()
-        .position(|stored| stored.channel == channel && stored.ts() == ts)
+        .remove(&channel, &ts)
         .ok_or("message_not_found")?;
-    workspace.messages.remove(index);
     Ok(object(json!({ "channel": channel, "ts": ts })))
 }
 
@@ -132,7 +133,7 @@ pub(super) fn post_ephemeral(workspace: &mut Workspace, params: &Params) -> Answ
     }
     let ts = workspace.next_ts();
     let message = workspace.bot_message(&ts, fields);
-    workspace.ephemerals.push(Stored {
+    workspace.store_ephemeral(Stored {
         channel: channel.id,
         message,
     });
@@ -161,10 +162,17 @@ pub(super) fn react(workspace: &mut Workspace, params: &Params, add: bool) -> An
     let ts = params.str("timestamp").ok_or("message_not_found")?;
     let name = params.str("name").ok_or("invalid_name")?;
     let user = workspace.config.bot.user_id.clone();
-    let stored = workspace
-        .find_mut(&channel, &ts)
-        .ok_or("message_not_found")?;
-    let message = stored.message.as_object_mut().ok_or("message_not_found")?;
+    workspace
+        .messages
+        .update(&channel, &ts, |message| {
+            toggle_reaction(message, &name, &user, add)
+        })
+        .ok_or("message_not_found")?
+}
+
+/// Adds or removes `user`'s reaction `name` on a message, as `reactions.add`/`remove` do.
+fn toggle_reaction(message: &mut Value, name: &str, user: &str, add: bool) -> Answer {
+    let message = message.as_object_mut().ok_or("message_not_found")?;
     let reactions = message.entry("reactions").or_insert_with(|| json!([]));
     let list = reactions.as_array_mut().ok_or("message_not_found")?;
     let position = list

@@ -2,8 +2,11 @@
 
 use serde_json::{Value, json};
 
-use super::{Answer, object};
+use std::ops::Bound;
+
+use super::{Answer, cursor, object};
 use crate::slack::params::Params;
+use crate::slack::store::{TsKey, ts_key};
 use crate::slack::workspace::Workspace;
 
 use super::chat::channel_id;
@@ -19,79 +22,94 @@ pub(super) fn info(workspace: &mut Workspace, params: &Params) -> Answer {
     ))
 }
 
-/// One page of `messages`, with Slack's cursor fields (the cursor is an offset).
-fn page(
-    messages: Vec<Value>,
-    params: &Params,
-) -> Result<serde_json::Map<String, Value>, &'static str> {
+/// The page size a call asks for: Slack's default 100 (also for 0), at most [`MAX_LIMIT`].
+fn limit(params: &Params) -> Result<usize, &'static str> {
     let limit = match params.str("limit") {
         Some(text) => text.parse::<usize>().map_err(|_| "invalid_limit")?,
         None => 100,
     };
-    let limit = if limit == 0 {
+    Ok(if limit == 0 {
         100
     } else {
         limit.min(MAX_LIMIT)
+    })
+}
+
+/// The `oldest`/`latest` bounds of a call (exclusive unless `inclusive`).
+fn bounds(params: &Params) -> Result<(Bound<TsKey>, Bound<TsKey>), &'static str> {
+    let inclusive = params.flag("inclusive");
+    let bound = |key: &str| -> Result<Bound<TsKey>, &'static str> {
+        match params.str(key) {
+            None => Ok(Bound::Unbounded),
+            Some(text) => {
+                let ts = ts_key(&text).ok_or("invalid_ts_oldest")?;
+                Ok(if inclusive {
+                    Bound::Included(ts)
+                } else {
+                    Bound::Excluded(ts)
+                })
+            }
+        }
     };
-    let start = match params.str("cursor") {
-        Some(cursor) => cursor.parse::<usize>().map_err(|_| "invalid_cursor")?,
-        None => 0,
+    let oldest = bound("oldest")?;
+    let latest = bound("latest").map_err(|_| "invalid_ts_latest")?;
+    Ok((oldest, latest))
+}
+
+/// The position a cursor points after, as a `ts`.
+fn cursor_ts(params: &Params) -> Result<Option<TsKey>, &'static str> {
+    params
+        .str("cursor")
+        .map(|cursor| {
+            cursor::read("ts", &cursor).and_then(|ts| ts_key(&ts).ok_or("invalid_cursor"))
+        })
+        .transpose()
+}
+
+/// A page's answer with Slack's cursor fields; the cursor names the page's last message.
+fn page(messages: Vec<Value>, has_more: bool) -> serde_json::Map<String, Value> {
+    let next = match messages.last().and_then(|last| last["ts"].as_str()) {
+        Some(ts) if has_more => cursor::next("ts", ts),
+        _ => String::new(),
     };
-    let end = (start + limit).min(messages.len());
-    let has_more = end < messages.len();
-    let next = if has_more {
-        end.to_string()
-    } else {
-        String::new()
-    };
-    let messages = messages
-        .get(start.min(end)..end)
-        .unwrap_or_default()
-        .to_vec();
-    Ok(object(json!({
+    object(json!({
         "messages": messages,
         "has_more": has_more,
         "response_metadata": { "next_cursor": next },
-    })))
-}
-
-/// Keeps messages within `oldest`/`latest` (exclusive unless `inclusive`).
-fn window(messages: Vec<Value>, params: &Params) -> Vec<Value> {
-    let number = |key: &str| params.str(key).and_then(|text| text.parse::<f64>().ok());
-    let (oldest, latest, inclusive) =
-        (number("oldest"), number("latest"), params.flag("inclusive"));
-    messages
-        .into_iter()
-        .filter(|message| {
-            let ts = message["ts"]
-                .as_str()
-                .and_then(|ts| ts.parse::<f64>().ok())
-                .unwrap_or(0.0);
-            let above =
-                oldest.is_none_or(|oldest| if inclusive { ts >= oldest } else { ts > oldest });
-            let below =
-                latest.is_none_or(|latest| if inclusive { ts <= latest } else { ts < latest });
-            above && below
-        })
-        .collect()
+    }))
 }
 
 pub(super) fn history(workspace: &mut Workspace, params: &Params) -> Answer {
     let channel = channel_id(workspace, params, "channel")?;
-    let mut messages = window(workspace.listing(&channel, None), params);
-    messages.reverse();
-    page(messages, params)
+    let (oldest, mut latest) = bounds(params)?;
+    let limit = limit(params)?;
+    // Newest first: the next page lies below the last message of this one.
+    if let Some(after) = cursor_ts(params)? {
+        latest = Bound::Excluded(after);
+    }
+    let (messages, has_more) = workspace.messages.history(&channel, oldest, latest, limit);
+    Ok(page(messages, has_more))
 }
 
 pub(super) fn replies(workspace: &mut Workspace, params: &Params) -> Answer {
     let channel = channel_id(workspace, params, "channel")?;
     let ts = params.str("ts").ok_or("thread_not_found")?;
-    let stored = workspace.find(&channel, &ts).ok_or("thread_not_found")?;
-    let root = stored.thread_ts().unwrap_or(&ts).to_string();
-    page(
-        window(workspace.listing(&channel, Some(&root)), params),
-        params,
-    )
+    let root = match workspace.find(&channel, &ts) {
+        Some(stored) => stored.thread_ts().unwrap_or(&ts).to_string(),
+        None if workspace.messages.has_thread(&channel, &ts) => ts,
+        None => return Err("thread_not_found"),
+    };
+    let root = ts_key(&root).ok_or("thread_not_found")?;
+    let (mut oldest, latest) = bounds(params)?;
+    let limit = limit(params)?;
+    // Oldest first: the next page lies above the last message of this one.
+    if let Some(after) = cursor_ts(params)? {
+        oldest = Bound::Excluded(after);
+    }
+    let (messages, has_more) = workspace
+        .messages
+        .thread(&channel, root, oldest, latest, limit);
+    Ok(page(messages, has_more))
 }
 
 pub(super) fn list(workspace: &mut Workspace) -> Answer {
