@@ -1,6 +1,7 @@
 //! `cargo xtask conformance`: builds every binary and runs `ski-conformance run` against a target,
 //! writing `report.md`, `junit.xml` and `results.json` into `<target dir>/conformance`. The
-//! reference's profiles run with `--strict`.
+//! reference's profiles run with `--strict`. With `--defects` it runs the ACP defect corpus
+//! instead and prints its catch table.
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -20,6 +21,11 @@ pub struct ConformanceArgs {
     /// Only shard i of n.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<String>,
+    /// Run the ACP defect corpus (conformance/defects/acp) and print its catch table: each
+    /// defect with the rows that caught it, and every ACP row with the defects that caught it
+    /// or why none can.
+    #[arg(long, conflicts_with_all = ["suites", "target", "shard", "rest"])]
+    pub defects: bool,
     /// More options for `ski-conformance run` (see `ski-conformance run --help`).
     #[arg(
         trailing_var_arg = true,
@@ -41,6 +47,9 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
     let sh = Shell::new()?;
     let root = workspace_root();
     sh.change_dir(&root);
+    if args.defects {
+        return run_defects(&sh, &root);
+    }
     cmd!(sh, "cargo build --workspace --bins")
         .run()
         .context("building the binaries failed")?;
@@ -76,6 +85,32 @@ pub fn run(args: &ConformanceArgs) -> Result<()> {
         Some(0) => Ok(()),
         Some(code) => std::process::exit(code),
         None => anyhow::bail!("ski-conformance was ended by a signal"),
+    }
+}
+
+/// Runs the ACP defect corpus's test, then prints the catch table it wrote; exits as the test did.
+fn run_defects(sh: &Shell, root: &std::path::Path) -> Result<()> {
+    let table = target_dir(sh, root)?
+        .join("conformance")
+        .join("acp-defects.md");
+    // A table left by an earlier run must not pass for this one's.
+    if let Err(e) = std::fs::remove_file(&table)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        return Err(e).with_context(|| format!("cannot remove {}", table.display()));
+    }
+    let test = cmd!(sh, "cargo test -p ski-conformance --test acp_defects");
+    let status = std::process::Command::from(test)
+        .status()
+        .context("cannot start cargo test")?;
+    match std::fs::read_to_string(&table) {
+        Ok(text) => print!("{text}"),
+        Err(e) => eprintln!("no catch table at {}: {e}", table.display()),
+    }
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(code) => std::process::exit(code),
+        None => anyhow::bail!("cargo test was ended by a signal"),
     }
 }
 
