@@ -125,6 +125,11 @@ pub struct Failure {
     /// `file:line` of the assertion, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub location: Option<String>,
+    /// The failure is a wait that ran out: what the target owed had not come by its deadline.
+    /// Contention can cause such a failure, so the runner re-runs it alone; a definite mismatch
+    /// (the target answered, wrongly) it does not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub deadline_passed: bool,
 }
 
 impl Failure {
@@ -135,6 +140,7 @@ impl Failure {
             expected: expected.into(),
             actual: String::new(),
             location: None,
+            deadline_passed: false,
         }
     }
 
@@ -147,6 +153,12 @@ impl Failure {
     /// Sets what actually happened.
     pub fn actual(mut self, actual: impl Into<String>) -> Self {
         self.actual = actual.into();
+        self
+    }
+
+    /// Marks the failure as a wait that ran out its deadline (see [`Failure::deadline_passed`]).
+    pub fn at_deadline(mut self) -> Self {
+        self.deadline_passed = true;
         self
     }
 

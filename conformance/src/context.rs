@@ -1,5 +1,6 @@
 //! The context a check runs in: its scenario, the target profile, an owned temp dir, the wire log,
-//! process spawning, loopback ports and timeouts.
+//! process spawning, loopback ports, timeouts and the row's budget (its timeout class plus one
+//! allowance per set-up step, see [`crate::setup`]).
 //!
 //! A [`Ctx`] is a cheap handle; clone it freely, move it into tasks. The runner keeps its own
 //! handle, so whatever a check leaves behind (a process, a temp file) is cleaned up after the check
@@ -9,16 +10,18 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ski::transport::WireLog;
 use ski::transport::child::{self, Child, ChildSpec, ProcessTracker, Termination};
 use tokio::net::TcpListener;
+use tokio::time::Instant;
 
 use crate::catalog::{Scenario, TimeoutClass};
 use crate::check::{CheckError, Failure};
 use crate::port::{PortAllocator, PortAttempt, StartError, says_addr_in_use};
+use crate::setup::{Granted, SetupGauge};
 use crate::target::{CommandTemplate, Readiness, SuiteTarget, Target, join_words, render};
 
 /// The name of the wire-log channel for harness notes.
@@ -84,6 +87,9 @@ struct Inner {
     tracker: ProcessTracker,
     timeouts: Timeouts,
     ports: PortAllocator,
+    started: Instant,
+    setup: SetupGauge,
+    granted: Mutex<Granted>,
 }
 
 /// Everything the runner gives a check. See the module docs.
@@ -115,6 +121,8 @@ pub struct CtxParts {
     pub bin_dir: PathBuf,
     /// The run's timeouts.
     pub timeouts: Timeouts,
+    /// What the run has seen of the target's set-up steps (shared by every row of a run).
+    pub setup: SetupGauge,
 }
 
 impl Ctx {
@@ -136,6 +144,9 @@ impl Ctx {
                 tracker: ProcessTracker::new(),
                 timeouts: parts.timeouts,
                 ports: PortAllocator::loopback(),
+                started: Instant::now(),
+                setup: parts.setup,
+                granted: Mutex::new(Granted::default()),
             }),
         }
     }
@@ -236,6 +247,81 @@ impl Ctx {
     /// This scenario's timeout (its class, scaled).
     pub fn timeout(&self) -> Duration {
         self.inner.timeouts.of(self.inner.scenario.timeout)
+    }
+
+    /// This row's budget: its timeout class (scaled) plus one allowance for each set-up step it
+    /// has taken so far; it only grows.
+    pub fn budget(&self) -> Duration {
+        self.timeout() + self.granted().time
+    }
+
+    /// When this row's budget runs out, counted from the start of its check.
+    pub fn deadline(&self) -> Instant {
+        self.inner.started + self.budget()
+    }
+
+    /// The set-up steps this row has taken and the time they added to its budget.
+    pub fn granted(&self) -> Granted {
+        *self
+            .inner
+            .granted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts a set-up step (the target becoming ready, `initialize`, `session/new`): adds one
+    /// allowance to the row's budget and answers how long the step may take (scaled; short once
+    /// the run's target has answered no set-up step at all). Report how it ended with
+    /// [`Ctx::setup_ended`].
+    pub fn setup_step(&self) -> Duration {
+        let allowance = self.inner.timeouts.scale(self.inner.setup.allowance());
+        let mut granted = self
+            .inner
+            .granted
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        granted.steps += 1;
+        granted.time += allowance;
+        allowance
+    }
+
+    /// Records how a set-up step ended: the target did something in time (answered, even with
+    /// an error, or exited), or the step ran out its allowance.
+    pub fn setup_ended(&self, answered: bool) {
+        self.inner.setup.record(answered);
+    }
+
+    /// Runs `fut` as one set-up step (see [`Ctx::setup_step`]): when the target has done nothing
+    /// by the step's allowance, the check fails with "`what` within ..." as Expected, at once
+    /// rather than at the end of the row's budget.
+    pub async fn setup<T>(
+        &self,
+        what: &str,
+        fut: impl Future<Output = T>,
+    ) -> Result<T, CheckError> {
+        let allowance = self.setup_step();
+        let result = limit_to(allowance, what, fut).await;
+        self.setup_ended(result.is_ok());
+        result.map_err(|error| match error {
+            CheckError::Fail(failure) => {
+                let actual = if self.inner.setup.silent() {
+                    format!(
+                        "{}; the target has answered no set-up step in this run",
+                        failure.actual
+                    )
+                } else {
+                    failure.actual.clone()
+                };
+                Failure::new(
+                    failure.check.clone(),
+                    format!("{what} within {allowance:?} (a set-up step's allowance)"),
+                )
+                .actual(actual)
+                .at_deadline()
+                .into()
+            }
+            other => other,
+        })
     }
 
     /// Runs `fut` for at most this scenario's timeout; on expiry the check fails with
@@ -524,6 +610,7 @@ async fn limit_to<T>(
     tokio::time::timeout(limit, fut).await.map_err(|_| {
         Failure::new(what, format!("{what} within {limit:?}"))
             .actual(format!("nothing after {limit:?}"))
+            .at_deadline()
             .into()
     })
 }

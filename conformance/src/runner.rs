@@ -1,8 +1,10 @@
 //! The runner: plans the selected scenarios, runs their checks with bounded parallelism, cleans
-//! up after each, re-runs unexpected failures alone, and judges the results against a baseline.
+//! up after each, re-runs alone the unexpected failures that load can explain (see
+//! [`rerun_decision`]), and judges the results against a baseline.
 //!
 //! Each check runs in its own tokio task, so a panic becomes the outcome `error` instead of ending
-//! the run, and a check that overruns its timeout is cancelled (outcome `fail`, marked timed out).
+//! the run, and a check that overruns its budget (its timeout class plus one allowance per set-up
+//! step, [`Ctx::budget`]) is cancelled (outcome `fail`, marked timed out).
 //! Whatever happened, the runner then tears down every process the scenario started (and reports
 //! any process group that survives as an `error`, scenario WS-064b) and removes its temp dir.
 
@@ -22,6 +24,7 @@ use crate::catalog::{CatalogSet, Category, Level, Scenario};
 use crate::check::{Check, CheckError, Failure, Outcome};
 use crate::context::{Ctx, CtxParts, Timeouts};
 use crate::select::Selection;
+use crate::setup::SetupGauge;
 use crate::target::Target;
 
 /// How much longer than its timeout class a check may run before the runner cancels it, so that
@@ -306,6 +309,20 @@ pub struct ScenarioResult {
     /// The first attempt, when the scenario was re-run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_attempt: Option<Box<Attempt>>,
+    /// How many times its check ran: 0 when skipped before it started, 2 when re-run alone.
+    #[serde(default)]
+    pub attempts: usize,
+    /// For an unexpected failure or error: whether it was re-run alone and why, or why not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerun: Option<String>,
+    /// The time the check was given, in seconds: its timeout class (scaled) plus one allowance
+    /// for each set-up step it took.
+    #[serde(default)]
+    pub budget: f64,
+    /// How many set-up steps the check took (the target becoming ready, `initialize`,
+    /// `session/new`), each of which added an allowance to its budget.
+    #[serde(default)]
+    pub setup_steps: usize,
 }
 
 impl ScenarioResult {
@@ -332,6 +349,10 @@ impl ScenarioResult {
             wire: Vec::new(),
             temp_dir: None,
             first_attempt: None,
+            attempts: 0,
+            rerun: None,
+            budget: 0.0,
+            setup_steps: 0,
         }
     }
 
@@ -607,6 +628,7 @@ pub async fn run(
     observer.started(plan.len());
     let entries: Arc<Vec<Planned>> = Arc::new(plan.entries);
     let mut slots: Vec<Option<ScenarioResult>> = vec![None; entries.len()];
+    let gauge = SetupGauge::new();
 
     let jobs = options.jobs.max(1);
     let mut set = JoinSet::new();
@@ -617,8 +639,12 @@ pub async fn run(
             let entries = Arc::clone(&entries);
             let target = Arc::clone(&target);
             let options = options.clone();
+            let gauge = gauge.clone();
             let index = next;
-            set.spawn(async move { (index, run_one(&entries[index], target, &options).await) });
+            set.spawn(async move {
+                let result = run_in(&entries[index], target, &options, &gauge).await;
+                (index, result)
+            });
             next += 1;
             in_flight += 1;
         }
@@ -646,27 +672,36 @@ pub async fn run(
         })
         .collect();
 
-    if options.rerun {
-        let again: Vec<usize> = results
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| r.expectation == Expectation::Unexpected)
-            .map(|(i, _)| i)
-            .collect();
-        if !again.is_empty() {
-            observer.rerunning(again.len());
+    let mut again = Vec::new();
+    for (index, result) in results.iter_mut().enumerate() {
+        if result.expectation != Expectation::Unexpected {
+            continue;
         }
-        for index in again {
-            let first = results[index].as_attempt();
-            let mut second = run_one(&entries[index], Arc::clone(&target), options).await;
-            if second.outcome == Outcome::Pass {
-                second.flaky = true;
-            }
-            second.first_attempt = Some(Box::new(first));
-            second.expectation = judge(baseline, &second);
-            observer.finished(&second, Phase::Rerun);
-            results[index] = second;
+        let decision = if options.rerun {
+            rerun_decision(result, &gauge)
+        } else {
+            Err("the run was asked not to re-run (--no-rerun)".to_owned())
+        };
+        match decision {
+            Ok(why) => again.push((index, why)),
+            Err(why) => result.rerun = Some(format!("not re-run: {why}")),
         }
+    }
+    if !again.is_empty() {
+        observer.rerunning(again.len());
+    }
+    for (index, why) in again {
+        let first = results[index].as_attempt();
+        let mut second = run_in(&entries[index], Arc::clone(&target), options, &gauge).await;
+        if second.outcome == Outcome::Pass {
+            second.flaky = true;
+        }
+        second.first_attempt = Some(Box::new(first));
+        second.attempts += results[index].attempts;
+        second.rerun = Some(format!("re-run alone: {why}"));
+        second.expectation = judge(baseline, &second);
+        observer.finished(&second, Phase::Rerun);
+        results[index] = second;
     }
 
     let stale = match baseline {
@@ -703,6 +738,51 @@ pub async fn run(
     }
 }
 
+/// Whether an unexpected failure or error is re-run alone after the parallel phase: `Ok` with
+/// why, or `Err` with why not.
+///
+/// A solo re-run helps only where load can have changed the result: a harness error, a check
+/// cancelled at its budget, a wait that ran out its deadline, or a mismatch late in the row's
+/// budget (a race). A mismatch found early in the budget is the target's definite answer and is
+/// not re-run, and neither is anything when the target has answered no set-up step of the run
+/// at all: it answers nothing, alone or not.
+pub fn rerun_decision(result: &ScenarioResult, gauge: &SetupGauge) -> Result<String, String> {
+    if result.outcome == Outcome::Error {
+        return Ok("a harness error, which contention between scenarios can cause".to_owned());
+    }
+    if gauge.silent() {
+        return Err(
+            "the target answered no set-up step in this run, so alone it would not either"
+                .to_owned(),
+        );
+    }
+    if result.timed_out {
+        return Ok(format!(
+            "it was cancelled at its budget ({:.1} s), which contention between scenarios can cause",
+            result.budget
+        ));
+    }
+    let Some(failure) = &result.failure else {
+        return Ok("it failed without saying how".to_owned());
+    };
+    if failure.deadline_passed {
+        return Ok(format!(
+            "a wait ran out its deadline ({}), which contention between scenarios can cause",
+            failure.check
+        ));
+    }
+    if result.duration > result.budget / 2.0 {
+        return Ok(format!(
+            "it failed late in its budget ({:.1} of {:.1} s), where a race can change what the target answers",
+            result.duration, result.budget
+        ));
+    }
+    Err(format!(
+        "it failed at once ({:.1} of {:.1} s) with a definite mismatch, which does not depend on load",
+        result.duration, result.budget
+    ))
+}
+
 fn judge(baseline: Option<&Baseline>, result: &ScenarioResult) -> Expectation {
     match baseline {
         Some(baseline) => baseline.judge(&result.id, result.outcome, result.failure.as_ref()),
@@ -713,6 +793,16 @@ fn judge(baseline: Option<&Baseline>, result: &ScenarioResult) -> Expectation {
 /// Runs one scenario: checks what the target declares, runs the check in its own task with its
 /// timeout, then tears everything down.
 pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions) -> ScenarioResult {
+    run_in(entry, target, options, &SetupGauge::new()).await
+}
+
+/// [`run_one`] as one row of a run whose target's set-up steps `gauge` keeps.
+async fn run_in(
+    entry: &Planned,
+    target: Arc<Target>,
+    options: &RunOptions,
+    gauge: &SetupGauge,
+) -> ScenarioResult {
     let scenario = &entry.scenario;
     let Some(section) = target.suite(&scenario.suite) else {
         let mut result = ScenarioResult::new(scenario, Outcome::Skip);
@@ -769,15 +859,23 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
         temp_dir: temp.path().to_owned(),
         bin_dir: options.bin_dir.clone(),
         timeouts: options.timeouts,
+        setup: gauge.clone(),
     });
-    let limit = ctx.timeout() + options.timeouts.scale(CANCEL_MARGIN);
+    let margin = options.timeouts.scale(CANCEL_MARGIN);
     let mut handle = tokio::spawn(check.start(ctx.clone()));
+    // The budget grows while the check takes set-up steps: wait again until the deadline stops
+    // moving.
+    let joined = loop {
+        match tokio::time::timeout_at(ctx.deadline() + margin, &mut handle).await {
+            Ok(joined) => break Some(joined),
+            Err(_) if Instant::now() < ctx.deadline() + margin => {}
+            Err(_) => break None,
+        }
+    };
     let mut undeclared = Vec::new();
-    let (outcome, failure, message, timed_out) = match tokio::time::timeout(limit, &mut handle)
-        .await
-    {
-        Ok(Ok(Ok(()))) => (Outcome::Pass, None, None, false),
-        Ok(Ok(Err(error))) => {
+    let (outcome, failure, message, timed_out) = match joined {
+        Some(Ok(Ok(()))) => (Outcome::Pass, None, None, false),
+        Some(Ok(Err(error))) => {
             let outcome = error.outcome();
             match error {
                 CheckError::Fail(failure) => (outcome, Some(*failure), None, false),
@@ -795,7 +893,7 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
                 }
             }
         }
-        Ok(Err(join_error)) => {
+        Some(Err(join_error)) => {
             let text = if join_error.is_panic() {
                 format!(
                     "the check panicked: {}",
@@ -806,21 +904,24 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
             };
             (Outcome::Error, None, Some(text), false)
         }
-        Err(_) => {
+        None => {
             handle.abort();
             // Wait for the cancelled task to be dropped, which drops its processes too.
             let _ = handle.await;
             let class = scenario.timeout.as_str();
+            let limit = ctx.budget() + margin;
             let failure = Failure::new(
                     "completes in time",
                     format!(
-                        "the scenario completes within {limit:?} (timeout class {class} × {})",
-                        options.timeouts.multiplier()
+                        "the scenario completes within {limit:?} (timeout class {class} × {}, plus {} set-up allowance(s))",
+                        options.timeouts.multiplier(),
+                        ctx.granted().steps
                     ),
                 )
                 .actual(format!(
                     "still running after {limit:?}; it was cancelled (the wire log shows how far it got)"
-                ));
+                ))
+                .at_deadline();
             (Outcome::Fail, Some(failure), None, true)
         }
     };
@@ -856,6 +957,9 @@ pub async fn run_one(entry: &Planned, target: Arc<Target>, options: &RunOptions)
         });
     }
     result.processes = terminations.iter().map(ProcessRecord::from).collect();
+    result.attempts = 1;
+    result.budget = (ctx.budget().as_secs_f64() * 1000.0).round() / 1000.0;
+    result.setup_steps = ctx.granted().steps;
     let entries = ctx.wire().entries();
     result.wire_lines = entries.len();
     drop(ctx);

@@ -1,0 +1,90 @@
+//! Set-up steps and the time they are given: a row's budget grows by one allowance for each step
+//! it takes before it can judge anything (starting the target until it is ready, `initialize`,
+//! `session/new`), and a run whose target has answered no set-up step at all gives the next ones
+//! only a short wait, so that a target that answers nothing fails every row quickly.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// How long one set-up step may take (scaled by the run's timeouts): a target that has answered
+/// nothing by then fails the row at this deadline, not at the row's.
+pub const SETUP_ALLOWANCE: Duration = Duration::from_secs(10);
+
+/// How long a set-up step may take (scaled) once the run has seen set-up steps run out and none
+/// answered: the target has shown that it answers nothing.
+pub const SILENT_ALLOWANCE: Duration = Duration::from_secs(1);
+
+/// What a run has seen of its target's set-up steps, shared by every row of the run.
+#[derive(Debug, Clone, Default)]
+pub struct SetupGauge {
+    counts: Arc<Counts>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    answered: AtomicUsize,
+    ran_out: AtomicUsize,
+}
+
+impl SetupGauge {
+    /// A gauge that has seen nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Whether the target has answered no set-up step of the run while at least one ran out:
+    /// it answers nothing, and neither a longer wait nor a second attempt would change that.
+    pub fn silent(&self) -> bool {
+        self.counts.answered.load(Ordering::Relaxed) == 0
+            && self.counts.ran_out.load(Ordering::Relaxed) > 0
+    }
+
+    /// Records how a set-up step ended: the target did something in time (answered, even with
+    /// an error, or exited), or the step ran out its allowance.
+    pub fn record(&self, answered: bool) {
+        let counter = if answered {
+            &self.counts.answered
+        } else {
+            &self.counts.ran_out
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// The unscaled allowance of the next set-up step: [`SILENT_ALLOWANCE`] once the target has
+    /// shown it answers nothing, else [`SETUP_ALLOWANCE`].
+    pub fn allowance(&self) -> Duration {
+        if self.silent() {
+            SILENT_ALLOWANCE
+        } else {
+            SETUP_ALLOWANCE
+        }
+    }
+}
+
+/// What a row's set-up steps added to its budget.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Granted {
+    /// How many set-up steps the row took.
+    pub steps: usize,
+    /// The time they added to the row's budget (scaled).
+    pub time: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_target_is_silent_only_while_it_has_answered_nothing() {
+        let gauge = SetupGauge::new();
+        assert!(!gauge.silent());
+        assert_eq!(gauge.allowance(), SETUP_ALLOWANCE);
+        gauge.record(false);
+        assert!(gauge.silent());
+        assert_eq!(gauge.clone().allowance(), SILENT_ALLOWANCE);
+        gauge.record(true);
+        assert!(!gauge.silent());
+        assert_eq!(gauge.allowance(), SETUP_ALLOWANCE);
+    }
+}
