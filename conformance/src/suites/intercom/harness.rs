@@ -308,7 +308,7 @@ impl World {
         let is_ready =
             |line: &str| serde_json::from_str::<Value>(line).is_ok_and(|v| v.is_object());
         let (process, ready) = Watched::start(child, is_ready);
-        match self.ctx.within("the readiness line", ready).await? {
+        match self.ctx.setup("the readiness line", ready).await? {
             Ok(line) => {
                 let ready = serde_json::from_str(&line).or_fail("a JSON readiness line")?;
                 Ok((process, ready))
@@ -330,7 +330,7 @@ impl World {
         let expected = format!("a line containing {text:?} on stdout or stderr");
         let ready = self
             .ctx
-            .within(&expected, async {
+            .setup(&expected, async {
                 tokio::select! {
                     line = on_stdout => line.is_ok(),
                     _ = on_stderr => true,
@@ -356,7 +356,7 @@ impl World {
         let expected = format!("a connection to the MCP port {address}");
         let ready = self
             .ctx
-            .within(&expected, async {
+            .setup(&expected, async {
                 tokio::select! {
                     () = connects => true,
                     _ = ended => false,
