@@ -247,7 +247,11 @@ pub fn main(args: MatrixArgs) -> Result<u8> {
         if let TargetSource::Results(_) = column.source {
             let path = column.results_path(&args.out);
             if !path.is_file() {
-                bail!("--from {}: {} is not a file", column.label, path.display());
+                bail!(
+                    "--from {}: {} is not a file (name the directory of a run, or its results.json)",
+                    column.label,
+                    path.display()
+                );
             }
         }
     }

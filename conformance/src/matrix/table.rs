@@ -161,6 +161,11 @@ impl Cell {
     /// One line saying why: the failed check and what happened, or the reason.
     pub fn summary(&self) -> Option<String> {
         match (&self.failure, &self.reason) {
+            (Some(failure), _) if failure.check == failure.expected => Some(format!(
+                "expected {}; got {}",
+                first_line(&failure.expected),
+                first_line(&failure.actual)
+            )),
             (Some(failure), _) => Some(format!(
                 "{}: expected {}; got {}",
                 failure.check,

@@ -104,8 +104,8 @@ impl TargetArg {
     /// The `results.json` of this column once its run is over (or the one it reads).
     pub fn results_path(&self, out: &Path) -> PathBuf {
         match &self.source {
-            TargetSource::Results(path) if path.is_dir() => path.join("results.json"),
-            TargetSource::Results(path) => path.clone(),
+            TargetSource::Results(path) if path.ends_with("results.json") => path.clone(),
+            TargetSource::Results(path) => path.join("results.json"),
             _ => out.join(&self.label).join("results.json"),
         }
     }
