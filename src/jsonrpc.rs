@@ -29,7 +29,7 @@ pub mod wire;
 
 pub(crate) mod websocket;
 
-pub use error::{ErrorCode, RpcError, decode_params};
+pub use error::{ErrorCode, RpcError, decode_params, decode_params_text};
 pub use framing::{DEFAULT_MAX_LINE_BYTES, FrameError, LineReader, LineWriter};
 pub use id::RequestId;
 pub use message::{
@@ -40,7 +40,7 @@ pub use message::{
 pub use peer::{
     BoxFuture, CANCEL_REQUEST_METHOD, CallError, IdStyle, NotificationContext, NotificationHandler,
     Peer, PeerBuilder, PeerStats, RequestContext, RequestHandler, RequestOptions, ResponseFuture,
-    SendError, Timeout,
+    SendError, TextRequestHandler, Timeout,
 };
 pub use transport::{MessageTooBig, Transport};
 pub use wire::{Direction, WireEvent, WireObserver};

@@ -8,10 +8,11 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use ski::jsonrpc::{
     Direction, ErrorCode, LineReader, Message, Peer, RequestId, RpcError, Transport, VersionField,
-    decode,
+    decode, decode_params, decode_params_text,
 };
 use ski::transport::WireLog;
 use tokio::sync::Notify;
@@ -350,6 +351,89 @@ async fn typed_handlers_reject_bad_params_with_invalid_params() {
         panic!("expected an rpc error, got {error:?}");
     };
     assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+}
+
+#[tokio::test]
+async fn text_handlers_get_params_as_sent_and_value_handlers_on_the_same_peer_get_values() {
+    let notes = Arc::new(Mutex::new(Vec::new()));
+    let builder = Peer::builder()
+        .on_text_request("raw", |_cx, params: Option<Box<RawValue>>| async move {
+            Ok(json!(params.map(|params| params.get().to_owned())))
+        })
+        .on_request("value", |_cx, params: Option<Value>| async move {
+            Ok(json!({ "got": params }))
+        })
+        .on_notification("note", {
+            let notes = notes.clone();
+            move |_cx, params: Option<Value>| {
+                notes.lock().unwrap().push(params);
+                async {}
+            }
+        });
+    let (_peer, mut remote) = peer_with_remote(builder);
+    let sent = r#"{"b": 1, "a":[1.50, "\u00e9", {"x":null}]}"#;
+    remote
+        .send(&format!(
+            r#"{{"jsonrpc":"2.0","params":{sent},"id":1,"method":"raw"}}"#
+        ))
+        .await;
+    assert_eq!(response_of(remote.recv().await).result, Ok(json!(sent)));
+    remote
+        .send(r#"{"jsonrpc":"2.0","id":2,"method":"raw"}"#)
+        .await;
+    assert_eq!(response_of(remote.recv().await).result, Ok(Value::Null));
+    remote
+        .send(r#"{"jsonrpc":"2.0","method":"note","params":{"n":[1, 2]}}"#)
+        .await;
+    remote
+        .send(r#"{"jsonrpc":"2.0","id":3,"method":"value","params":{"b":1,"a":[1.5]}}"#)
+        .await;
+    assert_eq!(
+        response_of(remote.recv().await).result,
+        Ok(json!({"got": {"b": 1, "a": [1.5]}}))
+    );
+    assert_eq!(*notes.lock().unwrap(), vec![Some(json!({"n": [1, 2]}))]);
+    // Params that are no object or array are refused before any handler runs, as always.
+    remote
+        .send(r#"{"jsonrpc":"2.0","id":4,"method":"raw","params":3}"#)
+        .await;
+    let response = response_of(remote.recv().await);
+    assert_eq!(response.id, RequestId::Number(4));
+    assert_eq!(response.result.unwrap_err().code, ErrorCode::INVALID_REQUEST);
+}
+
+#[test]
+fn params_decoded_from_text_answer_as_params_decoded_from_a_value() {
+    #[derive(Debug, PartialEq, Deserialize)]
+    struct NewSession {
+        cwd: String,
+    }
+    let decode_both = |text: &str| {
+        let raw = RawValue::from_string(text.to_owned()).unwrap();
+        let from_text = decode_params_text::<NewSession>(Some(&raw));
+        let from_value = decode_params::<NewSession>(Some(serde_json::from_str(text).unwrap()));
+        (from_text, from_value)
+    };
+    for text in [
+        r#"{"cwd":"/tmp"}"#,
+        r#"{"cwd":3}"#,
+        r#"{"cwd":"/a","cwd":"/b"}"#,
+        r#"{"other":true}"#,
+        r#"[1]"#,
+        r#"null"#,
+    ] {
+        let (from_text, from_value) = decode_both(text);
+        assert_eq!(from_text, from_value, "{text}");
+    }
+    // A repeated member keeps its last value, as in a `Value`.
+    assert_eq!(
+        decode_both(r#"{"cwd":"/a","cwd":"/b"}"#).0,
+        Ok(NewSession { cwd: "/b".into() })
+    );
+    assert_eq!(
+        decode_params_text::<NewSession>(None),
+        decode_params::<NewSession>(None)
+    );
 }
 
 #[tokio::test]

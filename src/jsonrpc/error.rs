@@ -4,6 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// A JSON-RPC error code.
 ///
@@ -151,6 +152,23 @@ impl RpcError {
 pub fn decode_params<T: serde::de::DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
     serde_json::from_value(params.unwrap_or(Value::Null))
         .map_err(|e| RpcError::invalid_params(e.to_string()))
+}
+
+/// As [`decode_params`], from the params' text (see `jsonrpc::TextRequestHandler`): params that
+/// decode are read straight from the text, without a `Value`; params that do not are decoded
+/// again as a `Value`, so that the answer is exactly the one [`decode_params`] gives (its message
+/// names no text position, and a repeated member keeps its last value, as in a `Value`).
+pub fn decode_params_text<T: serde::de::DeserializeOwned>(
+    params: Option<&RawValue>,
+) -> Result<T, RpcError> {
+    let Some(text) = params else {
+        return decode_params(None);
+    };
+    serde_json::from_str(text.get()).or_else(|_| {
+        let value = serde_json::from_str(text.get())
+            .map_err(|e| RpcError::invalid_params(e.to_string()))?;
+        decode_params(Some(value))
+    })
 }
 
 #[cfg(test)]

@@ -52,6 +52,7 @@
 
 mod driver;
 mod handler;
+mod params;
 mod pending;
 
 use std::collections::HashMap;
@@ -73,6 +74,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use handler::{
     BoxFuture, NotificationContext, NotificationHandler, RequestContext, RequestHandler,
+    TextRequestHandler,
 };
 
 use self::handler::{Router, TypedRequest};
@@ -362,6 +364,19 @@ impl PeerBuilder {
         self
     }
 
+    /// Handles requests of `method` from their params' text, which the handler decodes into its
+    /// own types (no `Value` is built for them): see [`TextRequestHandler`].
+    #[must_use]
+    pub fn on_text_request(
+        mut self,
+        method: impl Into<String>,
+        handler: impl TextRequestHandler,
+    ) -> Self {
+        self.router
+            .add_text_request(method.into(), Arc::new(handler));
+        self
+    }
+
     /// Handles every request method without its own handler (instead of answering `-32601`).
     #[must_use]
     pub fn on_any_request(mut self, handler: impl RequestHandler) -> Self {
@@ -395,6 +410,7 @@ impl PeerBuilder {
     /// Panics when called outside a tokio runtime.
     pub fn spawn(self, transport: Transport) -> Peer {
         let frames = transport.is_frames();
+        let text_params = self.router.reads_text();
         let (input, output) = transport.split(self.max_message_bytes, self.version);
         let (writes, write_rx) = mpsc::unbounded_channel();
         let (notifications, notification_rx) = mpsc::unbounded_channel();
@@ -412,6 +428,7 @@ impl PeerBuilder {
                 ordered_responses: self.ordered_responses,
                 close_grace: self.close_grace,
                 frames,
+                text_params,
             },
             pending: PendingTable::default(),
             inbound: Mutex::new(InboundTable::default()),
@@ -787,6 +804,8 @@ struct Config {
     ordered_responses: bool,
     close_grace: Duration,
     frames: bool,
+    /// Some request handler reads its params as text: inbound params are kept as text.
+    text_params: bool,
 }
 
 struct IdAllocator {

@@ -15,6 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
+use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::config::Feature;
@@ -42,6 +43,7 @@ use crate::acp::{
 };
 use crate::jsonrpc::{
     ErrorCode, NotificationContext, PeerBuilder, RequestContext, RpcError, decode_params,
+    decode_params_text,
 };
 
 /// The feature a method needs, if any.
@@ -275,6 +277,38 @@ where
     })
 }
 
+/// As [`on_request`], for a handler that decodes its params from their text: the prompt turn,
+/// the one request a client sends over and over, builds no `Value` of its params.
+fn on_text_request<F, Fut>(
+    builder: PeerBuilder,
+    agent: &Arc<Inner>,
+    connection: ConnectionId,
+    method: &'static str,
+    handler: F,
+) -> PeerBuilder
+where
+    F: Fn(Arc<Inner>, ConnectionId, RequestContext, Option<Box<RawValue>>) -> Fut
+        + Send
+        + Sync
+        + 'static,
+    Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+{
+    let agent = agent.clone();
+    let handler = Arc::new(handler);
+    builder.on_text_request(
+        method,
+        move |cx: RequestContext, params: Option<Box<RawValue>>| {
+            let agent = agent.clone();
+            let handler = handler.clone();
+            async move {
+                agent.registry.attach(connection, cx.peer());
+                agent.admit(method)?;
+                handler(agent, connection, cx, params).await
+            }
+        },
+    )
+}
+
 /// The peer builder of one connection, with every agent method installed.
 pub(super) fn peer_builder(
     agent: &Arc<Inner>,
@@ -303,7 +337,7 @@ pub(super) fn peer_builder(
         set_config_option,
     );
     let builder = on_request(builder, agent, connection, SESSION_SET_MODEL, set_model);
-    let builder = on_request(builder, agent, connection, SESSION_PROMPT, prompt);
+    let builder = on_text_request(builder, agent, connection, SESSION_PROMPT, prompt);
     let builder = on_request(builder, agent, connection, SESSION_EXPORT, export_session);
     let builder = on_request(builder, agent, connection, SESSION_STOP, stop_session);
     let cancel_agent = agent.clone();
@@ -839,11 +873,11 @@ async fn prompt(
     agent: Arc<Inner>,
     connection: ConnectionId,
     cx: RequestContext,
-    raw: Option<Value>,
+    raw: Option<Box<RawValue>>,
 ) -> Result<Value, RpcError> {
     // The turn ends itself on `$/cancel_request`, so that it can answer after cleaning up.
     cx.handle_cancellation();
-    let request: PromptRequest = params(raw)?;
+    let request: PromptRequest = decode_params_text(raw.as_deref())?;
     let plan = PromptDirectives::from_meta(request.extra.meta())
         .and_then(|directives| directives.apply(&agent.config.echo))
         .map_err(invalid_params)?;

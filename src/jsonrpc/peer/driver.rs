@@ -29,10 +29,12 @@ use futures::FutureExt;
 use std::sync::atomic::Ordering;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::handler::{BoxFuture, CallFlags, NotificationContext, RequestContext};
+use super::handler::{BoxFuture, CallFlags, NotificationContext, RequestContext, RequestRoute};
+use super::params::Params;
 use super::pending::Delivery;
 use super::{
     CANCEL_REQUEST_METHOD, CallError, MAX_QUEUED_NOTIFICATIONS, Peer, SendError, Shared,
@@ -41,7 +43,9 @@ use super::{
 use crate::jsonrpc::error::RpcError;
 use crate::jsonrpc::framing::FrameError;
 use crate::jsonrpc::id::RequestId;
-use crate::jsonrpc::message::{DecodeError, Message, Notification, Request, Response, decode};
+use crate::jsonrpc::message::{
+    DecodeError, Message, Notification, Request, Response, decode, decode_with_params,
+};
 use crate::jsonrpc::transport::{Input, Output};
 use crate::jsonrpc::wire::{WireEvent, WireObserver};
 
@@ -87,7 +91,7 @@ pub(super) async fn read_loop(
             None => break,
             Some(Ok(bytes)) => {
                 shared.observe(&WireEvent::Received(bytes));
-                match decode(bytes, shared.config.version) {
+                match decode_inbound(&shared, bytes) {
                     Ok(message) => {
                         if let Some(task) =
                             route(&peer, message, &notifications, &mut notifications_seen)
@@ -126,20 +130,69 @@ pub(super) async fn read_loop(
     shared.input_done.cancel();
 }
 
+/// Decodes one inbound text, its params kept as text when some handler reads text (else parsed
+/// into a `Value`, as [`decode`] does).
+fn decode_inbound(shared: &Shared, bytes: &[u8]) -> Result<Message<Params>, DecodeError> {
+    let version = shared.config.version;
+    if shared.config.text_params {
+        decode_with_params::<Box<RawValue>>(bytes, version)
+            .map(|(message, _)| with_params(message, Params::Text))
+    } else {
+        decode(bytes, version).map(|message| with_params(message, Params::Value))
+    }
+}
+
+fn with_params<P>(message: Message<P>, hold: fn(P) -> Params) -> Message<Params> {
+    match message {
+        Message::Request(Request { id, method, params }) => Message::Request(Request {
+            id,
+            method,
+            params: params.map(hold),
+        }),
+        Message::Notification(Notification { method, params }) => {
+            Message::Notification(Notification {
+                method,
+                params: params.map(hold),
+            })
+        }
+        Message::Response(response) => Message::Response(response),
+    }
+}
+
 /// Routes one message. A request yields its task, which the read loop starts before it reads on.
 fn route(
     peer: &Peer,
-    message: Message,
+    message: Message<Params>,
     notifications: &mpsc::UnboundedSender<QueuedNotification>,
     notifications_seen: &mut u64,
 ) -> Option<BoxFuture<()>> {
     let shared = &peer.shared;
-    match message {
+    let notification = match message {
         Message::Request(request) => return Some(dispatch_request(peer, request)),
-        Message::Notification(notification) if notification.method == CANCEL_REQUEST_METHOD => {
+        Message::Response(response) => {
+            deliver(
+                shared,
+                &response.id,
+                response.result.map_err(CallError::Rpc),
+                *notifications_seen,
+            );
+            return None;
+        }
+        Message::Notification(Notification { method, params }) => {
+            match params.map(Params::into_value).transpose() {
+                Ok(params) => Notification { method, params },
+                Err(error) => {
+                    tracing::warn!(%method, %error, "notification with unreadable params ignored");
+                    return None;
+                }
+            }
+        }
+    };
+    match notification {
+        notification if notification.method == CANCEL_REQUEST_METHOD => {
             cancel_inbound(shared, notification.params);
         }
-        Message::Notification(notification) => {
+        notification => {
             let earlier_handled = *shared.notifications_handled.borrow() == *notifications_seen;
             *notifications_seen += 1;
             let queued = if earlier_handled {
@@ -152,12 +205,6 @@ fn route(
                 let _ = notifications.send(queued);
             }
         }
-        Message::Response(response) => deliver(
-            shared,
-            &response.id,
-            response.result.map_err(CallError::Rpc),
-            *notifications_seen,
-        ),
     }
     None
 }
@@ -315,21 +362,20 @@ fn unregister_inbound(shared: &Shared, id: &RequestId, generation: u64) {
 
 /// Registers an inbound request (so that `$/cancel_request` finds it at once) and returns the task
 /// that runs its handler and sends its answer.
-fn dispatch_request(peer: &Peer, request: Request) -> BoxFuture<()> {
+fn dispatch_request(peer: &Peer, request: Request<Params>) -> BoxFuture<()> {
     let token = peer.shared.closing.child_token();
     let generation = register_inbound(&peer.shared, &request.id, token.clone());
     let peer = peer.clone();
     Box::pin(async move {
         let Request { id, method, params } = request;
         let shared = peer.shared.clone();
-        let handler = shared.router.request(&method).cloned();
         let flags = Arc::new(CallFlags::default());
-        let outcome = match handler {
+        let outcome = match shared.router.request(&method) {
             None => {
                 tracing::debug!(%method, "request for an unknown method");
                 Some(Err(RpcError::method_not_found(&method)))
             }
-            Some(handler) => {
+            Some(route) => {
                 let cx = RequestContext {
                     peer: peer.clone(),
                     id: id.clone(),
@@ -337,7 +383,20 @@ fn dispatch_request(peer: &Peer, request: Request) -> BoxFuture<()> {
                     cancel: token.clone(),
                     flags: flags.clone(),
                 };
-                run_handler(handler.call(cx, params), &token, &flags, &shared.closing).await
+                let call = match route {
+                    RequestRoute::Value(handler) => params
+                        .map(Params::into_value)
+                        .transpose()
+                        .map(|params| handler.call(cx, params)),
+                    RequestRoute::Text(handler) => params
+                        .map(Params::into_text)
+                        .transpose()
+                        .map(|params| handler.call(cx, params)),
+                };
+                match call {
+                    Ok(fut) => run_handler(fut, &token, &flags, &shared.closing).await,
+                    Err(error) => Some(Err(RpcError::invalid_params(error.to_string()))),
+                }
             }
         };
         unregister_inbound(&shared, &id, generation);

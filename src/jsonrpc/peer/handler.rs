@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use tokio_util::sync::CancellationToken;
 
 use super::Peer;
@@ -39,6 +40,37 @@ where
         &self,
         cx: RequestContext,
         params: Option<Value>,
+    ) -> BoxFuture<Result<Value, RpcError>> {
+        Box::pin(self(cx, params))
+    }
+}
+
+/// Handles one inbound request method from its params' text, the `params` member exactly as it
+/// arrived (`None` when absent): for a handler that decodes them into its own types, which then
+/// costs no `serde_json::Value` tree. A peer with such a handler keeps the params of every
+/// inbound message as text and parses a `Value` only for the handlers that take one.
+///
+/// Any `Fn(RequestContext, Option<Box<RawValue>>) -> impl Future<Output = Result<Value,
+/// RpcError>>` closure is a handler; [`crate::jsonrpc::decode_params_text`] decodes the text as
+/// [`crate::jsonrpc::decode_params`] decodes a `Value`, with the same errors.
+pub trait TextRequestHandler: Send + Sync + 'static {
+    /// Handles one request.
+    fn call(
+        &self,
+        cx: RequestContext,
+        params: Option<Box<RawValue>>,
+    ) -> BoxFuture<Result<Value, RpcError>>;
+}
+
+impl<F, Fut> TextRequestHandler for F
+where
+    F: Fn(RequestContext, Option<Box<RawValue>>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+{
+    fn call(
+        &self,
+        cx: RequestContext,
+        params: Option<Box<RawValue>>,
     ) -> BoxFuture<Result<Value, RpcError>> {
         Box::pin(self(cx, params))
     }
@@ -196,10 +228,19 @@ impl NotificationContext {
     }
 }
 
+/// The handler of one request method, with the form of params it takes.
+#[derive(Clone)]
+pub(crate) enum RequestRoute {
+    /// Params as a `Value`.
+    Value(Arc<dyn RequestHandler>),
+    /// Params as their text.
+    Text(Arc<dyn TextRequestHandler>),
+}
+
 /// Method name to handler, with optional catch-alls.
 #[derive(Default, Clone)]
 pub(crate) struct Router {
-    requests: HashMap<String, Arc<dyn RequestHandler>>,
+    requests: HashMap<String, RequestRoute>,
     notifications: HashMap<String, Arc<dyn NotificationHandler>>,
     any_request: Option<Arc<dyn RequestHandler>>,
     any_notification: Option<Arc<dyn NotificationHandler>>,
@@ -207,7 +248,19 @@ pub(crate) struct Router {
 
 impl Router {
     pub(crate) fn add_request(&mut self, method: String, handler: Arc<dyn RequestHandler>) {
-        self.requests.insert(method, handler);
+        self.requests.insert(method, RequestRoute::Value(handler));
+    }
+
+    pub(crate) fn add_text_request(&mut self, method: String, handler: Arc<dyn TextRequestHandler>) {
+        self.requests.insert(method, RequestRoute::Text(handler));
+    }
+
+    /// Whether some request handler takes its params as text: the read loop then keeps every
+    /// message's params as text.
+    pub(crate) fn reads_text(&self) -> bool {
+        self.requests
+            .values()
+            .any(|route| matches!(route, RequestRoute::Text(_)))
     }
 
     pub(crate) fn add_notification(
@@ -226,8 +279,11 @@ impl Router {
         self.any_notification = Some(handler);
     }
 
-    pub(crate) fn request(&self, method: &str) -> Option<&Arc<dyn RequestHandler>> {
-        self.requests.get(method).or(self.any_request.as_ref())
+    pub(crate) fn request(&self, method: &str) -> Option<RequestRoute> {
+        match self.requests.get(method) {
+            Some(route) => Some(route.clone()),
+            None => self.any_request.clone().map(RequestRoute::Value),
+        }
     }
 
     pub(crate) fn notification(&self, method: &str) -> Option<&Arc<dyn NotificationHandler>> {
