@@ -433,6 +433,9 @@ fn run(args: RunArgs) -> Result<u8> {
     // discovery measures its start-up, and every timeout class grows with it.
     let mut startup_scale = 1.0_f64;
     let mut setup = runner::RunSetup::default();
+    // What discovery saw of the agent's set-up is the run's first measurement: an agent that
+    // answered no initialize there gets the short set-up allowance in every row.
+    let gauge = crate::setup::SetupGauge::new();
     let target = match (&args.target, &args.agent_cmd, &args.agent_url) {
         (Some(name), _, _) => Target::load(name)?,
         (None, None, None) => Target::load("reference")?,
@@ -470,6 +473,7 @@ fn run(args: RunArgs) -> Result<u8> {
                     output::line(format_args!("discovery: {problem}"));
                 }
                 startup_scale = startup_scale_for(found.startup);
+                seed_gauge(&gauge, &found, &mut setup);
                 capabilities.extend(found.capabilities);
             }
             for name in &args.no_capabilities {
@@ -495,6 +499,7 @@ fn run(args: RunArgs) -> Result<u8> {
     if let Some(found) = profile_found {
         startup_scale = startup_scale_for(found.startup);
         setup = setup_of(&found);
+        seed_gauge(&gauge, &found, &mut setup);
     }
     setup.timeout_multiplier_asked = Some(args.timeout_multiplier);
     setup.startup_scale = Some(startup_scale);
@@ -583,12 +588,13 @@ fn run(args: RunArgs) -> Result<u8> {
         .build()
         .context("cannot start the async runtime")?;
     let console = Console::new().quiet(args.quiet).strict(args.strict);
-    let mut report = runtime.block_on(runner::run(
+    let mut report = runtime.block_on(runner::run_with(
         plan,
         Arc::new(target),
         &options,
         baseline.as_ref(),
         &console,
+        gauge,
     ));
     report.selection = selection.describe();
     report.min_coverage = args.min_coverage;
@@ -646,6 +652,31 @@ fn with_auth_method(mut target: Target, method: Option<&str>) -> Target {
         });
     }
     target
+}
+
+/// Records in `gauge` an agent that answered no `initialize` in discovery (it timed out, not
+/// refused or exited): every row's set-up steps then wait only the short allowance, and the
+/// reports say so.
+fn seed_gauge(
+    gauge: &crate::setup::SetupGauge,
+    found: &crate::discover::Discovery,
+    setup: &mut runner::RunSetup,
+) {
+    let silent = found.initialize.is_null()
+        && found
+            .problems
+            .iter()
+            .any(|p| p.starts_with("initialize failed: no answer"));
+    if !silent {
+        return;
+    }
+    gauge.record(false);
+    let note = format!(
+        "the agent answered no initialize in discovery: each row's set-up steps wait {:?} (scaled) for it, and its failures are not re-run",
+        crate::setup::SILENT_ALLOWANCE
+    );
+    output::line(format_args!("discovery: {note}"));
+    setup.discovery_notes.push(note);
 }
 
 /// What discovery saw, for the reports.

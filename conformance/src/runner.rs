@@ -618,6 +618,18 @@ pub async fn run(
     baseline: Option<&Baseline>,
     observer: &dyn Observer,
 ) -> RunReport {
+    run_with(plan, target, options, baseline, observer, SetupGauge::new()).await
+}
+
+/// [`run`] with what the run already knows of its target's set-up steps (discovery's).
+pub async fn run_with(
+    plan: Plan,
+    target: Arc<Target>,
+    options: &RunOptions,
+    baseline: Option<&Baseline>,
+    observer: &dyn Observer,
+    gauge: SetupGauge,
+) -> RunReport {
     // Grandchildren of killed targets are reparented here: the teardown reaps those of the groups
     // it started, and the orphan reaper every other one as soon as it exits, so a group of
     // zombies never outlives its processes (BR-06.6 with an adapter that does not reap them).
@@ -628,7 +640,6 @@ pub async fn run(
     observer.started(plan.len());
     let entries: Arc<Vec<Planned>> = Arc::new(plan.entries);
     let mut slots: Vec<Option<ScenarioResult>> = vec![None; entries.len()];
-    let gauge = SetupGauge::new();
 
     let jobs = options.jobs.max(1);
     let mut set = JoinSet::new();

@@ -271,12 +271,18 @@ fn checks(pids: &Pids, flaky_runs: &Arc<AtomicUsize>) -> Vec<Check> {
         ),
         Check::new(
             "SYN-FLAKY",
-            "fails on its first run only",
-            move |_ctx: Ctx| {
+            "fails on its first run only, by a wait that runs out (which is re-run)",
+            move |ctx: Ctx| {
                 let runs = Arc::clone(&flaky_runs);
                 async move {
-                    let run = runs.fetch_add(1, Ordering::SeqCst);
-                    ensure!(run > 0, "a second run", "this was run {}", run + 1);
+                    if runs.fetch_add(1, Ordering::SeqCst) == 0 {
+                        ctx.within_for(
+                            std::time::Duration::from_millis(1),
+                            "a second run",
+                            std::future::pending::<()>(),
+                        )
+                        .await?;
+                    }
                     Ok(())
                 }
             },
@@ -359,8 +365,17 @@ async fn every_outcome_is_reported_and_nothing_survives() {
     assert_eq!(failure.check, "the answer");
     assert_eq!(failed.then, "the answer is 42");
     assert_eq!(failed.expectation, Expectation::Unexpected);
-    // Re-run alone and failed again: the first attempt is kept.
-    assert!(failed.first_attempt.is_some());
+    // A definite mismatch at once: not re-run, and the result says why.
+    assert!(failed.first_attempt.is_none());
+    assert_eq!(failed.attempts, 1);
+    assert!(
+        failed
+            .rerun
+            .as_deref()
+            .is_some_and(|why| why.starts_with("not re-run: it failed at once")),
+        "{:?}",
+        failed.rerun
+    );
 
     let cap = result(&report, "SYN-SKIP-CAP");
     assert!(cap.message.as_ref().unwrap().contains("teleport"));
