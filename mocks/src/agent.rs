@@ -38,8 +38,12 @@ pub mod cli;
 pub mod commands;
 pub mod config;
 pub mod control;
+pub mod diff;
 pub mod output;
 pub mod personality;
+pub mod record;
+pub mod recording;
+pub mod replay;
 pub mod runtime;
 pub mod script;
 pub mod template;
@@ -367,6 +371,9 @@ where
         }
     }
     agent.start_timers();
+    if let Some(recording) = &agent.config.script.recording {
+        replay::start(agent, recording);
+    }
 
     #[cfg(unix)]
     let (mut term, mut int) = if launch.handle_signals {

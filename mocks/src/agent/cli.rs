@@ -9,6 +9,11 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use ski::exit::CommandError;
 
 use super::config::{Config, Overrides};
+use super::diff::DiffOptions;
+use super::diff::shape::Options as ShapeOptions;
+use super::record::RecordOptions;
+use super::record::redact::Extra;
+use super::recording::{Timing, Unrecorded};
 use super::runtime::ProcessInfo;
 use super::script::{FaultSpec, Handshake, Personality, PromptMode, Quirk, Script};
 use super::{Launch, expand_path};
@@ -120,6 +125,17 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "KIND")]
     pub intercom_handshake: Option<HandshakeArg>,
 
+    /// Replaying a recording: what a client message it does not hold gets: `error` (a JSON-RPC
+    /// error), `nearest` (the answer to the closest recorded message of its method) or `fail`
+    /// (exit 1); default: the recording's, else `error`.
+    #[arg(long, value_name = "ANSWER", value_parser = ["error", "nearest", "fail"])]
+    pub unrecorded: Option<String>,
+
+    /// Replaying a recording: `none` (as fast as possible, the default), `recorded` (the
+    /// recorded gaps) or `scale=F` (the gaps times F).
+    #[arg(long, value_name = "TIMING")]
+    pub replay_timing: Option<String>,
+
     /// Check the script and print a summary, then exit.
     #[arg(long)]
     pub check: bool,
@@ -128,7 +144,8 @@ pub struct Cli {
     #[arg(long, value_name = "NAME")]
     pub print_script: Option<String>,
 
-    /// `acp`: kiro-cli's command line; `control`: send a command to a running agent.
+    /// `acp`: kiro-cli's command line; `control`: send a command to a running agent; `record`:
+    /// record a real agent; `diff`: check a recording against the live agent.
     #[command(subcommand)]
     pub command: Option<SubCommand>,
 }
@@ -173,6 +190,92 @@ pub enum SubCommand {
         "  ski-mock-agent control /tmp/agent.sock '{\"cmd\":\"exit\",\"code\":3}'"
     ))]
     Control(ControlArgs),
+    /// Sit between a client (this process's stdio) and a real agent, pass every line through
+    /// unchanged, and write a replayable recording with its secrets redacted.
+    #[command(after_help = RECORD_HELP)]
+    Record(RecordArgs),
+    /// Replay a recording's client side against the live agent and report, per exchange, what
+    /// changed structurally in its answers; exits 0 when nothing did, 1 when something did.
+    #[command(after_help = DIFF_HELP)]
+    Diff(DiffArgs),
+}
+
+const DIFF_HELP: &str = "\
+Compared per exchange: which messages came in which order (kind, method, session update kind;
+runs of one kind count once), and per message the fields present, their JSON kinds and the values
+that name a kind of thing (type, sessionUpdate, stopReason, kind, status, role, method, code,
+protocolVersion, outcome), and text unless --ignore-text. Ids, session ids, times and other
+values are never compared. The live agent's requests get the recorded client's replies.
+
+Exit codes: 0 no structural drift, 1 drift, 2 a bad argument, 3 a recording that cannot be
+read, 4 an agent that cannot be started.
+
+Examples:
+  ski-mock-agent diff golden/recordings/ts-sdk-echo.toml -- node echo-agent.mjs
+  ski-mock-agent diff s.toml --ignore-text --ignore result.agentInfo -- my-agent --acp";
+
+/// `diff` arguments.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The recording.
+    pub recording: String,
+    /// Don't compare the values of `text` fields (model output).
+    #[arg(long)]
+    pub ignore_text: bool,
+    /// Leave out this field path (dotted, `[]` for array items, e.g. result.agentInfo) and
+    /// everything under it (repeatable).
+    #[arg(long = "ignore", value_name = "PATH")]
+    pub ignore: Vec<String>,
+    /// How long to wait for each answer the recording holds, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    pub timeout_ms: u64,
+    /// How long to wait for recorded lines that answer nothing (updates after a result), and
+    /// for more output after the last exchange, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 500)]
+    pub settle_ms: u64,
+    /// The live agent's command line.
+    #[arg(last = true, required = true, value_name = "AGENT")]
+    pub command: Vec<String>,
+}
+
+const RECORD_HELP: &str = "\
+Redacted by default: the value of every environment variable of 8 characters or more (4 for a
+name like TOKEN, KEY, SECRET, PASSWORD), string values of fields named like token, secret,
+password, apiKey, authorization, cookie, credential, key, and the value of {\"name\": ...,
+\"value\": ...} entries with such a name, text shaped like a bearer token, an OpenAI, GitHub,
+Slack, AWS or Google key or a JWT. Paths under the working directory become relative (./...).
+The recording names what it redacted in [recording].redacted.
+
+The agent's exit code is this process's; 143 on SIGTERM, 130 on SIGINT (the agent's group is
+ended and the recording written); 2 a bad argument, 3 a recording that cannot be written, 4 an
+agent that cannot be started.
+
+Examples:
+  ski-mock-agent record --out echo.toml -- node echo-agent.mjs
+  ski acp client connect --agent-cmd 'ski-mock-agent record --out s.toml -- my-agent' --prompt hi
+  ski-mock-agent record --out s.toml --redact-env MY_ORG --redact-field sessionSecret -- agent";
+
+/// `record` arguments.
+#[derive(Debug, Args)]
+pub struct RecordArgs {
+    /// Where to write the recording (a script file `--script` replays).
+    #[arg(long, value_name = "FILE")]
+    pub out: PathBuf,
+    /// A label stored with the recording, for selecting it from a pool (repeatable).
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Also redact the string values of fields with this name (repeatable).
+    #[arg(long = "redact-field", value_name = "NAME")]
+    pub redact_fields: Vec<String>,
+    /// Also redact text matching this regular expression (repeatable).
+    #[arg(long = "redact-pattern", value_name = "REGEX")]
+    pub redact_patterns: Vec<String>,
+    /// Also redact this environment variable's value, whatever its length (repeatable).
+    #[arg(long = "redact-env", value_name = "NAME")]
+    pub redact_env: Vec<String>,
+    /// The agent's command line.
+    #[arg(last = true, required = true, value_name = "AGENT")]
+    pub command: Vec<String>,
 }
 
 /// `control` arguments.
@@ -213,6 +316,10 @@ pub enum Action {
     Print(String),
     /// Send a control command to a running agent.
     Control(ControlArgs),
+    /// Record a real agent.
+    Record(RecordOptions),
+    /// Check a recording against the live agent.
+    Diff(DiffOptions),
 }
 
 /// Parses one `--fault` value into the fault table.
@@ -290,6 +397,34 @@ impl Cli {
         if let Some(SubCommand::Control(args)) = self.command {
             return Ok(Action::Control(args));
         }
+        if let Some(SubCommand::Diff(args)) = self.command {
+            return Ok(Action::Diff(DiffOptions {
+                recording: args.recording,
+                command: args.command,
+                shape: ShapeOptions {
+                    ignore_text: args.ignore_text,
+                    ignore: args.ignore,
+                },
+                timeout: std::time::Duration::from_millis(args.timeout_ms),
+                settle: std::time::Duration::from_millis(args.settle_ms),
+                cwd: ProcessInfo::current(Vec::new()).cwd,
+            }));
+        }
+        if let Some(SubCommand::Record(args)) = self.command {
+            let process = ProcessInfo::current(argv);
+            return Ok(Action::Record(RecordOptions {
+                out: args.out,
+                command: args.command,
+                tags: args.tags,
+                extra: Extra {
+                    fields: args.redact_fields,
+                    patterns: args.redact_patterns,
+                    env: args.redact_env,
+                },
+                cwd: process.cwd,
+                env: process.env,
+            }));
+        }
         if let Some(name) = &self.print_script {
             return super::script::BUILTIN_SCRIPTS
                 .iter()
@@ -302,10 +437,28 @@ impl Cli {
                     ))
                 });
         }
-        let script = match &self.script {
+        let mut script = match &self.script {
             Some(name) => Script::load(name).map_err(CommandError::configuration)?,
             None => Script::empty(),
         };
+        if self.unrecorded.is_some() || self.replay_timing.is_some() {
+            let recording = script.recording.as_mut().ok_or_else(|| {
+                CommandError::invalid_input(anyhow!(
+                    "--unrecorded and --replay-timing need a recording (--script FILE)"
+                ))
+            })?;
+            let recording = std::sync::Arc::make_mut(recording);
+            if let Some(answer) = &self.unrecorded {
+                recording.spec.unrecorded = Unrecorded::parse(answer);
+            }
+            if let Some(text) = &self.replay_timing {
+                recording.timing = Timing::parse(text).ok_or_else(|| {
+                    CommandError::invalid_input(anyhow!(
+                        "--replay-timing {text:?}: not none, recorded or scale=F"
+                    ))
+                })?;
+            }
+        }
         let mut overrides = Overrides::default();
         for fault in &self.faults {
             apply_fault(&mut overrides.faults, fault)

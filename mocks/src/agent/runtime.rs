@@ -848,10 +848,13 @@ impl Agent {
             return;
         }
 
-        if matches!(
-            inbound.method.as_str(),
-            "session/cancel" | "$/cancel_request"
-        ) && !self.rule_matches(&inbound)
+        let replaying = self.config.script.recording.clone();
+        if replaying.is_none()
+            && matches!(
+                inbound.method.as_str(),
+                "session/cancel" | "$/cancel_request"
+            )
+            && !self.rule_matches(&inbound)
         {
             self.cancel(&inbound).await;
             return;
@@ -870,6 +873,11 @@ impl Agent {
                 Box::pin(async move {
                     let steps = agent.config.script.rules[index].steps.clone();
                     sequence::run_steps(&agent, &steps, &mut ctx).await;
+                    agent.finish_running(ctx.trigger.as_deref());
+                })
+            } else if let Some(recording) = replaying {
+                Box::pin(async move {
+                    super::replay::answer(&agent, &recording, &mut ctx).await;
                     agent.finish_running(ctx.trigger.as_deref());
                 })
             } else {
@@ -1189,6 +1197,7 @@ impl Agent {
             "methods": state.method_counts,
             "pendingRequests": pending,
             "lastMethod": state.seen.last().map(|s| s.method.clone()),
+            "replay": self.config.script.recording.as_ref().map(|_| state.replay.report()),
             "kiro": {
                 "agent": self.config.kiro.agent,
                 "model": self.config.kiro.model,

@@ -11,6 +11,7 @@ pub mod step;
 pub mod trigger;
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -19,6 +20,7 @@ use serde_json::Value;
 pub use step::{Action, ErrorSpec, Fragments, Step, StepSpec};
 pub use trigger::{Matcher, Rule, RuleSpec, Trigger};
 
+use super::recording::{ExchangeSpec, Recording, RecordingSpec};
 use super::template;
 
 /// The ready scripts: name, file name, and the text compiled into the binary.
@@ -340,6 +342,12 @@ pub struct ScriptSpec {
     /// `[[on]]`: the rules.
     #[serde(default)]
     pub on: Vec<RuleSpec>,
+    /// `[recording]`: a recording's provenance and replay settings.
+    #[serde(default)]
+    pub recording: Option<RecordingSpec>,
+    /// `[[exchange]]`: a recording's exchanges, replayed in place of the built-in behaviour.
+    #[serde(default)]
+    pub exchange: Vec<ExchangeSpec>,
 }
 
 /// A loaded and checked script.
@@ -351,6 +359,8 @@ pub struct Script {
     pub spec: ScriptSpec,
     /// The checked rules, in file order.
     pub rules: Vec<Rule>,
+    /// The recording it replays, if it is one.
+    pub recording: Option<Arc<Recording>>,
 }
 
 impl Script {
@@ -419,10 +429,20 @@ impl Script {
             let at = format!("on[{index}]");
             rules.push(Rule::from_spec(rule, &at).map_err(|(at, message)| invalid(at, message))?);
         }
+        let recording = if spec.recording.is_some() || !spec.exchange.is_empty() {
+            let provenance = spec.recording.clone().unwrap_or_default();
+            Some(Arc::new(
+                Recording::from_spec(&provenance, &spec.exchange)
+                    .map_err(|(at, message)| invalid(at, message))?,
+            ))
+        } else {
+            None
+        };
         Ok(Self {
             origin: origin.to_owned(),
             spec,
             rules,
+            recording,
         })
     }
 

@@ -17,6 +17,8 @@ fn main() {
     let launch = match cli.into_action(argv) {
         Ok(Action::Run(launch)) => launch,
         Ok(Action::Control(args)) => control(&args),
+        Ok(Action::Record(options)) => record(options),
+        Ok(Action::Diff(options)) => diff(&options),
         Ok(Action::Print(text)) => {
             output::text(&text);
             return;
@@ -54,6 +56,35 @@ fn runtime() -> tokio::runtime::Runtime {
         Err(error) => fail(&CommandError::internal(
             anyhow::Error::new(error).context("cannot start the runtime"),
         )),
+    }
+}
+
+/// `ski-mock-agent record --out FILE -- AGENT...`: exits with the agent's code.
+fn record(options: ski_mocks::agent::record::RecordOptions) -> ! {
+    let runtime = runtime();
+    let _context = runtime.enter();
+    let outcome = runtime.block_on(ski_mocks::agent::record::record(
+        options,
+        ski::transport::stdio::ProcessStdin::new(),
+        ski::transport::stdio::ProcessStdout::new(),
+        tokio::io::stderr(),
+    ));
+    match outcome {
+        Ok(recorded) => std::process::exit(recorded.code),
+        Err(error) => fail(&error),
+    }
+}
+
+/// `ski-mock-agent diff RECORDING -- AGENT...`: prints the drift; exits 0 when there is none.
+fn diff(options: &ski_mocks::agent::diff::DiffOptions) -> ! {
+    let runtime = runtime();
+    let _context = runtime.enter();
+    match runtime.block_on(ski_mocks::agent::diff::diff(options)) {
+        Ok(drift) => {
+            output::text(&drift.render());
+            std::process::exit(i32::from(!drift.changes.is_empty()));
+        }
+        Err(error) => fail(&error),
     }
 }
 

@@ -147,6 +147,8 @@ pub struct State {
     pub last_session: Option<String>,
     /// Rules with `once` that fired.
     pub fired: HashSet<usize>,
+    /// What replay of a recording remembers.
+    pub replay: crate::agent::replay::ReplayState,
 }
 
 impl State {

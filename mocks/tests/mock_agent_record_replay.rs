@@ -1,0 +1,191 @@
+//! `ski-mock-agent --script RECORDING`: the recorded agent's answers with the live exchange's
+//! request ids, session ids and times; a request of the recorded agent waits for the live reply;
+//! a message the recording does not hold gets the configured answer, reported on the control
+//! socket and in the transcript.
+
+mod agent_support;
+
+use agent_support::{Agent, Control, Start, transcript};
+use serde_json::{Value, json};
+
+/// A recording made with ids and session ids no live client would use.
+const RECORDING: &str = r#"
+name = "recording of rec-agent"
+
+[recording]
+agent = "rec-agent"
+agent_version = "3.1.0"
+protocol_version = 1
+recorded_at = "2026-01-01T00:00:00Z"
+command = ["rec-agent", "--acp"]
+
+[[exchange]]
+client = '{"jsonrpc":"2.0","id":100,"method":"initialize","params":{"protocolVersion":1}}'
+[[exchange.agent]]
+after_ms = 2
+line = '{"jsonrpc":"2.0","id":100,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":false},"agentInfo":{"name":"rec-agent","version":"3.1.0"}}}'
+
+[[exchange]]
+client = '{"jsonrpc":"2.0","id":101,"method":"session/new","params":{"cwd":".","mcpServers":[]}}'
+[[exchange.agent]]
+line = '{"jsonrpc":"2.0","id":101,"result":{"sessionId":"rec-sess"}}'
+
+[[exchange]]
+client = '{"jsonrpc":"2.0","id":102,"method":"session/prompt","params":{"sessionId":"rec-sess","prompt":[{"type":"text","text":"hello"}]}}'
+[[exchange.agent]]
+line = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"rec-sess","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi there, see ./notes.txt"},"_meta":{"at":"2026-01-01T00:00:01Z","path":"./notes.txt"}}}}'
+[[exchange.agent]]
+line = '{"jsonrpc":"2.0","id":102,"result":{"stopReason":"end_turn"}}'
+
+[[exchange]]
+client = '{"jsonrpc":"2.0","id":103,"method":"session/prompt","params":{"sessionId":"rec-sess","prompt":[{"type":"text","text":"write it"}]}}'
+[[exchange.agent]]
+line = '{"jsonrpc":"2.0","id":"perm-7","method":"session/request_permission","params":{"sessionId":"rec-sess","toolCall":{"toolCallId":"t1"},"options":[{"optionId":"allow","name":"Allow","kind":"allow_once"}]}}'
+
+[[exchange]]
+client = '{"jsonrpc":"2.0","id":"perm-7","result":{"outcome":{"outcome":"selected","optionId":"allow"}}}'
+[[exchange.agent]]
+line = '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"rec-sess","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"written"}}}}'
+[[exchange.agent]]
+line = '{"jsonrpc":"2.0","id":103,"result":{"stopReason":"end_turn"}}'
+"#;
+
+fn replay(extra: &[&str]) -> Agent {
+    let mut args = vec![
+        "--script",
+        "{dir}/rec.toml",
+        "--transcript",
+        "{dir}/t.ndjson",
+        "--control",
+        "{dir}/c.sock",
+    ];
+    args.extend_from_slice(extra);
+    Agent::start(Start::args(&args).file("rec.toml", RECORDING))
+}
+
+async fn new_session(agent: &mut Agent) -> String {
+    let cwd = agent.dir.path().display().to_string();
+    let id = agent
+        .request("session/new", json!({"cwd": cwd, "mcpServers": []}))
+        .await;
+    let (_, response) = agent.until_response(&json!(id)).await;
+    response["result"]["sessionId"]
+        .as_str()
+        .expect("a session id")
+        .to_owned()
+}
+
+#[tokio::test]
+async fn replay_answers_with_live_ids_sessions_times_and_paths() {
+    let mut agent = replay(&[]);
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
+    let (_, init) = agent.until_response(&json!(id)).await;
+    assert_eq!(init["id"], 0, "the live id, not the recorded 100: {init}");
+    assert_eq!(init["result"]["agentInfo"]["name"], "rec-agent");
+    let first = new_session(&mut agent).await;
+    let second = new_session(&mut agent).await;
+    assert_eq!(first, "rec-sess");
+    assert_eq!(
+        second, "rec-sess-2",
+        "a replayed session/new gets its own id"
+    );
+
+    let id = agent.prompt(&second, "hello").await;
+    let (updates, result) = agent.until_response(&json!(id)).await;
+    assert_eq!(result["id"], id);
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    let update = &updates[0]["params"];
+    assert_eq!(update["sessionId"], second.as_str());
+    let dir = agent.dir.path().display().to_string();
+    assert_eq!(
+        update["update"]["content"]["text"], "hi there, see ./notes.txt",
+        "text is not a path"
+    );
+    let at = update["update"]["_meta"]["at"].as_str().expect("a time");
+    assert!(at > "2026-11-01", "the recorded time moved to now: {at}");
+    assert_eq!(
+        update["update"]["_meta"]["path"],
+        format!("{dir}/notes.txt")
+    );
+
+    // The recorded agent asked for permission: the live request gets a live id, and what the
+    // agent wrote after the reply follows the live reply.
+    let id = agent.prompt(&second, "write it").await;
+    let request = agent.json().await;
+    assert_eq!(request["method"], "session/request_permission");
+    assert_ne!(request["id"], "perm-7");
+    assert_eq!(request["params"]["sessionId"], second.as_str());
+    agent
+        .send_json(json!({"jsonrpc": "2.0", "id": request["id"], "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}))
+        .await;
+    let (updates, result) = agent.until_response(&json!(id)).await;
+    assert_eq!(updates[0]["params"]["update"]["content"]["text"], "written");
+    assert_eq!(result["result"]["stopReason"], "end_turn");
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+}
+
+#[tokio::test]
+async fn an_unrecorded_message_gets_an_error_reported_on_the_control_socket_and_transcript() {
+    let mut agent = replay(&[]);
+    agent.initialize().await;
+    let session = new_session(&mut agent).await;
+    let id = agent.prompt(&session, "never recorded").await;
+    let (_, response) = agent.until_response(&json!(id)).await;
+    assert_eq!(response["error"]["code"], -32603, "{response}");
+    assert_eq!(response["error"]["data"]["prompt"], "never recorded");
+    let mut control = Control::connect(&agent.path("c.sock")).await;
+    let state = control.call(json!({"cmd": "state"})).await;
+    let unrecorded = &state["state"]["replay"]["unrecorded"];
+    assert_eq!(
+        unrecorded,
+        &json!([{"method": "session/prompt", "answer": "error", "id": id, "prompt": "never recorded"}])
+    );
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+    let notes: Vec<Value> = transcript(&agent.path("t.ndjson"))
+        .into_iter()
+        .filter(|r| r["kind"] == "note")
+        .collect();
+    assert!(
+        notes.iter().any(|n| n["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("not in the recording"))),
+        "{notes:?}"
+    );
+}
+
+#[tokio::test]
+async fn unrecorded_nearest_answers_as_the_closest_recorded_prompt() {
+    let mut agent = replay(&["--unrecorded", "nearest"]);
+    agent.initialize().await;
+    let session = new_session(&mut agent).await;
+    let id = agent.prompt(&session, "hello again").await;
+    let (updates, response) = agent.until_response(&json!(id)).await;
+    assert_eq!(response["result"]["stopReason"], "end_turn", "{response}");
+    assert_eq!(
+        updates[0]["params"]["update"]["content"]["text"],
+        "hi there, see ./notes.txt"
+    );
+}
+
+#[tokio::test]
+async fn unrecorded_fail_ends_the_run_with_code_1() {
+    let mut agent = replay(&["--unrecorded", "fail"]);
+    agent.initialize().await;
+    agent
+        .request(
+            "session/load",
+            json!({"sessionId": "x", "cwd": "/", "mcpServers": []}),
+        )
+        .await;
+    assert_eq!(agent.code().await, 1);
+}
+
+#[tokio::test]
+async fn replay_options_without_a_recording_are_refused() {
+    let agent = Agent::start(Start::args(&["--script", "echo", "--unrecorded", "fail"]));
+    assert_eq!(agent.code().await, 2);
+}
