@@ -1,0 +1,134 @@
+//! `ski-mock-agent diff`: a recording of the mock agent checked against the same agent reports
+//! nothing and exits 0; against an agent whose answers changed shape it names the change and
+//! exits 1.
+
+mod agent_support;
+
+use agent_support::{Agent, PATIENCE, Start, binary};
+use serde_json::json;
+use ski::transport::child::{ChildSpec, OutputStream, spawn};
+
+/// Records one session of `ski-mock-agent --script echo` into `rec.toml` of the returned agent's
+/// directory (the agent, ended, keeps the directory alive).
+async fn record_echo_session() -> Agent {
+    let mut agent = Agent::start(Start::args(&[
+        "record",
+        "--out",
+        "{dir}/rec.toml",
+        "--",
+        binary(),
+        "--script",
+        "echo",
+    ]));
+    let session = agent.handshake().await;
+    let id = agent.prompt(&session, "hello").await;
+    agent.until_response(&json!(id)).await;
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+    agent
+}
+
+/// Runs `ski-mock-agent diff` to its end; answers (exit code, stdout).
+async fn run_diff(args: &[String]) -> (i32, String) {
+    let spec = ChildSpec::new("diff", binary()).arg("diff").args(args);
+    let mut child = spawn(spec).expect("diff starts");
+    child.close_stdin();
+    let mut out = String::new();
+    let read = async {
+        while let Some((stream, line)) = child.next_output_line().await {
+            if stream == OutputStream::Stdout {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+    };
+    tokio::time::timeout(PATIENCE * 3, read)
+        .await
+        .expect("diff ends");
+    let status = child.wait().await.expect("an exit status");
+    (status.code().unwrap_or(-1), out)
+}
+
+#[tokio::test]
+async fn the_same_agent_shows_no_drift() {
+    let recorded = record_echo_session().await;
+    let recording = recorded.path("rec.toml").display().to_string();
+    let (code, out) = run_diff(&[
+        recording,
+        "--".into(),
+        binary().into(),
+        "--script".into(),
+        "echo".into(),
+    ])
+    .await;
+    assert_eq!(code, 0, "{out}");
+    assert!(out.starts_with("no structural drift: 3 exchanges"), "{out}");
+}
+
+#[tokio::test]
+async fn a_changed_field_and_a_changed_stop_reason_are_reported() {
+    let recorded = record_echo_session().await;
+    let recording = recorded.path("rec.toml").display().to_string();
+    let changed = recorded.path("changed.toml");
+    std::fs::write(
+        &changed,
+        "personality = \"standard\"\n[agent]\nsession_result = { _meta = { build = \"new\" } }\n\
+         [prompt]\nstop_reason = \"max_tokens\"\n",
+    )
+    .expect("the changed agent's script");
+    let (code, out) = run_diff(&[
+        recording,
+        "--".into(),
+        binary().into(),
+        "--script".into(),
+        changed.display().to_string(),
+    ])
+    .await;
+    assert_eq!(code, 1, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "exchange 1 session/new: result: new field result._meta (object)",
+            "exchange 1 session/new: result: new field result._meta.build (string)",
+            "exchange 2 session/prompt: result: field result.stopReason changed: end_turn -> max_tokens",
+            "drift: 3 difference(s) in 3 exchanges",
+        ]
+    );
+}
+
+#[tokio::test]
+async fn text_is_compared_unless_ignored() {
+    let recorded = record_echo_session().await;
+    let recording = recorded.path("rec.toml").display().to_string();
+    let shouting = recorded.path("shout.toml");
+    std::fs::write(
+        &shouting,
+        "personality = \"standard\"\n[[on]]\nprompt = \"*\"\ndo = [{ turn = \"HELLO\" }]\n",
+    )
+    .expect("the other agent's script");
+    let agent = [
+        "--".to_owned(),
+        binary().to_owned(),
+        "--script".to_owned(),
+        shouting.display().to_string(),
+    ];
+    let mut args = vec![recording.clone()];
+    args.extend(agent.iter().cloned());
+    let (code, out) = run_diff(&args).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(
+        out.contains("params.update.content.text changed: hello -> HELLO"),
+        "{out}"
+    );
+    let mut args = vec![recording, "--ignore-text".to_owned()];
+    args.extend(agent.iter().cloned());
+    let (code, out) = run_diff(&args).await;
+    assert_eq!(code, 0, "{out}");
+}
+
+#[tokio::test]
+async fn a_script_that_is_not_a_recording_is_refused() {
+    let (code, _) = run_diff(&["echo".into(), "--".into(), binary().into()]).await;
+    assert_eq!(code, 3);
+}
