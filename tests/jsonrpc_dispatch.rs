@@ -356,9 +356,13 @@ async fn typed_handlers_reject_bad_params_with_invalid_params() {
 #[tokio::test]
 async fn text_handlers_get_params_as_sent_and_value_handlers_on_the_same_peer_get_values() {
     let notes = Arc::new(Mutex::new(Vec::new()));
+    // Answers with the params it got, as text, and whether there were any.
     let builder = Peer::builder()
         .on_text_request("raw", |_cx, params: Option<Box<RawValue>>| async move {
-            Ok(json!(params.map(|params| params.get().to_owned())))
+            match params {
+                Some(params) => Ok(params),
+                None => Ok(RawValue::from_string("\"none\"".to_owned()).unwrap()),
+            }
         })
         .on_request("value", |_cx, params: Option<Value>| async move {
             Ok(json!({ "got": params }))
@@ -377,11 +381,15 @@ async fn text_handlers_get_params_as_sent_and_value_handlers_on_the_same_peer_ge
             r#"{{"jsonrpc":"2.0","params":{sent},"id":1,"method":"raw"}}"#
         ))
         .await;
-    assert_eq!(response_of(remote.recv().await).result, Ok(json!(sent)));
+    // The params reach the handler byte for byte, and its text result goes out as it is.
+    assert_eq!(
+        remote.recv_line().await.unwrap(),
+        format!(r#"{{"jsonrpc":"2.0","id":1,"result":{sent}}}"#)
+    );
     remote
         .send(r#"{"jsonrpc":"2.0","id":2,"method":"raw"}"#)
         .await;
-    assert_eq!(response_of(remote.recv().await).result, Ok(Value::Null));
+    assert_eq!(response_of(remote.recv().await).result, Ok(json!("none")));
     remote
         .send(r#"{"jsonrpc":"2.0","method":"note","params":{"n":[1, 2]}}"#)
         .await;

@@ -68,7 +68,8 @@ use std::time::Duration;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
+use serde_json::value::RawValue;
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore, mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -84,7 +85,7 @@ use super::framing::DEFAULT_MAX_LINE_BYTES;
 use super::id::RequestId;
 use super::message::{
     EncodeError, Message, Notification, Request, VersionField, encode_into,
-    encode_notification_into,
+    encode_notification_into, encode_result_into,
 };
 use super::transport::Transport;
 use super::wire::{WireEvent, WireObserver};
@@ -441,7 +442,7 @@ impl PeerBuilder {
             writer_done: CancellationToken::new(),
             notifications_handled: handled,
             handler_calls: watch::channel(0).0,
-            inbound_running: watch::channel(0).0,
+            inbound_idle: Notify::new(),
             counters: Counters::default(),
         });
         let peer = Peer { shared };
@@ -628,6 +629,20 @@ impl Peer {
         self.queue_encoded(bytes).await
     }
 
+    /// Queues a success response whose result is already JSON text, written as it is.
+    pub(crate) async fn queue_result_text(
+        &self,
+        id: &RequestId,
+        result: &RawValue,
+    ) -> Result<(), SendError> {
+        if self.is_closed() {
+            return Err(SendError::NotConnected);
+        }
+        let mut bytes = Vec::with_capacity(64 + result.get().len());
+        encode_result_into(id, result, self.shared.config.version, &mut bytes)?;
+        self.queue_encoded(bytes).await
+    }
+
     /// Queues an encoded message (one line without its terminator) for writing.
     async fn queue_encoded(&self, bytes: Vec<u8>) -> Result<(), SendError> {
         let permit = self.shared.acquire_permit().await?;
@@ -715,9 +730,16 @@ impl Peer {
     /// Resolves once every inbound handler has finished (useful after [`Peer::input_closed`], to
     /// let running requests answer before closing).
     pub async fn handlers_idle(&self) {
-        let mut running = self.shared.inbound_running.subscribe();
-        // The sender lives as long as the peer, so this cannot fail.
-        let _ = running.wait_for(|running| *running == 0).await;
+        loop {
+            let idle = self.shared.inbound_idle.notified();
+            tokio::pin!(idle);
+            // Listening before looking: a handler that ends after the look wakes this wait.
+            idle.as_mut().enable();
+            if self.shared.inbound_lock().entries.is_empty() {
+                return;
+            }
+            idle.await;
+        }
     }
 
     /// A snapshot of the internal state.
@@ -884,8 +906,10 @@ struct Shared {
     /// Requests sent from notification handlers and waiting for their answer: while any does,
     /// the read loop reads on past [`MAX_QUEUED_NOTIFICATIONS`].
     handler_calls: watch::Sender<usize>,
-    /// How many inbound handlers run; mirrors `inbound.entries.len()`.
-    inbound_running: watch::Sender<usize>,
+    /// Notified whenever the last running inbound handler ends (`inbound.entries` empties): a
+    /// wake-up only when someone waits, where a watch channel woke its eight slots on every
+    /// request.
+    inbound_idle: Notify,
     counters: Counters,
 }
 

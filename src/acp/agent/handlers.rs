@@ -112,6 +112,12 @@ fn to_value(result: impl serde::Serialize) -> Result<Value, RpcError> {
         .map_err(|error| RpcError::internal_error(format!("cannot encode result: {error}")))
 }
 
+/// As [`to_value`], as JSON text (for a handler installed with [`on_text_request`]).
+fn to_text(result: impl serde::Serialize) -> Result<Box<RawValue>, RpcError> {
+    serde_json::value::to_raw_value(&result)
+        .map_err(|error| RpcError::internal_error(format!("cannot encode result: {error}")))
+}
+
 impl Inner {
     fn admit(&self, method: &str) -> Result<(), RpcError> {
         if let Some(feature) = gate(method)
@@ -277,8 +283,9 @@ where
     })
 }
 
-/// As [`on_request`], for a handler that decodes its params from their text: the prompt turn,
-/// the one request a client sends over and over, builds no `Value` of its params.
+/// As [`on_request`], for a handler that decodes its params from their text and writes its result
+/// as text: the prompt turn, the one request a client sends over and over, builds no `Value` of
+/// its params or its result.
 fn on_text_request<F, Fut>(
     builder: PeerBuilder,
     agent: &Arc<Inner>,
@@ -291,7 +298,7 @@ where
         + Send
         + Sync
         + 'static,
-    Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+    Fut: Future<Output = Result<Box<RawValue>, RpcError>> + Send + 'static,
 {
     let agent = agent.clone();
     let handler = Arc::new(handler);
@@ -874,7 +881,7 @@ async fn prompt(
     connection: ConnectionId,
     cx: RequestContext,
     raw: Option<Box<RawValue>>,
-) -> Result<Value, RpcError> {
+) -> Result<Box<RawValue>, RpcError> {
     // The turn ends itself on `$/cancel_request`, so that it can answer after cleaning up.
     cx.handle_cancellation();
     let request: PromptRequest = decode_params_text(raw.as_deref())?;
@@ -912,9 +919,9 @@ async fn prompt(
     };
     tracing::info!(%session, ?outcome, "turn ended");
     match outcome {
-        TurnOutcome::EndTurn => to_value(PromptResponse::new(StopReason::EndTurn)),
+        TurnOutcome::EndTurn => to_text(PromptResponse::new(StopReason::EndTurn)),
         TurnOutcome::Denied | TurnOutcome::Stopped(StopCause::Cancelled) => {
-            to_value(PromptResponse::new(StopReason::Cancelled))
+            to_text(PromptResponse::new(StopReason::Cancelled))
         }
         TurnOutcome::Stopped(StopCause::RequestCancelled) => Err(RpcError::request_cancelled()),
         TurnOutcome::Stopped(StopCause::TimedOut) => {

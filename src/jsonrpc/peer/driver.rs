@@ -348,16 +348,26 @@ fn register_inbound(shared: &Shared, id: &RequestId, token: CancellationToken) -
     let generation = table.next_generation;
     table.next_generation += 1;
     table.entries.insert(id.clone(), (generation, token));
-    shared.inbound_running.send_replace(table.entries.len());
     generation
 }
 
 fn unregister_inbound(shared: &Shared, id: &RequestId, generation: u64) {
     let mut table = shared.inbound_lock();
-    if table.entries.get(id).is_some_and(|(g, _)| *g == generation) {
-        table.entries.remove(id);
+    // A later request that reused the id holds the entry now: it stays.
+    if let Some((other, token)) = table.entries.remove(id)
+        && other != generation
+    {
+        table.entries.insert(id.clone(), (other, token));
     }
-    shared.inbound_running.send_replace(table.entries.len());
+    if table.entries.is_empty() {
+        shared.inbound_idle.notify_waiters();
+    }
+}
+
+/// A request handler's result: a value, or the JSON text a [`super::TextRequestHandler`] wrote.
+enum Answer {
+    Value(Value),
+    Text(Box<RawValue>),
 }
 
 /// Registers an inbound request (so that `$/cancel_request` finds it at once) and returns the task
@@ -383,15 +393,19 @@ fn dispatch_request(peer: &Peer, request: Request<Params>) -> BoxFuture<()> {
                     cancel: token.clone(),
                     flags: flags.clone(),
                 };
-                let call = match route {
-                    RequestRoute::Value(handler) => params
-                        .map(Params::into_value)
-                        .transpose()
-                        .map(|params| handler.call(cx, params)),
-                    RequestRoute::Text(handler) => params
-                        .map(Params::into_text)
-                        .transpose()
-                        .map(|params| handler.call(cx, params)),
+                let call: Result<BoxFuture<Result<Answer, RpcError>>, _> = match route {
+                    RequestRoute::Value(handler) => {
+                        params.map(Params::into_value).transpose().map(|params| {
+                            let fut = handler.call(cx, params);
+                            Box::pin(fut.map(|result| result.map(Answer::Value))) as BoxFuture<_>
+                        })
+                    }
+                    RequestRoute::Text(handler) => {
+                        params.map(Params::into_text).transpose().map(|params| {
+                            let fut = handler.call(cx, params);
+                            Box::pin(fut.map(|result| result.map(Answer::Text))) as BoxFuture<_>
+                        })
+                    }
                 };
                 match call {
                     Ok(fut) => run_handler(fut, &token, &flags, &shared.closing).await,
@@ -408,10 +422,18 @@ fn dispatch_request(peer: &Peer, request: Request<Params>) -> BoxFuture<()> {
         }
         // Queued, not flushed: a handler that finishes at its first poll then needs no task of
         // its own. A write that fails later closes the connection (and is logged there).
-        match peer
-            .queue_message(&Message::Response(Response { id, result }))
-            .await
-        {
+        let queued = match result {
+            Ok(Answer::Text(text)) => peer.queue_result_text(&id, &text).await,
+            Ok(Answer::Value(value)) => {
+                peer.queue_message(&Message::Response(Response::success(id, value)))
+                    .await
+            }
+            Err(error) => {
+                peer.queue_message(&Message::Response(Response::error(id, error)))
+                    .await
+            }
+        };
+        match queued {
             Ok(()) | Err(SendError::NotConnected) => {}
             Err(error) => tracing::warn!(%error, "could not send a response"),
         }
@@ -420,12 +442,12 @@ fn dispatch_request(peer: &Peer, request: Request<Params>) -> BoxFuture<()> {
 
 /// Runs a handler until it finishes, it is cancelled (then `-32800`, unless the handler took
 /// over cancellation), or the peer closes (then `None`: no answer).
-async fn run_handler(
-    fut: BoxFuture<Result<Value, RpcError>>,
+async fn run_handler<T>(
+    fut: BoxFuture<Result<T, RpcError>>,
     token: &CancellationToken,
     flags: &CallFlags,
     closing: &CancellationToken,
-) -> Option<Result<Value, RpcError>> {
+) -> Option<Result<T, RpcError>> {
     // A panicking handler is answered `-32603` instead of leaving the request unanswered.
     let mut fut = AssertUnwindSafe(fut)
         .catch_unwind()

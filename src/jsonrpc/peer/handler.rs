@@ -45,33 +45,35 @@ where
     }
 }
 
-/// Handles one inbound request method from its params' text, the `params` member exactly as it
-/// arrived (`None` when absent): for a handler that decodes them into its own types, which then
-/// costs no `serde_json::Value` tree. A peer with such a handler keeps the params of every
+/// Handles one inbound request method as text: its params' text, the `params` member exactly as
+/// it arrived (`None` when absent), in, and its result's JSON text out. For a handler that
+/// decodes its params into its own types and encodes its result from them, which then costs no
+/// `serde_json::Value` tree either way. A peer with such a handler keeps the params of every
 /// inbound message as text and parses a `Value` only for the handlers that take one.
 ///
-/// Any `Fn(RequestContext, Option<Box<RawValue>>) -> impl Future<Output = Result<Value,
-/// RpcError>>` closure is a handler; [`crate::jsonrpc::decode_params_text`] decodes the text as
-/// [`crate::jsonrpc::decode_params`] decodes a `Value`, with the same errors.
+/// Any `Fn(RequestContext, Option<Box<RawValue>>) -> impl Future<Output = Result<Box<RawValue>,
+/// RpcError>>` closure is a handler; [`crate::jsonrpc::decode_params_text`] decodes the params
+/// as [`crate::jsonrpc::decode_params`] decodes a `Value`, with the same errors, and
+/// `serde_json::value::to_raw_value` encodes a result.
 pub trait TextRequestHandler: Send + Sync + 'static {
     /// Handles one request.
     fn call(
         &self,
         cx: RequestContext,
         params: Option<Box<RawValue>>,
-    ) -> BoxFuture<Result<Value, RpcError>>;
+    ) -> BoxFuture<Result<Box<RawValue>, RpcError>>;
 }
 
 impl<F, Fut> TextRequestHandler for F
 where
     F: Fn(RequestContext, Option<Box<RawValue>>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+    Fut: Future<Output = Result<Box<RawValue>, RpcError>> + Send + 'static,
 {
     fn call(
         &self,
         cx: RequestContext,
         params: Option<Box<RawValue>>,
-    ) -> BoxFuture<Result<Value, RpcError>> {
+    ) -> BoxFuture<Result<Box<RawValue>, RpcError>> {
         Box::pin(self(cx, params))
     }
 }
