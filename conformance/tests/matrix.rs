@@ -96,9 +96,7 @@ fn tags(html: &str) -> Vec<(String, Vec<String>)> {
         .skip(1)
         .map(|rest| {
             let tag = rest.split('>').next().unwrap_or_default();
-            let (name, mut attributes) = tag
-                .split_once(char::is_whitespace)
-                .unwrap_or((tag, ""));
+            let (name, mut attributes) = tag.split_once(char::is_whitespace).unwrap_or((tag, ""));
             let mut names = Vec::new();
             loop {
                 attributes = attributes.trim_start();
@@ -111,8 +109,14 @@ fn tags(html: &str) -> Vec<(String, Vec<String>)> {
                 names.push(attributes[..end].to_lowercase());
                 attributes = &attributes[end..];
                 if let Some(value) = attributes.strip_prefix("=\"") {
-                    let close = value.find('"').expect("a quoted attribute ends");
+                    let close = value.find('"').unwrap_or_else(|| {
+                        panic!("<{tag}>: an attribute never ends (markup let through unescaped)")
+                    });
                     attributes = &value[close + 1..];
+                } else if let Some(value) = attributes.strip_prefix('=') {
+                    // An unquoted value, which the page never writes: up to the next space.
+                    let end = value.find(char::is_whitespace).unwrap_or(value.len());
+                    attributes = &value[end..];
                 }
             }
             (name.to_lowercase(), names)
@@ -144,7 +148,10 @@ fn assert_self_contained(html: &str) {
         1,
         "one script only"
     );
-    assert!(html.contains("<script>\n(function(){"), "the page's own script");
+    assert!(
+        html.contains("<script>\n(function(){"),
+        "the page's own script"
+    );
     let style = html
         .split("<style>")
         .nth(1)
@@ -201,8 +208,7 @@ fn cells(html: &str) -> BTreeMap<String, Vec<String>> {
 
 /// The verdict of each row of a run's `results.json`, as the matrix names it.
 fn run_verdicts(path: &Path) -> BTreeMap<String, String> {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let document: Value = serde_json::from_str(&text).expect("results.json is JSON");
     document["results"]
         .as_array()
@@ -235,7 +241,11 @@ async fn a_matrix_of_earlier_runs_shows_every_row_and_target_and_escapes_what_th
         vec![
             row("X-001", "pass", json!({})),
             row("X-002", "pass", json!({ "flaky": true })),
-            row("X-003", "skip", json!({ "message": format!("lacks {INJECTION}") })),
+            row(
+                "X-003",
+                "skip",
+                json!({ "message": format!("lacks {INJECTION}") }),
+            ),
         ],
     );
     results(
@@ -251,8 +261,16 @@ async fn a_matrix_of_earlier_runs_shows_every_row_and_target_and_escapes_what_th
                     "wire_lines": 1,
                 }),
             ),
-            row("X-002", "blocked", json!({ "message": format!("session/new refused: {INJECTION}") })),
-            row("X-003", "skip", json!({ "not_tested": true, "message": "could not hold a turn" })),
+            row(
+                "X-002",
+                "blocked",
+                json!({ "message": format!("session/new refused: {INJECTION}") }),
+            ),
+            row(
+                "X-003",
+                "skip",
+                json!({ "not_tested": true, "message": "could not hold a turn" }),
+            ),
             row("X-004", "error", json!({ "message": INJECTION })),
         ],
     );
@@ -273,7 +291,8 @@ async fn a_matrix_of_earlier_runs_shows_every_row_and_target_and_escapes_what_th
     .await;
     assert_eq!(run.code, Some(2), "{}{}", run.stdout, run.stderr);
     assert!(
-        run.stdout.contains("ghost: the run exited 2 and wrote no results.json"),
+        run.stdout
+            .contains("ghost: the run exited 2 and wrote no results.json"),
         "{}",
         run.stdout
     );
@@ -298,14 +317,23 @@ async fn a_matrix_of_earlier_runs_shows_every_row_and_target_and_escapes_what_th
         .nth(1)
         .and_then(|s| s.split("</section>").next())
         .expect("the failing cell's section");
-    assert!(section.contains("<dt>Expected</dt><dd><pre>end_turn</pre>"), "{section}");
-    assert!(section.contains("+0.500000s agent in {&quot;x&quot;"), "{section}");
+    assert!(
+        section.contains("<dt>Expected</dt><dd><pre>end_turn</pre>"),
+        "{section}"
+    );
+    assert!(
+        section.contains("+0.500000s agent in {&quot;x&quot;"),
+        "{section}"
+    );
     for anchor in ["c-1-1", "c-2-1", "c-3-1"] {
         assert!(html.contains(&format!("href=\"#{anchor}\"")), "{anchor}");
     }
 
     let md = std::fs::read_to_string(dir.path().join("out/matrix.md")).expect("matrix.md");
-    assert!(md.contains("| Suite | ID | Level | Title | one | second | ghost |"), "{md}");
+    assert!(
+        md.contains("| Suite | ID | Level | Title | one | second | ghost |"),
+        "{md}"
+    );
     assert!(!md.contains("<script"), "{md}");
     assert!(md.contains("| acp | X-001 | must |"), "{md}");
     assert!(md.contains("no results: the run exited 2"), "{md}");
@@ -379,7 +407,10 @@ async fn a_matrix_over_two_targets_matches_each_targets_own_run() {
 
     let html = std::fs::read_to_string(dir.path().join("out/report.html")).expect("report.html");
     assert_self_contained(&html);
-    assert!(html.contains("&lt;/pre&gt;&lt;script&gt;"), "the defect's markup");
+    assert!(
+        html.contains("&lt;/pre&gt;&lt;script&gt;"),
+        "the defect's markup"
+    );
     assert_eq!(labels(&html), ["ref", "defect"]);
     let cells = cells(&html);
     for (column, runs) in [
@@ -409,12 +440,24 @@ async fn colliding_or_empty_targets_are_usage_errors() {
     let dir = tempfile::tempdir().expect("a temp dir");
     for (args, said) in [
         (
-            &["matrix", "--target", "a=reference", "--target", "a=reference"][..],
+            &[
+                "matrix",
+                "--target",
+                "a=reference",
+                "--target",
+                "a=reference",
+            ][..],
             "two targets are labelled \"a\"",
         ),
-        (&["matrix", "--agent-cmd", "a="][..], "nothing after the label"),
+        (
+            &["matrix", "--agent-cmd", "a="][..],
+            "nothing after the label",
+        ),
         (&["matrix"][..], "no target"),
-        (&["matrix", "--from", "a=missing"][..], "missing/results.json is not a file"),
+        (
+            &["matrix", "--from", "a=missing"][..],
+            "missing/results.json is not a file",
+        ),
     ] {
         let run = ski_conformance(args, dir.path()).await;
         assert_eq!(run.code, Some(2), "{args:?}: {}{}", run.stdout, run.stderr);
@@ -425,10 +468,15 @@ async fn colliding_or_empty_targets_are_usage_errors() {
 /// The first of these on PATH.
 fn headless_browser() -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
-    ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
-        .iter()
-        .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
-        .find(|candidate| candidate.is_file())
+    [
+        "chromium",
+        "chromium-browser",
+        "google-chrome",
+        "google-chrome-stable",
+    ]
+    .iter()
+    .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
+    .find(|candidate| candidate.is_file())
 }
 
 /// Where a headless Chromium is installed, the page renders and its script runs (it counts the
@@ -447,7 +495,11 @@ async fn the_page_renders_in_a_headless_chromium_where_one_is_installed() {
         "one",
         vec![
             row("X-001", "pass", json!({})),
-            row("X-002", "fail", json!({ "failure": { "check": "c", "expected": "e", "actual": INJECTION } })),
+            row(
+                "X-002",
+                "fail",
+                json!({ "failure": { "check": "c", "expected": "e", "actual": INJECTION } }),
+            ),
         ],
     );
     let run = ski_conformance(
@@ -476,7 +528,10 @@ async fn the_page_renders_in_a_headless_chromium_where_one_is_installed() {
         dom.push('\n');
     }
     let _ = child.shutdown().await;
-    assert!(dom.contains("2 of 2 rows shown"), "the script did not run:\n{dom}");
+    assert!(
+        dom.contains("2 of 2 rows shown"),
+        "the script did not run:\n{dom}"
+    );
     assert!(dom.contains("X-002"), "{dom}");
     assert!(!dom.contains("<img"), "{dom}");
 }
