@@ -30,8 +30,9 @@ pub fn checks() -> Vec<Check> {
         Check::new(
             "ACP-CAP-002",
             "Where sessionCapabilities.resume is advertised: after a turn (where declared), \
-             session/resume of the session answers a result with no replayed message chunk \
-             before it, and the session takes a prompt afterwards.",
+             session/resume of the session answers a result, no message chunk of the session \
+             is replayed before the answer or in a quiet period after it, and the session takes \
+             a prompt afterwards.",
             cap_002,
         ),
         Check::new(
@@ -188,6 +189,7 @@ async fn cap_002(ctx: Ctx) -> CheckResult {
         reply,
         "session/resume of an existing session answers a result",
     )?;
+    conn.quiet(QUIET).await;
     let replayed: Vec<_> = exchange::since(conn, start)
         .into_iter()
         .filter(|f| f.is_update_for(&session))
@@ -200,7 +202,8 @@ async fn cap_002(ctx: Ctx) -> CheckResult {
         .collect();
     ensure!(
         replayed.is_empty(),
-        "session/resume replays no message of the conversation (unlike session/load)",
+        "session/resume replays no message of the conversation, before its answer or after \
+         (unlike session/load)",
         "{}",
         exchange::list(&replayed)
     );
