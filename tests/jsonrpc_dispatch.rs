@@ -152,6 +152,45 @@ async fn cancel_request_answers_minus_32800_and_spares_other_requests() {
 }
 
 #[tokio::test]
+async fn handlers_idle_waits_for_the_last_running_handler() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let started = Arc::new(Notify::new());
+    let builder = Peer::builder().on_request("held", {
+        let gate = gate.clone();
+        let started = started.clone();
+        move |_cx, _params: Option<Value>| {
+            let gate = gate.clone();
+            let started = started.clone();
+            async move {
+                started.notify_one();
+                gate.acquire().await.unwrap().forget();
+                Ok(Value::Null)
+            }
+        }
+    });
+    let (peer, mut remote) = peer_with_remote(builder);
+    // Idle before any request.
+    assert!(peer.handlers_idle().now_or_never().is_some());
+    for id in 1..=2 {
+        remote
+            .send(&format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"held"}}"#))
+            .await;
+        started.notified().await;
+    }
+    let idle = peer.handlers_idle();
+    tokio::pin!(idle);
+    assert!((&mut idle).now_or_never().is_none());
+    gate.add_permits(1);
+    response_of(remote.recv().await);
+    // One handler still runs.
+    assert!((&mut idle).now_or_never().is_none());
+    gate.add_permits(1);
+    response_of(remote.recv().await);
+    idle.await;
+    assert_eq!(peer.stats().inbound_requests, 0);
+}
+
+#[tokio::test]
 async fn a_handler_can_take_over_cancellation_and_answer_normally() {
     let builder = Peer::builder().on_request(
         "session/prompt",
@@ -407,7 +446,10 @@ async fn text_handlers_get_params_as_sent_and_value_handlers_on_the_same_peer_ge
         .await;
     let response = response_of(remote.recv().await);
     assert_eq!(response.id, RequestId::Number(4));
-    assert_eq!(response.result.unwrap_err().code, ErrorCode::INVALID_REQUEST);
+    assert_eq!(
+        response.result.unwrap_err().code,
+        ErrorCode::INVALID_REQUEST
+    );
 }
 
 #[test]
