@@ -253,7 +253,11 @@ impl Router {
         self.requests.insert(method, RequestRoute::Value(handler));
     }
 
-    pub(crate) fn add_text_request(&mut self, method: String, handler: Arc<dyn TextRequestHandler>) {
+    pub(crate) fn add_text_request(
+        &mut self,
+        method: String,
+        handler: Arc<dyn TextRequestHandler>,
+    ) {
         self.requests.insert(method, RequestRoute::Text(handler));
     }
 
