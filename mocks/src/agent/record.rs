@@ -251,6 +251,12 @@ fn recording_text(
         exchange: &exchanges,
     }
     .to_toml()
+    .map(|mut text| {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text
+    })
 }
 
 /// The agent's name, version and protocol version from the `initialize` exchange, and the date.
