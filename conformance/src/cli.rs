@@ -496,6 +496,12 @@ fn run(args: RunArgs) -> Result<u8> {
     };
     let target = with_auth_method(target, args.auth_method.as_deref());
     let (target, profile_found) = discover_profile(target, &catalogs, args.bin_dir.as_deref())?;
+    if let Some(auth) = target.suite("acp").and_then(|s| s.auth.as_ref()) {
+        output::line(format_args!(
+            "auth: every connection authenticates with method {:?} after initialize",
+            auth.method
+        ));
+    }
     if let Some(found) = profile_found {
         startup_scale = startup_scale_for(found.startup);
         setup = setup_of(&found);

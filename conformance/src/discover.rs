@@ -636,10 +636,11 @@ pub fn choose_auth(
         }
         let missing: Vec<&String> = variables.iter().filter(|v| !has_env(v)).collect();
         if missing.is_empty() {
-            return Ok((
-                id.to_owned(),
-                format!("it needs no person and {} is set", variables.join(", ")),
-            ));
+            let mut why = format!("it needs no person and {} is set", variables.join(", "));
+            if !passed.is_empty() {
+                why.push_str(&format!("; passed over {}", passed.join("; ")));
+            }
+            return Ok((id.to_owned(), why));
         }
         passed.push(format!(
             "{id}: {} is not set",

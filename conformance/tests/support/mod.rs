@@ -17,13 +17,19 @@ pub struct Output {
 
 /// Runs `ski-conformance ARGS` in `cwd` (with `CI` unset, so no progress bar) to its end.
 pub async fn ski_conformance(args: &[&str], cwd: &Path) -> Output {
-    let mut child = spawn(
-        ChildSpec::new("ski-conformance", env!("CARGO_BIN_EXE_ski-conformance"))
-            .args(args)
-            .env_remove("CI")
-            .cwd(cwd),
-    )
-    .expect("ski-conformance starts");
+    ski_conformance_with_env(args, cwd, &[]).await
+}
+
+/// [`ski_conformance`] with `env` added to its environment.
+pub async fn ski_conformance_with_env(args: &[&str], cwd: &Path, env: &[(&str, &str)]) -> Output {
+    let mut spec = ChildSpec::new("ski-conformance", env!("CARGO_BIN_EXE_ski-conformance"))
+        .args(args)
+        .env_remove("CI")
+        .cwd(cwd);
+    for (key, value) in env {
+        spec = spec.env(key, value);
+    }
+    let mut child = spawn(spec).expect("ski-conformance starts");
     child.close_stdin();
     let mut stdout = String::new();
     let mut stderr = String::new();

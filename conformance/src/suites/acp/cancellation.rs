@@ -1,13 +1,20 @@
 //! Checks of turns that are cancelled, stopped or timed out, and of concurrent prompts: the
 //! `hold` variant keeps a turn running until it is cancelled, the `delay` variant makes every
 //! turn take a while, the `prompt_timeout` variant ends a held turn by the agent's own timeout.
+//!
+//! The `session/cancel` rows run on any agent that completes a turn ([`hold_for_cancel`]): with
+//! `hold` the variant holds the turn; otherwise the runner holds it by leaving the agent's
+//! permission request unanswered, cancels, and only then answers that request `cancelled` (as
+//! ACP asks of a client), which is as deterministic as a held turn. An agent that never asks is
+//! cancelled right after its prompt, and judged only when the turn ends cancelled: one that
+//! ended `end_turn` may have finished before the cancel arrived, and the row skips saying so.
 
 use serde_json::{Value, json};
 
 use super::agent::{PLAIN, Transport, declared};
-use super::connection::Connection;
+use super::connection::{Connection, PermissionReply, permission_outcome};
 use super::exchange::{
-    self, QUIET, Turn, cancel, content_updates, expect_error, finish_prompt, open, open_on,
+    self, Opened, QUIET, Turn, cancel, content_updates, expect_error, finish_prompt, open, open_on,
     start_prompt, text_prompt, wait_running,
 };
 use crate::catalog::TimeoutClass;
@@ -33,9 +40,11 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "WS-013",
-            "Cancels a held turn (and, with prompt-timeout, lets one time out): no content \
-             update of the session after the cancel, during a quiet period too; on a normal \
-             turn every update precedes the result.",
+            "Cancels a held turn (the hold variant, else a turn held at its unanswered \
+             permission request, else one cancelled right after its prompt; and, with \
+             prompt-timeout, lets one time out): no content update of the session after the \
+             cancel, during a quiet period too; on a normal turn every update precedes the \
+             result.",
             ws_013,
         ),
         Check::new(
@@ -60,8 +69,11 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "ACP-CORE-001",
-            "Holds a prompt, sends session/cancel, and requires {stopReason: cancelled}; a \
-             normal turn of the plain agent must not end cancelled.",
+            "Holds a prompt (the hold variant, else at its unanswered permission request, which \
+             is answered cancelled after the cancel; an agent that never asks is cancelled right \
+             after its prompt and judged only if the turn ends cancelled), sends \
+             session/cancel, and requires {stopReason: cancelled}; a normal turn of the plain \
+             agent must not end cancelled.",
             core_001,
         ),
         Check::new(
@@ -77,6 +89,125 @@ pub fn checks() -> Vec<Check> {
             core_022,
         ),
     ]
+}
+
+/// A turn kept running until the runner cancels it.
+#[derive(Debug)]
+pub struct HeldTurn {
+    /// The agent, its connection and the session.
+    pub opened: Opened,
+    /// The `session/prompt` request id.
+    pub id: Value,
+    /// The cursor before the prompt.
+    pub start: usize,
+    /// The permission request the runner leaves unanswered to hold the turn, when it holds it
+    /// so (else the `hold` variant holds it).
+    pub permission: Option<Value>,
+}
+
+impl HeldTurn {
+    /// Sends `session/cancel`, then answers the held permission request `cancelled`; the cursor
+    /// from which frames came after the cancel.
+    pub async fn cancel(&mut self) -> Result<usize, CheckError> {
+        let at = self.opened.conn.cursor();
+        cancel(&self.opened.conn, &self.opened.session).await?;
+        if let Some(request) = &self.permission {
+            let answer =
+                json!({"jsonrpc": "2.0", "id": request, "result": permission_outcome(None)});
+            self.opened.conn.send(&answer).await?;
+        }
+        Ok(at)
+    }
+
+    /// Waits for the answer of the held prompt.
+    pub async fn finish(&mut self) -> Result<Turn, CheckError> {
+        let session = self.opened.session.clone();
+        finish_prompt(&mut self.opened.conn, &session, self.id.clone(), self.start).await
+    }
+}
+
+/// How a `session/cancel` row got a turn to cancel.
+#[derive(Debug)]
+pub enum Holding {
+    /// A turn held open until the runner cancels it.
+    Held(HeldTurn),
+    /// The plain agent ran a turn to its end without asking for permission: nothing holds its
+    /// turns (the session is ready for [`cancel_at_once`]).
+    NeverAsks(Opened),
+}
+
+/// A session with a running turn to cancel: the `hold` variant's held turn when the target
+/// declares `hold`; else a turn of the plain agent held at its permission request, which the
+/// runner leaves unanswered until it has cancelled. An agent that answers the prompt without
+/// asking is [`Holding::NeverAsks`].
+pub async fn hold_for_cancel(ctx: &Ctx) -> Result<Holding, CheckError> {
+    if ctx.has("hold") {
+        let mut opened = open(ctx, HOLD).await?;
+        let session = opened.session.clone();
+        let (id, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
+        return Ok(Holding::Held(HeldTurn {
+            opened,
+            id,
+            start,
+            permission: None,
+        }));
+    }
+    let mut opened = open(ctx, PLAIN).await?;
+    let session = opened.session.clone();
+    opened
+        .conn
+        .set_responder(|r| r.permission = PermissionReply::Ignore);
+    let (id, start) =
+        start_prompt(&mut opened.conn, &session, text_prompt("hold this turn")).await?;
+    let what = format!("a session/request_permission for {session}, or the answer to the prompt");
+    let index = opened
+        .conn
+        .wait_for(&what, start, |f| {
+            f.answers(&id)
+                || (f.is_request()
+                    && f.method() == Some("session/request_permission")
+                    && f.session_id() == Some(session.as_str()))
+        })
+        .await?;
+    let frame = &opened.conn.frames()[index];
+    if frame.is_request() {
+        let permission = frame.id().cloned();
+        ctx.note(format!(
+            "the turn is held at the agent's permission request (id {}), answered cancelled after the cancel",
+            permission.clone().unwrap_or(Value::Null)
+        ));
+        return Ok(Holding::Held(HeldTurn {
+            opened,
+            id,
+            start,
+            permission,
+        }));
+    }
+    opened
+        .conn
+        .set_responder(|r| r.permission = PermissionReply::Allow);
+    Ok(Holding::NeverAsks(opened))
+}
+
+/// For an agent that never asks: prompts, cancels at once, and returns the turn with the
+/// cursor at the cancel when it ended `cancelled` (the cancel reached it while it ran); a turn
+/// that ended otherwise with a result may have finished before the cancel arrived, and the row
+/// skips saying so. An error answer is returned as it is, for the row to judge.
+pub async fn cancel_at_once(opened: &mut Opened) -> Result<(Turn, usize), CheckError> {
+    let session = opened.session.clone();
+    let (id, start) = start_prompt(&mut opened.conn, &session, text_prompt("cancel me")).await?;
+    let at = opened.conn.cursor();
+    cancel(&opened.conn, &session).await?;
+    let turn = finish_prompt(&mut opened.conn, &session, id, start).await?;
+    match turn.stop_reason() {
+        Some("cancelled") | None => Ok((turn, at)),
+        Some(other) => Err(CheckError::Skip(format!(
+            "the agent never asked for permission, so the runner could not hold its turn, and \
+             the turn cancelled right after its prompt ended {other:?}: it may have finished \
+             before the cancel arrived (declare hold with an agent_hold command that keeps \
+             turns running to judge it)"
+        ))),
+    }
 }
 
 /// A held turn that is running: the request id and the cursor before it.
@@ -143,33 +274,50 @@ async fn ws_007(ctx: Ctx) -> CheckResult {
 
 async fn ws_013(ctx: Ctx) -> CheckResult {
     // [1] The cancel path.
-    let mut opened = open(&ctx, HOLD).await?;
-    let session = opened.session.clone();
-    let (id, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
-    let early = content_updates(&exchange::since(&opened.conn, start), &session);
-    if !early.is_empty() {
-        return Err(CheckError::Harness(format!(
-            "the held turn sent content before it was cancelled ({}); the hold variant must \
-             hold before any content",
-            exchange::list(&early)
-        )));
-    }
-    let cancelled_at = opened.conn.cursor();
-    cancel(&opened.conn, &session).await?;
-    let turn = finish_prompt(&mut opened.conn, &session, id, start).await?;
-    opened.conn.quiet(QUIET).await;
-    no_content_after(
-        &opened.conn,
-        &session,
-        cancelled_at,
-        "no content session/update after the cancel, before or after the result",
-    )?;
-    ensure!(
-        turn.end >= cancelled_at,
-        "the held turn ends only after it is cancelled",
-        "{}",
-        turn.describe()
-    );
+    let skipped = match hold_for_cancel(&ctx).await? {
+        Holding::Held(mut held) => {
+            let session = held.opened.session.clone();
+            let early = content_updates(&exchange::since(&held.opened.conn, held.start), &session);
+            if held.permission.is_none() && !early.is_empty() {
+                return Err(CheckError::Harness(format!(
+                    "the held turn sent content before it was cancelled ({}); the hold variant \
+                     must hold before any content",
+                    exchange::list(&early)
+                )));
+            }
+            let cancelled_at = held.cancel().await?;
+            let turn = held.finish().await?;
+            held.opened.conn.quiet(QUIET).await;
+            no_content_after(
+                &held.opened.conn,
+                &session,
+                cancelled_at,
+                "no content session/update after the cancel, before or after the result",
+            )?;
+            ensure!(
+                turn.end >= cancelled_at,
+                "the held turn ends only after it is cancelled",
+                "{}",
+                turn.describe()
+            );
+            None
+        }
+        Holding::NeverAsks(mut opened) => match cancel_at_once(&mut opened).await {
+            Ok((turn, _)) => {
+                // The cancel raced the turn: only what follows the answer is judged.
+                opened.conn.quiet(QUIET).await;
+                no_content_after(
+                    &opened.conn,
+                    &opened.session,
+                    turn.end + 1,
+                    "no content session/update after the cancelled turn's result",
+                )?;
+                None
+            }
+            Err(CheckError::Skip(why)) => Some(why),
+            Err(other) => return Err(other),
+        },
+    };
     // [1] The timeout path.
     if ctx.has("prompt-timeout") {
         let mut timed = open(&ctx, PROMPT_TIMEOUT).await?;
@@ -217,7 +365,12 @@ async fn ws_013(ctx: Ctx) -> CheckResult {
         "after the result: {}",
         exchange::list(&late)
     );
-    Ok(())
+    match skipped {
+        Some(why) => Err(CheckError::Skip(format!(
+            "the normal path passed; the cancel path was not judged: {why}"
+        ))),
+        None => Ok(()),
+    }
 }
 
 async fn ws_059(ctx: Ctx) -> CheckResult {
@@ -337,12 +490,24 @@ async fn ws_067(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
+/// Holds a turn (or, on an agent that never asks, cancels one at once), cancels it with
+/// `session/cancel` and returns its connection and the cancelled turn.
+async fn cancelled_turn(ctx: &Ctx) -> Result<(Opened, Turn), CheckError> {
+    match hold_for_cancel(ctx).await? {
+        Holding::Held(mut held) => {
+            held.cancel().await?;
+            let turn = held.finish().await?;
+            Ok((held.opened, turn))
+        }
+        Holding::NeverAsks(mut opened) => {
+            let (turn, _) = cancel_at_once(&mut opened).await?;
+            Ok((opened, turn))
+        }
+    }
+}
+
 async fn core_001(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, HOLD).await?;
-    let session = opened.session.clone();
-    let (id, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
-    cancel(&opened.conn, &session).await?;
-    let turn = finish_prompt(&mut opened.conn, &session, id, start).await?;
+    let (_opened, turn) = cancelled_turn(&ctx).await?;
     turn.expect_stop(
         "cancelled",
         "a turn cancelled with session/cancel ends with stopReason cancelled",
@@ -367,15 +532,11 @@ async fn core_002(ctx: Ctx) -> CheckResult {
         responses_to(&plain.conn, &turn.id),
         "responses carrying the id of a normal turn's prompt"
     );
-    let mut held = open(&ctx, HOLD).await?;
-    let session = held.session.clone();
-    let (id, start) = hold_turn(&mut held.conn, &held.init, &session).await?;
-    cancel(&held.conn, &session).await?;
-    finish_prompt(&mut held.conn, &session, id.clone(), start).await?;
+    let (mut held, turn) = cancelled_turn(&ctx).await?;
     held.conn.quiet(QUIET).await;
     ensure_eq!(
         1,
-        responses_to(&held.conn, &id),
+        responses_to(&held.conn, &turn.id),
         "responses carrying the id of a cancelled turn's prompt"
     );
     Ok(())

@@ -4,7 +4,9 @@
 use serde_json::{Value, json};
 
 use super::super::agent::{Agent, PLAIN};
-use super::super::exchange::{self, expect_error, expect_result, initialize, open, session_id_of};
+use super::super::exchange::{
+    self, bare_capabilities, expect_error, expect_result, initialize_bare, open, session_id_of,
+};
 use super::advertised;
 use super::list::{entries, ids_of, list_all};
 use crate::check::{Check, CheckResult, Failure};
@@ -38,7 +40,8 @@ pub(super) fn checks() -> Vec<Check> {
 async fn ws_030(ctx: Ctx) -> CheckResult {
     let mut agent = Agent::start(&ctx, "auth").await?;
     let mut conn = agent.connect().await?;
-    let init = initialize(&mut conn).await?;
+    // The row authenticates itself: not with the profile's method first.
+    let init = initialize_bare(&mut conn, bare_capabilities()).await?;
     let Some(method) = init
         .get("authMethods")
         .and_then(Value::as_array)
@@ -117,7 +120,8 @@ async fn ws_060(ctx: Ctx) -> CheckResult {
 async fn core_024(ctx: Ctx) -> CheckResult {
     let mut agent = Agent::start(&ctx, "auth_required").await?;
     let mut conn = agent.connect().await?;
-    let init = initialize(&mut conn).await?;
+    // Unauthenticated on purpose: the profile's auth method would hide the refusal.
+    let init = initialize_bare(&mut conn, bare_capabilities()).await?;
     let reply = conn
         .call("session/new", exchange::new_session_params(&ctx))
         .await?;
