@@ -17,7 +17,7 @@ use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::Notify;
 
 use super::harness::{ALICE, Server, SessionRow, World, shows};
-use super::profile::{Knobs, seconds};
+use super::profile::{Knobs, seconds, stall_placeholders};
 use crate::{CheckError, CheckResult, Ctx, Failure, OrFail};
 
 /// The dialects a spawned agent may speak (`{dialect}` in the profile's `acp_template`).
@@ -192,6 +192,7 @@ impl AcpWorld {
     pub async fn start(ctx: &Ctx, options: Options) -> Result<AcpWorld, CheckError> {
         let mut world = World::new(ctx).await?;
         world.acp_mode = true;
+        world.stall = options.stall;
         // Each dialect's run of a row has its own config and database.
         let name = options.dialect.name();
         world.config = ctx.temp_dir().join(format!("intercom-{name}.toml"));
@@ -364,7 +365,7 @@ impl AcpWorld {
     }
 }
 
-fn with_reply(error: CheckError, reply: Option<&str>) -> CheckError {
+pub(super) fn with_reply(error: CheckError, reply: Option<&str>) -> CheckError {
     match (error, reply) {
         (CheckError::Fail(mut failure), Some(reply)) => {
             failure.actual = format!("{}; the slash command answered {reply:?}", failure.actual);
@@ -424,35 +425,25 @@ fn agent_part(
         .clone()
         .unwrap_or_else(|| options.dialect.script().to_string());
     let agent = agent_lines(ctx, &script, control)?;
-    let (stall_enabled, inactivity, escalation, retries) = match options.stall {
-        Some((inactivity, escalation, retries)) => ("true", inactivity, escalation, retries),
-        None => ("false", 600_000, 600_000, 3),
-    };
     let max_line_length = Knobs::read(ctx)?
         .max_line_length
         .unwrap_or(options.max_line_length);
-    let acp = ctx.render(
-        &setting(ctx, "acp_template")?,
-        &[
-            ("dialect", options.dialect.name()),
-            ("max_sessions", &options.max_sessions.to_string()),
-            (
-                "startup_timeout_ms",
-                &options.startup_timeout_ms.to_string(),
-            ),
-            (
-                "startup_timeout_s",
-                &seconds(options.startup_timeout_ms).to_string(),
-            ),
-            ("max_line_length", &max_line_length.to_string()),
-            ("stall_enabled", stall_enabled),
-            ("inactivity_ms", &inactivity.to_string()),
-            ("inactivity_s", &seconds(inactivity).to_string()),
-            ("escalation_ms", &escalation.to_string()),
-            ("escalation_s", &seconds(escalation).to_string()),
-            ("max_retries", &retries.to_string()),
-        ],
-    )?;
+    let fixed = [
+        ("dialect", options.dialect.name().to_string()),
+        ("max_sessions", options.max_sessions.to_string()),
+        ("startup_timeout_ms", options.startup_timeout_ms.to_string()),
+        (
+            "startup_timeout_s",
+            seconds(options.startup_timeout_ms).to_string(),
+        ),
+        ("max_line_length", max_line_length.to_string()),
+    ];
+    let values: Vec<(&str, String)> = fixed
+        .into_iter()
+        .chain(stall_placeholders(options.stall))
+        .collect();
+    let pairs: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let acp = ctx.render(&setting(ctx, "acp_template")?, &pairs)?;
     Ok(format!("{agent}\n{acp}\n"))
 }
 

@@ -51,6 +51,8 @@ pub struct World {
     pub knobs: Knobs,
     /// The target runs in ACP mode: slash commands use `slash_command_acp` when set.
     pub acp_mode: bool,
+    /// The stall detector's thresholds for the config's stall placeholders (`None`: off).
+    pub stall: Option<(u64, u64, u32)>,
 }
 
 impl Drop for World {
@@ -105,6 +107,7 @@ impl World {
             mcp_port,
             knobs,
             acp_mode: false,
+            stall: None,
         };
         world.write_config(WORKSPACES, "")?;
         Ok(world)
@@ -170,17 +173,19 @@ impl World {
             None => self.slack.api_base_url(),
         };
         let mcp_port = self.mcp_port.to_string();
-        let text = self.ctx.render(
-            &self.raw_setting("config_template")?,
-            &[
-                ("top", top),
-                ("workspaces", &entries),
-                ("api_base_url", &api),
-                ("database", &database),
-                ("authorized_user", ALICE),
-                ("mcp_port", &mcp_port),
-            ],
-        )?;
+        let stall = super::profile::stall_placeholders(self.stall);
+        let mut pairs = vec![
+            ("top", top),
+            ("workspaces", entries.as_str()),
+            ("api_base_url", api.as_str()),
+            ("database", database.as_str()),
+            ("authorized_user", ALICE),
+            ("mcp_port", mcp_port.as_str()),
+        ];
+        pairs.extend(stall.iter().map(|(k, v)| (*k, v.as_str())));
+        let text = self
+            .ctx
+            .render(&self.raw_setting("config_template")?, &pairs)?;
         std::fs::write(&self.config, text).or_error("write the config")?;
         Ok(())
     }

@@ -102,6 +102,25 @@ impl Knobs {
     }
 }
 
+/// The stall detector's placeholders (`{stall_enabled}`, `{inactivity_ms}`, `{inactivity_s}`,
+/// `{escalation_ms}`, `{escalation_s}`, `{max_retries}`) for thresholds and retries, or for a
+/// detector that is off (`None`): rendered in `acp_template` and in `config_template` alike, so
+/// a build whose `[stall]` table is required in every config places it there.
+pub fn stall_placeholders(stall: Option<(u64, u64, u32)>) -> Vec<(&'static str, String)> {
+    let (enabled, inactivity, escalation, retries) = match stall {
+        Some((inactivity, escalation, retries)) => ("true", inactivity, escalation, retries),
+        None => ("false", 600_000, 600_000, 3),
+    };
+    vec![
+        ("stall_enabled", enabled.to_string()),
+        ("inactivity_ms", inactivity.to_string()),
+        ("inactivity_s", seconds(inactivity).to_string()),
+        ("escalation_ms", escalation.to_string()),
+        ("escalation_s", seconds(escalation).to_string()),
+        ("max_retries", retries.to_string()),
+    ]
+}
+
 /// Whole seconds, rounded up, for a build that only takes seconds.
 pub fn seconds(ms: u64) -> u64 {
     ms.div_ceil(1000)

@@ -95,6 +95,9 @@ async fn s044(ctx: Ctx) -> CheckResult {
     let server = world.start(None).await?;
     let a = server.connect("workspace_id=myproj").await?;
     let b = server.connect("workspace_id=other").await?;
+    // The row's Given is session B in channel Y: a server may make a session a moment after
+    // its MCP handshake, so the steer waits for B's row.
+    world.session(1).await?;
     world
         .slash_command(CHANNEL_Y, ALICE, "steer use the new parser")
         .await?;

@@ -3,7 +3,7 @@
 //! the exact line it writes back. The agent writes what the check tells it through its control
 //! socket; what the target made of it is seen in the thread, the log and the session row.
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 
@@ -55,7 +55,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "S056",
-            "Approves req-001; expects the agent to read exactly {\"method\":\"clearance/response\",\"id\":\"req-001\",\"params\":{\"status\":\"approved\"}}.",
+            "Approves req-001; expects the agent to read a line carrying {\"method\":\"clearance/response\",\"id\":\"req-001\",\"params\":{\"status\":\"approved\"}} (members of the build's own, such as FR-040's seq, allowed).",
             s056,
         ),
         Check::new(
@@ -114,6 +114,17 @@ async fn s049(ctx: Ctx) -> CheckResult {
         Ok(())
     })
     .await
+}
+
+/// Whether `value` has every member of `wanted` with the same value (objects recursively; any
+/// other value exactly).
+fn includes(value: &Value, wanted: &Value) -> bool {
+    match (value, wanted) {
+        (Value::Object(have), Value::Object(want)) => want
+            .iter()
+            .all(|(key, inner)| have.get(key).is_some_and(|got| includes(got, inner))),
+        _ => value == wanted,
+    }
 }
 
 /// The text of a thread's replies in the order they were posted, one per line.
@@ -301,11 +312,14 @@ async fn s056(ctx: Ctx) -> CheckResult {
             .into_iter()
             .find(|l| l.contains("clearance/response"))
             .unwrap_or_default();
-        ensure_eq!(
-            r#"{"method":"clearance/response","id":"req-001","params":{"status":"approved"}}"#
-                .to_string(),
-            line,
-            "the line the agent read"
+        // The row's line, member for member; a build may add members of its own (the spec's
+        // FR-040 numbers every outbound message with `seq`) and order them as it likes.
+        let expected = json!({"method": "clearance/response", "id": "req-001", "params": {"status": "approved"}});
+        let read: Value = serde_json::from_str(&line).unwrap_or(Value::Null);
+        ensure!(
+            includes(&read, &expected),
+            format!("the line the agent read carries {expected}"),
+            "{line:?}"
         );
         world.server.stop().await?;
         Ok(())

@@ -6,7 +6,8 @@ use serde_json::json;
 
 use crate::{Check, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
-use super::harness::{ALICE, CHANNEL_X, World, ask_clearance, call, clearance_answer, has_button, shows,
+use super::harness::{
+    ALICE, CHANNEL_X, World, ask_clearance, call, clearance_answer, has_button, shows,
 };
 use super::lifecycle::SESSION_ENDED;
 
@@ -98,9 +99,7 @@ async fn s037(ctx: Ctx) -> CheckResult {
     )
     .await?;
     let posted = world
-        .message("the broadcast", |m| {
-            shows(m, "compiling the parser")
-        })
+        .message("the broadcast", |m| shows(m, "compiling the parser"))
         .await?;
     ensure_eq!(
         Some(thread_ts.as_str()),
@@ -238,9 +237,7 @@ async fn s042(ctx: Ctx) -> CheckResult {
     )
     .await?;
     for text in ["moved?", "after the attempt"] {
-        let posted = world
-            .message("a broadcast", |m| shows(m, text))
-            .await?;
+        let posted = world.message("a broadcast", |m| shows(m, text)).await?;
         ensure_eq!(
             Some(thread_ts.as_str()),
             posted.thread_ts(),
