@@ -16,7 +16,7 @@ mod corpus;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use corpus::{Corpus, Entry, Role};
+use corpus::{Corpus, Entry};
 use futures::StreamExt;
 use ski_conformance::report::junit::details;
 use ski_conformance::runner::ScenarioResult;
@@ -40,8 +40,17 @@ fn acp_rows() -> Vec<Scenario> {
         .clone()
 }
 
-/// What one entry's run gave: every result by row, or why the run could not be judged.
-type EntryResults = Result<BTreeMap<String, ScenarioResult>, String>;
+/// What one entry's run gave: every result by row and how long the run took, or why the run
+/// could not be judged.
+type EntryResults = Result<EntryRun, String>;
+
+/// One entry's run.
+struct EntryRun {
+    /// Every result, by row.
+    results: BTreeMap<String, ScenarioResult>,
+    /// The run's wall time, in seconds.
+    seconds: f64,
+}
 
 /// Runs `ski-conformance run` against `entry`'s profile, written into `work`.
 async fn run_entry(corpus: &Corpus, entry: &Entry, bin_dir: &Path, work: &Path) -> EntryResults {
@@ -76,6 +85,7 @@ async fn run_entry(corpus: &Corpus, entry: &Entry, bin_dir: &Path, work: &Path) 
     if !entry.conforming {
         args.push("--no-rerun");
     }
+    let started = std::time::Instant::now();
     let run = support::ski_conformance(&args, &dir).await;
     if !matches!(run.code, Some(0 | 1)) {
         return Err(format!(
@@ -85,30 +95,41 @@ async fn run_entry(corpus: &Corpus, entry: &Entry, bin_dir: &Path, work: &Path) 
     }
     let report = ski_conformance::merge::load_results(&Path::new(&out).join("results.json"))
         .map_err(|e| e.to_string())?;
-    Ok(report
-        .results
-        .into_iter()
-        .map(|r| (r.id.clone(), r))
-        .collect())
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!("{}: {seconds:.1}s", entry.name);
+    Ok(EntryRun {
+        results: report
+            .results
+            .into_iter()
+            .map(|r| (r.id.clone(), r))
+            .collect(),
+        seconds,
+    })
 }
 
-/// Runs every entry, `ENTRIES_AT_ONCE` at a time.
+/// Runs every entry, `ENTRIES_AT_ONCE` at a time; the runs in the corpus's order.
 fn run_corpus(corpus: &Corpus) -> Vec<EntryResults> {
     let reference = Target::load("reference").expect("the reference profile loads");
+    let started = std::time::Instant::now();
     let bin_dir = binaries::prepare_binaries(&reference).expect("the binaries are built");
+    eprintln!("binaries ready in {:.1}s", started.elapsed().as_secs_f64());
     let work = tempfile::tempdir().expect("a temp dir");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("a runtime");
-    runtime.block_on(async {
-        futures::stream::iter(&corpus.entries)
-            .map(|entry| run_entry(corpus, entry, &bin_dir, work.path()))
-            .buffered(ENTRIES_AT_ONCE)
+    let mut runs: Vec<(usize, EntryResults)> = runtime.block_on(async {
+        futures::stream::iter(corpus.entries.iter().enumerate())
+            .map(|(index, entry)| async move {
+                (index, run_entry(corpus, entry, &bin_dir, work.path()).await)
+            })
+            .buffer_unordered(ENTRIES_AT_ONCE)
             .collect()
             .await
-    })
+    });
+    runs.sort_by_key(|(index, _)| *index);
+    runs.into_iter().map(|(_, run)| run).collect()
 }
 
 fn decides(level: Level) -> bool {
@@ -181,7 +202,11 @@ fn catches<'a>(corpus: &'a Corpus, runs: &'a [EntryResults]) -> BTreeMap<&'a str
         if entry.conforming {
             continue;
         }
-        for result in run.iter().flat_map(|r| r.values()).filter(|r| failed(r)) {
+        for result in run
+            .iter()
+            .flat_map(|r| r.results.values())
+            .filter(|r| failed(r))
+        {
             caught.entry(result.id.as_str()).or_default().push(entry);
         }
     }
@@ -191,19 +216,24 @@ fn catches<'a>(corpus: &'a Corpus, runs: &'a [EntryResults]) -> BTreeMap<&'a str
 /// The catch table, as Markdown.
 fn catch_table(corpus: &Corpus, runs: &[EntryResults], rows: &[Scenario]) -> String {
     let mut text = String::from("# ACP defect corpus: catch table\n\n");
-    text.push_str("| entry | role | breaks | rows that caught it |\n|---|---|---|---|\n");
+    text.push_str("| entry | role | breaks | rows that caught it | run |\n|---|---|---|---|---|\n");
     for (entry, run) in corpus.entries.iter().zip(runs) {
-        let role = match entry.role {
-            Role::Agent => "agent",
-            Role::Client => "client",
-        };
+        let role = entry.role.as_str();
         let caught = match run {
             Err(error) => format!("run failed: {}", error.lines().next().unwrap_or_default()),
-            Ok(results) => {
-                let ids: Vec<String> = results
+            Ok(run) => {
+                let ids: Vec<String> = run
+                    .results
                     .values()
                     .filter(|r| failed(r))
-                    .map(|r| format!("{} ({})", r.id, r.level.as_str()))
+                    .map(|r| {
+                        let named = if entry.fails.contains_key(&r.id) {
+                            ""
+                        } else {
+                            ", also"
+                        };
+                        format!("{} ({}{named})", r.id, r.level.as_str())
+                    })
                     .collect();
                 if ids.is_empty() {
                     match &entry.uncaught {
@@ -220,8 +250,9 @@ fn catch_table(corpus: &Corpus, runs: &[EntryResults], rows: &[Scenario]) -> Str
         } else {
             entry.what.as_str()
         };
+        let seconds = run.as_ref().map_or(0.0, |r| r.seconds);
         text.push_str(&format!(
-            "| {} | {role} | {what} | {caught} |\n",
+            "| {} | {role} | {what} | {caught} | {seconds:.1}s |\n",
             entry.name
         ));
     }
@@ -292,7 +323,9 @@ fn the_corpus_names_only_acp_rows() {
 fn every_defect_fails_its_rows_and_the_conforming_entries_none() {
     let corpus = Corpus::load(&corpus_dir()).expect("the corpus loads");
     let rows = acp_rows();
+    let started = std::time::Instant::now();
     let runs = run_corpus(&corpus);
+    eprintln!("the corpus ran in {:.1}s", started.elapsed().as_secs_f64());
     let table = catch_table(&corpus, &runs, &rows);
     let path = table_path();
     if let Some(dir) = path.parent() {
@@ -303,7 +336,7 @@ fn every_defect_fails_its_rows_and_the_conforming_entries_none() {
     let mut problems = Vec::new();
     for (entry, run) in corpus.entries.iter().zip(&runs) {
         match run {
-            Ok(results) => problems.extend(judge(entry, results)),
+            Ok(run) => problems.extend(judge(entry, &run.results)),
             Err(error) => problems.push(format!("{}: {error}", entry.name)),
         }
     }

@@ -15,6 +15,8 @@ pub struct Corpus {
     pub agent: Base,
     /// The base of every `role = "client"` entry.
     pub client: Base,
+    /// The base of every `role = "serve"` entry.
+    pub serve: Base,
     /// The entries, in file order.
     #[serde(rename = "entry")]
     pub entries: Vec<Entry>,
@@ -47,6 +49,19 @@ pub enum Role {
     Agent,
     /// The runner drives it against the mock agent.
     Client,
+    /// ski's own agent (`ski acp serve`) in one of its configurations; the runner is its client.
+    Serve,
+}
+
+impl Role {
+    /// The name `corpus.toml` gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Agent => "agent",
+            Role::Client => "client",
+            Role::Serve => "serve",
+        }
+    }
 }
 
 /// One agent or client of the corpus.
@@ -117,6 +132,7 @@ impl Corpus {
         match role {
             Role::Agent => &self.agent,
             Role::Client => &self.client,
+            Role::Serve => &self.serve,
         }
     }
 
