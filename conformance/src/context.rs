@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -90,6 +91,9 @@ struct Inner {
     started: Instant,
     setup: SetupGauge,
     granted: Mutex<Granted>,
+    /// Whether the check rendered one of the target's commands or URLs: only then do its set-up
+    /// steps say anything about the target (a row may run a stand-in of its own instead).
+    reached_target: AtomicBool,
 }
 
 /// Everything the runner gives a check. See the module docs.
@@ -147,6 +151,7 @@ impl Ctx {
                 started: Instant::now(),
                 setup: parts.setup,
                 granted: Mutex::new(Granted::default()),
+                reached_target: AtomicBool::new(false),
             }),
         }
     }
@@ -286,9 +291,12 @@ impl Ctx {
     }
 
     /// Records how a set-up step ended: the target did something in time (answered, even with
-    /// an error, or exited), or the step ran out its allowance.
+    /// an error, or exited), or the step ran out its allowance. A row that has reached none of
+    /// the target's commands or URLs (it runs a stand-in of its own) records nothing.
     pub fn setup_ended(&self, answered: bool) {
-        self.inner.setup.record(answered);
+        if self.inner.reached_target.load(Ordering::Relaxed) {
+            self.inner.setup.record(answered);
+        }
     }
 
     /// Runs `fut` as one set-up step (see [`Ctx::setup_step`]): when the target has done nothing
@@ -386,7 +394,10 @@ impl Ctx {
     /// The target's URL `name` (for example `ws`), rendered.
     pub fn url(&self, name: &str) -> Result<Option<String>, CheckError> {
         match self.inner.section.urls.get(name) {
-            Some(url) => self.render(url, &[]).map(Some),
+            Some(url) => {
+                self.inner.reached_target.store(true, Ordering::Relaxed);
+                self.render(url, &[]).map(Some)
+            }
             None => Ok(None),
         }
     }
@@ -408,6 +419,7 @@ impl Ctx {
                 self.inner.target.name, self.inner.scenario.suite
             ))
         })?;
+        self.inner.reached_target.store(true, Ordering::Relaxed);
         let vars = self.vars(extra)?;
         let words = render_words(template, &vars)?;
         let mut spec = ChildSpec::from_argv(name, &words)
