@@ -1,5 +1,5 @@
 //! `ski-fake-slack`: a fake Slack that real Slack clients accept unmodified — the Web API on
-//! `wiremock`, Socket Mode on tokio-tungstenite, and a control API (in-process here, over HTTP in
+//! hyper, Socket Mode on tokio-tungstenite, and a control API (in-process here, over HTTP in
 //! [`control`]) to inject user actions, read what the app did and inject faults.
 //!
 //! ```no_run
@@ -16,6 +16,7 @@
 //! ```
 
 mod api;
+mod channel;
 pub mod config;
 pub mod control;
 mod envelope;
@@ -121,7 +122,6 @@ impl Injected {
 /// A running fake Slack; everything stops when it is dropped.
 pub struct FakeSlack {
     shared: Arc<Shared>,
-    _server: wiremock::MockServer,
     tasks: Vec<tokio::task::JoinHandle<()>>,
     control_url: String,
     tls: Option<tls::Tls>,
@@ -209,8 +209,8 @@ impl FakeSlack {
             api::Site { origin, socket_url },
             transcript,
         ));
-        let server = web::serve(api, shared.clone()).await;
         let mut tasks = vec![
+            tokio::spawn(web::serve(api, shared.clone())),
             tokio::spawn(socket::serve(socket, shared.clone(), tls.clone())),
             tokio::spawn(control::serve(control, shared.clone())),
         ];
@@ -219,7 +219,6 @@ impl FakeSlack {
         }
         Ok(FakeSlack {
             shared,
-            _server: server,
             tasks,
             control_url,
             tls,

@@ -5,6 +5,7 @@ mod slack_support;
 
 use std::time::{Duration, SystemTime};
 
+use futures::StreamExt;
 use serde_json::{Value, json};
 use ski_mocks::slack::{Config, FakeSlack};
 use slack_support::api;
@@ -183,4 +184,150 @@ async fn a_wait_sees_a_message_edited_after_it_began() {
     };
     let (found, ()) = tokio::join!(waiting, edit);
     assert_eq!(found.expect("the edit is seen").ts(), ts);
+}
+
+#[tokio::test]
+async fn a_post_to_a_user_id_opens_a_direct_message() {
+    let slack = FakeSlack::start(Config::default()).await.expect("start");
+    let posted = call(
+        &slack,
+        "chat.postMessage",
+        json!({"channel": "U0000000002", "text": "hello alice"}),
+    )
+    .await;
+    assert_eq!(posted["ok"], true, "{posted}");
+    let dm = posted["channel"].as_str().expect("channel").to_string();
+    assert!(dm.starts_with('D'), "an IM channel id: {dm}");
+    let opened = call(
+        &slack,
+        "conversations.open",
+        json!({"users": "U0000000002", "return_im": true}),
+    )
+    .await;
+    assert_eq!(
+        opened["channel"]["id"],
+        dm.as_str(),
+        "the same IM: {opened}"
+    );
+    assert_eq!(opened["channel"]["is_im"], true);
+    assert_eq!(opened["channel"]["user"], "U0000000002");
+    let group = call(
+        &slack,
+        "conversations.open",
+        json!({"users": "U0000000002,U0000000003"}),
+    )
+    .await;
+    let group = group["channel"]["id"]
+        .as_str()
+        .expect("mpim id")
+        .to_string();
+    let info = call(&slack, "conversations.info", json!({"channel": group})).await;
+    assert_eq!(info["channel"]["is_mpim"], true, "{info}");
+    assert_eq!(slack.messages(&dm, None)[0].text(), "hello alice");
+    let ims = call(&slack, "users.conversations", json!({"types": "im,mpim"})).await;
+    assert_eq!(ims["channels"].as_array().map(Vec::len), Some(2), "{ims}");
+}
+
+#[tokio::test]
+async fn membership_is_enforced_and_changes_send_their_events() {
+    let slack = FakeSlack::start(Config::default()).await.expect("start");
+    let url = format!("{}?ticket=t", slack.socket_mode_url());
+    let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str())
+        .await
+        .expect("socket mode");
+    slack.wait_for_connections(1, WAIT).await.expect("hello");
+    let created = call(&slack, "conversations.create", json!({"name": "ops"})).await;
+    let ops = created["channel"]["id"].as_str().expect("id").to_string();
+    assert_eq!(created["channel"]["is_member"], true, "{created}");
+    let taken = call(&slack, "conversations.create", json!({"name": "ops"})).await;
+    assert_eq!(taken["error"], "name_taken");
+    let left = call(&slack, "conversations.leave", json!({"channel": ops})).await;
+    assert_eq!(left["ok"], true, "{left}");
+    let refused = call(
+        &slack,
+        "chat.postMessage",
+        json!({"channel": ops, "text": "not a member"}),
+    )
+    .await;
+    assert_eq!(refused["error"], "not_in_channel");
+    let info = call(&slack, "conversations.info", json!({"channel": ops})).await;
+    assert_eq!(info["channel"]["is_member"], false);
+    let joined = call(&slack, "conversations.join", json!({"channel": ops})).await;
+    assert_eq!(joined["channel"]["is_member"], true, "{joined}");
+    let invited = call(
+        &slack,
+        "conversations.invite",
+        json!({"channel": ops, "users": "U0000000002"}),
+    )
+    .await;
+    assert_eq!(invited["ok"], true, "{invited}");
+    let again = call(
+        &slack,
+        "conversations.invite",
+        json!({"channel": ops, "users": "U0000000002"}),
+    )
+    .await;
+    assert_eq!(again["error"], "already_in_channel");
+    let outsider = call(
+        &slack,
+        "chat.postEphemeral",
+        json!({"channel": ops, "user": "U0000000003", "text": "psst"}),
+    )
+    .await;
+    assert_eq!(outsider["error"], "user_not_in_channel");
+    let archived = call(&slack, "conversations.archive", json!({"channel": ops})).await;
+    assert_eq!(archived["ok"], true, "{archived}");
+    let closed = call(
+        &slack,
+        "chat.postMessage",
+        json!({"channel": ops, "text": "archived"}),
+    )
+    .await;
+    assert_eq!(closed["error"], "is_archived");
+    let mut wanted = vec![
+        "channel_created",
+        "member_left_channel",
+        "member_joined_channel",
+        "channel_archive",
+    ];
+    while !wanted.is_empty() {
+        let frame = tokio::time::timeout(WAIT, socket.next())
+            .await
+            .unwrap_or_else(|_| panic!("these events are never sent: {wanted:?}"))
+            .expect("the socket stays open")
+            .expect("a frame");
+        let Ok(text) = frame.into_text() else {
+            continue;
+        };
+        let frame: Value = serde_json::from_str(text.as_str()).unwrap_or_default();
+        let kind = frame["payload"]["event"]["type"]
+            .as_str()
+            .unwrap_or_default();
+        wanted.retain(|wanted| *wanted != kind);
+    }
+}
+
+#[tokio::test]
+async fn a_bot_token_deletes_only_the_bots_own_messages() {
+    let slack = FakeSlack::start(Config::default()).await.expect("start");
+    let human = slack
+        .user_message(ski_mocks::slack::UserMessage {
+            channel: GENERAL.into(),
+            thread_ts: None,
+            text: "mine".into(),
+            user: "U0000000002".into(),
+        })
+        .expect("user message");
+    let ts = human.ts.expect("ts");
+    let refused = call(&slack, "chat.delete", json!({"channel": GENERAL, "ts": ts})).await;
+    assert_eq!(refused["error"], "cant_delete_message");
+    assert_eq!(slack.messages(GENERAL, None).len(), 1, "nothing deleted");
+    let own = post(&slack, "bot's own").await;
+    let deleted = call(
+        &slack,
+        "chat.delete",
+        json!({"channel": GENERAL, "ts": own}),
+    )
+    .await;
+    assert_eq!(deleted["ok"], true, "{deleted}");
 }

@@ -5,6 +5,7 @@ mod chat;
 mod conversations;
 mod cursor;
 mod files;
+mod membership;
 mod views;
 
 use serde_json::{Map, Value, json};
@@ -53,7 +54,21 @@ pub fn call(workspace: &mut Workspace, site: &Site, method: &str, params: &Param
         "conversations.info" => conversations::info(workspace, params),
         "conversations.history" => conversations::history(workspace, params),
         "conversations.replies" => conversations::replies(workspace, params),
-        "conversations.list" => conversations::list(workspace),
+        "conversations.list" => conversations::list(workspace, params),
+        "users.conversations" => conversations::users_conversations(workspace, params),
+        "conversations.join" => membership::join(workspace, params),
+        "conversations.leave" => membership::leave(workspace, params),
+        "conversations.invite" => membership::invite(workspace, params),
+        "conversations.kick" => membership::kick(workspace, params),
+        "conversations.create" => membership::create(workspace, params),
+        "conversations.archive" => membership::archive(workspace, params, true),
+        "conversations.unarchive" => membership::archive(workspace, params, false),
+        "conversations.rename" => membership::rename(workspace, params),
+        "conversations.setTopic" => membership::set_text(workspace, params, false),
+        "conversations.setPurpose" => membership::set_text(workspace, params, true),
+        "conversations.open" => membership::open(workspace, params),
+        "conversations.close" => membership::close(workspace, params),
+        "conversations.mark" => membership::mark(workspace, params),
         "conversations.members" => conversations::members(workspace, params),
         "users.info" => conversations::user_info(workspace, params),
         "users.list" => conversations::users_list(workspace),

@@ -46,7 +46,7 @@ pub struct Params {
 
 impl Params {
     /// Reads a request's parameters; `Err` is Slack's error code for a body it cannot read.
-    pub fn from_request(request: &wiremock::Request) -> Result<Params, &'static str> {
+    pub fn from_request(request: &super::web::Request) -> Result<Params, &'static str> {
         let mut map = Map::new();
         for (key, value) in request.url.query_pairs() {
             map.insert(key.into_owned(), Value::String(value.into_owned()));
@@ -57,7 +57,7 @@ impl Params {
             .and_then(|value| value.to_str().ok())
             .unwrap_or("")
             .to_ascii_lowercase();
-        let body = request.body.as_slice();
+        let body: &[u8] = &request.body;
         if !body.iter().all(u8::is_ascii_whitespace) {
             if content_type.starts_with("application/json") {
                 match serde_json::from_slice::<Value>(body) {

@@ -457,8 +457,12 @@ impl Shared {
                 .into_iter()
                 .map(|event| {
                     let event_id = workspace.next_id("Ev");
-                    let payload =
-                        envelope::event_callback(&workspace, event, &event_id, 1_700_000_000);
+                    let payload = envelope::event_callback(
+                        &workspace,
+                        event,
+                        &event_id,
+                        workspace.now_seconds(),
+                    );
                     (workspace.next_envelope_id(), payload)
                 })
                 .collect();
@@ -473,6 +477,27 @@ impl Shared {
         let mut ids = ids.into_iter();
         let first = ids.next().unwrap_or_default();
         Ok((first, ts, ids.next()))
+    }
+
+    /// Sends events queued by a Web API call (joins, leaves, new channels) as `events_api`
+    /// envelopes.
+    pub fn deliver_queued_events(self: &Arc<Self>) {
+        let envelopes: Vec<(String, Value)> = {
+            let mut workspace = self.workspace();
+            let events = std::mem::take(&mut workspace.events);
+            let time = workspace.now_seconds();
+            events
+                .into_iter()
+                .map(|event| {
+                    let event_id = workspace.next_id("Ev");
+                    let payload = envelope::event_callback(&workspace, event, &event_id, time);
+                    (workspace.next_envelope_id(), payload)
+                })
+                .collect()
+        };
+        for (id, payload) in envelopes {
+            self.send_envelope(&id, EnvelopeKind::EventsApi, payload, false);
+        }
     }
 
     pub fn user_reaction(
@@ -503,7 +528,8 @@ impl Shared {
                 "event_ts": event_ts,
             });
             let event_id = workspace.next_id("Ev");
-            let payload = envelope::event_callback(&workspace, event, &event_id, 1_700_000_000);
+            let payload =
+                envelope::event_callback(&workspace, event, &event_id, workspace.now_seconds());
             (workspace.next_envelope_id(), payload)
         };
         self.send_envelope(&id, EnvelopeKind::EventsApi, payload, false);

@@ -98,7 +98,7 @@ impl Tls {
 }
 
 /// Accepts TLS connections on `listener` and relays each, decrypted, to the plain server at
-/// `backend` (the Web API's wiremock server), until the task is aborted.
+/// `backend` (the Web API's server), until the task is aborted.
 pub async fn front(listener: TcpListener, backend: SocketAddr, tls: Tls) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {

@@ -1,12 +1,18 @@
-//! The Web API front: one wiremock `MockServer` whose single responder serves `/api/<method>`
-//! for any verb, the upload URLs of files v2 and the `response_url`s, records every call and
-//! applies injected faults.
+//! The Web API front: an HTTP/1.1 server (keep-alive) that serves `/api/<method>` for any verb,
+//! the upload URLs of files v2 and the `response_url`s, records every call and applies injected
+//! faults. It keeps nothing of a request beyond what the log's retention allows.
 
+use std::convert::Infallible;
 use std::sync::Arc;
 use std::time::Duration;
 
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::HeaderMap;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value, json};
-use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate, matchers::any};
 
 use super::api;
 use super::fault::Fault;
@@ -16,22 +22,140 @@ use super::workspace::Stored;
 
 const JSON: &str = "application/json; charset=utf-8";
 
-/// Starts the MockServer on `listener` with the fake's responder.
-pub async fn serve(listener: std::net::TcpListener, shared: Arc<Shared>) -> MockServer {
-    let server = MockServer::builder()
-        .listener(listener)
-        .disable_request_recording()
-        .start()
-        .await;
-    Mock::given(any())
-        .respond_with(Front { shared })
-        .mount(&server)
-        .await;
-    server
+/// The largest request body the Web API reads (uploads included); a larger one is answered 413.
+pub const MAX_BODY_BYTES: usize = 64 << 20;
+
+/// One request as the front read it.
+pub struct Request {
+    pub method: String,
+    pub url: url::Url,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
+
+/// What the front answers.
+pub struct ResponseTemplate {
+    status: u16,
+    body: Vec<u8>,
+    content_type: &'static str,
+    retry_after: Option<String>,
+    delay: Option<Duration>,
+}
+
+impl ResponseTemplate {
+    fn new(status: u16) -> ResponseTemplate {
+        ResponseTemplate {
+            status,
+            body: Vec::new(),
+            content_type: "text/plain",
+            retry_after: None,
+            delay: None,
+        }
+    }
+
+    fn set_body_raw(mut self, body: Vec<u8>, content_type: &'static str) -> ResponseTemplate {
+        self.body = body;
+        self.content_type = content_type;
+        self
+    }
+
+    fn insert_header(mut self, _name: &str, value: &str) -> ResponseTemplate {
+        self.retry_after = Some(value.to_string());
+        self
+    }
+
+    fn set_delay(mut self, delay: Duration) -> ResponseTemplate {
+        self.delay = Some(delay);
+        self
+    }
+}
+
+/// Serves the Web API on `listener` until the task is aborted.
+pub async fn serve(listener: std::net::TcpListener, shared: Arc<Shared>) {
+    let listener = match listener
+        .set_nonblocking(true)
+        .and_then(|()| tokio::net::TcpListener::from_std(listener))
+    {
+        Ok(listener) => listener,
+        Err(error) => {
+            shared
+                .log()
+                .note(format!("the Web API cannot listen: {error}"));
+            return;
+        }
+    };
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        let _ = stream.set_nodelay(true);
+        let front = Arc::new(Front {
+            shared: shared.clone(),
+            origin: shared.site.origin.clone(),
+        });
+        tokio::spawn(async move {
+            let service = service_fn(move |request| handle(front.clone(), request));
+            let _ = http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn handle(
+    front: Arc<Front>,
+    request: hyper::Request<Incoming>,
+) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    let (parts, body) = request.into_parts();
+    let body = match Limited::new(body, MAX_BODY_BYTES).collect().await {
+        Ok(body) => body.to_bytes(),
+        Err(_) => {
+            return Ok(to_hyper(
+                ResponseTemplate::new(413)
+                    .set_body_raw(b"request too large".to_vec(), "text/plain"),
+            ));
+        }
+    };
+    let path_and_query = parts.uri.path_and_query().map_or("/", |path| path.as_str());
+    let Ok(url) = url::Url::parse(&format!("{}{path_and_query}", front.origin)) else {
+        return Ok(to_hyper(
+            ResponseTemplate::new(400).set_body_raw(b"bad request target".to_vec(), "text/plain"),
+        ));
+    };
+    let request = Request {
+        method: parts.method.to_string(),
+        url,
+        headers: parts.headers,
+        body,
+    };
+    let response = front.respond(&request);
+    if let Some(delay) = response.delay {
+        tokio::time::sleep(delay).await;
+    }
+    Ok(to_hyper(response))
+}
+
+fn to_hyper(template: ResponseTemplate) -> hyper::Response<Full<Bytes>> {
+    let mut response = hyper::Response::new(Full::new(Bytes::from(template.body)));
+    *response.status_mut() = hyper::StatusCode::from_u16(template.status)
+        .unwrap_or(hyper::StatusCode::INTERNAL_SERVER_ERROR);
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static(template.content_type),
+    );
+    if let Some(value) = template
+        .retry_after
+        .and_then(|value| hyper::header::HeaderValue::from_str(&value).ok())
+    {
+        headers.insert(hyper::header::RETRY_AFTER, value);
+    }
+    response
 }
 
 struct Front {
     shared: Arc<Shared>,
+    origin: String,
 }
 
 /// The method a path names: `/api/<m>`, `/api//<m>` or `/<m>` (bases given without `/api`).
@@ -45,7 +169,7 @@ fn json_response(status: u16, body: &Value) -> ResponseTemplate {
     ResponseTemplate::new(status).set_body_raw(body.to_string().into_bytes(), JSON)
 }
 
-impl Respond for Front {
+impl Front {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let path = request.url.path().to_string();
         if let Some(file) = path.strip_prefix("/upload/") {
@@ -58,7 +182,7 @@ impl Respond for Front {
             return ResponseTemplate::new(404)
                 .set_body_raw(b"not a slack api path".to_vec(), "text/plain");
         };
-        let http_method = request.method.to_string();
+        let http_method = request.method.clone();
         let params = match Params::from_request(request) {
             Ok(params) => params,
             Err(code) => {
@@ -122,8 +246,14 @@ impl Respond for Front {
 
 impl Front {
     fn answer(&self, method: &str, params: &Params) -> Value {
-        let mut workspace = self.shared.workspace();
-        match api::call(&mut workspace, &self.shared.site, method, params) {
+        let answer = api::call(
+            &mut self.shared.workspace(),
+            &self.shared.site,
+            method,
+            params,
+        );
+        self.shared.deliver_queued_events();
+        match answer {
             Ok(fields) => {
                 let mut body = Map::new();
                 body.insert("ok".into(), json!(true));
@@ -154,7 +284,7 @@ impl Front {
             "file not found".into()
         };
         self.shared.log().request(
-            request.method.as_ref(),
+            &request.method,
             "upload",
             Map::from_iter([
                 ("file_id".to_string(), json!(file)),

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use serde_json::{Map, Value, json};
 
+use super::channel::{Channel, Kind};
 use super::config::Config;
 pub use super::store::Stored;
 use super::store::{Store, TsKey, ts_text};
@@ -40,12 +41,18 @@ pub struct ResponseTarget {
 #[derive(Debug)]
 pub struct Workspace {
     pub config: Config,
+    /// Every conversation: configured, created by the app, and direct messages.
+    pub channels: Vec<Channel>,
     pub messages: Store,
     pub ephemerals: VecDeque<Stored>,
     pub views: HashMap<String, Value>,
     pub uploads: HashMap<String, Upload>,
     pub triggers: HashMap<String, Trigger>,
     pub response_urls: HashMap<String, ResponseTarget>,
+    /// Tokens revoked through `auth.revoke` or the control API.
+    pub revoked: std::collections::HashSet<String>,
+    /// Events the last call caused (a join, a leave, a new channel), for the Events API.
+    pub events: Vec<Value>,
     counter: u64,
     /// The last `ts` handed out.
     last_ts: TsKey,
@@ -53,7 +60,18 @@ pub struct Workspace {
 
 impl Workspace {
     pub fn new(config: Config) -> Workspace {
+        let everyone: Vec<String> = std::iter::once(config.bot.user_id.clone())
+            .chain(config.users.iter().map(|user| user.id.clone()))
+            .collect();
+        let channels = config
+            .channels
+            .iter()
+            .map(|channel| Channel::configured(channel, &everyone, &config.bot.user_id))
+            .collect();
         Workspace {
+            channels,
+            revoked: std::collections::HashSet::new(),
+            events: Vec::new(),
             messages: Store::new(config.retention.max_messages),
             config,
             ephemerals: VecDeque::new(),
@@ -66,7 +84,8 @@ impl Workspace {
         }
     }
 
-    /// Forgets every message, view, file and trigger; ids start again from the beginning.
+    /// Forgets every message, view, file, trigger, created channel and revocation; ids start
+    /// again from the beginning.
     pub fn reset(&mut self) {
         *self = Workspace::new(self.config.clone());
     }
@@ -153,22 +172,92 @@ impl Workspace {
     }
 
     /// Finds a channel by id, by name or by `#name`.
-    pub fn channel(&self, key: &str) -> Option<&super::config::ChannelConfig> {
+    pub fn channel(&self, key: &str) -> Option<&Channel> {
         let name = key.strip_prefix('#').unwrap_or(key);
-        self.config
-            .channels
+        self.channels
             .iter()
-            .find(|channel| channel.id == key || channel.name == name)
+            .find(|channel| channel.id == key || (!channel.is_dm() && channel.name == name))
     }
 
-    pub fn members(&self, channel: &super::config::ChannelConfig) -> Vec<String> {
-        if channel.members.is_empty() {
-            let mut all = vec![self.config.bot.user_id.clone()];
-            all.extend(self.config.users.iter().map(|user| user.id.clone()));
-            all
-        } else {
-            channel.members.clone()
+    pub fn channel_mut(&mut self, id: &str) -> Option<&mut Channel> {
+        self.channels.iter_mut().find(|channel| channel.id == id)
+    }
+
+    /// The direct message among the bot and `users` (one user: an IM, more: an MPIM), opened
+    /// now if there is none yet; `Err` is Slack's error code.
+    pub fn open_dm(&mut self, users: &[String]) -> Result<(String, bool), &'static str> {
+        let bot = self.config.bot.user_id.clone();
+        let mut members: Vec<String> = users.iter().filter(|user| **user != bot).cloned().collect();
+        if members.iter().any(|user| self.user(user).is_none()) {
+            return Err("user_not_found");
         }
+        members.sort();
+        members.dedup();
+        if members.is_empty() {
+            members.push(bot.clone());
+        }
+        if members.len() > 8 {
+            return Err("too_many_users");
+        }
+        let kind = if members.len() == 1 {
+            Kind::Im
+        } else {
+            Kind::Mpim
+        };
+        members.insert(0, bot.clone());
+        members.dedup();
+        let existing = self.channels.iter_mut().find(|channel| {
+            channel.kind == kind && {
+                let mut sorted = channel.members.clone();
+                sorted.sort();
+                let mut wanted = members.clone();
+                wanted.sort();
+                sorted == wanted
+            }
+        });
+        if let Some(channel) = existing {
+            let was_open = channel.open;
+            channel.open = true;
+            return Ok((channel.id.clone(), was_open));
+        }
+        let prefix = if kind == Kind::Im { "D" } else { "GM" };
+        let id = self.next_id(prefix);
+        let name = match kind {
+            Kind::Mpim => format!(
+                "mpdm-{}-1",
+                members
+                    .iter()
+                    .filter_map(|member| self.user(member))
+                    .map(|user| user["name"].as_str().unwrap_or_default().to_string())
+                    .collect::<Vec<_>>()
+                    .join("--")
+            ),
+            _ => id.clone(),
+        };
+        let created = self.now_seconds().max(TS_EPOCH);
+        self.channels.push(Channel {
+            id: id.clone(),
+            name,
+            kind,
+            members,
+            topic: Default::default(),
+            purpose: Default::default(),
+            archived: false,
+            created,
+            creator: bot,
+            open: true,
+        });
+        Ok((id, false))
+    }
+
+    /// The channel object as the app sees it.
+    pub fn channel_json(&self, channel: &Channel) -> Value {
+        channel.json(&self.config.team.id, &self.config.bot.user_id)
+    }
+
+    /// Queues an Events API event (`type` and fields) for delivery after the call.
+    pub fn emit(&mut self, event: Value) {
+        self.events.push(event);
     }
 
     /// The user object Slack's `users.info` returns (the bot included).
@@ -199,32 +288,6 @@ impl Workspace {
         let mut ids = vec![self.config.bot.user_id.clone()];
         ids.extend(self.config.users.iter().map(|user| user.id.clone()));
         ids
-    }
-
-    /// The channel object of `conversations.info` and `conversations.list`.
-    pub fn channel_json(&self, channel: &super::config::ChannelConfig) -> Value {
-        json!({
-            "id": channel.id,
-            "name": channel.name,
-            "name_normalized": channel.name,
-            "created": TS_EPOCH,
-            "creator": self.config.bot.user_id,
-            "is_channel": !channel.private,
-            "is_group": channel.private,
-            "is_im": false,
-            "is_mpim": false,
-            "is_private": channel.private,
-            "is_archived": false,
-            "is_general": channel.name == "general",
-            "is_shared": false,
-            "is_ext_shared": false,
-            "is_org_shared": false,
-            "is_member": self.members(channel).contains(&self.config.bot.user_id),
-            "context_team_id": self.config.team.id,
-            "topic": {"value": "", "creator": "", "last_set": 0},
-            "purpose": {"value": "", "creator": "", "last_set": 0},
-            "num_members": self.members(channel).len(),
-        })
     }
 
     pub fn find(&self, channel: &str, ts: &str) -> Option<Stored> {

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::{Answer, check_content, object};
-use crate::slack::params::Params;
+use crate::slack::params::{Params, TokenKind};
 use crate::slack::workspace::{Stored, Workspace};
 
 /// Resolves the `channel` parameter to a channel id.
@@ -17,6 +17,27 @@ pub(super) fn channel_id(
         .channel(&key)
         .map(|channel| channel.id.clone())
         .ok_or("channel_not_found")
+}
+
+/// The channel a post goes to: a channel by id or name, or a user id (the DM with that user,
+/// opened now if need be). `Err` when the bot may not post there (`not_in_channel`,
+/// `is_archived`).
+pub(super) fn postable_channel(
+    workspace: &mut Workspace,
+    params: &Params,
+) -> Result<String, &'static str> {
+    let key = params.str("channel").ok_or("channel_not_found")?;
+    if workspace.channel(&key).is_none() && workspace.user(&key).is_some() {
+        return Ok(workspace.open_dm(&[key])?.0);
+    }
+    let channel = workspace.channel(&key).ok_or("channel_not_found")?;
+    if channel.archived {
+        return Err("is_archived");
+    }
+    if !channel.is_member(&workspace.config.bot.user_id) {
+        return Err("not_in_channel");
+    }
+    Ok(channel.id.clone())
 }
 
 /// The content fields a post or an update carries, as given.
@@ -40,8 +61,8 @@ fn has_content(params: &Params) -> bool {
 }
 
 pub(super) fn post_message(workspace: &mut Workspace, params: &Params) -> Answer {
-    let channel = channel_id(workspace, params, "channel")?;
     check_content(params)?;
+    let channel = postable_channel(workspace, params)?;
     if !has_content(params) {
         return Err("no_text");
     }
@@ -99,9 +120,17 @@ pub(super) fn update(workspace: &mut Workspace, params: &Params) -> Answer {
     })))
 }
 
+/// Deletes a message: a bot token only the bot's own, as Slack enforces (`cant_delete_message`);
+/// a user token any (the fake's user tokens act as a workspace admin).
 pub(super) fn delete(workspace: &mut Workspace, params: &Params) -> Answer {
     let channel = channel_id(workspace, params, "channel")?;
     let ts = params.str("ts").ok_or("message_not_found")?;
+    let stored = workspace.find(&channel, &ts).ok_or("message_not_found")?;
+    if params.token_kind() == TokenKind::Bot
+        && stored.message["user"] != json!(workspace.config.bot.user_id)
+    {
+        return Err("cant_delete_message");
+    }
     workspace
         .messages
         .remove(&channel, &ts)
@@ -119,7 +148,7 @@ pub(super) fn post_ephemeral(workspace: &mut Workspace, params: &Params) -> Answ
     if workspace.user(&user).is_none() {
         return Err("user_not_found");
     }
-    if !workspace.members(&channel).contains(&user) {
+    if !channel.is_member(&user) {
         return Err("user_not_in_channel");
     }
     check_content(params)?;

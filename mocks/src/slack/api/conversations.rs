@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 use std::ops::Bound;
 
 use super::{Answer, cursor, object};
+use crate::slack::channel::{Channel, Kind};
 use crate::slack::params::Params;
 use crate::slack::store::{TsKey, ts_key};
 use crate::slack::workspace::Workspace;
@@ -17,9 +18,61 @@ const MAX_LIMIT: usize = 1_000;
 pub(super) fn info(workspace: &mut Workspace, params: &Params) -> Answer {
     let id = channel_id(workspace, params, "channel")?;
     let channel = workspace.channel(&id).ok_or("channel_not_found")?;
-    Ok(object(
-        json!({ "channel": workspace.channel_json(channel) }),
-    ))
+    let mut json = workspace.channel_json(channel);
+    if params.flag("include_num_members") || channel.is_dm() {
+        json["num_members"] = json!(channel.members.len());
+    }
+    Ok(object(json!({ "channel": json })))
+}
+
+/// The kinds a `types` parameter names (default: public channels only); `Err` is
+/// `invalid_types`.
+fn kinds(params: &Params) -> Result<Vec<Kind>, &'static str> {
+    let Some(types) = params.str("types") else {
+        return Ok(vec![Kind::Public]);
+    };
+    types
+        .split(',')
+        .map(|name| match name.trim() {
+            "public_channel" => Ok(Kind::Public),
+            "private_channel" => Ok(Kind::Private),
+            "im" => Ok(Kind::Im),
+            "mpim" => Ok(Kind::Mpim),
+            _ => Err("invalid_types"),
+        })
+        .collect()
+}
+
+/// The channels of these kinds that `user` sees (a private channel or a DM only as a member),
+/// sorted by id and paged.
+fn channel_page(workspace: &Workspace, params: &Params, user: &str, members_only: bool) -> Answer {
+    let kinds = kinds(params)?;
+    let exclude_archived = params.flag("exclude_archived");
+    let mut channels: Vec<&Channel> = workspace
+        .channels
+        .iter()
+        .filter(|channel| kinds.contains(&channel.kind))
+        .filter(|channel| !(exclude_archived && channel.archived))
+        .filter(|channel| {
+            let private = channel.kind != Kind::Public;
+            !(private || members_only) || channel.is_member(user)
+        })
+        .collect();
+    channels.sort_by(|a, b| a.id.cmp(&b.id));
+    let (page, next) = cursor::page_by_id(
+        channels,
+        |channel| &channel.id,
+        params.str("cursor").as_deref(),
+        params.str("limit").as_deref(),
+    )?;
+    let channels: Vec<Value> = page
+        .into_iter()
+        .map(|channel| workspace.channel_json(channel))
+        .collect();
+    Ok(object(json!({
+        "channels": channels,
+        "response_metadata": { "next_cursor": next },
+    })))
 }
 
 /// The page size a call asks for: Slack's default 100 (also for 0), at most [`MAX_LIMIT`].
@@ -112,25 +165,35 @@ pub(super) fn replies(workspace: &mut Workspace, params: &Params) -> Answer {
     Ok(page(messages, has_more))
 }
 
-pub(super) fn list(workspace: &mut Workspace) -> Answer {
-    let channels: Vec<Value> = workspace
-        .config
-        .channels
-        .iter()
-        .map(|channel| workspace.channel_json(channel))
-        .collect();
-    Ok(object(json!({
-        "channels": channels,
-        "response_metadata": { "next_cursor": "" },
-    })))
+pub(super) fn list(workspace: &mut Workspace, params: &Params) -> Answer {
+    let bot = workspace.config.bot.user_id.clone();
+    channel_page(workspace, params, &bot, false)
+}
+
+pub(super) fn users_conversations(workspace: &mut Workspace, params: &Params) -> Answer {
+    let user = params
+        .str("user")
+        .unwrap_or_else(|| workspace.config.bot.user_id.clone());
+    if workspace.user(&user).is_none() {
+        return Err("user_not_found");
+    }
+    channel_page(workspace, params, &user, true)
 }
 
 pub(super) fn members(workspace: &mut Workspace, params: &Params) -> Answer {
     let id = channel_id(workspace, params, "channel")?;
     let channel = workspace.channel(&id).ok_or("channel_not_found")?;
+    let mut members = channel.members.clone();
+    members.sort();
+    let (members, next) = cursor::page_by_id(
+        members,
+        String::as_str,
+        params.str("cursor").as_deref(),
+        params.str("limit").as_deref(),
+    )?;
     Ok(object(json!({
-        "members": workspace.members(channel),
-        "response_metadata": { "next_cursor": "" },
+        "members": members,
+        "response_metadata": { "next_cursor": next },
     })))
 }
 

@@ -54,6 +54,40 @@ pub fn read(kind: &str, cursor: &str) -> Result<String, &'static str> {
         .ok_or("invalid_cursor")
 }
 
+/// One page of a list of items with ids (channels, users, members): the items after the
+/// cursor's id, at most `limit` (Slack's default 100, at most 1000), and the next cursor (empty
+/// on the last page). `Err` is `invalid_cursor` or `invalid_limit`.
+pub fn page_by_id<T>(
+    items: Vec<T>,
+    id: impl Fn(&T) -> &str,
+    cursor: Option<&str>,
+    limit: Option<&str>,
+) -> Result<(Vec<T>, String), &'static str> {
+    let limit = match limit {
+        Some(text) => text.parse::<usize>().map_err(|_| "invalid_limit")?,
+        None => 100,
+    };
+    let limit = if limit == 0 { 100 } else { limit.min(1000) };
+    let start = match cursor {
+        Some(cursor) => {
+            let after = read("id", cursor)?;
+            items
+                .iter()
+                .position(|item| id(item) > after.as_str())
+                .unwrap_or(items.len())
+        }
+        None => 0,
+    };
+    let mut items: Vec<T> = items.into_iter().skip(start).collect();
+    let more = items.len() > limit;
+    items.truncate(limit);
+    let next = match items.last() {
+        Some(last) if more => next("id", id(last)),
+        _ => String::new(),
+    };
+    Ok((items, next))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
