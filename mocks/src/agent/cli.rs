@@ -43,6 +43,18 @@ Kiro quirks (--quirk, repeatable, with the kiro personality):
   exit-on-missing-mcp-servers, silent-malformed-load, exit-on-unknown-load,
   context-usage-after-result
 
+Quirk profiles (--profile NAME, repeatable, or profiles = [\"NAME\"] in a script or a
+recording; any personality, and in replay an unrecorded session/load and the recorded chunks):
+  kiro-cli                      all four kiro quirks above, answers in 8-character chunks
+  exit-on-unknown-load          session/load of an unknown session: exit 0 without an answer
+  exit-on-missing-mcp-servers   session/new without mcpServers: exit 0 without a word
+  silent-malformed-load         session/load without cwd or mcpServers: never answered (kiro)
+  update-after-result           a context_usage session_info_update after each prompt result
+  chunked                       answers in agent_message_chunks of at most 8 characters
+
+Recordings: `record` writes one (see `ski-mock-agent record --help`), --script replays it with
+the live ids (--unrecorded, --replay-timing), `diff` checks it against the live agent.
+
 Paths given to --transcript and --control may contain {pid} and {env:NAME}, so that every
 agent spawned with the same arguments gets its own files.
 
@@ -120,6 +132,10 @@ pub struct Cli {
     /// Switch on a kiro quirk (see below).
     #[arg(long = "quirk", value_name = "NAME")]
     pub quirks: Vec<String>,
+
+    /// Switch on a quirk profile (see below).
+    #[arg(long = "profile", value_name = "NAME")]
+    pub profiles: Vec<String>,
 
     /// The handshake of the intercom personality.
     #[arg(long, value_enum, value_name = "KIND")]
@@ -472,6 +488,15 @@ impl Cli {
                 ))
             })?);
         }
+        for name in &self.profiles {
+            if super::profile::find(name).is_none() {
+                return Err(CommandError::invalid_input(anyhow!(
+                    "unknown profile {name:?}; known: {}",
+                    super::profile::names()
+                )));
+            }
+            overrides.profiles.push(name.clone());
+        }
         if self.commands {
             overrides.prompt_mode = Some(PromptMode::Commands);
         }
@@ -597,4 +622,16 @@ pub async fn send_control(args: &ControlArgs) -> Result<serde_json::Value, Comma
         .map_err(|e| CommandError::upstream(anyhow!("cannot read the reply: {e}")))?;
     serde_json::from_str(reply.trim_end())
         .map_err(|e| CommandError::upstream(anyhow!("the reply is not json: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_help_lists_every_quirk_profile() {
+        for profile in super::super::profile::PROFILES {
+            assert!(AFTER_HELP.contains(profile.name), "{}", profile.name);
+        }
+    }
 }

@@ -24,6 +24,8 @@ pub struct Overrides {
     pub faults: FaultSpec,
     /// Kiro quirks, added to the script's.
     pub quirks: Vec<Quirk>,
+    /// Quirk profiles, added to the script's (names checked by the caller).
+    pub profiles: Vec<String>,
     /// Kiro `--agent`.
     pub kiro_agent: Option<String>,
     /// Kiro `--model`.
@@ -282,7 +284,20 @@ impl Config {
             max_line_bytes: agent.max_line_bytes.unwrap_or(DEFAULT_MAX_LINE_BYTES),
         };
         let mut quirks = spec.kiro.quirks.clone().unwrap_or_default();
-        for quirk in &overrides.quirks {
+        let mut profile_chunk_chars = None;
+        let profiles = spec
+            .profiles
+            .iter()
+            .flatten()
+            .chain(&overrides.profiles)
+            .filter_map(|name| super::profile::find(name));
+        let profile_quirks: Vec<Quirk> = profiles
+            .flat_map(|profile| {
+                profile_chunk_chars = profile_chunk_chars.or(profile.chunk_chars);
+                profile.quirks.iter().copied()
+            })
+            .collect();
+        for quirk in overrides.quirks.iter().chain(&profile_quirks) {
             if !quirks.contains(quirk) {
                 quirks.push(*quirk);
             }
@@ -303,7 +318,7 @@ impl Config {
             turn_markers: spec.kiro.turn_markers.unwrap_or(true),
             sessions_on_disk: spec.kiro.sessions_on_disk.unwrap_or(false),
             require_agent: spec.kiro.require_agent.unwrap_or(false),
-            chunk_chars: spec.kiro.chunk_chars.unwrap_or(0),
+            chunk_chars: spec.kiro.chunk_chars.or(profile_chunk_chars).unwrap_or(0),
             replay_after_result: spec.kiro.replay
                 == Some(crate::agent::script::ReplayTiming::After),
             trust_all_tools: overrides.kiro_trust_all_tools,

@@ -30,6 +30,37 @@ pub async fn builtin(agent: &Arc<Agent>, ctx: &mut Ctx) {
     }
 }
 
+/// A quirk that ends the agent with code 0 and no answer: `note` in the transcript, `reason` as
+/// the exit's, then the sequence waits for the exit.
+pub async fn quirk_exit(agent: &Arc<Agent>, ctx: &mut Ctx, note: &str, reason: &str) {
+    agent.transcript.note(note);
+    agent.request_exit(0, reason);
+    ctx.park();
+    std::future::pending::<()>().await;
+}
+
+/// The `exit-on-missing-mcp-servers` quirk.
+pub async fn exit_on_missing_mcp_servers(agent: &Arc<Agent>, ctx: &mut Ctx) {
+    quirk_exit(
+        agent,
+        ctx,
+        "quirk: session/new without mcpServers, exiting silently",
+        "quirk: exit on missing mcpServers",
+    )
+    .await;
+}
+
+/// The `exit-on-unknown-load` quirk.
+pub async fn exit_on_unknown_load(agent: &Arc<Agent>, ctx: &mut Ctx) {
+    quirk_exit(
+        agent,
+        ctx,
+        "quirk: session/load of an unknown session, exiting",
+        "quirk: exit on unknown session/load",
+    )
+    .await;
+}
+
 /// Answers the trigger (if it is a request) and marks the context answered.
 pub async fn reply(agent: &Arc<Agent>, ctx: &mut Ctx, result: Result<Value, RpcError>) {
     // The turn is over for the agent before the client can see its result, so a cancel sent
@@ -73,9 +104,8 @@ pub async fn finish_turn(agent: &Arc<Agent>, ctx: &mut Ctx, stop_reason: &str) {
             )
             .await;
     }
-    if agent.config.personality == Personality::Kiro {
-        kiro::after_turn(agent, ctx).await;
-    }
+    // The kiro quirk, as a profile any personality can switch on.
+    kiro::after_turn(agent, ctx).await;
 }
 
 /// The stop reason of a turn that ran to its end: `cancelled` if the session was cancelled
@@ -146,11 +176,8 @@ pub async fn text_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &str) {
         return;
     }
     begin_turn(agent, ctx).await;
-    let size = if agent.config.personality == Personality::Kiro {
-        agent.config.kiro.chunk_chars
-    } else {
-        0
-    };
+    // kiro's chunking, or a profile's (0 unless one is on).
+    let size = agent.config.kiro.chunk_chars;
     let session = ctx.session.as_deref().unwrap_or_default();
     for chunk in chunks(text, size) {
         agent.message_chunk(session, chunk).await;

@@ -17,6 +17,7 @@ use super::recording::{AgentLine, MessageKind, Recording, Unrecorded, method_of,
 use super::runtime::sequence::Ctx;
 use super::runtime::state::id_key;
 use super::runtime::{Agent, Inbound};
+use super::script::Quirk;
 
 /// What replay remembers of the live exchange.
 #[derive(Debug, Default)]
@@ -89,6 +90,15 @@ pub async fn answer(agent: &Arc<Agent>, recording: &Arc<Recording>, ctx: &mut Ct
             index
         }
         Choice::Unrecorded => {
+            if inbound.method == "session/load" && agent.config.kiro.has(Quirk::ExitOnUnknownLoad) {
+                report(
+                    agent,
+                    &inbound,
+                    live_text.as_deref(),
+                    "exit (exit-on-unknown-load)",
+                );
+                super::personality::exit_on_unknown_load(agent, ctx).await;
+            }
             unrecorded(agent, &inbound, live_text.as_deref(), policy).await;
             return;
         }
@@ -327,15 +337,41 @@ async fn write_line(agent: &Agent, recording: &Recording, line: &AgentLine) -> O
             id_key(&live)
         ));
     }
-    match serde_json::to_vec(&message) {
-        Ok(bytes) => {
-            agent.write_bytes(&bytes, true, None).await;
+    for message in rechunked(message, agent.config.kiro.chunk_chars) {
+        match serde_json::to_vec(&message) {
+            Ok(bytes) => {
+                agent.write_bytes(&bytes, true, None).await;
+            }
+            Err(error) => agent
+                .transcript
+                .note(&format!("replay: cannot encode a line: {error}")),
         }
-        Err(error) => agent
-            .transcript
-            .note(&format!("replay: cannot encode a line: {error}")),
     }
     awaiting
+}
+
+/// A recorded `agent_message_chunk` split into chunks of at most `size` characters (a quirk
+/// profile's chunking); any other message as it is.
+fn rechunked(message: Value, size: usize) -> Vec<Value> {
+    let text = message
+        .get("params")
+        .and_then(|p| p.get("update"))
+        .filter(|u| u.get("sessionUpdate").and_then(Value::as_str) == Some("agent_message_chunk"))
+        .and_then(|u| u.get("content"))
+        .and_then(|c| c.get("text"))
+        .and_then(Value::as_str)
+        .filter(|text| size > 0 && text.chars().count() > size)
+        .map(str::to_owned);
+    let Some(text) = text else {
+        return vec![message];
+    };
+    super::personality::chunks(&text, size)
+        .map(|piece| {
+            let mut chunk = message.clone();
+            chunk["params"]["update"]["content"]["text"] = json!(piece);
+            chunk
+        })
+        .collect()
 }
 
 /// Whether the recorded client request with this id made a session (`session/new`, a fork).
@@ -437,6 +473,18 @@ mod tests {
         assert_eq!(params["text"], "rec-1 said hi");
         let at = OffsetDateTime::parse(params["at"].as_str().unwrap(), &Rfc3339).unwrap();
         assert!(at > OffsetDateTime::parse("2026-11-01T00:00:00Z", &Rfc3339).unwrap());
+    }
+
+    #[test]
+    fn a_profile_rechunks_recorded_message_chunks() {
+        let message = json!({"method": "session/update", "params": {"sessionId": "s",
+            "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "abcdefghij"}}}});
+        let texts: Vec<Value> = rechunked(message.clone(), 4)
+            .iter()
+            .map(|m| m["params"]["update"]["content"]["text"].clone())
+            .collect();
+        assert_eq!(texts, [json!("abcd"), json!("efgh"), json!("ij")]);
+        assert_eq!(rechunked(message.clone(), 0), [message]);
     }
 
     #[test]

@@ -324,6 +324,8 @@ pub struct ScriptSpec {
     pub description: Option<String>,
     /// The personality, unless the command line names one.
     pub personality: Option<Personality>,
+    /// Quirk profiles to switch on ([`super::profile`]).
+    pub profiles: Option<Vec<String>>,
     /// `[agent]`.
     #[serde(default)]
     pub agent: AgentSpec,
@@ -423,6 +425,17 @@ impl Script {
         }
         if let Some(reason) = &spec.prompt.stop_reason {
             template::check_str(reason).map_err(|m| invalid("prompt.stop_reason".to_owned(), m))?;
+        }
+        for (index, name) in spec.profiles.iter().flatten().enumerate() {
+            if super::profile::find(name).is_none() {
+                return Err(invalid(
+                    format!("profiles[{index}]"),
+                    format!(
+                        "unknown profile {name:?}; known: {}",
+                        super::profile::names()
+                    ),
+                ));
+            }
         }
         let mut rules = Vec::with_capacity(spec.on.len());
         for (index, rule) in spec.on.iter().enumerate() {

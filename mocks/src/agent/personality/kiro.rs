@@ -76,12 +76,7 @@ async fn new_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
         .and_then(|t| t.param("mcpServers"))
         .cloned();
     if mcp_servers.is_none() && agent.config.kiro.has(Quirk::ExitOnMissingMcpServers) {
-        agent
-            .transcript
-            .note("quirk: session/new without mcpServers, exiting silently");
-        agent.request_exit(0, "quirk: exit on missing mcpServers");
-        ctx.park();
-        std::future::pending::<()>().await;
+        super::exit_on_missing_mcp_servers(agent, ctx).await;
     }
     if let Err(error) = standard::check_new_session(ctx) {
         reply(agent, ctx, Err(error)).await;
@@ -182,12 +177,7 @@ async fn load_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
         }
     }
     if !known && agent.config.kiro.has(Quirk::ExitOnUnknownLoad) {
-        agent
-            .transcript
-            .note("quirk: session/load of an unknown session, exiting");
-        agent.request_exit(0, "quirk: exit on unknown session/load");
-        ctx.park();
-        std::future::pending::<()>().await;
+        super::exit_on_unknown_load(agent, ctx).await;
     }
     if malformed {
         reply(

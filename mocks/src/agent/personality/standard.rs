@@ -11,6 +11,7 @@ use super::{prompt_turn, reply};
 use crate::agent::runtime::Agent;
 use crate::agent::runtime::sequence::Ctx;
 use crate::agent::runtime::state::Role;
+use crate::agent::script::Quirk;
 
 /// Modes every session offers.
 pub const MODES: &[(&str, &str)] = &[("default", "Default"), ("plan", "Plan")];
@@ -198,6 +199,11 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
             reply(agent, ctx, Ok(json!({}))).await;
         }
         methods::SESSION_NEW => {
+            if trigger.param("mcpServers").is_none()
+                && agent.config.kiro.has(Quirk::ExitOnMissingMcpServers)
+            {
+                super::exit_on_missing_mcp_servers(agent, ctx).await;
+            }
             if let Err(error) = check_new_session(ctx) {
                 reply(agent, ctx, Err(error)).await;
                 return;
@@ -229,6 +235,11 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
                 .session(&id)
                 .map(|s| (s.mode.clone(), s.verbosity.clone()));
             let Some((mode, verbosity)) = found else {
+                if method == methods::SESSION_LOAD
+                    && agent.config.kiro.has(Quirk::ExitOnUnknownLoad)
+                {
+                    super::exit_on_unknown_load(agent, ctx).await;
+                }
                 reply(agent, ctx, Err(unknown_session(&id))).await;
                 return;
             };
