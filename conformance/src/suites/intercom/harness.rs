@@ -250,8 +250,9 @@ impl World {
                 into.push('\n');
             }
         };
+        // Exiting at start-up is bounded as getting ready is: a set-up step.
         self.ctx
-            .within("the target to exit on its own", collect)
+            .setup("the target to exit on its own", collect)
             .await?;
         let status = self
             .ctx
