@@ -119,10 +119,11 @@ fn run_corpus(corpus: &Corpus) -> Vec<EntryResults> {
         .enable_all()
         .build()
         .expect("a runtime");
+    let (bin_dir, work) = (bin_dir.as_path(), work.path());
     let mut runs: Vec<(usize, EntryResults)> = runtime.block_on(async {
         futures::stream::iter(corpus.entries.iter().enumerate())
             .map(|(index, entry)| async move {
-                (index, run_entry(corpus, entry, &bin_dir, work.path()).await)
+                (index, run_entry(corpus, entry, bin_dir, work).await)
             })
             .buffer_unordered(ENTRIES_AT_ONCE)
             .collect()

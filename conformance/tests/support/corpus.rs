@@ -95,12 +95,6 @@ pub struct Entry {
     /// Words appended to every command of the role.
     #[serde(default)]
     pub args: Vec<String>,
-    /// Capabilities the profile declares beyond the base's.
-    #[serde(default)]
-    pub add_capabilities: Vec<String>,
-    /// Base capabilities the profile does not declare.
-    #[serde(default)]
-    pub drop_capabilities: Vec<String>,
 }
 
 impl Corpus {
@@ -169,8 +163,6 @@ impl Corpus {
         let capabilities: Vec<toml::Value> = base
             .capabilities
             .iter()
-            .chain(&entry.add_capabilities)
-            .filter(|c| !entry.drop_capabilities.contains(c))
             .map(|c| toml::Value::String(c.clone()))
             .collect();
         let settings: toml::Table = base
