@@ -403,6 +403,11 @@ impl FakeSlack {
         self.shared.faults().add(method, count, fault);
     }
 
+    /// From now on the Web API answers `token_revoked` to `token` (until a reset).
+    pub fn revoke_token(&self, token: &str) {
+        self.shared.workspace().revoked.insert(token.to_string());
+    }
+
     /// Sends `disconnect` with this reason on every live connection.
     pub fn disconnect(&self, reason: DisconnectReason) {
         self.shared.disconnect(reason);

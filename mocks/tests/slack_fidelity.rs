@@ -331,3 +331,34 @@ async fn a_bot_token_deletes_only_the_bots_own_messages() {
     .await;
     assert_eq!(deleted["ok"], true, "{deleted}");
 }
+
+#[tokio::test]
+async fn configured_tokens_are_checked_and_revocation_works() {
+    let mut config = Config::default();
+    config.auth.tokens = vec!["xoxb-known".into()];
+    let slack = FakeSlack::start(config).await.expect("start");
+    let auth = |token: &'static str| {
+        let url = format!("{}/auth.test", slack.api_base_url());
+        async move { api(&url, Some("application/json"), Some(token), b"{}").await }
+    };
+    assert_eq!(auth("xoxb-known").await["ok"], true);
+    assert_eq!(auth("xoxb-stranger").await["error"], "invalid_auth");
+    let control = format!("{}/revoke_token", slack.control_url());
+    let revoked = api(
+        &control,
+        Some("application/json"),
+        None,
+        json!({"token": "xoxb-known"}).to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(revoked["ok"], true, "{revoked}");
+    assert_eq!(auth("xoxb-known").await["error"], "token_revoked");
+
+    let permissive = FakeSlack::start(Config::default()).await.expect("start");
+    let url = format!("{}/auth.test", permissive.api_base_url());
+    let any = api(&url, Some("application/json"), Some("xoxb-anything"), b"{}").await;
+    assert_eq!(
+        any["ok"], true,
+        "with no tokens configured any bot token works"
+    );
+}

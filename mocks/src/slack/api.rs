@@ -33,7 +33,9 @@ pub type Answer = Result<Map<String, Value>, &'static str>;
 /// Runs one method; the answer has `ok:true` added by the caller.
 pub fn call(workspace: &mut Workspace, site: &Site, method: &str, params: &Params) -> Answer {
     check_token(method, params.token_kind())?;
+    check_known_token(workspace, method, params.token.as_deref())?;
     match method {
+        "auth.revoke" => auth_revoke(workspace, params),
         "api.test" => Ok(params.map.clone()),
         "auth.test" => auth_test(workspace, params),
         "apps.connections.open" => {
@@ -91,6 +93,36 @@ fn check_token(method: &str, kind: TokenKind) -> Result<(), &'static str> {
         ("apps.connections.open", _) | (_, TokenKind::App) => Err("not_allowed_token_type"),
         _ => Ok(()),
     }
+}
+
+/// Configured and revoked tokens: `token_revoked` for a revoked one, `invalid_auth` for one
+/// not configured when tokens are configured.
+fn check_known_token(
+    workspace: &Workspace,
+    method: &str,
+    token: Option<&str>,
+) -> Result<(), &'static str> {
+    let Some(token) = token.filter(|_| method != "api.test") else {
+        return Ok(());
+    };
+    if workspace.revoked.contains(token) {
+        return Err("token_revoked");
+    }
+    let configured = &workspace.config.auth.tokens;
+    if !configured.is_empty() && !configured.iter().any(|known| known == token) {
+        return Err("invalid_auth");
+    }
+    Ok(())
+}
+
+/// `auth.revoke`: the calling token stops working (not with `test=true`).
+fn auth_revoke(workspace: &mut Workspace, params: &Params) -> Answer {
+    if !params.flag("test")
+        && let Some(token) = &params.token
+    {
+        workspace.revoked.insert(token.clone());
+    }
+    Ok(object(json!({ "revoked": !params.flag("test") })))
 }
 
 fn auth_test(workspace: &Workspace, params: &Params) -> Answer {

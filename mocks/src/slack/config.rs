@@ -22,6 +22,16 @@ pub struct Config {
     /// hands out is `<clock_start + n>.<n>`, the same in every run (for golden tests).
     pub clock_start: Option<u64>,
     pub retention: RetentionConfig,
+    pub auth: AuthConfig,
+}
+
+/// Which tokens the Web API accepts. With no `tokens` listed (the default, for quick starts)
+/// any token of the right prefix works (`xoxb-`, `xoxp-`, `xapp-`); with a list, only those
+/// (any other answers `invalid_auth`). Either way a revoked token answers `token_revoked`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AuthConfig {
+    pub tokens: Vec<String>,
 }
 
 /// How much the fake keeps, so that a long run stays within bounded memory: beyond each limit
@@ -134,6 +144,7 @@ impl Default for Config {
             trigger_ttl_ms: 3_000,
             clock_start: None,
             retention: RetentionConfig::default(),
+            auth: AuthConfig::default(),
         }
     }
 }

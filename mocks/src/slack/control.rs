@@ -225,6 +225,15 @@ async fn run(shared: &Arc<Shared>, operation: &str, body: Value) -> Result<Value
             Ok(json!({ "messages": shared.messages(&channel, query.thread_ts.as_deref()) }))
         }
         "ephemerals" => Ok(json!({ "messages": shared.ephemerals() })),
+        "revoke_token" => {
+            #[derive(Deserialize)]
+            struct RevokeArgs {
+                token: String,
+            }
+            let revoke: RevokeArgs = args(body)?;
+            shared.workspace().revoked.insert(revoke.token);
+            Ok(json!({}))
+        }
         "requests" => {
             let method = body
                 .get("method")
