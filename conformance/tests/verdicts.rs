@@ -477,8 +477,11 @@ async fn a_probed_profile_and_a_discovering_profile_reproduce_the_ad_hoc_run() {
 #[tokio::test]
 async fn a_run_says_what_kept_discovered_rows_from_running() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    // By default `ski acp serve` asks for permission, which discovery refuses: no completed turn.
-    let ski = format!("{} acp serve", bin_dir().join("ski").display());
+    // Its model fails every first attempt and it does not retry: no completed turn.
+    let ski = format!(
+        "{} acp serve --fail-attempts 1",
+        bin_dir().join("ski").display()
+    );
     let run = ski_conformance(
         &[
             "run",
