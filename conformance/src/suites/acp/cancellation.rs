@@ -492,7 +492,7 @@ async fn ws_067(ctx: Ctx) -> CheckResult {
 
 /// Holds a turn (or, on an agent that never asks, cancels one at once), cancels it with
 /// `session/cancel` and returns its connection and the cancelled turn.
-async fn cancelled_turn(ctx: &Ctx) -> Result<(Opened, Turn), CheckError> {
+pub async fn cancelled_turn(ctx: &Ctx) -> Result<(Opened, Turn), CheckError> {
     match hold_for_cancel(ctx).await? {
         Holding::Held(mut held) => {
             held.cancel().await?;
