@@ -6,13 +6,10 @@
 use serde_json::{Value, json};
 
 use super::agent::PLAIN;
-use super::cancellation::HOLD;
+use super::cancellation::cancelled_turn;
 use super::connection::{Connection, Frame};
-use super::exchange::{
-    self, QUIET, Turn, cancel, finish_prompt, new_session, open, prompt, start_prompt, text_prompt,
-    wait_running,
-};
-use crate::check::{Check, CheckResult};
+use super::exchange::{self, QUIET, Turn, cancel, new_session, open, prompt};
+use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
 use crate::{ensure, fail};
 
@@ -48,9 +45,11 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "ACP-CORE-043",
-            "Holds a prompt, sends session/cancel and requires the result {stopReason: \
-             cancelled} (not an error), no response to the cancel notification, and no \
-             session/update of the session after the prompt's answer during a quiet period.",
+            "Cancels a running turn as ACP-CORE-001 does (the hold variant, else a turn held at \
+             its unanswered permission request, else one cancelled right after its prompt) and \
+             requires the result {stopReason: cancelled} (not an error), no response to the \
+             cancel notification, and no session/update of the session after the prompt's \
+             answer during a quiet period.",
             core_043,
         ),
         Check::new(
@@ -62,8 +61,9 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "ACP-CORE-045",
-            "Runs a prompt turn (and a cancelled one where turns can be held) and requires \
-             every session/prompt result's stopReason to be one of the schema's values.",
+            "Runs a prompt turn and a cancelled one (as ACP-CORE-001 cancels it; an agent whose \
+             turn cannot be caught running is judged on the first only) and requires every \
+             session/prompt result's stopReason to be one of the schema's values.",
             core_045,
         ),
     ]
@@ -109,13 +109,7 @@ async fn core_042(ctx: Ctx) -> CheckResult {
 }
 
 async fn core_043(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, HOLD).await?;
-    let session = opened.session.clone();
-    let conn = &mut opened.conn;
-    let (id, start) = start_prompt(conn, &session, text_prompt("hold this turn")).await?;
-    wait_running(conn, &opened.init, &session, start).await?;
-    cancel(conn, &session).await?;
-    let turn = finish_prompt(conn, &session, id, start).await?;
+    let (mut opened, turn) = cancelled_turn(&ctx).await?;
     if let Some(fault) = turn.fault() {
         fail!(
             "a cancelled turn is answered with a result, not an error",
@@ -127,11 +121,11 @@ async fn core_043(ctx: Ctx) -> CheckResult {
         "cancelled",
         "a cancelled turn ends with stopReason cancelled",
     )?;
-    let after = turn.end + 1;
+    let conn = &mut opened.conn;
     conn.quiet(QUIET).await;
-    let late: Vec<&Frame> = exchange::since(conn, after)
+    let late: Vec<&Frame> = exchange::since(conn, turn.end + 1)
         .into_iter()
-        .filter(|f| f.is_update_for(&session))
+        .filter(|f| f.is_update_for(&turn.session))
         .collect();
     ensure!(
         late.is_empty(),
@@ -216,15 +210,10 @@ async fn core_045(ctx: Ctx) -> CheckResult {
         turn.describe()
     );
     stop_reason_is_defined(&turn)?;
-    if ctx.has("hold") {
-        let mut held = open(&ctx, HOLD).await?;
-        let session = held.session.clone();
-        let conn = &mut held.conn;
-        let (id, start) = start_prompt(conn, &session, text_prompt("hold this turn")).await?;
-        wait_running(conn, &held.init, &session, start).await?;
-        cancel(conn, &session).await?;
-        let turn = finish_prompt(conn, &session, id, start).await?;
-        stop_reason_is_defined(&turn)?;
+    match cancelled_turn(&ctx).await {
+        Ok((_, cancelled)) => stop_reason_is_defined(&cancelled)?,
+        Err(CheckError::Skip(why)) => ctx.note(format!("no cancelled turn judged: {why}")),
+        Err(other) => return Err(other),
     }
     Ok(())
 }
