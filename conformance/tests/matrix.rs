@@ -473,6 +473,7 @@ fn headless_browser() -> Option<PathBuf> {
         "chromium-browser",
         "google-chrome",
         "google-chrome-stable",
+        "chromium-headless-shell",
     ]
     .iter()
     .flat_map(|name| std::env::split_paths(&path).map(move |dir| dir.join(name)))
@@ -485,7 +486,7 @@ fn headless_browser() -> Option<PathBuf> {
 async fn the_page_renders_in_a_headless_chromium_where_one_is_installed() {
     let Some(browser) = headless_browser() else {
         eprintln!(
-            "skipped: no headless Chromium (chromium, chromium-browser, google-chrome) on PATH"
+            "skipped: no headless Chromium (chromium, chromium-browser, google-chrome, chromium-headless-shell) on PATH"
         );
         return;
     };

@@ -22,6 +22,7 @@ table{border-collapse:collapse;margin:1em 0}
 th,td{border:1px solid #ccc;padding:2px 6px;text-align:left;vertical-align:top}
 thead th{position:sticky;top:0;background:#f4f4f4}
 td.v{text-align:center;white-space:nowrap}
+#matrix td:nth-child(2){white-space:nowrap}
 .v-pass{background:#dff5df}.v-fail{background:#f8d0d0;font-weight:bold}
 .v-error{background:#f8e0b0}.v-blocked{background:#e4d8f4}.v-not-tested{background:#fff2b0}
 .v-skip{color:#777}.v-not-run{color:#aaa}
