@@ -46,6 +46,20 @@ pub use socket::DisconnectReason;
 
 use shared::Shared;
 
+/// The Web API coverage matrix as Markdown (what `ski-fake-slack methods --markdown` prints and
+/// `mocks/SLACK-METHODS.md` holds).
+pub fn methods_markdown() -> String {
+    api::methods::markdown()
+}
+
+/// The names of the Web API methods the fake serves.
+pub fn method_names() -> Vec<&'static str> {
+    api::methods::METHODS
+        .iter()
+        .map(|method| method.name)
+        .collect()
+}
+
 /// What can go wrong starting or driving the fake.
 #[derive(Debug, thiserror::Error)]
 pub enum FakeSlackError {

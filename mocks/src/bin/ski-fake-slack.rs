@@ -56,6 +56,12 @@ enum Command {
         #[arg(long, value_name = "FILE", requires = "tls")]
         ca_file: Option<PathBuf>,
     },
+    /// List the Web API methods the fake serves, one a line; with --markdown, the coverage
+    /// matrix (support, rate-limit tier, errors modelled) that mocks/SLACK-METHODS.md holds.
+    Methods {
+        #[arg(long)]
+        markdown: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -78,12 +84,23 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> CommandResult {
-    let Command::Serve {
-        config,
-        record,
-        tls,
-        ca_file,
-    } = cli.command;
+    let (config, record, tls, ca_file) = match cli.command {
+        Command::Serve {
+            config,
+            record,
+            tls,
+            ca_file,
+        } => (config, record, tls, ca_file),
+        Command::Methods { markdown } => {
+            let text = if markdown {
+                ski_mocks::slack::methods_markdown()
+            } else {
+                ski_mocks::slack::method_names().join("\n") + "\n"
+            };
+            output::text(&text);
+            return Ok(());
+        }
+    };
     let config = match config {
         Some(path) => Config::load(&path).map_err(CommandError::configuration)?,
         None => Config::default(),

@@ -1,11 +1,16 @@
 //! The Web API methods: one function per method over the workspace, answering Slack's fields and
 //! Slack's error codes.
 
+mod assistant;
 mod chat;
 mod conversations;
 mod cursor;
+mod directory;
 mod files;
+mod items;
 mod membership;
+pub mod methods;
+mod scheduled;
 mod views;
 
 use serde_json::{Map, Value, json};
@@ -32,6 +37,9 @@ pub type Answer = Result<Map<String, Value>, &'static str>;
 
 /// Runs one method; the answer has `ok:true` added by the caller.
 pub fn call(workspace: &mut Workspace, site: &Site, method: &str, params: &Params) -> Answer {
+    if methods::find(method).is_none() {
+        return Err("unknown_method");
+    }
     check_token(method, params.token_kind())?;
     check_known_token(workspace, method, params.token.as_deref())?;
     match method {
@@ -79,6 +87,52 @@ pub fn call(workspace: &mut Workspace, site: &Site, method: &str, params: &Param
         "views.update" => views::update(workspace, params),
         "files.getUploadURLExternal" => files::upload_url(workspace, site, params),
         "files.completeUploadExternal" => files::complete(workspace, site, params),
+        "files.info" => files::info(workspace, params),
+        "files.list" => files::list(workspace, params),
+        "files.delete" => files::delete(workspace, params),
+        "files.upload" => Err("method_deprecated"),
+        "chat.meMessage" => scheduled::me_message(workspace, params),
+        "chat.scheduleMessage" => scheduled::schedule(workspace, params),
+        "chat.scheduledMessages.list" => scheduled::scheduled_list(workspace, params),
+        "chat.deleteScheduledMessage" => scheduled::delete_scheduled(workspace, params),
+        "chat.unfurl" => scheduled::unfurl(workspace, params),
+        "views.publish" => scheduled::publish_home(workspace, params),
+        "chat.startStream" => assistant::start_stream(workspace, params),
+        "chat.appendStream" => assistant::append_stream(workspace, params, false),
+        "chat.stopStream" => assistant::append_stream(workspace, params, true),
+        "assistant.threads.setStatus" => assistant::set_status(workspace, params),
+        "assistant.threads.setSuggestedPrompts" => {
+            assistant::set_suggested_prompts(workspace, params)
+        }
+        "assistant.threads.setTitle" => assistant::set_title(workspace, params),
+        "reactions.get" => items::reactions_get(workspace, params),
+        "reactions.list" => items::reactions_list(workspace, params),
+        "pins.add" => items::pin(workspace, params, true),
+        "pins.remove" => items::pin(workspace, params, false),
+        "pins.list" => items::pins_list(workspace, params),
+        "bookmarks.add" => items::bookmark_add(workspace, params),
+        "bookmarks.edit" => items::bookmark_edit(workspace, params),
+        "bookmarks.remove" => items::bookmark_remove(workspace, params),
+        "bookmarks.list" => items::bookmarks_list(workspace, params),
+        "usergroups.create" => items::usergroup_create(workspace, params),
+        "usergroups.list" => items::usergroups_list(workspace, params),
+        "usergroups.update" => items::usergroup_update(workspace, params),
+        "usergroups.enable" => items::usergroup_enable(workspace, params, true),
+        "usergroups.disable" => items::usergroup_enable(workspace, params, false),
+        "usergroups.users.list" => items::usergroup_users(workspace, params),
+        "usergroups.users.update" => items::usergroup_set_users(workspace, params),
+        "team.info" => directory::team_info(workspace, params),
+        "team.profile.get" => directory::team_profile(workspace, params),
+        "bots.info" => directory::bots_info(workspace, params),
+        "emoji.list" => directory::emoji_list(workspace, params),
+        "users.lookupByEmail" => directory::lookup_by_email(workspace, params),
+        "users.getPresence" => directory::get_presence(workspace, params),
+        "users.setPresence" => directory::set_presence(workspace, params),
+        "users.profile.get" => directory::profile_get(workspace, params),
+        "users.identity" => directory::identity(workspace, params),
+        "dnd.info" => directory::dnd_info(workspace, params),
+        "dnd.teamInfo" => directory::dnd_team_info(workspace, params),
+        "search.messages" => directory::search_messages(workspace, params),
         _ => Err("unknown_method"),
     }
 }

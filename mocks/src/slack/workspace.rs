@@ -37,6 +37,24 @@ pub struct ResponseTarget {
     pub user: String,
 }
 
+/// What the smaller method families keep.
+#[derive(Debug, Default)]
+pub struct Items {
+    /// Pinned message `ts` values by channel.
+    pub pins: HashMap<String, Vec<String>>,
+    /// Bookmarks by channel.
+    pub bookmarks: HashMap<String, Vec<Value>>,
+    pub usergroups: Vec<Value>,
+    /// Scheduled messages not yet due (the fake never sends them).
+    pub scheduled: Vec<Value>,
+    /// The App Home view published for each user.
+    pub home_views: HashMap<String, Value>,
+    /// Streams started by `chat.startStream` and not stopped: message ts by channel.
+    pub streams: HashMap<String, String>,
+    /// Shared files by id (from `files.completeUploadExternal`).
+    pub files: HashMap<String, Value>,
+}
+
 /// The workspace: configuration plus everything the API has changed.
 #[derive(Debug)]
 pub struct Workspace {
@@ -51,6 +69,8 @@ pub struct Workspace {
     pub response_urls: HashMap<String, ResponseTarget>,
     /// Tokens revoked through `auth.revoke` or the control API.
     pub revoked: std::collections::HashSet<String>,
+    /// Pins, bookmarks, user groups, scheduled messages, App Home views and streams.
+    pub items: Items,
     /// Events the last call caused (a join, a leave, a new channel), for the Events API.
     pub events: Vec<Value>,
     counter: u64,
@@ -72,6 +92,7 @@ impl Workspace {
             channels,
             revoked: std::collections::HashSet::new(),
             events: Vec::new(),
+            items: Items::default(),
             messages: Store::new(config.retention.max_messages),
             config,
             ephemerals: VecDeque::new(),
@@ -341,6 +362,9 @@ fn user_json(
         "updated": TS_EPOCH,
         "profile": {"display_name": name, "real_name": real, "team": team},
     });
+    if !is_bot {
+        user["profile"]["email"] = json!(format!("{name}@example.com"));
+    }
     if let Some(bot_id) = bot_id {
         user["profile"]["bot_id"] = json!(bot_id);
     }

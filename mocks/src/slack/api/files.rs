@@ -85,6 +85,11 @@ pub(super) fn complete(workspace: &mut Workspace, site: &Site, params: &Params) 
             "is_public": true,
         }));
     }
+    for file in &answered {
+        if let Some(id) = file["id"].as_str() {
+            workspace.items.files.insert(id.to_string(), file.clone());
+        }
+    }
     if let Some(channel) = channel {
         let mut fields = serde_json::Map::new();
         fields.insert(
@@ -101,4 +106,29 @@ pub(super) fn complete(workspace: &mut Workspace, site: &Site, params: &Params) 
         workspace.store(&channel, message);
     }
     Ok(object(json!({ "files": answered })))
+}
+
+pub(super) fn info(workspace: &mut Workspace, params: &Params) -> Answer {
+    let id = params.str("file").ok_or("file_not_found")?;
+    let file = workspace.items.files.get(&id).ok_or("file_not_found")?;
+    Ok(object(
+        json!({ "file": file, "comments": [], "response_metadata": { "next_cursor": "" } }),
+    ))
+}
+
+pub(super) fn list(workspace: &mut Workspace, _params: &Params) -> Answer {
+    let mut files: Vec<Value> = workspace.items.files.values().cloned().collect();
+    files.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    let count = files.len();
+    Ok(object(json!({
+        "files": files,
+        "paging": { "count": 100, "total": count, "page": 1, "pages": 1 },
+    })))
+}
+
+pub(super) fn delete(workspace: &mut Workspace, params: &Params) -> Answer {
+    let id = params.str("file").ok_or("file_not_found")?;
+    workspace.items.files.remove(&id).ok_or("file_not_found")?;
+    workspace.uploads.remove(&id);
+    Ok(serde_json::Map::new())
 }
