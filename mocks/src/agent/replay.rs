@@ -315,13 +315,12 @@ async fn write_line(agent: &Agent, recording: &Recording, line: &AgentLine) -> O
         {
             allocate_sessions(replay, message.get("result"));
         }
-        if kind.is_response() {
-            if let Some(live) = message
+        if kind.is_response()
+            && let Some(live) = message
                 .get("id")
                 .and_then(|id| replay.ids.get(&id.to_string()))
-            {
-                message["id"] = json!(live);
-            }
+        {
+            message["id"] = json!(live);
         }
         rewrite(&mut message, replay, recording.recorded_at);
     }
