@@ -13,7 +13,8 @@ use serde_json::json;
 use ski::acp::agent::{
     Agent, AgentConfig, EchoConfig, PermissionConfig, PermissionMode, PolicyMode, ToolCallSpec,
 };
-use ski::jsonrpc::CallError;
+use ski::acp::PromptRequest;
+use ski::jsonrpc::{CallError, decode_params};
 
 fn config() -> AgentConfig {
     AgentConfig {
@@ -960,4 +961,26 @@ async fn session_cancel_written_with_its_prompt_always_ends_it_cancelled() {
             "round {round}: {answer}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_malformed_prompt_is_answered_invalid_params_as_a_value_decode_words_it() {
+    let (_agent, client) = client(config()).await;
+    let session = client.new_session().await;
+    for params in [
+        json!({"sessionId": session, "prompt": 3}),
+        json!({"sessionId": session}),
+        json!({"sessionId": 7, "prompt": []}),
+        json!({"sessionId": session, "prompt": [{"type": "text"}]}),
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": 1}]}),
+        json!([session]),
+    ] {
+        let expected = decode_params::<PromptRequest>(Some(params.clone())).unwrap_err();
+        match client.call("session/prompt", params.clone()).await {
+            Err(CallError::Rpc(error)) => assert_eq!(error, expected, "{params}"),
+            other => panic!("{params}: expected an rpc error, got {other:?}"),
+        }
+    }
+    let result = client.prompt(&session, "after").await.unwrap();
+    assert_eq!(result["stopReason"], "end_turn");
 }
