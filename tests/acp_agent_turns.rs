@@ -10,10 +10,10 @@ use acp_agent_support::{
     CONTENT_KINDS, PermissionAnswer, TestClient, duplex_client, reply_text, within,
 };
 use serde_json::json;
+use ski::acp::PromptRequest;
 use ski::acp::agent::{
     Agent, AgentConfig, EchoConfig, PermissionConfig, PermissionMode, PolicyMode, ToolCallSpec,
 };
-use ski::acp::PromptRequest;
 use ski::jsonrpc::{CallError, decode_params};
 
 fn config() -> AgentConfig {
