@@ -430,12 +430,13 @@ fn run(args: RunArgs) -> Result<u8> {
         );
     }
     // A slow-starting agent (Node agents take up to a second) must not fail rows by timeout:
-    // discovery measures its start-up, and every timeout class grows with it.
+    // discovery measures its start-up once for the run, and every set-up step's allowance grows
+    // with it (the rows' own waits do not).
     let mut startup_scale = 1.0_f64;
     let mut setup = runner::RunSetup::default();
     // What discovery saw of the agent's set-up is the run's first measurement: an agent that
     // answered no initialize there gets the short set-up allowance in every row.
-    let gauge = crate::setup::SetupGauge::new();
+    let mut silent = false;
     let target = match (&args.target, &args.agent_cmd, &args.agent_url) {
         (Some(name), _, _) => Target::load(name)?,
         (None, None, None) => Target::load("reference")?,
@@ -473,7 +474,7 @@ fn run(args: RunArgs) -> Result<u8> {
                     output::line(format_args!("discovery: {problem}"));
                 }
                 startup_scale = startup_scale_for(found.startup);
-                seed_gauge(&gauge, &found, &mut setup);
+                silent = answered_no_initialize(&found, &mut setup);
                 capabilities.extend(found.capabilities);
             }
             for name in &args.no_capabilities {
@@ -505,7 +506,11 @@ fn run(args: RunArgs) -> Result<u8> {
     if let Some(found) = profile_found {
         startup_scale = startup_scale_for(found.startup);
         setup = setup_of(&found);
-        seed_gauge(&gauge, &found, &mut setup);
+        silent = answered_no_initialize(&found, &mut setup);
+    }
+    let gauge = crate::setup::SetupGauge::new().with_startup_scale(startup_scale);
+    if silent {
+        gauge.record(false);
     }
     setup.timeout_multiplier_asked = Some(args.timeout_multiplier);
     setup.startup_scale = Some(startup_scale);
@@ -577,7 +582,7 @@ fn run(args: RunArgs) -> Result<u8> {
     }
     check_min_coverage(args.min_coverage)?;
     let mut options = RunOptions {
-        timeouts: Timeouts::new(args.timeout_multiplier * startup_scale),
+        timeouts: Timeouts::new(args.timeout_multiplier),
         bin_dir,
         rerun: !args.no_rerun,
         keep_temp: args.keep_temp,
@@ -660,29 +665,27 @@ fn with_auth_method(mut target: Target, method: Option<&str>) -> Target {
     target
 }
 
-/// Records in `gauge` an agent that answered no `initialize` in discovery (it timed out, not
-/// refused or exited): every row's set-up steps then wait only the short allowance, and the
-/// reports say so.
-fn seed_gauge(
-    gauge: &crate::setup::SetupGauge,
+/// Whether the agent answered no `initialize` in discovery (it timed out, not refused or
+/// exited): every row's set-up steps then wait only the short allowance, and the reports say so.
+fn answered_no_initialize(
     found: &crate::discover::Discovery,
     setup: &mut runner::RunSetup,
-) {
+) -> bool {
     let silent = found.initialize.is_null()
         && found
             .problems
             .iter()
             .any(|p| p.starts_with("initialize failed: no answer"));
     if !silent {
-        return;
+        return false;
     }
-    gauge.record(false);
     let note = format!(
         "the agent answered no initialize in discovery: each row's set-up steps wait {:?} (scaled) for it, and its failures are not re-run",
         crate::setup::SILENT_ALLOWANCE
     );
     output::line(format_args!("discovery: {note}"));
     setup.discovery_notes.push(note);
+    true
 }
 
 /// What discovery saw, for the reports.
@@ -792,13 +795,13 @@ fn default_bin_dir() -> Result<PathBuf> {
         .context("this binary has no parent directory; pass --bin-dir")
 }
 
-/// The most that a slow start scales the timeout classes by.
+/// The most that a slow start scales each set-up step's allowance by.
 const MAX_STARTUP_SCALE: f64 = 6.0;
 
-/// How much to scale timeouts for an agent that took `startup` to get ready (initialize, or
-/// session/new when that is slower): not at all up to a quarter second, then one more time the
-/// classes for each further half second (a one-second start gets 2.5 times the time), at most
-/// [`MAX_STARTUP_SCALE`]. Says so when it scales.
+/// How much to scale each set-up step's allowance for an agent that took `startup` to get ready
+/// (initialize, or session/new when that is slower): not at all up to a quarter second, then one
+/// more time the allowance for each further half second (a one-second start gets 2.5 times the
+/// time), at most [`MAX_STARTUP_SCALE`]. Says so when it scales.
 fn startup_scale_for(startup: std::time::Duration) -> f64 {
     let seconds = startup.as_secs_f64();
     if seconds <= 0.25 {
@@ -807,7 +810,7 @@ fn startup_scale_for(startup: std::time::Duration) -> f64 {
     // Capped: an agent that never answers must not keep a row waiting for minutes.
     let scale = (1.0 + (seconds - 0.25) * 2.0).min(MAX_STARTUP_SCALE);
     output::line(format_args!(
-        "the agent took {seconds:.2} s to get ready (initialize, session/new): every timeout class is scaled by {scale:.1}"
+        "the agent took {seconds:.2} s to get ready (initialize, session/new): each set-up step's allowance is scaled by {scale:.1}"
     ));
     scale
 }

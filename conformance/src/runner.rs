@@ -460,11 +460,11 @@ pub struct RunReport {
 /// the timeouts were scaled for it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RunSetup {
-    /// The multiplier asked for (`--timeout-multiplier`); the run's `timeout_multiplier` is this
-    /// times `startup_scale`.
+    /// The multiplier asked for (`--timeout-multiplier`), the run's `timeout_multiplier`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_multiplier_asked: Option<f64>,
-    /// How much the agent's start-up scaled every timeout class (1 when it did not).
+    /// How much the agent's start-up, measured once before the first row, scaled each set-up
+    /// step's allowance (1 when it did not); the timeout classes do not grow with it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub startup_scale: Option<f64>,
     /// How long the agent took to get ready when discovered (initialize, or session/new when

@@ -15,10 +15,21 @@ pub const SETUP_ALLOWANCE: Duration = Duration::from_secs(10);
 /// answered: the target has shown that it answers nothing.
 pub const SILENT_ALLOWANCE: Duration = Duration::from_secs(1);
 
-/// What a run has seen of its target's set-up steps, shared by every row of the run.
-#[derive(Debug, Clone, Default)]
+/// What a run has seen of its target's set-up steps, shared by every row of the run, and how
+/// much its measured start-up scales each step's allowance.
+#[derive(Debug, Clone)]
 pub struct SetupGauge {
     counts: Arc<Counts>,
+    startup_scale: f64,
+}
+
+impl Default for SetupGauge {
+    fn default() -> Self {
+        Self {
+            counts: Arc::default(),
+            startup_scale: 1.0,
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -31,6 +42,18 @@ impl SetupGauge {
     /// A gauge that has seen nothing yet.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A gauge whose allowances grow by `scale`: how much slower than a quick agent the run
+    /// measured its target's start-up (once, before the first row). Values that are not finite
+    /// and at least 1 mean 1.
+    pub fn with_startup_scale(mut self, scale: f64) -> Self {
+        self.startup_scale = if scale.is_finite() && scale >= 1.0 {
+            scale
+        } else {
+            1.0
+        };
+        self
     }
 
     /// Whether the target has answered no set-up step of the run while at least one ran out:
@@ -51,13 +74,14 @@ impl SetupGauge {
         counter.fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The unscaled allowance of the next set-up step: [`SILENT_ALLOWANCE`] once the target has
-    /// shown it answers nothing, else [`SETUP_ALLOWANCE`].
+    /// The allowance of the next set-up step before the run's `--timeout-multiplier`:
+    /// [`SILENT_ALLOWANCE`] once the target has shown it answers nothing, else
+    /// [`SETUP_ALLOWANCE`] times the start-up scale.
     pub fn allowance(&self) -> Duration {
         if self.silent() {
             SILENT_ALLOWANCE
         } else {
-            SETUP_ALLOWANCE
+            SETUP_ALLOWANCE.mul_f64(self.startup_scale)
         }
     }
 }
@@ -86,5 +110,17 @@ mod tests {
         gauge.record(true);
         assert!(!gauge.silent());
         assert_eq!(gauge.allowance(), SETUP_ALLOWANCE);
+    }
+
+    #[test]
+    fn a_slow_start_grows_the_allowance_not_the_short_one() {
+        let gauge = SetupGauge::new().with_startup_scale(2.5);
+        assert_eq!(gauge.allowance(), SETUP_ALLOWANCE.mul_f64(2.5));
+        gauge.record(false);
+        assert_eq!(gauge.allowance(), SILENT_ALLOWANCE);
+        assert_eq!(
+            SetupGauge::new().with_startup_scale(f64::NAN).allowance(),
+            SETUP_ALLOWANCE
+        );
     }
 }

@@ -168,9 +168,10 @@ fn setup_lines(md: &mut String, report: &RunReport) {
             .startup_seconds
             .map(|s| format!("; the agent took {s:.2} s to get ready"))
             .unwrap_or_default();
+        let allowance = crate::setup::SETUP_ALLOWANCE.as_secs_f64() * asked * scale;
         let _ = writeln!(
             md,
-            "Timeouts: multiplier {} (--timeout-multiplier {asked} × start-up scale {scale:.1}{startup}).\n",
+            "Timeouts: multiplier {} (--timeout-multiplier {asked}); each set-up step may take {allowance:.1} s (start-up scale {scale:.1}{startup}).\n",
             report.timeout_multiplier
         );
     } else if let Some(seconds) = setup.startup_seconds {
