@@ -510,16 +510,41 @@ async fn the_page_renders_in_a_headless_chromium_where_one_is_installed() {
     .await;
     assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
     let page = dir.path().join("out/report.html");
+    let dom = dump_dom(&browser, &format!("file://{}", page.display()), dir.path()).await;
+    assert!(
+        dom.contains("2 of 2 rows shown"),
+        "the script did not run:\n{dom}"
+    );
+    assert!(dom.contains("X-002"), "{dom}");
+    assert!(!dom.contains("<img"), "{dom}");
+    // The outcome filter, preset from the query, hides the row without a failing cell.
+    let dom = dump_dom(
+        &browser,
+        &format!("file://{}?outcome=fail", page.display()),
+        dir.path(),
+    )
+    .await;
+    assert!(dom.contains("1 of 2 rows shown"), "{dom}");
+    let hidden: Vec<&str> = dom
+        .lines()
+        .filter(|line| line.starts_with("<tr id=\"r-") && line.contains(" hidden=\""))
+        .collect();
+    assert_eq!(hidden.len(), 1, "{hidden:?}");
+    assert!(hidden[0].contains("data-id=\"X-001\""), "{hidden:?}");
+}
+
+/// The DOM of `url` once its script ran, as a headless `browser` prints it.
+async fn dump_dom(browser: &Path, url: &str, home: &Path) -> String {
     let mut child = ski::transport::child::spawn(
-        ski::transport::child::ChildSpec::new("chromium", &browser)
+        ski::transport::child::ChildSpec::new("chromium", browser)
             .args([
                 "--headless",
                 "--no-sandbox",
                 "--disable-gpu",
                 "--dump-dom",
-                &format!("file://{}", page.display()),
+                url,
             ])
-            .env("HOME", dir.path()),
+            .env("HOME", home),
     )
     .expect("the browser starts");
     child.close_stdin();
@@ -529,10 +554,5 @@ async fn the_page_renders_in_a_headless_chromium_where_one_is_installed() {
         dom.push('\n');
     }
     let _ = child.shutdown().await;
-    assert!(
-        dom.contains("2 of 2 rows shown"),
-        "the script did not run:\n{dom}"
-    );
-    assert!(dom.contains("X-002"), "{dom}");
-    assert!(!dom.contains("<img"), "{dom}");
+    dom
 }

@@ -1,6 +1,7 @@
 //! `report.html`: a cross-target matrix as one self-contained page. Inline style and script only
 //! (no external CSS, script, font or image; a Content-Security-Policy that forbids loading any),
-//! filters by suite, tier, outcome and text, and every failing, blocked or untested cell a link to
+//! filters by suite, tier, outcome and text (also preset from the query: `?outcome=fail`,
+//! `?suite=acp&level=must&text=WS-`), and every failing, blocked or untested cell a link to
 //! its section in the same page: Expected/Actual or the reason, and the wire log. Everything a
 //! target or a profile wrote is escaped; the page's only script is the fixed one below.
 
@@ -36,7 +37,10 @@ const SCRIPT: &str = "\
 (function(){
 var suite=document.getElementById('f-suite'),level=document.getElementById('f-level'),
 outcome=document.getElementById('f-outcome'),text=document.getElementById('f-text'),
-shown=document.getElementById('shown'),rows=document.querySelectorAll('#matrix tbody tr');
+shown=document.getElementById('shown'),rows=document.querySelectorAll('#matrix tbody tr'),
+given=new URLSearchParams(location.search);
+[['suite',suite],['level',level],['outcome',outcome],['text',text]].forEach(function(f){
+var v=given.get(f[0]);if(v!==null)f[1].value=v;});
 function apply(){
 var q=text.value.toLowerCase(),n=0;
 rows.forEach(function(r){
