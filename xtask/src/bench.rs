@@ -35,6 +35,7 @@ use xshell::{Shell, cmd};
 
 use crate::ci::{target_dir, workspace_root};
 
+mod runner_failing;
 mod suite_timing;
 
 /// The benchmarks `cargo xtask bench` runs: (package, bench target).
@@ -56,8 +57,9 @@ const OFFICIAL_PEERS: &str = "xtask/bench-peers/official/Cargo.toml";
 /// Options of `cargo xtask bench`.
 #[derive(Debug, Args)]
 pub struct BenchArgs {
-    /// Run only these benchmarks (repeatable): a bench target name (ndjson, startup, ...) or
-    /// `conformance` for the suite timing rows; default: all.
+    /// Run only these benchmarks (repeatable): a bench target name (ndjson, startup, ...),
+    /// `conformance` for the suite timing rows or `runner-failing` for how fast the runner fails
+    /// targets that answer nothing; default: all.
     #[arg(long = "bench")]
     pub benches: Vec<String>,
     /// Only merge the rows already written and print the table.
@@ -81,7 +83,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             .filter(|(_, name)| args.benches.is_empty() || args.benches.iter().any(|b| b == name))
             .collect();
         let time_suite = args.benches.is_empty() || args.benches.iter().any(|b| b == SUITE_TIMING);
-        if selected.is_empty() && !time_suite {
+        let time_failing =
+            args.benches.is_empty() || args.benches.iter().any(|b| b == runner_failing::NAME);
+        if selected.is_empty() && !time_suite && !time_failing {
             bail!("no benchmark matches {:?}", args.benches);
         }
         sh.set_var("SKI_BENCH_DIR", &bench_dir);
@@ -121,6 +125,9 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         }
         if time_suite {
             suite_timing::run(&sh, &target, &rows_dir)?;
+        }
+        if time_failing {
+            runner_failing::run(&sh, &root, &target, &rows_dir)?;
         }
     }
     let rows = collect_rows(&rows_dir)?;
