@@ -22,6 +22,7 @@ pub mod control;
 mod envelope;
 pub mod fault;
 mod params;
+mod rate;
 mod record;
 mod shared;
 mod socket;

@@ -362,3 +362,30 @@ async fn configured_tokens_are_checked_and_revocation_works() {
         "with no tokens configured any bot token works"
     );
 }
+
+#[tokio::test]
+async fn rate_limits_answer_429_with_retry_after_when_enabled() {
+    let mut config = Config::default();
+    config.rate_limits.enabled = true;
+    let slack = FakeSlack::start(config).await.expect("start");
+    let url = format!("{}/apps.connections.open", slack.api_base_url());
+    let first = api(&url, Some("application/json"), Some("xapp-1"), b"{}").await;
+    assert_eq!(
+        first["ok"], true,
+        "Tier 1 allows one call a minute: {first}"
+    );
+    let (status, body) = slack_support::raw(
+        "POST",
+        &url,
+        Some("application/json"),
+        Some("xapp-1"),
+        b"{}",
+    )
+    .await;
+    assert_eq!(status, 429, "{body}");
+    assert!(body.contains("ratelimited"), "{body}");
+    let requests = slack.requests();
+    assert_eq!(requests.last().map(|r| r.status), Some(429));
+    let other = call(&slack, "auth.test", json!({})).await;
+    assert_eq!(other["ok"], true, "limits count per method");
+}

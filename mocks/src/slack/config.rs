@@ -23,6 +23,25 @@ pub struct Config {
     pub clock_start: Option<u64>,
     pub retention: RetentionConfig,
     pub auth: AuthConfig,
+    pub rate_limits: RateLimitConfig,
+}
+
+/// Per-method rate limits in Slack's tiers (see `mocks/SLACK-METHODS.md`); off by default.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RateLimitConfig {
+    pub enabled: bool,
+    /// The window the tiers' allowances count over, in milliseconds (Slack's: a minute).
+    pub window_ms: u64,
+}
+
+impl Default for RateLimitConfig {
+    fn default() -> Self {
+        RateLimitConfig {
+            enabled: false,
+            window_ms: 60_000,
+        }
+    }
 }
 
 /// Which tokens the Web API accepts. With no `tokens` listed (the default, for quick starts)
@@ -145,6 +164,7 @@ impl Default for Config {
             clock_start: None,
             retention: RetentionConfig::default(),
             auth: AuthConfig::default(),
+            rate_limits: RateLimitConfig::default(),
         }
     }
 }

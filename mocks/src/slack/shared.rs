@@ -13,6 +13,7 @@ use super::api::Site;
 use super::config::Config;
 use super::envelope::{self, EnvelopeKind};
 use super::fault::Faults;
+use super::rate::RateLimits;
 use super::record::{Log, RecordedRequest};
 use super::socket::Hub;
 use super::store::ts_key;
@@ -62,6 +63,7 @@ pub struct Shared {
     log: Mutex<Log>,
     faults: Mutex<Faults>,
     pub(super) hub: Mutex<Hub>,
+    rate: Mutex<RateLimits>,
     changed: watch::Sender<u64>,
     pub site: Site,
     pub(super) runtime: tokio::runtime::Handle,
@@ -82,6 +84,7 @@ impl Shared {
             log: Mutex::new(log),
             faults: Mutex::new(Faults::default()),
             hub: Mutex::new(Hub::default()),
+            rate: Mutex::new(RateLimits::default()),
             changed: watch::channel(0).0,
             site,
             runtime: tokio::runtime::Handle::current(),
@@ -102,6 +105,13 @@ impl Shared {
 
     pub fn hub(&self) -> MutexGuard<'_, Hub> {
         lock(&self.hub)
+    }
+
+    /// Counts a Web API call against its tier; `Some(seconds)` when it is over the allowance.
+    pub fn rate_limited(&self, method: &str) -> Option<u64> {
+        let tier = super::api::methods::find(method)?.tier;
+        let config = self.workspace().config.rate_limits.clone();
+        lock(&self.rate).check(&config, method, tier)
     }
 
     pub fn config(&self) -> Config {

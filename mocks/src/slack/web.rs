@@ -199,7 +199,12 @@ impl Front {
                 return json_response(200, &body);
             }
         };
-        let fault = self.shared.faults().take(method);
+        let fault = match self.shared.rate_limited(method) {
+            Some(seconds) => Some(Fault::RateLimited {
+                retry_after: Some(seconds),
+            }),
+            None => self.shared.faults().take(method),
+        };
         let (status, body, retry_after, delay) = match fault {
             Some(Fault::Error { error }) => {
                 (200, json!({ "ok": false, "error": error }), None, None)
