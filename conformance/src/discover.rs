@@ -767,3 +767,55 @@ pub fn profile_toml(
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn methods() -> Vec<Value> {
+        vec![
+            json!({"id": "terminal-login", "name": "Log in", "type": "terminal", "args": ["--login"]}),
+            json!({"id": "oauth-personal", "name": "Log in with Google", "description": "Opens a browser"}),
+            json!({"id": "gemini-api-key", "name": "Use Gemini API key", "description": "Requires setting the `GEMINI_API_KEY` environment variable"}),
+            json!({"id": "vertex", "type": "env_var", "name": "Vertex", "varName": "VERTEX_KEY"}),
+        ]
+    }
+
+    #[test]
+    fn a_method_whose_key_is_set_is_chosen_and_interactive_ones_never() {
+        let (id, why) = choose_auth(&methods(), |name| name == "GEMINI_API_KEY")
+            .expect("the API-key method is chosen");
+        assert_eq!(id, "gemini-api-key");
+        assert!(why.contains("GEMINI_API_KEY is set"), "{why}");
+        assert!(why.contains("terminal-login: a terminal login"), "{why}");
+        assert!(
+            why.contains("oauth-personal: an interactive login"),
+            "{why}"
+        );
+        let (id, _) = choose_auth(&methods(), |name| name == "VERTEX_KEY")
+            .expect("the env_var method is chosen");
+        assert_eq!(id, "vertex");
+    }
+
+    #[test]
+    fn without_a_key_nothing_is_chosen_and_the_reason_names_each_method() {
+        let why = choose_auth(&methods(), |_| false).expect_err("nothing to choose");
+        for part in [
+            "terminal-login: a terminal login needs a person",
+            "oauth-personal: an interactive login needs a person",
+            "gemini-api-key: GEMINI_API_KEY is not set",
+            "vertex: VERTEX_KEY is not set",
+        ] {
+            assert!(why.contains(part), "{part} in {why}");
+        }
+        assert!(choose_auth(&[], |_| true).is_err());
+    }
+
+    #[test]
+    fn environment_variable_names_are_read_from_words() {
+        assert_eq!(
+            env_names("Use `OPENAI_API_KEY` or ANTHROPIC_API_KEY, not API or Key_Name"),
+            vec!["OPENAI_API_KEY", "ANTHROPIC_API_KEY"]
+        );
+    }
+}
