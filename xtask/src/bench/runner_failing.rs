@@ -7,9 +7,9 @@
 //!   discovery) and with `agent`, `session` and `prompt` declared by hand: at most 60 s each;
 //! - the intercom suite against a server that never gets ready (the reference profile with every
 //!   server command replaced by the same stand-in): at most 120 s;
-//! - a real agent's run (the TypeScript SDK echo agent, when `conformance/targets/peers` has
-//!   installed it): its failing rows, re-runs included, take at most 3 times its passing rows'
-//!   time.
+//! - a real agent's run (Gemini CLI offline, profile `gemini-cli`, when
+//!   `conformance/targets/peers` has installed it): its failing rows, re-runs included, take at
+//!   most 3 times its passing rows' time.
 //!
 //! The debug binaries run, as `cargo xtask conformance` runs them. Each row is written to
 //! `rows/runner-failing.json` (wall time as `median_ns`, rows run as `messages`, and the goal);
@@ -140,13 +140,13 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
     let timed = time_run(
         sh,
         &runner,
-        &out_root.join("ts-sdk-echo"),
-        &["--target", "ts-sdk-echo", "--suite", "acp"],
+        &out_root.join("gemini-cli"),
+        &["--target", "gemini-cli", "--suite", "acp"],
     )?;
     if timed.passing > 0.0 {
         goal(
             "real-agent-failing-share",
-            "ts-sdk-echo: time of failing rows over passing rows",
+            "gemini-cli: time of failing rows over passing rows",
             &timed,
             timed.failing / timed.passing,
             FAILING_SHARE_GOAL,
@@ -154,7 +154,7 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
         );
     } else {
         println!(
-            "ts-sdk-echo: no row passed (is it installed? sh conformance/targets/peers/ts-sdk-echo/install.sh); no failing-share row"
+            "gemini-cli: no row passed (is it installed? sh conformance/targets/peers/gemini-cli/install.sh); no failing-share row"
         );
     }
 
