@@ -41,6 +41,7 @@ pub mod control;
 pub mod diff;
 pub mod output;
 pub mod personality;
+pub mod pool;
 pub mod profile;
 pub mod record;
 pub mod recording;

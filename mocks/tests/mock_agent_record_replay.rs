@@ -189,3 +189,80 @@ async fn replay_options_without_a_recording_are_refused() {
     let agent = Agent::start(Start::args(&["--script", "echo", "--unrecorded", "fail"]));
     assert_eq!(agent.code().await, 2);
 }
+
+/// A small recording of agent `name` answering `prompt` with `answer`.
+fn member(name: &str, tag: &str, prompt: &str, answer: &str) -> String {
+    format!(
+        r#"
+[recording]
+agent = "{name}"
+tags = ["{tag}"]
+
+[[exchange]]
+client = '{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":1}}}}'
+[[exchange.agent]]
+line = '{{"jsonrpc":"2.0","id":1,"result":{{"protocolVersion":1,"agentInfo":{{"name":"{name}","version":"1"}}}}}}'
+
+[[exchange]]
+client = '{{"jsonrpc":"2.0","id":2,"method":"session/new","params":{{"cwd":".","mcpServers":[]}}}}'
+[[exchange.agent]]
+line = '{{"jsonrpc":"2.0","id":2,"result":{{"sessionId":"{name}-s"}}}}'
+
+[[exchange]]
+client = '{{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{{"sessionId":"{name}-s","prompt":[{{"type":"text","text":"{prompt}"}}]}}}}'
+[[exchange.agent]]
+line = '{{"jsonrpc":"2.0","method":"session/update","params":{{"sessionId":"{name}-s","update":{{"sessionUpdate":"agent_message_chunk","content":{{"type":"text","text":"{answer}"}}}}}}}}'
+[[exchange.agent]]
+line = '{{"jsonrpc":"2.0","id":3,"result":{{"stopReason":"end_turn"}}}}'
+"#
+    )
+}
+
+/// An agent replaying the pool `{dir}/pool` of two recordings, with these extra arguments.
+fn pool(extra: &[&str]) -> Agent {
+    let mut args = vec!["--script", "{dir}/pool"];
+    args.extend_from_slice(extra);
+    Agent::start(
+        Start::args(&args)
+            .file("pool/a.toml", &member("agent-a", "a", "hello", "from A"))
+            .file("pool/b.toml", &member("agent-b", "b", "bye", "from B")),
+    )
+}
+
+async fn turn_text(agent: &mut Agent, session: &str, prompt: &str) -> Value {
+    let id = agent.prompt(session, prompt).await;
+    let (updates, result) = agent.until_response(&json!(id)).await;
+    match updates.first() {
+        Some(update) => update["params"]["update"]["content"]["text"].clone(),
+        None => result,
+    }
+}
+
+#[tokio::test]
+async fn a_pool_answers_each_prompt_from_the_recording_holding_it() {
+    let mut agent = pool(&[]);
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
+    let (_, init) = agent.until_response(&json!(id)).await;
+    assert_eq!(init["result"]["agentInfo"]["name"], "agent-a");
+    let session = new_session(&mut agent).await;
+    assert_eq!(turn_text(&mut agent, &session, "bye").await, "from B");
+    assert_eq!(turn_text(&mut agent, &session, "hello").await, "from A");
+
+    let mut agent = pool(&["--pool-seed", "1"]);
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
+    let (_, init) = agent.until_response(&json!(id)).await;
+    assert_eq!(init["result"]["agentInfo"]["name"], "agent-b");
+
+    let mut agent = pool(&["--pool-tag", "b"]);
+    agent.initialize().await;
+    let session = new_session(&mut agent).await;
+    let answer = turn_text(&mut agent, &session, "hello").await;
+    assert_eq!(
+        answer["error"]["code"], -32603,
+        "agent-a is not in the pool: {answer}"
+    );
+}

@@ -53,7 +53,9 @@ recording; any personality, and in replay an unrecorded session/load and the rec
   chunked                       answers in agent_message_chunks of at most 8 characters
 
 Recordings: `record` writes one (see `ski-mock-agent record --help`), --script replays it with
-the live ids (--unrecorded, --replay-timing), `diff` checks it against the live agent.
+the live ids (--unrecorded, --replay-timing), `diff` checks it against the live agent. --script
+DIR replays every recording in DIR as a pool: a prompt is answered by the recording holding its
+text; --pool-tag keeps those with a tag, --pool-seed picks the one answering initialize.
 
 Paths given to --transcript and --control may contain {pid} and {env:NAME}, so that every
 agent spawned with the same arguments gets its own files.
@@ -79,7 +81,8 @@ used; 5 an internal failure.";
     max_term_width = 100
 )]
 pub struct Cli {
-    /// Script file, or the name of a ready script.
+    /// Script file, a recording, a directory of recordings (a pool), or the name of a ready
+    /// script.
     #[arg(
         short,
         long,
@@ -146,6 +149,15 @@ pub struct Cli {
     /// (exit 1); default: the recording's, else `error`.
     #[arg(long, value_name = "ANSWER", value_parser = ["error", "nearest", "fail"])]
     pub unrecorded: Option<String>,
+
+    /// Replaying a directory of recordings (--script DIR): only those with this tag.
+    #[arg(long, value_name = "TAG")]
+    pub pool_tag: Option<String>,
+
+    /// Replaying a directory of recordings: which one answers what they all hold (initialize,
+    /// session/new): the seed modulo their number, in file-name order.
+    #[arg(long, value_name = "N")]
+    pub pool_seed: Option<u64>,
 
     /// Replaying a recording: `none` (as fast as possible, the default), `recorded` (the
     /// recorded gaps) or `scale=F` (the gaps times F).
@@ -454,9 +466,24 @@ impl Cli {
                 });
         }
         let mut script = match &self.script {
+            Some(name) if super::pool::is_pool(name) => {
+                let selection = super::pool::Selection {
+                    tag: self.pool_tag.clone(),
+                    seed: self.pool_seed,
+                };
+                super::pool::load(Path::new(name), &selection)
+                    .map_err(CommandError::configuration)?
+            }
             Some(name) => Script::load(name).map_err(CommandError::configuration)?,
             None => Script::empty(),
         };
+        if (self.pool_tag.is_some() || self.pool_seed.is_some())
+            && !self.script.as_deref().is_some_and(super::pool::is_pool)
+        {
+            return Err(CommandError::invalid_input(anyhow!(
+                "--pool-tag and --pool-seed need a directory of recordings (--script DIR)"
+            )));
+        }
         if self.unrecorded.is_some() || self.replay_timing.is_some() {
             let recording = script.recording.as_mut().ok_or_else(|| {
                 CommandError::invalid_input(anyhow!(
