@@ -4,7 +4,9 @@
 //! says ([`script`]) on top of a built-in personality ([`personality`]): standard ACP v1, a
 //! kiro-cli stand-in, or an intercom headless agent. Every line in and out can be recorded in a
 //! transcript ([`transcript`]), and a test runner can drive it through a control socket
-//! ([`control`]).
+//! ([`control`]). It can also stand between a client and a real agent and record the session
+//! ([`record`]), replay such a recording ([`recording`], [`replay`], [`pool`]) and check it
+//! against the live agent ([`diff`]); [`profile`] names real agents' quirks.
 //!
 //! The same interpreter runs in-process over any byte streams:
 //!
