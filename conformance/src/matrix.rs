@@ -86,7 +86,7 @@ pub struct MatrixArgs {
     /// The directory of the binaries under test; default: this binary's directory.
     #[arg(long, value_name = "DIR", help_heading = "Targets")]
     bin_dir: Option<PathBuf>,
-    /// Only these suites (repeatable).
+    /// Only these suites (repeatable); rows of --from runs are selected the same way.
     #[arg(long = "suite", value_name = "SUITE", help_heading = "Selection")]
     suites: Vec<String>,
     /// Only scenario IDs matching these globs (repeatable).
@@ -170,6 +170,13 @@ impl MatrixArgs {
             categories: self.categories.clone(),
             shard: None,
         }
+    }
+
+    /// Whether the matrix shows a row of a run: it is in the selection.
+    fn selects(&self, result: &crate::runner::ScenarioResult) -> bool {
+        (self.suites.is_empty() || self.suites.contains(&result.suite))
+            && (self.ids.is_empty() || self.ids.iter().any(|g| g.matches(&result.id)))
+            && (self.categories.is_empty() || self.categories.contains(&result.category))
     }
 
     /// What every run is given besides its target and `--out`.
@@ -292,10 +299,14 @@ pub fn main(args: MatrixArgs) -> Result<u8> {
                 ));
             }
         }
-        let report = match problem {
+        let mut report = match problem {
             Some(problem) => Err(problem),
             None => crate::merge::load_results(&results).map_err(|e| e.to_string()),
         };
+        if let Ok(report) = &mut report {
+            // An earlier run may hold more rows than the matrix selects.
+            report.results.retain(|r| args.selects(r));
+        }
         if let (Err(problem), false) = (&report, column.runs()) {
             bail!("--from {}: {problem}", column.label);
         }
@@ -305,11 +316,7 @@ pub fn main(args: MatrixArgs) -> Result<u8> {
             report,
         });
     }
-    let selection = if columns.iter().all(|c| !c.runs()) {
-        format!("read from {} earlier run(s)", columns.len())
-    } else {
-        args.selection().describe()
-    };
+    let selection = args.selection().describe();
     let matrix = Matrix::build(selection, inputs, &catalogs);
     let markdown_path = args.out.join("matrix.md");
     let html_path = args.out.join("report.html");

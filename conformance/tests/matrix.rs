@@ -337,6 +337,31 @@ async fn a_matrix_of_earlier_runs_shows_every_row_and_target_and_escapes_what_th
     assert!(!md.contains("<script"), "{md}");
     assert!(md.contains("| acp | X-001 | must |"), "{md}");
     assert!(md.contains("no results: the run exited 2"), "{md}");
+
+    // Rows of earlier runs are selected as a run selects them.
+    let run = ski_conformance(
+        &[
+            "matrix",
+            "--from",
+            "one=runs/one",
+            "--from",
+            "two=runs/two",
+            "--id",
+            "X-00[24]",
+            "--out",
+            "some",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    let html = std::fs::read_to_string(dir.path().join("some/report.html")).expect("report.html");
+    assert_self_contained(&html);
+    assert_eq!(
+        cells(&html).keys().collect::<Vec<_>>(),
+        ["X-002", "X-004"],
+        "the selected rows"
+    );
 }
 
 /// The reference (a profile) and a mock agent with a defect (an ad-hoc command) in one matrix:
