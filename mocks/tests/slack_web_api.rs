@@ -15,9 +15,10 @@ const GENERAL: &str = "C0000000001";
 
 /// A workspace whose `ts` values are the same in every run.
 fn fixed_clock() -> Config {
-    let mut config = Config::default();
-    config.clock_start = Some(1_700_000_000);
-    config
+    Config {
+        clock_start: Some(1_700_000_000),
+        ..Config::default()
+    }
 }
 
 fn blocks(value: Value) -> Vec<SlackBlock> {
