@@ -103,6 +103,11 @@ async fn a_definite_mismatch_is_run_once() {
         text(&result["rerun"]).starts_with("not re-run: it failed at once"),
         "{result:#}"
     );
+    let report = std::fs::read_to_string(dir.path().join("out/report.md")).expect("report.md");
+    assert!(
+        report.contains("- **Attempts**: 1 (not re-run: it failed at once"),
+        "{report}"
+    );
 }
 
 #[tokio::test]

@@ -295,6 +295,16 @@ fn failure_section(md: &mut String, r: &ScenarioResult, strict: bool) {
         let _ = writeln!(md, "- **Message**: {}", inline(message));
     }
     let _ = writeln!(md, "- **Then** (spec): {}", inline(&r.then));
+    if let Some(rerun) = &r.rerun {
+        let _ = writeln!(
+            md,
+            "- **Attempts**: {} ({}; budget {:.1} s with {} set-up step(s))",
+            r.attempts,
+            inline(rerun),
+            r.budget,
+            r.setup_steps
+        );
+    }
     let _ = writeln!(md, "- **Level**: {}", r.level);
     let _ = writeln!(md, "- **Source**: {}", inline(&r.source));
     if !r.processes.is_empty() {
