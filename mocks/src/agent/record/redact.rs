@@ -179,18 +179,20 @@ impl Redactor {
     /// shapes become `[redacted:...]`.
     pub fn text(&self, text: &str) -> String {
         let mut out = self.relative(text);
-        for (name, value) in &self.env {
-            if out.contains(value.as_str()) {
-                self.hit(format!("env:{name}"));
-                out = out.replace(value.as_str(), &format!("[redacted:env:{name}]"));
-            }
-        }
+        // Credential shapes first: an environment value inside a token would otherwise break
+        // the token's shape and leave the rest of it in the text.
         for (name, pattern) in &self.patterns {
             if pattern.is_match(&out) {
                 self.hit(format!("pattern:{name}"));
                 out = pattern
                     .replace_all(&out, format!("[redacted:{name}]").as_str())
                     .into_owned();
+            }
+        }
+        for (name, value) in &self.env {
+            if out.contains(value.as_str()) {
+                self.hit(format!("env:{name}"));
+                out = out.replace(value.as_str(), &format!("[redacted:env:{name}]"));
             }
         }
         out
