@@ -238,6 +238,19 @@ async fn an_auth_gated_agent_with_its_key_set_gets_its_session_rows() {
     assert_eq!(run.outcome("ACP-CORE-041"), "pass", "{}", run.said());
     assert_eq!(run.outcome("ACP-CORE-003"), "pass", "{}", run.said());
     assert_eq!(run.output.code, Some(0), "{}", run.said());
+    let probe = ski_conformance_with_env(
+        &["probe", "--agent-cmd", &agent],
+        dir.path(),
+        &[("SKI_FAKE_API_KEY", "sk-fake-for-tests")],
+    )
+    .await;
+    let profile: toml::Value = toml::from_str(&probe.stdout).expect("the probe prints TOML");
+    assert_eq!(
+        profile["suites"]["acp"]["auth"]["method"].as_str(),
+        Some("fake-key"),
+        "the probed profile names the method: {}",
+        probe.stdout
+    );
 }
 
 #[tokio::test]
