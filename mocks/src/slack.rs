@@ -78,6 +78,8 @@ pub enum FakeSlackError {
     UnknownAction(String),
     #[error("unknown view {0}")]
     UnknownView(String),
+    #[error("{0} did not write that message")]
+    NotAuthor(String),
     #[error("unknown envelope {0}")]
     UnknownEnvelope(String),
     #[error("timed out after {0:?} waiting for {1}")]
@@ -319,6 +321,38 @@ impl FakeSlack {
     ) -> Result<Injected, FakeSlackError> {
         let id = self.shared.user_reaction(user, channel, ts, name)?;
         Ok(self.injected(id, None, None))
+    }
+
+    /// A user edits their own message (`message_changed`).
+    pub fn user_edit(
+        &self,
+        user: &str,
+        channel: &str,
+        ts: &str,
+        text: &str,
+    ) -> Result<(), FakeSlackError> {
+        self.shared.user_edit(user, channel, ts, text)
+    }
+
+    /// A user deletes their own message (`message_deleted`).
+    pub fn user_delete(&self, user: &str, channel: &str, ts: &str) -> Result<(), FakeSlackError> {
+        self.shared.user_delete(user, channel, ts)
+    }
+
+    /// A user joins (`join` true) or leaves a channel (`member_joined_channel`,
+    /// `member_left_channel`).
+    pub fn user_membership(
+        &self,
+        user: &str,
+        channel: &str,
+        join: bool,
+    ) -> Result<(), FakeSlackError> {
+        self.shared.user_membership(user, channel, join)
+    }
+
+    /// A user opens the app's Home tab (`app_home_opened`).
+    pub fn app_home_opened(&self, user: &str) -> Result<(), FakeSlackError> {
+        self.shared.app_home_opened(user)
     }
 
     fn injected(

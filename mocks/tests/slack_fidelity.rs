@@ -389,3 +389,83 @@ async fn rate_limits_answer_429_with_retry_after_when_enabled() {
     let other = call(&slack, "auth.test", json!({})).await;
     assert_eq!(other["ok"], true, "limits count per method");
 }
+
+#[tokio::test]
+async fn the_control_api_drives_a_users_edits_deletes_joins_and_home_tab() {
+    let slack = FakeSlack::start(Config::default()).await.expect("start");
+    let url = format!("{}?ticket=t", slack.socket_mode_url());
+    let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str())
+        .await
+        .expect("socket mode");
+    slack.wait_for_connections(1, WAIT).await.expect("hello");
+    let control = |operation: &'static str, body: Value| {
+        let url = format!("{}/{operation}", slack.control_url());
+        async move {
+            api(
+                &url,
+                Some("application/json"),
+                None,
+                body.to_string().as_bytes(),
+            )
+            .await
+        }
+    };
+    let alice = "U0000000002";
+    let written = control(
+        "user_message",
+        json!({"user": alice, "channel": GENERAL, "text": "first"}),
+    )
+    .await;
+    let ts = written["ts"].as_str().expect("ts").to_string();
+    let edited = control(
+        "user_edit",
+        json!({"user": alice, "channel": GENERAL, "ts": ts, "text": "second"}),
+    )
+    .await;
+    assert_eq!(edited["ok"], true, "{edited}");
+    assert_eq!(slack.messages(GENERAL, None)[0].text(), "second");
+    let reacted = control(
+        "user_reaction",
+        json!({"user": alice, "channel": GENERAL, "ts": ts, "name": "eyes"}),
+    )
+    .await;
+    assert_eq!(reacted["ok"], true, "{reacted}");
+    let deleted = control(
+        "user_delete",
+        json!({"user": alice, "channel": GENERAL, "ts": ts}),
+    )
+    .await;
+    assert_eq!(deleted["ok"], true, "{deleted}");
+    assert!(slack.messages(GENERAL, None).is_empty());
+    for operation in ["user_leave", "user_join"] {
+        let answer = control(operation, json!({"user": alice, "channel": GENERAL})).await;
+        assert_eq!(answer["ok"], true, "{operation}: {answer}");
+    }
+    let home = control("app_home_opened", json!({"user": alice})).await;
+    assert_eq!(home["ok"], true, "{home}");
+    let mut wanted = vec![
+        "message_changed",
+        "reaction_added",
+        "message_deleted",
+        "member_left_channel",
+        "member_joined_channel",
+        "app_home_opened",
+    ];
+    while !wanted.is_empty() {
+        let frame = tokio::time::timeout(WAIT, socket.next())
+            .await
+            .unwrap_or_else(|_| panic!("these events are never sent: {wanted:?}"))
+            .expect("the socket stays open")
+            .expect("a frame");
+        let Ok(text) = frame.into_text() else {
+            continue;
+        };
+        let frame: Value = serde_json::from_str(text.as_str()).unwrap_or_default();
+        let event = &frame["payload"]["event"];
+        let kind = event["subtype"]
+            .as_str()
+            .or_else(|| event["type"].as_str())
+            .unwrap_or_default();
+        wanted.retain(|wanted| *wanted != kind);
+    }
+}

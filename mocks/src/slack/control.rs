@@ -225,6 +225,44 @@ async fn run(shared: &Arc<Shared>, operation: &str, body: Value) -> Result<Value
             Ok(json!({ "messages": shared.messages(&channel, query.thread_ts.as_deref()) }))
         }
         "ephemerals" => Ok(json!({ "messages": shared.ephemerals() })),
+        "user_reaction" | "user_edit" | "user_delete" | "user_join" | "user_leave"
+        | "app_home_opened" => {
+            #[derive(Deserialize)]
+            struct UserAction {
+                user: String,
+                #[serde(default)]
+                channel: String,
+                #[serde(default)]
+                ts: String,
+                #[serde(default)]
+                text: String,
+                #[serde(default)]
+                name: String,
+            }
+            let action: UserAction = args(body)?;
+            let (user, channel, ts) = (&action.user, &action.channel, &action.ts);
+            let envelope = match operation {
+                "user_reaction" => Some(
+                    shared
+                        .user_reaction(user, channel, ts, &action.name)
+                        .map_err(text)?,
+                ),
+                "user_edit" => shared
+                    .user_edit(user, channel, ts, &action.text)
+                    .map(|()| None)
+                    .map_err(text)?,
+                "user_delete" => shared
+                    .user_delete(user, channel, ts)
+                    .map(|()| None)
+                    .map_err(text)?,
+                "app_home_opened" => shared.app_home_opened(user).map(|()| None).map_err(text)?,
+                join_or_leave => shared
+                    .user_membership(user, channel, join_or_leave == "user_join")
+                    .map(|()| None)
+                    .map_err(text)?,
+            };
+            Ok(json!({ "envelope_id": envelope }))
+        }
         "revoke_token" => {
             #[derive(Deserialize)]
             struct RevokeArgs {

@@ -510,6 +510,139 @@ impl Shared {
         }
     }
 
+    /// A user edits their own message: stored, and sent as `message_changed`.
+    pub fn user_edit(
+        self: &Arc<Self>,
+        user: &str,
+        channel: &str,
+        ts: &str,
+        text: &str,
+    ) -> Result<(), FakeSlackError> {
+        {
+            let mut workspace = self.workspace();
+            let channel = Self::check_channel(&workspace, channel)?;
+            Self::check_user(&workspace, user)?;
+            let unknown = || FakeSlackError::UnknownMessage {
+                channel: channel.clone(),
+                ts: ts.to_string(),
+            };
+            let previous = workspace.find(&channel, ts).ok_or_else(unknown)?.message;
+            if previous["user"] != json!(user) {
+                return Err(FakeSlackError::NotAuthor(user.to_string()));
+            }
+            let edited_ts = workspace.next_ts();
+            let message = workspace
+                .messages
+                .update(&channel, ts, |message| {
+                    message["text"] = json!(text);
+                    message["edited"] = json!({ "user": user, "ts": edited_ts });
+                    message.clone()
+                })
+                .ok_or_else(unknown)?;
+            workspace.emit(json!({
+                "type": "message", "subtype": "message_changed", "hidden": true,
+                "channel": channel, "message": message, "previous_message": previous,
+                "ts": edited_ts, "event_ts": edited_ts, "channel_type": "channel",
+            }));
+        }
+        self.bump();
+        self.deliver_queued_events();
+        Ok(())
+    }
+
+    /// A user deletes their own message: forgotten, and sent as `message_deleted`.
+    pub fn user_delete(
+        self: &Arc<Self>,
+        user: &str,
+        channel: &str,
+        ts: &str,
+    ) -> Result<(), FakeSlackError> {
+        {
+            let mut workspace = self.workspace();
+            let channel = Self::check_channel(&workspace, channel)?;
+            Self::check_user(&workspace, user)?;
+            let unknown = || FakeSlackError::UnknownMessage {
+                channel: channel.clone(),
+                ts: ts.to_string(),
+            };
+            let previous = workspace.find(&channel, ts).ok_or_else(unknown)?.message;
+            if previous["user"] != json!(user) {
+                return Err(FakeSlackError::NotAuthor(user.to_string()));
+            }
+            workspace.messages.remove(&channel, ts);
+            let event_ts = workspace.next_ts();
+            workspace.emit(json!({
+                "type": "message", "subtype": "message_deleted", "hidden": true,
+                "channel": channel, "deleted_ts": ts, "previous_message": previous,
+                "ts": event_ts, "event_ts": event_ts, "channel_type": "channel",
+            }));
+        }
+        self.bump();
+        self.deliver_queued_events();
+        Ok(())
+    }
+
+    /// A user joins (`join` true) or leaves a channel: `member_joined_channel` or
+    /// `member_left_channel`.
+    pub fn user_membership(
+        self: &Arc<Self>,
+        user: &str,
+        channel: &str,
+        join: bool,
+    ) -> Result<(), FakeSlackError> {
+        {
+            let mut workspace = self.workspace();
+            let channel = Self::check_channel(&workspace, channel)?;
+            Self::check_user(&workspace, user)?;
+            let team = workspace.config.team.id.clone();
+            let event_ts = workspace.next_ts();
+            let Some(found) = workspace.channel_mut(&channel) else {
+                return Err(FakeSlackError::UnknownChannel(channel));
+            };
+            let member = found.is_member(user);
+            if join && !member {
+                found.members.push(user.to_string());
+            } else if !join && member {
+                found.members.retain(|id| id != user);
+            } else {
+                return Ok(());
+            }
+            let kind = if join {
+                "member_joined_channel"
+            } else {
+                "member_left_channel"
+            };
+            workspace.emit(json!({
+                "type": kind, "user": user, "channel": channel, "channel_type": "C",
+                "team": team, "event_ts": event_ts,
+            }));
+        }
+        self.deliver_queued_events();
+        Ok(())
+    }
+
+    /// A user opens the app's Home tab: `app_home_opened` with the published view, if any.
+    pub fn app_home_opened(self: &Arc<Self>, user: &str) -> Result<(), FakeSlackError> {
+        {
+            let mut workspace = self.workspace();
+            Self::check_user(&workspace, user)?;
+            let (dm, _) = workspace
+                .open_dm(&[user.to_string()])
+                .map_err(|_| FakeSlackError::UnknownUser(user.to_string()))?;
+            let event_ts = workspace.next_ts();
+            let mut event = json!({
+                "type": "app_home_opened", "user": user, "channel": dm, "tab": "home",
+                "event_ts": event_ts,
+            });
+            if let Some(view) = workspace.items.home_views.get(user) {
+                event["view"] = view.clone();
+            }
+            workspace.emit(event);
+        }
+        self.deliver_queued_events();
+        Ok(())
+    }
+
     pub fn user_reaction(
         self: &Arc<Self>,
         user: &str,
