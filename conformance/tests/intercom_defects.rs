@@ -11,10 +11,6 @@
 //!   its agent (the config's `host_cli`): it drops or alters the one line the defect is about, or
 //!   writes to the database what the build would have.
 //!
-//! INT-SKI-03 (an agent that closed its stdout and kept running is ended) has no defect here: an
-//! agent stand-in that escapes the server's teardown would have to outlive the scenario, or race
-//! its own exit against the check's look at its pid.
-//!
 //! A last trial proves that a failing intercom row's report carries what the fake Slack saw.
 
 #[path = "support/binaries.rs"]
@@ -95,6 +91,12 @@ const DEFECTS: &[Defect] = &[
             "approval rows after a request without file_path",
         )],
         passes: &["S054"],
+    },
+    Defect {
+        name: "agent-escapes-teardown",
+        what: "the agent runs in a process group of its own, which the server's teardown does not reach",
+        fails: &[("INT-SKI-03", "was ended")],
+        passes: &["S055"],
     },
     Defect {
         name: "stream-ends-at-oversize-line",
@@ -346,14 +348,31 @@ fn agent(args: &[String]) -> Result<i32, String> {
     let database = args.get(1).filter(|d| *d != "--").ok_or(usage)?.clone();
     let (program, rest) = command.split_first().ok_or(usage)?;
     let mut mock = Command::new(program);
-    mock.args(rest).stdin(Stdio::piped()).stdout(Stdio::piped());
+    mock.args(rest).stdout(Stdio::piped());
     if defect == "slack-token-to-agent" {
         mock.env("SLACK_BOT_TOKEN", "xoxb-leaked-to-the-agent");
     }
+    let escapes = defect == "agent-escapes-teardown";
+    // An escaping agent gets a group of its own and a stdin whose write end it holds itself, so
+    // neither the server's signal to this stand-in's group nor this stand-in's death ends it.
+    let escaping_stdin = if escapes {
+        std::os::unix::process::CommandExt::process_group(&mut mock, 0);
+        let (read, write) = nix::unistd::pipe().map_err(|e| e.to_string())?;
+        mock.stdin(Stdio::from(read));
+        Some(std::fs::File::from(write))
+    } else {
+        mock.stdin(Stdio::piped());
+        None
+    };
     let mut child = mock
         .spawn()
         .map_err(|e| format!("cannot start {program}: {e}"))?;
-    let mut to_agent = child.stdin.take().ok_or("no stdin")?;
+    let mut to_agent = match escaping_stdin {
+        Some(write) => write,
+        None => std::fs::File::from(std::os::fd::OwnedFd::from(
+            child.stdin.take().ok_or("no stdin")?,
+        )),
+    };
     let from_agent = child.stdout.take().ok_or("no stdout")?;
     let to_server_defect = defect.clone();
     let inbound = std::thread::spawn(move || {
@@ -388,6 +407,12 @@ fn agent(args: &[String]) -> Result<i32, String> {
             let null = std::fs::File::open("/dev/null").map_err(|e| e.to_string())?;
             nix::unistd::dup2_stdout(&null).map_err(|e| e.to_string())?;
         }
+    }
+    if escapes {
+        // The agent closed its stdout: so does the stream the server reads, while the agent
+        // runs on.
+        let null = std::fs::File::open("/dev/null").map_err(|e| e.to_string())?;
+        nix::unistd::dup2_stdout(&null).map_err(|e| e.to_string())?;
     }
     let status = child.wait().map_err(|e| e.to_string())?;
     drop(inbound);

@@ -592,8 +592,27 @@ pub struct Agents {
 }
 
 impl Drop for Agents {
+    /// Ends every agent that said hello and still runs: a target's teardown may miss one (an
+    /// agent in a group of its own, a respawned one), and the harness ends what it caused to be
+    /// started. An agent is known by its pid and, against pid reuse, by this socket's path in its
+    /// command line.
     fn drop(&mut self) {
         self.task.abort();
+        let path = self.path.display().to_string();
+        let hellos = self
+            .hellos
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        for pid in hellos.iter().filter_map(AgentConn::pid) {
+            let ours = std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(&path));
+            if ours && let Ok(pid) = i32::try_from(pid) {
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(pid),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
+            }
+        }
     }
 }
 
