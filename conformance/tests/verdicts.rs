@@ -290,7 +290,7 @@ fn bin_dir() -> std::path::PathBuf {
 async fn probe_reports_what_an_agent_declares_as_a_profile() {
     let dir = tempfile::tempdir().expect("a temp dir");
     let ski = format!(
-        "{} acp serve --permission-mode disabled",
+        "{} acp serve --permission-mode disabled --enable fork",
         bin_dir().join("ski").display()
     );
     let probe = ski_conformance(&["probe", "--agent-cmd", &ski, "--name", "ski"], dir.path()).await;
@@ -344,12 +344,15 @@ async fn probe_reports_what_an_agent_declares_as_a_profile() {
         probe.stdout
     );
 
+    // An agent that cannot be initialized is still an agent: the profile declares only that,
+    // so its initialize rows judge it, and says why.
     let dead = ski_conformance(&["probe", "--agent-cmd", "false"], dir.path()).await;
-    assert_eq!(dead.code, Some(2), "{}", dead.stdout);
+    assert_eq!(dead.code, Some(0), "{}{}", dead.stdout, dead.stderr);
+    assert!(dead.stdout.contains("initialize failed"), "{}", dead.stdout);
     assert!(
-        dead.stderr.contains("did not answer initialize"),
+        dead.stdout.contains(r#"capabilities = ["agent", "stdio"]"#),
         "{}",
-        dead.stderr
+        dead.stdout
     );
 }
 
