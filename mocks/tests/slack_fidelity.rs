@@ -469,3 +469,37 @@ async fn the_control_api_drives_a_users_edits_deletes_joins_and_home_tab() {
         wanted.retain(|wanted| *wanted != kind);
     }
 }
+
+#[tokio::test]
+async fn retention_bounds_the_envelopes_kept_for_their_acks() {
+    let mut config = Config::default();
+    config.retention.max_frames = 2;
+    let slack = FakeSlack::start(config).await.expect("start");
+    let sent: Vec<String> = (0..3)
+        .map(|index| {
+            slack
+                .raw_envelope(
+                    ski_mocks::slack::EnvelopeKind::EventsApi,
+                    json!({ "n": index }),
+                )
+                .envelope_id
+        })
+        .collect();
+    let forgotten = slack.await_ack(&sent[0], Duration::from_millis(1)).await;
+    assert!(
+        matches!(
+            forgotten,
+            Err(ski_mocks::slack::FakeSlackError::UnknownEnvelope(_))
+        ),
+        "the oldest envelope is forgotten: {forgotten:?}"
+    );
+    assert!(
+        slack.ack(&sent[2]).is_none(),
+        "the newest is kept, not acked"
+    );
+    let kept = slack.await_ack(&sent[2], Duration::from_millis(1)).await;
+    assert!(
+        matches!(kept, Err(ski_mocks::slack::FakeSlackError::Timeout(..))),
+        "the newest is still awaited: {kept:?}"
+    );
+}

@@ -63,7 +63,7 @@ pub struct RetentionConfig {
     pub max_messages: usize,
     /// Web API requests kept for `requests()` and the control API (counts stay exact).
     pub max_requests: usize,
-    /// Socket Mode frames and notes kept.
+    /// Socket Mode frames, notes and envelopes (with their acks) kept.
     pub max_frames: usize,
 }
 

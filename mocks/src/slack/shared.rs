@@ -291,7 +291,7 @@ impl Shared {
         self.workspace().reset();
         self.log().clear();
         self.faults().clear();
-        self.hub().envelopes.clear();
+        self.hub().clear_envelopes();
         self.bump();
     }
 

@@ -74,9 +74,29 @@ pub struct Hub {
     /// Envelopes waiting for a connection.
     pending: VecDeque<String>,
     pub envelopes: HashMap<String, EnvelopeState>,
+    /// Envelope ids oldest first, to forget the oldest beyond the retention limit.
+    order: VecDeque<String>,
 }
 
 impl Hub {
+    /// Keeps an envelope, forgetting the oldest beyond `max` (its ack can no longer be read).
+    fn keep(&mut self, id: &str, state: EnvelopeState, max: usize) {
+        if self.envelopes.insert(id.to_string(), state).is_none() {
+            self.order.push_back(id.to_string());
+        }
+        while self.order.len() > max.max(1) {
+            if let Some(oldest) = self.order.pop_front() {
+                self.envelopes.remove(&oldest);
+            }
+        }
+    }
+
+    /// Forgets every envelope.
+    pub fn clear_envelopes(&mut self) {
+        self.envelopes.clear();
+        self.order.clear();
+    }
+
     /// Connections that take envelopes.
     pub fn live(&self) -> usize {
         self.connections.values().filter(|c| !c.draining).count()
@@ -109,8 +129,9 @@ impl Shared {
         payload: Value,
         accepts: bool,
     ) {
-        self.hub().envelopes.insert(
-            id.to_string(),
+        let max = self.workspace().config.retention.max_frames;
+        self.hub().keep(
+            id,
             EnvelopeState {
                 kind,
                 accepts,
@@ -119,6 +140,7 @@ impl Shared {
                 sent_at_ms: None,
                 ack: None,
             },
+            max,
         );
         self.deliver(id);
         let config = self.config().socket_mode;
