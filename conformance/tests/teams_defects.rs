@@ -99,6 +99,24 @@ const DEFECTS: &[Defect] = &[
         passes: &["TEAM-SEC-03"],
     },
     Defect {
+        name: "hard-delete",
+        what: "`task delete` removes the task: shown and claimed afterwards it is task_not_found",
+        fails: &[("TEAM-SKI-06", "the deleted task's status")],
+        passes: &["TEAM-TL-09"],
+    },
+    Defect {
+        name: "task-kept-after-delete",
+        what: "`task delete` reports the task deleted and leaves it pending",
+        fails: &[("TEAM-TL-09", "the default list hides the deleted task")],
+        passes: &[],
+    },
+    Defect {
+        name: "teammate-id-key",
+        what: "`context inject` names each sender by its session key in teammate_id",
+        fails: &[("TEAM-SKI-07", "teammate_id (the sender's member name)")],
+        passes: &["TEAM-MB-04"],
+    },
+    Defect {
         name: "no-size-limit",
         what: "a message of any size is delivered",
         fails: &[("TEAM-SEC-03", "message_too_large")],
@@ -137,7 +155,7 @@ fn profile(defect: &str, bin_dir: &Path) -> Result<Target, String> {
         ),
         (
             "teams-ski",
-            "\"teams-core\", \"teams-shutdown\", \"teams-ski-extensions\"",
+            "\"teams-core\", \"teams-context\", \"teams-shutdown\", \"teams-ski-extensions\"",
         ),
     ] {
         text.push_str(&format!(
@@ -151,6 +169,7 @@ fn profile(defect: &str, bin_dir: &Path) -> Result<Target, String> {
 // The broken adapter.
 
 /// The global options the suite passes and the command words after them.
+#[derive(Clone)]
 struct Call {
     root: PathBuf,
     caller: String,
@@ -240,6 +259,31 @@ fn broken(argv: &[String]) -> i32 {
         ("unknown-dependency-ignored", ["task", "create", team, ..]) => {
             create_with_known_dependencies(&call, ski, team)
         }
+        ("hard-delete", ["task", "delete", team, id]) => hard_delete(&call, ski, team, id),
+        ("hard-delete", ["task", "show" | "claim", _, id]) if hard_deleted(&call, id) => answer(
+            json!({"ok": false, "error": {"code": "task_not_found", "message": "Task not found"}}),
+            2,
+        ),
+        ("task-kept-after-delete", ["task", "delete", team, id]) => {
+            let show = ["task", "show", team, id].map(str::to_owned);
+            rewritten(
+                &Call {
+                    words: show.to_vec(),
+                    ..call.clone()
+                },
+                ski,
+                |value| {
+                    value["task"]["status"] = json!("deleted");
+                },
+            )
+        }
+        ("teammate-id-key", ["context", "inject", ..]) => rewritten(&call, ski, |value| {
+            for key in ["block", "prompt"] {
+                if let Some(text) = value[key].as_str() {
+                    value[key] = json!(sender_keys(text));
+                }
+            }
+        }),
         ("no-blocked-by", ["task", "show", ..]) => rewritten(&call, ski, |value| {
             if let Some(task) = value["task"].as_object_mut() {
                 task.remove("blockedBy");
@@ -287,6 +331,63 @@ fn rewritten(call: &Call, ski: &str, change: impl FnOnce(&mut Value)) -> Result<
         .map_err(|e| format!("{ski} printed no JSON: {e}"))?;
     change(&mut value);
     answer(value, output.status.code().unwrap_or(5))
+}
+
+/// The file where `hard-delete` keeps the ids it removed.
+fn hard_deleted_file(call: &Call) -> PathBuf {
+    call.root.join(".hard-deleted")
+}
+
+/// Whether `hard-delete` removed task `id`.
+fn hard_deleted(call: &Call, id: &str) -> bool {
+    std::fs::read_to_string(hard_deleted_file(call))
+        .is_ok_and(|text| text.lines().any(|line| line == id))
+}
+
+/// `task delete` that removes the task: deleted through `ski teams`, then remembered so that
+/// showing or claiming it is task_not_found; the answer carries no status.
+fn hard_delete(call: &Call, ski: &str, team: &str, id: &str) -> Result<i32, String> {
+    let output = call
+        .ski(ski, &call.caller, &call.words)
+        .output()
+        .map_err(|e| format!("cannot run {ski}: {e}"))?;
+    if !output.status.success() {
+        print!("{}", String::from_utf8_lossy(&output.stdout));
+        return Ok(output.status.code().unwrap_or(5));
+    }
+    use std::io::Write;
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(hard_deleted_file(call))
+        .and_then(|mut f| writeln!(f, "{id}"))
+        .map_err(|e| format!("cannot record the deletion: {e}"))?;
+    answer(
+        json!({"ok": true, "deleted": true, "task": {"id": id}, "team": team}),
+        0,
+    )
+}
+
+/// `text` with every `teammate_id="NAME"` turned into the suite's session key of that member,
+/// `agent:NAME:main` (the lead, `lead`, is `agent:main:main`).
+fn sender_keys(text: &str) -> String {
+    const ATTRIBUTE: &str = "teammate_id=\"";
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find(ATTRIBUTE) {
+        let (before, after) = rest.split_at(at + ATTRIBUTE.len());
+        out.push_str(before);
+        let end = after.find('"').unwrap_or(after.len());
+        let name = &after[..end];
+        if name == "lead" {
+            out.push_str(LEAD);
+        } else {
+            out.push_str(&format!("agent:{name}:main"));
+        }
+        rest = &after[end..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// `text` with the XML escapes of the block undone.

@@ -30,7 +30,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "TEAM-MB-04",
-            "Researcher has 2 messages with XML metacharacters; `context inject --system-prompt P` returns 2 <teammate-message> elements (parsed, attributes teammate_id = sender's name, type, summary; text = the content) followed by P.",
+            "Researcher has 2 messages with XML metacharacters; `context inject --system-prompt P` returns 2 <teammate-message> elements (parsed, attributes teammate_id, type, summary; text = the content) followed by P; which name teammate_id gives is TEAM-SKI-07.",
             mb_04,
         ),
         Check::new(
@@ -161,7 +161,7 @@ async fn mb_03(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
-async fn two_messages(adapter: &Adapter) -> Result<(), crate::CheckError> {
+pub(super) async fn two_messages(adapter: &Adapter) -> Result<(), crate::CheckError> {
     team(adapter).await?;
     adapter
         .ok(
@@ -224,19 +224,18 @@ async fn mb_04(ctx: Ctx) -> CheckResult {
     let elements = parse_block(block)
         .or_fail("the block before the system prompt parses as <teammate-message> elements")?;
     ensure_eq!(2, elements.len(), "elements in the block");
-    let expected: [(&str, &str, &str); 2] = [
-        (
-            "tester",
-            "auth \"bug\" <x>",
-            "Found a <critical> bug & \"more\"",
-        ),
-        ("lead", "fixed & 'done'", "it's fixed </teammate-message>"),
+    let expected: [(&str, &str); 2] = [
+        ("auth \"bug\" <x>", "Found a <critical> bug & \"more\""),
+        ("fixed & 'done'", "it's fixed </teammate-message>"),
     ];
-    for (element, (sender, summary, text)) in elements.iter().zip(expected) {
-        ensure_eq!(
-            Some(sender),
-            element.attribute("teammate_id"),
-            "teammate_id (the sender's member name)"
+    for (element, (summary, text)) in elements.iter().zip(expected) {
+        ensure!(
+            element
+                .attribute("teammate_id")
+                .is_some_and(|id| !id.is_empty()),
+            "a teammate_id attribute (which name it gives is TEAM-SKI-07)",
+            "{:?}",
+            element.attribute("teammate_id")
         );
         ensure_eq!(
             Some("message"),

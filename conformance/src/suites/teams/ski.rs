@@ -1,10 +1,13 @@
 //! The `teams-ski` suite: what `ski teams` decides where `agent-teams-bdd.md` is silent or only
 //! suggests (the lead's role, `team_not_found` after a delete, who may send a shutdown request,
-//! the dependency fields and refusal, "100KB" as 100,000 bytes). A target declares
+//! the dependency fields and refusal, "100KB" as 100,000 bytes, a deleted task kept with its
+//! status, the sender's member name as `teammate_id`). A target declares
 //! `teams-ski-extensions` when it makes the same decisions; the `teams` rows never require them.
 
 use super::adapter::{Adapter, LEAD, inbox_lines, refusal};
+use super::mailbox::two_messages;
 use super::tasks::{RESEARCHER, TESTER, ids, team};
+use super::xml::parse_block;
 use crate::{Check, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
 const TEAM: &str = "alpha-squad";
@@ -37,6 +40,16 @@ pub fn checks() -> Vec<Check> {
             "TEAM-SKI-05",
             "Sends 100,001 bytes and 50,001 x \"é\" (100,002 bytes); each must be refused with message_too_large and nothing written (E-TEAM-17).",
             ski_05,
+        ),
+        Check::new(
+            "TEAM-SKI-06",
+            "Deletes a pending task; `task delete` and `task show` must give it status deleted, and a claim must be refused with invalid_transition (E-TEAM-11).",
+            ski_06,
+        ),
+        Check::new(
+            "TEAM-SKI-07",
+            "Researcher has messages from tester and the lead; `context inject` must give each element the sender's member name as teammate_id (E-TEAM-08).",
+            ski_07,
         ),
     ]
 }
@@ -160,6 +173,55 @@ async fn ski_05(ctx: Ctx) -> CheckResult {
         before,
         inbox_lines(&inbox)?,
         "the inbox after the refused messages"
+    );
+    Ok(())
+}
+
+async fn ski_06(ctx: Ctx) -> CheckResult {
+    ctx.require(CAPABILITY)?;
+    let adapter = Adapter::new(&ctx);
+    team(&adapter).await?;
+    let t1 = adapter.create_task(TEAM, "T1", &[]).await?;
+    let deleted = adapter.ok(LEAD, &["task", "delete", TEAM, &t1]).await?;
+    ensure_eq!(
+        "deleted",
+        deleted["task"]["status"].as_str().unwrap_or(""),
+        "the deleted task's status"
+    );
+    let shown = adapter.task(TEAM, &t1).await?;
+    ensure_eq!(
+        "deleted",
+        shown["status"].as_str().unwrap_or(""),
+        "the deleted task's status in task show"
+    );
+    adapter
+        .refused(
+            RESEARCHER,
+            &["task", "claim", TEAM, &t1],
+            "invalid_transition",
+        )
+        .await?;
+    Ok(())
+}
+
+async fn ski_07(ctx: Ctx) -> CheckResult {
+    ctx.require(CAPABILITY)?;
+    ctx.require("teams-context")?;
+    let adapter = Adapter::new(&ctx);
+    two_messages(&adapter).await?;
+    let value = adapter.ok(RESEARCHER, &["context", "inject", TEAM]).await?;
+    let block = value["block"]
+        .as_str()
+        .or_fail(format!("context inject prints block, got {value}"))?;
+    let elements = parse_block(block).or_fail("the block parses as <teammate-message> elements")?;
+    let senders: Vec<Option<&str>> = elements
+        .iter()
+        .map(|element| element.attribute("teammate_id"))
+        .collect();
+    ensure_eq!(
+        vec![Some("tester"), Some("lead")],
+        senders,
+        "teammate_id (the sender's member name)"
     );
     Ok(())
 }
