@@ -181,6 +181,12 @@ const DEFECTS: &[Defect] = &[
         passes: &["BR-06.6", "BR-T04"],
     },
     Defect {
+        name: "shutdown-group-unseen",
+        what: "the adapter reports kiro-cli's group as not gone after its clean shutdown (looked at once, while a member was still exiting)",
+        fails: &[],
+        passes: &["BR-T01"],
+    },
+    Defect {
         name: "live-grandchild",
         what: "a member of kiro-cli's group is left running after the kill",
         fails: &[("BR-06.6", "no process of kiro-cli's group is left")],
@@ -285,6 +291,13 @@ fn broken(argv: &[String]) -> i32 {
                 Some(event.to_string())
             })
         }
+        ("shutdown-group-unseen", Some("echo")) => adapter.through(None, |line| {
+            let mut event: Value = serde_json::from_str(line).ok()?;
+            if let Some(closed) = event.as_object_mut().filter(|e| e["event"] == "closed") {
+                closed.insert("groupGone".to_owned(), Value::Bool(false));
+            }
+            Some(event.to_string())
+        }),
         ("missing-template-tolerated", Some("echo")) => adapter.without_template(&name),
         ("first-violation-only", Some("check" | "echo")) => {
             adapter.through(None, first_violation_only)

@@ -43,7 +43,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "BR-T01",
-            "test_acp_full_flow: initialize, session/new, prompt, streamed chunks (\"HELLO_ACP_TEST\"), end of turn, clean shutdown.",
+            "test_acp_full_flow: initialize, session/new, prompt, streamed chunks (\"HELLO_ACP_TEST\"), end of turn, then the adapter's shutdown (`closed`).",
             br_t01,
         ),
         Check::new(
@@ -269,12 +269,8 @@ async fn br_t01(ctx: Ctx) -> CheckResult {
         echo.chunks().concat(),
         "the streamed answer"
     );
-    let closed = echo.one("closed")?;
-    ensure!(
-        closed["groupGone"] == true,
-        "the shutdown leaves no process",
-        "{closed}"
-    );
+    // The document's flow ends with the turn: what the shutdown leaves is BR-T04's (judged by
+    // the suite itself, never from the adapter's `groupGone`; E-KIRO-18).
     Ok(())
 }
 
