@@ -671,12 +671,7 @@ fn answered_no_initialize(
     found: &crate::discover::Discovery,
     setup: &mut runner::RunSetup,
 ) -> bool {
-    let silent = found.initialize.is_null()
-        && found
-            .problems
-            .iter()
-            .any(|p| p.starts_with("initialize failed: no answer"));
-    if !silent {
+    if !found.initialize_unanswered {
         return false;
     }
     let note = format!(

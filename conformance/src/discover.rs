@@ -33,6 +33,9 @@ const KEPT_NOTIFICATIONS: usize = 1024;
 /// The text of the discovery prompt; an agent that answers with exactly it echoes.
 const PROBE_TEXT: &str = "ski-conformance probe: please answer with this text";
 
+/// How an answer that never came is worded, and known again (`Discovery::initialize_unanswered`).
+const NO_ANSWER: &str = "no answer";
+
 /// What discovery found.
 #[derive(Debug, Clone, Default)]
 pub struct Discovery {
@@ -45,6 +48,9 @@ pub struct Discovery {
     pub problems: Vec<String>,
     /// The `initialize` result as sent.
     pub initialize: Value,
+    /// The agent gave no answer at all to `initialize` within discovery's wait (as opposed to
+    /// refusing it, exiting or answering under another id).
+    pub initialize_unanswered: bool,
     /// How long the agent takes to be ready for a prompt: the longer of start (or connect) to the
     /// `initialize` answer and the `session/new` round trip (some agents start a whole engine
     /// per session). Timeouts are scaled by it.
@@ -186,7 +192,7 @@ impl Channel {
         loop {
             let message = tokio::time::timeout_at(deadline, self.next())
                 .await
-                .map_err(|_| format!("no answer to {method} within {ANSWER_TIMEOUT:?}"))??;
+                .map_err(|_| format!("{NO_ANSWER} to {method} within {ANSWER_TIMEOUT:?}"))??;
             let is_response = message.get("method").is_none()
                 && (message.get("result").is_some() || message.get("error").is_some());
             if is_response {
@@ -379,6 +385,7 @@ async fn explore(
             }
         },
         Err(message) => {
+            discovery.initialize_unanswered = message.starts_with(NO_ANSWER);
             discovery.problem(format!(
                 "initialize failed: {message}; only the rows that need nothing but an agent run, and the initialize rows judge it"
             ));
