@@ -80,7 +80,7 @@ pub struct Hub {
 
 impl Hub {
     /// Keeps an envelope, forgetting the oldest beyond `max` (its ack can no longer be read).
-    fn keep(&mut self, id: &str, state: EnvelopeState, max: usize) {
+    pub(super) fn keep(&mut self, id: &str, state: EnvelopeState, max: usize) {
         if self.envelopes.insert(id.to_string(), state).is_none() {
             self.order.push_back(id.to_string());
         }
@@ -297,7 +297,7 @@ impl Shared {
     }
 
     /// A slash command's ack payload is the reply the user sees.
-    fn slash_reply(&self, command: &Value, reply: &Value) {
+    pub(super) fn slash_reply(&self, command: &Value, reply: &Value) {
         let channel = command["channel_id"]
             .as_str()
             .unwrap_or_default()
