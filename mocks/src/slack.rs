@@ -20,6 +20,7 @@ mod channel;
 pub mod config;
 pub mod control;
 mod envelope;
+mod events_http;
 pub mod fault;
 mod params;
 mod rate;
@@ -41,7 +42,7 @@ pub use config::Config;
 pub use envelope::EnvelopeKind;
 pub use fault::Fault;
 pub use params::TokenKind;
-pub use record::{Direction, RecordedFrame, RecordedRequest};
+pub use record::{Direction, RecordedDelivery, RecordedFrame, RecordedRequest};
 pub use shared::{Ack, Message};
 pub use socket::DisconnectReason;
 
@@ -86,6 +87,8 @@ pub enum FakeSlackError {
     Timeout(Duration, String),
     #[error("{0}")]
     Tls(#[source] tls::TlsError),
+    #[error("the Request URL was not set: {0}")]
+    RequestUrl(String),
 }
 
 /// A slash command a user types.
@@ -460,6 +463,19 @@ impl FakeSlack {
     /// Sends `disconnect` with this reason on every live connection.
     pub fn disconnect(&self, reason: DisconnectReason) {
         self.shared.disconnect(reason);
+    }
+
+    /// Sets the Request URL of the Events API over HTTP after its `url_verification` challenge
+    /// (the app must answer with the challenge): from now on events, slash commands and
+    /// interactivity payloads are POSTed there, signed, instead of going over Socket Mode.
+    /// `None` goes back to Socket Mode.
+    pub async fn set_request_url(&self, url: Option<&str>) -> Result<(), FakeSlackError> {
+        self.shared.set_request_url(url).await
+    }
+
+    /// Every POST to the Request URL, retries and `url_verification` included, in order.
+    pub fn deliveries(&self) -> Vec<RecordedDelivery> {
+        self.shared.log().deliveries.iter().cloned().collect()
     }
 
     /// Drops every Socket Mode connection without a close frame.

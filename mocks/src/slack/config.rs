@@ -1,4 +1,5 @@
-//! The fake workspace's configuration: team, bot, users, channels and Socket Mode timings.
+//! The fake workspace's configuration: team, bot, users, channels, Socket Mode timings and the
+//! Events API over HTTP.
 
 use std::path::Path;
 use std::time::Duration;
@@ -24,6 +25,38 @@ pub struct Config {
     pub retention: RetentionConfig,
     pub auth: AuthConfig,
     pub rate_limits: RateLimitConfig,
+    pub events_http: EventsHttpConfig,
+}
+
+/// The Events API over HTTP: with a `request_url`, events, slash commands and interactivity
+/// payloads are POSTed there, signed with `signing_secret`, instead of going over Socket Mode.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EventsHttpConfig {
+    /// `http://host:port/path`; taken as verified (the control API's `set_request_url` sends
+    /// the `url_verification` challenge first).
+    pub request_url: Option<String>,
+    /// The app's signing secret, the key of `X-Slack-Signature`.
+    pub signing_secret: String,
+    /// How long the app has to answer a request (Slack's: 3 s); slower is `http_timeout`.
+    pub timeout_ms: u64,
+    /// The wait before each retry of an event that failed (Slack's: nearly at once, 1 minute,
+    /// 5 minutes); its length is the number of retries.
+    pub retry_delays_ms: Vec<u64>,
+}
+
+/// The signing secret the fake signs with unless one is configured.
+pub const DEFAULT_SIGNING_SECRET: &str = "ski-fake-slack-signing-secret";
+
+impl Default for EventsHttpConfig {
+    fn default() -> Self {
+        EventsHttpConfig {
+            request_url: None,
+            signing_secret: DEFAULT_SIGNING_SECRET.into(),
+            timeout_ms: 3_000,
+            retry_delays_ms: vec![0, 60_000, 300_000],
+        }
+    }
 }
 
 /// Per-method rate limits in Slack's tiers (see `mocks/SLACK-METHODS.md`); off by default.
@@ -165,6 +198,7 @@ impl Default for Config {
             retention: RetentionConfig::default(),
             auth: AuthConfig::default(),
             rate_limits: RateLimitConfig::default(),
+            events_http: EventsHttpConfig::default(),
         }
     }
 }
@@ -217,12 +251,17 @@ impl Config {
 
     /// Parses workspace TOML.
     pub fn parse(text: &str) -> Result<Config, FakeSlackError> {
-        toml::from_str(text).map_err(|error| {
+        let config: Config = toml::from_str(text).map_err(|error| {
             FakeSlackError::Config(ski::exit::parse_error_line(
                 error.message(),
                 error.span(),
                 text,
             ))
-        })
+        })?;
+        if let Some(url) = &config.events_http.request_url {
+            super::events_http::parse_request_url(url)
+                .map_err(|error| FakeSlackError::Config(format!("events_http.request_url: {error}")))?;
+        }
+        Ok(config)
     }
 }

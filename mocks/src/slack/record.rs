@@ -1,8 +1,8 @@
 //! What the fake observed, in order: every Web API request with its answer, every Socket Mode
-//! frame both ways, every ack and every note (late, missing, malformed or duplicate acks), and the
-//! optional NDJSON transcript of all of it. Bounded by the retention settings: beyond them the
-//! oldest records are forgotten (the transcript keeps everything, and per-method request counts
-//! stay exact).
+//! frame both ways, every POST of the Events API over HTTP, every ack and every note (late,
+//! missing, malformed or duplicate acks), and the optional NDJSON transcript of all of it. Bounded
+//! by the retention settings: beyond them the oldest records are forgotten (the transcript keeps
+//! everything, and per-method request counts stay exact).
 
 use std::collections::{HashMap, VecDeque};
 use std::fs::File;
@@ -61,6 +61,31 @@ impl RecordedFrame {
     }
 }
 
+/// One POST of the Events API over HTTP to the app's Request URL.
+#[derive(Debug, Clone, Serialize)]
+pub struct RecordedDelivery {
+    pub seq: u64,
+    pub at_ms: u64,
+    /// The envelope id the delivery stands for (`None` for `url_verification`).
+    pub envelope_id: Option<String>,
+    /// `events_api`, `slash_commands`, `interactive` or `url_verification`.
+    pub kind: String,
+    pub url: String,
+    pub content_type: String,
+    /// The body as sent.
+    pub body: String,
+    /// `X-Slack-Retry-Num`: 0 for the first try.
+    pub retry_num: u32,
+    /// `X-Slack-Retry-Reason` sent with a retry.
+    pub retry_reason: Option<String>,
+    /// The app's HTTP status, when it answered in time.
+    pub status: Option<u16>,
+    /// The app's answer (its first 64 KiB), when it answered in time.
+    pub response: Option<String>,
+    /// Why the try failed: `http_timeout`, `http_error`, `connection_failed` or `unknown_error`.
+    pub failure: Option<String>,
+}
+
 /// Everything recorded, plus the transcript file.
 #[derive(Debug)]
 pub struct Log {
@@ -69,6 +94,7 @@ pub struct Log {
     pub requests: VecDeque<RecordedRequest>,
     pub frames: VecDeque<RecordedFrame>,
     pub notes: VecDeque<String>,
+    pub deliveries: VecDeque<RecordedDelivery>,
     /// Requests seen per method, forgotten ones included.
     counts: HashMap<String, usize>,
     retention: RetentionConfig,
@@ -91,6 +117,7 @@ impl Log {
             requests: VecDeque::new(),
             frames: VecDeque::new(),
             notes: VecDeque::new(),
+            deliveries: VecDeque::new(),
             counts: HashMap::new(),
             retention,
             transcript,
@@ -166,11 +193,20 @@ impl Log {
         keep(&mut self.notes, text, self.retention.max_frames);
     }
 
+    /// Records an Events API POST (`seq` and `at_ms` are set here).
+    pub fn delivery(&mut self, mut record: RecordedDelivery) {
+        (record.seq, record.at_ms) = self.next();
+        let line = json!({ "kind": "delivery", "record": record });
+        self.write(&line);
+        keep(&mut self.deliveries, record, self.retention.max_frames);
+    }
+
     /// Forgets everything recorded (the transcript file keeps what it has).
     pub fn clear(&mut self) {
         self.requests.clear();
         self.counts.clear();
         self.frames.clear();
         self.notes.clear();
+        self.deliveries.clear();
     }
 }

@@ -344,7 +344,7 @@ impl Shared {
             );
             (workspace.next_envelope_id(), payload)
         };
-        self.send_envelope(&id, EnvelopeKind::SlashCommands, payload, true);
+        self.dispatch_envelope(&id, EnvelopeKind::SlashCommands, payload, true);
         Ok(id)
     }
 
@@ -352,7 +352,7 @@ impl Shared {
     /// real Slack would send, to see the app answer them without harm.
     pub fn raw_envelope(self: &Arc<Self>, kind: EnvelopeKind, payload: Value) -> String {
         let id = self.workspace().next_envelope_id();
-        self.send_envelope(&id, kind, payload, kind != EnvelopeKind::EventsApi);
+        self.dispatch_envelope(&id, kind, payload, kind != EnvelopeKind::EventsApi);
         id
     }
 
@@ -393,7 +393,7 @@ impl Shared {
             );
             (workspace.next_envelope_id(), payload)
         };
-        self.send_envelope(&id, EnvelopeKind::Interactive, payload, false);
+        self.dispatch_envelope(&id, EnvelopeKind::Interactive, payload, false);
         Ok(id)
     }
 
@@ -416,7 +416,7 @@ impl Shared {
             let payload = envelope::view_payload(&workspace, &view, values, user, &trigger, closed);
             (workspace.next_envelope_id(), payload)
         };
-        self.send_envelope(&id, EnvelopeKind::Interactive, payload, !closed);
+        self.dispatch_envelope(&id, EnvelopeKind::Interactive, payload, !closed);
         Ok(id)
     }
 
@@ -481,7 +481,7 @@ impl Shared {
         self.bump();
         let mut ids = Vec::new();
         for (id, payload) in events {
-            self.send_envelope(&id, EnvelopeKind::EventsApi, payload, false);
+            self.dispatch_envelope(&id, EnvelopeKind::EventsApi, payload, false);
             ids.push(id);
         }
         let mut ids = ids.into_iter();
@@ -506,7 +506,7 @@ impl Shared {
                 .collect()
         };
         for (id, payload) in envelopes {
-            self.send_envelope(&id, EnvelopeKind::EventsApi, payload, false);
+            self.dispatch_envelope(&id, EnvelopeKind::EventsApi, payload, false);
         }
     }
 
@@ -675,7 +675,7 @@ impl Shared {
                 envelope::event_callback(&workspace, event, &event_id, workspace.now_seconds());
             (workspace.next_envelope_id(), payload)
         };
-        self.send_envelope(&id, EnvelopeKind::EventsApi, payload, false);
+        self.dispatch_envelope(&id, EnvelopeKind::EventsApi, payload, false);
         Ok(id)
     }
 }
