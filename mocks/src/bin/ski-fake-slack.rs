@@ -18,6 +18,7 @@ Examples:
                                              U0000000001, #general C0000000001, #random C0000000002)
   ski-fake-slack serve --config workspace.toml --record /tmp/slack.ndjson
   ski-fake-slack serve --tls --ca-file /tmp/fake-slack-ca.pem
+  ski-fake-slack serve --request-url http://127.0.0.1:3000/slack/events --signing-secret S
   curl -s \"$CONTROL_URL/user_message\" \\
     -d '{\"channel\":\"C0000000001\",\"user\":\"U0000000002\",\"text\":\"hi\"}'
   curl -s \"$CONTROL_URL/messages\" -d '{\"channel\":\"C0000000001\"}'
@@ -55,6 +56,15 @@ enum Command {
         /// temp directory named after this process, removed when the fake stops.
         #[arg(long, value_name = "FILE", requires = "tls")]
         ca_file: Option<PathBuf>,
+        /// The Events API over HTTP: POST events, slash commands and interactivity to this
+        /// Request URL (http://), signed, instead of sending them over Socket Mode. Taken as
+        /// verified; the control API's set_request_url sends the url_verification challenge.
+        #[arg(long, value_name = "URL")]
+        request_url: Option<String>,
+        /// The signing secret of X-Slack-Signature (default: the config's, or
+        /// ski-fake-slack-signing-secret); the readiness line names it.
+        #[arg(long, value_name = "SECRET")]
+        signing_secret: Option<String>,
     },
     /// List the Web API methods the fake serves, one a line; with --markdown, the coverage
     /// matrix (support, rate-limit tier, errors modelled) that mocks/SLACK-METHODS.md holds.
@@ -84,13 +94,15 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> CommandResult {
-    let (config, record, tls, ca_file) = match cli.command {
+    let (config, record, tls, ca_file, request_url, signing_secret) = match cli.command {
         Command::Serve {
             config,
             record,
             tls,
             ca_file,
-        } => (config, record, tls, ca_file),
+            request_url,
+            signing_secret,
+        } => (config, record, tls, ca_file, request_url, signing_secret),
         Command::Methods { markdown } => {
             let text = if markdown {
                 ski_mocks::slack::methods_markdown()
@@ -101,10 +113,17 @@ async fn run(cli: Cli) -> CommandResult {
             return Ok(());
         }
     };
-    let config = match config {
+    let mut config = match config {
         Some(path) => Config::load(&path).map_err(CommandError::configuration)?,
         None => Config::default(),
     };
+    if let Some(url) = request_url {
+        config.events_http.request_url = Some(url);
+        config.check().map_err(CommandError::invalid_input)?;
+    }
+    if let Some(secret) = signing_secret {
+        config.events_http.signing_secret = secret;
+    }
     let transcript = match record {
         Some(path) => Some(
             std::fs::File::create(&path)
@@ -148,7 +167,11 @@ async fn run(cli: Cli) -> CommandResult {
         "team_id": slack.config().team.id,
         "bot_user_id": slack.config().bot.user_id,
         "app_id": slack.config().bot.app_id,
+        "signing_secret": slack.config().events_http.signing_secret,
     });
+    if let Some(url) = slack.config().events_http.request_url {
+        ready["request_url"] = json!(url);
+    }
     if let Some(path) = ca_file {
         ready["ca_file"] = json!(path);
     }

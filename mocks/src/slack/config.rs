@@ -258,10 +258,17 @@ impl Config {
                 text,
             ))
         })?;
-        if let Some(url) = &config.events_http.request_url {
-            super::events_http::parse_request_url(url)
-                .map_err(|error| FakeSlackError::Config(format!("events_http.request_url: {error}")))?;
-        }
+        config.check()?;
         Ok(config)
+    }
+
+    /// Checks what the TOML types cannot: the Request URL.
+    pub fn check(&self) -> Result<(), FakeSlackError> {
+        match &self.events_http.request_url {
+            Some(url) => super::events_http::parse_request_url(url).map_err(|error| {
+                FakeSlackError::Config(format!("events_http.request_url: {error}"))
+            }),
+            None => Ok(()),
+        }
     }
 }

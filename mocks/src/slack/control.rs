@@ -287,6 +287,19 @@ async fn run(shared: &Arc<Shared>, operation: &str, body: Value) -> Result<Value
             Ok(json!({ "requests": requests }))
         }
         "frames" => Ok(json!({ "frames": shared.log().frames })),
+        "deliveries" => Ok(json!({ "deliveries": shared.log().deliveries })),
+        "set_request_url" => {
+            #[derive(Deserialize)]
+            struct RequestUrl {
+                url: Option<String>,
+            }
+            let target: RequestUrl = args(body)?;
+            shared
+                .set_request_url(target.url.as_deref())
+                .await
+                .map_err(text)?;
+            Ok(json!({}))
+        }
         "notes" => Ok(json!({ "notes": shared.log().notes })),
         "view" => {
             let id = body
