@@ -24,6 +24,7 @@ pub mod cancellation;
 pub mod capabilities;
 pub mod client;
 pub mod connection;
+pub mod declared;
 pub mod exchange;
 pub mod execution;
 pub mod harness;

@@ -13,10 +13,13 @@
 use std::collections::{BTreeSet, HashMap};
 
 use agent_client_protocol_schema::v1 as o;
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use ski::jsonrpc::{VersionField, classify};
+
+use super::declared::declared;
 
 /// What is wrong with a frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,8 +253,9 @@ impl Oracle {
 }
 
 /// Decodes `payload` as `T`; an error is a problem, and so is every property lost when the
-/// decoded value is encoded again (except the paths in `allowed`).
-fn check<T: DeserializeOwned + Serialize>(
+/// decoded value is encoded again that `T`'s schema does not declare there (a declared one was
+/// left out at its default value), except the paths in `allowed`.
+fn check<T: DeserializeOwned + Serialize + JsonSchema>(
     what: &str,
     payload: &Value,
     allowed: &[&str],
@@ -266,8 +270,10 @@ fn check<T: DeserializeOwned + Serialize>(
                 return Vec::new();
             };
             let mut lost = Vec::new();
-            unknown_fields(payload, &encoded, "", &mut lost);
+            unknown_fields(payload, &encoded, &mut Vec::new(), &mut lost);
             lost.into_iter()
+                .filter(|segments| !declared::<T>(payload, segments))
+                .map(|segments| pointer(&segments))
                 .filter(|path| !allowed.contains(&path.as_str()))
                 .map(|path| {
                     (
@@ -280,26 +286,39 @@ fn check<T: DeserializeOwned + Serialize>(
     }
 }
 
-/// JSON pointer paths of properties of `input` (not null) that `output` does not have.
-fn unknown_fields(input: &Value, output: &Value, path: &str, found: &mut Vec<String>) {
+/// The paths (as segments) of properties of `input` (not null) that `output` does not have.
+fn unknown_fields(
+    input: &Value,
+    output: &Value,
+    path: &mut Vec<String>,
+    found: &mut Vec<Vec<String>>,
+) {
     match (input, output) {
         (Value::Object(input), Value::Object(output)) => {
             for (key, value) in input {
-                let here = format!("{path}/{key}");
+                path.push(key.clone());
                 match output.get(key) {
-                    None if !value.is_null() => found.push(here),
+                    None if !value.is_null() => found.push(path.clone()),
                     None => {}
-                    Some(out) => unknown_fields(value, out, &here, found),
+                    Some(out) => unknown_fields(value, out, path, found),
                 }
+                path.pop();
             }
         }
         (Value::Array(input), Value::Array(output)) if input.len() == output.len() => {
             for (index, (value, out)) in input.iter().zip(output).enumerate() {
-                unknown_fields(value, out, &format!("{path}/{index}"), found);
+                path.push(index.to_string());
+                unknown_fields(value, out, path, found);
+                path.pop();
             }
         }
         _ => {}
     }
+}
+
+/// A JSON pointer of `segments`, as the problems name a property.
+fn pointer(segments: &[String]) -> String {
+    segments.iter().map(|s| format!("/{s}")).collect()
 }
 
 fn request(method: &str, params: Option<&Value>) -> Vec<(ProblemKind, String)> {
@@ -478,6 +497,27 @@ mod tests {
         assert_eq!(found.len(), 1, "{found:?}");
         assert_eq!(found[0].kind, ProblemKind::UnknownField);
         assert!(found[0].error.contains("/vendor"), "{}", found[0].error);
+    }
+
+    #[test]
+    fn properties_sent_at_their_default_value_are_not_unknown() {
+        // The official types leave out a property at its default when they encode it again
+        // (`status: "pending"`, `kind: "other"`, an empty `content`); the schema defines them.
+        let defaults = json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": "s", "update": {"sessionUpdate": "tool_call", "toolCallId": "t",
+            "title": "x", "kind": "other", "status": "pending", "content": [], "locations": []}}});
+        let found = problems(&[defaults], &[]);
+        assert!(found.is_empty(), "{found:?}");
+        let custom = json!({"jsonrpc": "2.0", "method": "session/update", "params": {
+            "sessionId": "s", "update": {"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": "hi"}, "status": "pending"}}});
+        let found = problems(&[custom], &[]);
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert!(
+            found[0].error.contains("/update/status"),
+            "{}",
+            found[0].error
+        );
     }
 
     #[test]
