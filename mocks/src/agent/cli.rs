@@ -218,8 +218,9 @@ pub enum SubCommand {
         "  ski-mock-agent control /tmp/agent.sock '{\"cmd\":\"exit\",\"code\":3}'"
     ))]
     Control(ControlArgs),
-    /// Sit between a client (this process's stdio) and a real agent, pass every line through
-    /// unchanged, and write a replayable recording with its secrets redacted.
+    /// Sit between a client (stdio, or WebSocket with --listen) and a real agent (a command, or
+    /// a WebSocket URL with --connect), pass every message through unchanged, and write a
+    /// replayable recording with its secrets redacted.
     #[command(after_help = RECORD_HELP)]
     Record(RecordArgs),
     /// Replay a recording's client side against the live agent and report, per exchange, what
@@ -274,14 +275,22 @@ password, apiKey, authorization, cookie, credential, key, and the value of {\"na
 Slack, AWS or Google key or a JWT. Paths under the working directory become relative (./...).
 The recording names what it redacted in [recording].redacted.
 
-The agent's exit code is this process's; 143 on SIGTERM, 130 on SIGINT (the agent's group is
-ended and the recording written); 2 a bad argument, 3 a recording that cannot be written, 4 an
-agent that cannot be started.
+WebSocket: with --listen the client connects to the recorder (one client per recording), with
+--connect the recorder connects to the agent; either or both replace stdio on their side. Every
+text and binary frame passes through unchanged and in order, pings are answered by each hop, and
+a close on one side closes the other. Text frames are recorded like lines.
+
+The agent's exit code is this process's (an agent on WebSocket: 0 when it closed cleanly, 1
+when the connection failed); 143 on SIGTERM, 130 on SIGINT (the agent's group is ended and the
+recording written); 2 a bad argument, 3 a recording that cannot be written or a --listen address
+that cannot be bound, 4 an agent that cannot be started or reached.
 
 Examples:
   ski-mock-agent record --out echo.toml -- node echo-agent.mjs
   ski acp client connect --agent-cmd 'ski-mock-agent record --out s.toml -- my-agent' --prompt hi
-  ski-mock-agent record --out s.toml --redact-env MY_ORG --redact-field sessionSecret -- agent";
+  ski-mock-agent record --out s.toml --redact-env MY_ORG --redact-field sessionSecret -- agent
+  ski-mock-agent record --out s.toml --listen 127.0.0.1:0 -- ski acp serve
+  ski-mock-agent record --out s.toml --listen 127.0.0.1:0 --connect ws://127.0.0.1:8900/acp";
 
 /// `record` arguments.
 #[derive(Debug, Args)]
@@ -301,8 +310,16 @@ pub struct RecordArgs {
     /// Also redact this environment variable's value, whatever its length (repeatable).
     #[arg(long = "redact-env", value_name = "NAME")]
     pub redact_env: Vec<String>,
-    /// The agent's command line.
-    #[arg(last = true, required = true, value_name = "AGENT")]
+    /// Take the client on WebSocket instead of stdio: listen on HOST:PORT (port 0 picks a free
+    /// one), print `listening on ws://HOST:PORT/acp` on stderr once the agent is ready, and
+    /// record the first client that connects.
+    #[arg(long, value_name = "HOST:PORT")]
+    pub listen: Option<String>,
+    /// Reach the agent at this ws:// URL instead of starting a command.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub connect: Option<String>,
+    /// The agent's command line (not with --connect).
+    #[arg(last = true, required_unless_present = "connect", value_name = "AGENT")]
     pub command: Vec<String>,
 }
 
@@ -443,6 +460,8 @@ impl Cli {
             return Ok(Action::Record(RecordOptions {
                 out: args.out,
                 command: args.command,
+                listen: args.listen,
+                connect: args.connect,
                 tags: args.tags,
                 extra: Extra {
                     fields: args.redact_fields,

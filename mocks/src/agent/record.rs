@@ -1,7 +1,10 @@
-//! `ski-mock-agent record`: sits between a client (this process's stdio) and a real agent (a
-//! child), passes every line through unchanged as it comes, and writes what it saw as a
-//! replayable recording ([`super::recording`]) with its secrets redacted ([`redact`]).
+//! `ski-mock-agent record`: sits between a client and a real agent, passes every message
+//! through unchanged as it comes, and writes what it saw as a replayable recording
+//! ([`super::recording`]) with its secrets redacted ([`redact`]). The client is on this
+//! process's stdio or connects over WebSocket (`--listen`); the agent is a child on stdio or
+//! listens on WebSocket (`--connect`) ([`ends`]).
 
+pub mod ends;
 pub mod redact;
 
 use std::path::PathBuf;
@@ -10,23 +13,26 @@ use std::time::{Duration, Instant};
 use anyhow::anyhow;
 use serde_json::Value;
 use ski::exit::CommandError;
-use ski::jsonrpc::{FrameError, LineReader};
-use ski::transport::child::{ChildSpec, OutputStream, spawn};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 
 use super::recording::{AgentLineSpec, ExchangeSpec, RecordingFile, RecordingSpec};
+use ends::{AgentEnd, ClientEnd, Event};
 use redact::{Extra, Redactor};
 
 /// The longest client line passed through.
-pub const MAX_LINE_BYTES: usize = ski::jsonrpc::DEFAULT_MAX_LINE_BYTES;
+pub const MAX_LINE_BYTES: usize = ends::MAX_MESSAGE_BYTES;
 
 /// What to record and how.
 #[derive(Debug, Clone, Default)]
 pub struct RecordOptions {
     /// Where the recording goes.
     pub out: PathBuf,
-    /// The agent's command line, program first.
+    /// The agent's command line, program first (empty with `connect`).
     pub command: Vec<String>,
+    /// Accept the client's WebSocket connection on this `HOST:PORT` instead of stdio.
+    pub listen: Option<String>,
+    /// Reach the agent at this `ws://` URL instead of starting `command`.
+    pub connect: Option<String>,
     /// Labels stored in `[recording].tags`.
     pub tags: Vec<String>,
     /// What to redact beyond the defaults.
@@ -54,14 +60,16 @@ pub struct Recorded {
     pub lines: usize,
 }
 
-/// Runs the agent between `stdin`/`stdout` and records; `stderr` gets the agent's stderr.
+/// Runs the agent between the client and records; `stderr` gets the agent's stderr, notes, and
+/// with `listen` the line `listening on ws://HOST:PORT/acp` once the agent is ready.
 ///
-/// A command that cannot be started is an upstream error (exit 4); a recording that cannot be
-/// written a configuration error (exit 3), checked before the agent starts.
+/// A command or URL that cannot be reached is an upstream error (exit 4); a recording that
+/// cannot be written or an address that cannot be bound a configuration error (exit 3), checked
+/// before the agent starts.
 pub async fn record<R, W, E>(
     options: RecordOptions,
     stdin: R,
-    mut stdout: W,
+    stdout: W,
     mut stderr: E,
 ) -> Result<Recorded, CommandError>
 where
@@ -72,71 +80,109 @@ where
     let redactor = Redactor::new(&options.cwd, &options.env, &options.extra)
         .map_err(|message| CommandError::invalid_input(anyhow!(message)))?;
     check_writable(&options.out)?;
-    let spec = ChildSpec::from_argv("agent", &options.command)
-        .ok_or_else(|| CommandError::invalid_input(anyhow!("no agent command after --")))?
-        .die_with_parent();
-    let mut child = spawn(spec).map_err(|e| CommandError::upstream(anyhow!(e)))?;
-    let mut to_agent = Some(
-        child
-            .take_stdin()
-            .map_err(|e| CommandError::internal(anyhow!(e)))?,
-    );
-    let origin = Instant::now();
-    let mut seen: Vec<Seen> = Vec::new();
-    let mut client = LineReader::with_max_line_bytes(stdin, MAX_LINE_BYTES);
-    let mut client_open = true;
+    let server = match &options.listen {
+        Some(address) => Some(ends::listen(address).await?),
+        None => None,
+    };
+    let mut agent = match &options.connect {
+        Some(url) => AgentEnd::connect(url).await?,
+        None => AgentEnd::spawn(&options.command)?,
+    };
     let mut signals = Signals::new();
-    let code = loop {
-        tokio::select! {
-            line = client.next_line(), if client_open => match line {
-                Some(Ok(line)) => {
-                    let text = String::from_utf8_lossy(line).into_owned();
-                    seen.push(Seen { at: origin.elapsed(), from_client: true, text });
-                    let mut bytes = line.to_vec();
-                    bytes.push(b'\n');
-                    // An agent that stopped reading ends by itself; its output decides the end.
-                    if let Some(writer) = to_agent.as_mut() {
-                        let _ = writer.write_all(&bytes).await;
-                        let _ = writer.flush().await;
-                    }
+    let mut client = match server {
+        None => ClientEnd::stdio(stdin, stdout),
+        Some(mut server) => {
+            let note = format!("listening on {}\n", server.url());
+            let _ = stderr.write_all(note.as_bytes()).await;
+            let _ = stderr.flush().await;
+            // One client per recording: the listener is dropped once it has connected.
+            let accepted = tokio::select! {
+                connection = server.accept() => connection,
+                code = signals.next() => {
+                    agent.stop().await;
+                    return write_recording(&options, &redactor, &[], code);
                 }
-                Some(Err(FrameError::Oversize { length, .. })) => {
-                    let note = format!("ski-mock-agent record: a client line of {length} bytes was not passed on\n");
-                    let _ = stderr.write_all(note.as_bytes()).await;
-                }
-                Some(Err(FrameError::Io(_))) | None => {
-                    client_open = false;
-                    // Dropping the pipe's end is what the agent sees as the end of its input.
-                    to_agent = None;
-                }
-            },
-            output = child.next_output_line() => match output {
-                Some((OutputStream::Stdout, line)) => {
-                    let mut bytes = line.clone().into_bytes();
-                    bytes.push(b'\n');
-                    let _ = stdout.write_all(&bytes).await;
-                    let _ = stdout.flush().await;
-                    seen.push(Seen { at: origin.elapsed(), from_client: false, text: line });
-                }
-                Some((OutputStream::Stderr, line)) => {
-                    let _ = stderr.write_all(format!("{line}\n").as_bytes()).await;
-                    let _ = stderr.flush().await;
-                }
+            };
+            match accepted {
+                Some(connection) => ClientEnd::WebSocket(Box::new(connection.into_socket())),
                 None => {
-                    let status = child.wait().await.ok();
-                    break status.map_or(1, exit_code);
+                    agent.stop().await;
+                    return Err(CommandError::internal(anyhow!(
+                        "--listen: the listener failed before a client connected"
+                    )));
                 }
-            },
-            code = signals.next() => {
-                drop(to_agent.take());
-                let _ = child.shutdown().await;
-                break code;
             }
         }
     };
-    let _ = stdout.shutdown().await;
-    let lines = seen.len();
-    let text = recording_text(&options, &redactor, &seen)
+    let origin = Instant::now();
+    let mut seen: Vec<Seen> = Vec::new();
+    let mut client_open = true;
+    let ending = loop {
+        tokio::select! {
+            event = client.next(), if client_open => match event {
+                Event::Message(message) => {
+                    if let Some(text) = message.text() {
+                        seen.push(Seen { at: origin.elapsed(), from_client: true, text });
+                    }
+                    agent.send(message).await;
+                }
+                Event::Oversize(length) => {
+                    let note = format!("ski-mock-agent record: a client message of {length} bytes was not passed on\n");
+                    let _ = stderr.write_all(note.as_bytes()).await;
+                }
+                Event::Stderr(_) => {}
+                Event::Closed(_) => {
+                    client_open = false;
+                    agent.close_input().await;
+                }
+            },
+            event = agent.next() => match event {
+                Event::Message(message) => {
+                    let text = message.text();
+                    client.send(message).await;
+                    if let Some(text) = text {
+                        seen.push(Seen { at: origin.elapsed(), from_client: false, text });
+                    }
+                }
+                Event::Oversize(length) => {
+                    let note = format!("ski-mock-agent record: an agent message of {length} bytes was not passed on\n");
+                    let _ = stderr.write_all(note.as_bytes()).await;
+                }
+                Event::Stderr(line) => {
+                    let _ = stderr.write_all(format!("{line}\n").as_bytes()).await;
+                    let _ = stderr.flush().await;
+                }
+                Event::Closed(code) => break Ending::AgentEnded(code),
+            },
+            code = signals.next() => break Ending::Signalled(code),
+        }
+    };
+    let code = match ending {
+        Ending::AgentEnded(code) => code,
+        Ending::Signalled(code) => {
+            agent.stop().await;
+            code
+        }
+    };
+    client.close().await;
+    write_recording(&options, &redactor, &seen, code)
+}
+
+/// Why the relay stopped.
+enum Ending {
+    /// The agent ended (its exit code, or 0/1 for a WebSocket closed cleanly or not).
+    AgentEnded(i32),
+    /// This process was signalled (143 or 130).
+    Signalled(i32),
+}
+
+fn write_recording(
+    options: &RecordOptions,
+    redactor: &Redactor,
+    seen: &[Seen],
+    code: i32,
+) -> Result<Recorded, CommandError> {
+    let text = recording_text(options, redactor, seen)
         .map_err(|e| CommandError::internal(anyhow!("cannot write the recording: {e}")))?;
     ski::storage::atomic_file::write_atomic(&options.out, text.as_bytes()).map_err(|e| {
         CommandError::configuration(anyhow!(
@@ -144,7 +190,10 @@ where
             options.out.display()
         ))
     })?;
-    Ok(Recorded { code, lines })
+    Ok(Recorded {
+        code,
+        lines: seen.len(),
+    })
 }
 
 fn check_writable(out: &std::path::Path) -> Result<(), CommandError> {
@@ -161,14 +210,6 @@ fn check_writable(out: &std::path::Path) -> Result<(), CommandError> {
             parent.display()
         )))
     }
-}
-
-fn exit_code(status: std::process::ExitStatus) -> i32 {
-    use std::os::unix::process::ExitStatusExt;
-    status
-        .code()
-        .or_else(|| status.signal().map(|s| 128 + s))
-        .unwrap_or(1)
 }
 
 /// SIGTERM and SIGINT of this process, as exit codes 143 and 130.
@@ -239,6 +280,7 @@ fn recording_text(
     }
     let mut spec = provenance(seen, redactor);
     spec.command = redactor.command(&options.command);
+    spec.endpoint = options.connect.as_deref().map(|url| redactor.text(url));
     spec.tags.clone_from(&options.tags);
     spec.redacted = redactor.summary();
     let agent = spec.agent.clone().unwrap_or_else(|| "an agent".to_owned());

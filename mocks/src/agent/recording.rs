@@ -38,9 +38,12 @@ pub struct RecordingSpec {
     /// When it was recorded (RFC 3339, UTC).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recorded_at: Option<String>,
-    /// The recorded agent's command line (redacted).
+    /// The recorded agent's command line (redacted); empty when it was reached by `--connect`.
     #[serde(default)]
     pub command: Vec<String>,
+    /// The agent's WebSocket URL when it was reached by `--connect` (redacted).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
     /// Free labels a pool of recordings can be selected by.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tags: Vec<String>,
