@@ -16,9 +16,9 @@ use rmcp::{Peer, RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use ski::transport::child::{Child, OutputStream, Watched};
 use ski_mocks::slack::config::ChannelConfig;
-use ski_mocks::slack::{Click, Config, FakeSlack, Message, SlashCommand};
+use ski_mocks::slack::{Click, Config, FakeSlack, Message, SlashCommand, UserMessage};
 
-use super::profile::{Knobs, Readiness, Stdin};
+use super::profile::{Decision, Knobs, Readiness, Stdin};
 use super::slack_hosts::{Reach, SLACK_API, SlackHosts, loopback_accepts};
 use crate::{CheckError, Ctx, Failure, OrFail};
 
@@ -458,6 +458,56 @@ impl World {
         self.slack
             .submit_view(&view_id, json!({ block: { action: reason } }), ALICE)
             .or_error("submit the modal")?;
+        Ok(())
+    }
+
+    /// Whether `message` asks the operator to decide, in the profile's `approval` way: an
+    /// Accept button, or (`reply`) the `approval_marker` in what it shows. Only for rows whose
+    /// document says "approves" rather than "clicks" (S043, S048).
+    pub fn asks_decision(&self, message: &Message) -> bool {
+        match &self.knobs.decision {
+            Decision::Buttons => has_button(message, "approve_accept"),
+            Decision::Reply { marker, .. } => shows(message, marker),
+        }
+    }
+
+    /// The operator approves the request `message` shows: a click on Accept, or (`reply`) the
+    /// `approve_reply` in its thread.
+    pub fn approve(&self, message: &Message) -> Result<(), CheckError> {
+        match &self.knobs.decision {
+            Decision::Buttons => self.click(message, "approve_accept", ALICE),
+            Decision::Reply { approve, .. } => self.reply_in_thread(message, approve, ""),
+        }
+    }
+
+    /// The operator rejects the request `message` shows, with `reason`: Reject and its modal,
+    /// or (`reply`) the `reject_reply` in its thread.
+    pub async fn reject(&self, message: &Message, reason: &str) -> Result<(), CheckError> {
+        match &self.knobs.decision {
+            Decision::Buttons => self.reject_with_reason(message, reason).await,
+            Decision::Reply { reject, .. } => self.reply_in_thread(message, reject, reason),
+        }
+    }
+
+    /// ALICE replies in the thread of `message` with `template` (`{bot}` the bot's user id,
+    /// `{reason}` the reason).
+    fn reply_in_thread(
+        &self,
+        message: &Message,
+        template: &str,
+        reason: &str,
+    ) -> Result<(), CheckError> {
+        let text = template
+            .replace("{bot}", &self.slack.config().bot.user_id)
+            .replace("{reason}", reason);
+        self.slack
+            .user_message(UserMessage {
+                channel: message.channel.clone(),
+                thread_ts: Some(message.thread_ts().unwrap_or(message.ts()).to_string()),
+                text: text.trim().to_string(),
+                user: ALICE.into(),
+            })
+            .or_error("post the decision as a reply in the thread")?;
         Ok(())
     }
 

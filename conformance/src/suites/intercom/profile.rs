@@ -28,6 +28,23 @@ pub enum Stdin {
     Closed,
 }
 
+/// How the operator decides an approval in the rows whose document says "approves" rather than
+/// "clicks" (S043, S048): `settings.approval`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// `buttons` (the default): Accept and Reject buttons on the request; Reject opens a modal
+    /// for the reason.
+    Buttons,
+    /// `reply`: the request is text, recognised by `approval_marker`, and the operator answers
+    /// with a reply in its thread: `approve_reply`, or `reject_reply` with `{reason}`; `{bot}`
+    /// is the bot's user id (a mention).
+    Reply {
+        marker: String,
+        approve: String,
+        reject: String,
+    },
+}
+
 /// The knobs of one profile's `[suites.intercom.settings]`.
 #[derive(Debug, Clone)]
 pub struct Knobs {
@@ -44,6 +61,7 @@ pub struct Knobs {
     /// `max_line_length`: the build's own fixed line limit (bytes), instead of the one the
     /// harness sets through `{max_line_length}`.
     pub max_line_length: Option<usize>,
+    pub decision: Decision,
 }
 
 impl Knobs {
@@ -86,6 +104,15 @@ impl Knobs {
                     .ok_or_else(|| bad("max_line_length", &text, "a positive number of bytes"))?,
             ),
         };
+        let decision = match raw("approval").as_deref() {
+            None | Some("buttons") => Decision::Buttons,
+            Some("reply") => Decision::Reply {
+                marker: raw("approval_marker").unwrap_or_else(|| "approve".into()),
+                approve: raw("approve_reply").unwrap_or_else(|| "<@{bot}> approve".into()),
+                reject: raw("reject_reply").unwrap_or_else(|| "<@{bot}> reject {reason}".into()),
+            },
+            Some(other) => return Err(bad("approval", other, "\"buttons\" or \"reply\"")),
+        };
         if ready != Readiness::Json && raw("mcp_url").is_none() {
             return Err(CheckError::harness(
                 "settings.ready other than \"json\" needs settings.mcp_url (for example \"http://127.0.0.1:{mcp_port}/mcp\")",
@@ -98,6 +125,7 @@ impl Knobs {
             stdin,
             agent_in_mcp_mode,
             max_line_length,
+            decision,
         })
     }
 }

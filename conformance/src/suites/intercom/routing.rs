@@ -20,7 +20,7 @@ pub fn checks() -> Vec<Check> {
     vec![
         Check::new(
             "S043",
-            "Sessions A (channel X) and B (channel Y) both wait in check_clearance; Accept in X returns A's call while B's keeps waiting, and B's own Reject then returns B's.",
+            "Sessions A (channel X) and B (channel Y) both wait in check_clearance; approving in X (Accept, or the profile's `approval = \"reply\"`) returns A's call while B's keeps waiting, and rejecting B's then returns B's.",
             s043,
         ),
         Check::new(
@@ -64,22 +64,22 @@ async fn s043(ctx: Ctx) -> CheckResult {
     let pb = ask_clearance(&b, "for B");
     let ma = world
         .message("A's approval in X", |m| {
-            m.channel == CHANNEL_X && has_button(m, "approve_accept")
+            m.channel == CHANNEL_X && world.asks_decision(m)
         })
         .await?;
     let mb = world
         .message("B's approval in Y", |m| {
-            m.channel == CHANNEL_Y && has_button(m, "approve_accept")
+            m.channel == CHANNEL_Y && world.asks_decision(m)
         })
         .await?;
-    world.click(&ma, "approve_accept", ALICE)?;
+    world.approve(&ma)?;
     ensure_eq!(
         "approved",
         status(&clearance_answer(&ctx, pa).await?),
         "A's decision"
     );
     ensure!(!pb.is_finished(), "B still waits after the click in X");
-    world.reject_with_reason(&mb, "not now").await?;
+    world.reject(&mb, "not now").await?;
     ensure_eq!(
         "rejected",
         status(&clearance_answer(&ctx, pb).await?),
@@ -236,7 +236,7 @@ async fn s048(ctx: Ctx) -> CheckResult {
         async move {
             world
                 .message("an approval", move |m| {
-                    m.channel == channel && has_button(m, "approve_accept")
+                    m.channel == channel && world.asks_decision(m)
                 })
                 .await
         }
@@ -246,9 +246,9 @@ async fn s048(ctx: Ctx) -> CheckResult {
         find(CHANNEL_Y).await?,
         find(CHANNEL_Z).await?,
     );
-    world.click(&mz, "approve_accept", ALICE)?;
-    world.reject_with_reason(&my, "not in Y").await?;
-    world.click(&mx, "approve_accept", ALICE)?;
+    world.approve(&mz)?;
+    world.reject(&my, "not in Y").await?;
+    world.approve(&mx)?;
     let (ax, ay, az) = (
         clearance_answer(&ctx, px).await?,
         clearance_answer(&ctx, py).await?,
