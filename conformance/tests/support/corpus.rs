@@ -95,6 +95,10 @@ pub struct Entry {
     /// Words appended to every command of the role.
     #[serde(default)]
     pub args: Vec<String>,
+    /// Capabilities of the base the entry's profile does not declare (an agent judged as one
+    /// without that feature, such as a `hold` variant).
+    #[serde(default)]
+    pub without: Vec<String>,
 }
 
 impl Corpus {
@@ -160,9 +164,20 @@ impl Corpus {
                 (name, toml::Value::String(line))
             })
             .collect();
+        if let Some(unknown) = entry
+            .without
+            .iter()
+            .find(|c| !base.capabilities.contains(c))
+        {
+            return Err(format!(
+                "entry {}: capability {unknown} is not one of its base's",
+                entry.name
+            ));
+        }
         let capabilities: Vec<toml::Value> = base
             .capabilities
             .iter()
+            .filter(|c| !entry.without.contains(c))
             .map(|c| toml::Value::String(c.clone()))
             .collect();
         let settings: toml::Table = base

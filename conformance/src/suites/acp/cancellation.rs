@@ -2,11 +2,12 @@
 //! `hold` variant keeps a turn running until it is cancelled, the `delay` variant makes every
 //! turn take a while, the `prompt_timeout` variant ends a held turn by the agent's own timeout.
 //!
-//! The `session/cancel` rows run on any agent that completes a turn ([`hold_for_cancel`]): with
-//! `hold` the variant holds the turn; otherwise the runner holds it by leaving the agent's
-//! permission request unanswered, cancels, and only then answers that request `cancelled` (as
-//! ACP asks of a client), which is as deterministic as a held turn. An agent that never asks is
-//! cancelled right after its prompt, and judged only when the turn ends cancelled: one that
+//! The `session/cancel` rows and ACP-CORE-022 (`$/cancel_request`) run on any agent that
+//! completes a turn ([`hold_for_cancel`]): with `hold` the variant holds the turn; otherwise the
+//! runner holds it by leaving the agent's permission request unanswered, cancels, and only then
+//! answers that request `cancelled` (as ACP asks of a client), which is as deterministic as a
+//! held turn. An agent that never asks is cancelled right after its prompt, and judged only when
+//! the turn was still running (it ends `cancelled`, or -32800 for `$/cancel_request`): one that
 //! ended `end_turn` may have finished before the cancel arrived, and the row skips saying so.
 
 use serde_json::{Value, json};
@@ -84,8 +85,11 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "ACP-CORE-022",
-            "Holds a prompt and names its id in $/cancel_request; the prompt must get exactly \
-             one response: a result or error -32800.",
+            "Holds a prompt (the hold variant, else at its unanswered permission request, which \
+             is answered cancelled after the cancel; an agent that never asks is cancelled right \
+             after its prompt and judged only if the answer shows the turn was still running) and \
+             names its id in $/cancel_request; the prompt must get exactly one response: a \
+             result or error -32800.",
             core_022,
         ),
     ]
@@ -111,12 +115,28 @@ impl HeldTurn {
     pub async fn cancel(&mut self) -> Result<usize, CheckError> {
         let at = self.opened.conn.cursor();
         cancel(&self.opened.conn, &self.opened.session).await?;
+        self.release_permission().await?;
+        Ok(at)
+    }
+
+    /// Names the held prompt in `$/cancel_request`, then answers the held permission request
+    /// `cancelled`: the client gives up what it was asked for a request it cancelled.
+    pub async fn cancel_request(&mut self) -> Result<(), CheckError> {
+        self.opened
+            .conn
+            .notify("$/cancel_request", json!({"requestId": self.id}))
+            .await?;
+        self.release_permission().await
+    }
+
+    /// Answers the permission request that holds the turn `cancelled`, if one does.
+    async fn release_permission(&mut self) -> Result<(), CheckError> {
         if let Some(request) = &self.permission {
             let answer =
                 json!({"jsonrpc": "2.0", "id": request, "result": permission_outcome(None)});
             self.opened.conn.send(&answer).await?;
         }
-        Ok(at)
+        Ok(())
     }
 
     /// Waits for the answer of the held prompt.
@@ -542,15 +562,41 @@ async fn core_002(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
-async fn core_022(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, HOLD).await?;
+/// For an agent that never asks: prompts and names the prompt in `$/cancel_request` at once.
+/// The turn comes back with why the row cannot judge it when its answer is a result (it may
+/// have finished before the cancel arrived); -32800 shows the cancel reached it running, and
+/// any other error is the row's to judge.
+async fn cancel_request_at_once(opened: &mut Opened) -> Result<(Turn, Option<String>), CheckError> {
     let session = opened.session.clone();
-    let (id, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
+    let (id, start) = start_prompt(&mut opened.conn, &session, text_prompt("cancel me")).await?;
     opened
         .conn
         .notify("$/cancel_request", json!({"requestId": id}))
         .await?;
-    let turn = finish_prompt(&mut opened.conn, &session, id.clone(), start).await?;
+    let turn = finish_prompt(&mut opened.conn, &session, id, start).await?;
+    let raced = turn.stop_reason().map(|reason| {
+        format!(
+            "the agent never asked for permission, so the runner could not hold its turn, and \
+             the prompt named by $/cancel_request right after it was sent ended {reason:?}: it \
+             may have finished before the cancel arrived (declare hold with an agent_hold \
+             command that keeps turns running to judge it)"
+        )
+    });
+    Ok((turn, raced))
+}
+
+async fn core_022(ctx: Ctx) -> CheckResult {
+    let (mut opened, turn, raced) = match hold_for_cancel(&ctx).await? {
+        Holding::Held(mut held) => {
+            held.cancel_request().await?;
+            let turn = held.finish().await?;
+            (held.opened, turn, None)
+        }
+        Holding::NeverAsks(mut opened) => {
+            let (turn, raced) = cancel_request_at_once(&mut opened).await?;
+            (opened, turn, raced)
+        }
+    };
     match &turn.reply {
         Ok(_) => {}
         Err(fault) if fault.code == Some(-32800) => {}
@@ -563,8 +609,11 @@ async fn core_022(ctx: Ctx) -> CheckResult {
     opened.conn.quiet(QUIET).await;
     ensure_eq!(
         1,
-        responses_to(&opened.conn, &id),
+        responses_to(&opened.conn, &turn.id),
         "responses carrying the cancelled request's id"
     );
-    Ok(())
+    match raced {
+        Some(why) => Err(CheckError::Skip(why)),
+        None => Ok(()),
+    }
 }

@@ -1,10 +1,13 @@
 //! Client rows on the file system methods (E-ACP-43): `fs/read_text_file` by path, line and
-//! limit with -32602 for bad params, and `fs/write_text_file` with -32603 for a failed write.
+//! limit with -32602 for bad params, `fs/write_text_file` with -32603 for a failed write, and
+//! neither reaching outside the session's working directory (ACP-CORE-047).
+
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Value, json};
 
 use super::mock::{ClientRun, Mock, end_turn_step, on_prompt, run_client, toml_str};
-use crate::check::{Check, CheckResult};
+use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
 use crate::{ensure, ensure_eq, fail};
 
@@ -24,6 +27,14 @@ pub fn checks() -> Vec<Check> {
              path that is a directory; the first must answer a result and create the file with \
              that content, the second -32603.",
             ws_034,
+        ),
+        Check::new(
+            "ACP-CORE-047",
+            "The mock asks the client to read a file outside the session's cwd by its absolute \
+             path and by a path that leaves the cwd through `..`, and to write a new file beside \
+             it; each request must be answered with an error, no answer may carry the file's \
+             content, and nothing may be written.",
+            core_047,
         ),
     ]
 }
@@ -150,6 +161,114 @@ async fn ws_034(ctx: Ctx) -> CheckResult {
         Some(-32603),
         error_code(&answers[1]),
         "the error code for a write to a path that is a directory"
+    );
+    Ok(())
+}
+
+/// `target` as reached from `dir` through `..`: up to the root, then down to it.
+fn through_parents(dir: &Path, target: &Path) -> String {
+    let mut path = dir.to_path_buf();
+    for _ in dir
+        .components()
+        .filter(|c| matches!(c, Component::Normal(_)))
+    {
+        path.push("..");
+    }
+    path.push(target.strip_prefix("/").unwrap_or(target));
+    path.display().to_string()
+}
+
+/// The directories the client gave its session (`cwd` and `additionalDirectories` of its first
+/// `session/new`), as it sent them.
+fn session_roots(run: &ClientRun) -> Vec<PathBuf> {
+    let Some(params) = run
+        .transcript
+        .client_requests("session/new")
+        .first()
+        .and_then(|r| r.get("params"))
+    else {
+        return Vec::new();
+    };
+    let extra = params
+        .get("additionalDirectories")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten();
+    std::iter::once(params.get("cwd"))
+        .flatten()
+        .chain(extra)
+        .filter_map(Value::as_str)
+        .map(PathBuf::from)
+        .collect()
+}
+
+async fn core_047(ctx: Ctx) -> CheckResult {
+    let cwd = dir(&ctx);
+    let outside = tempfile::Builder::new()
+        .prefix("ski-conformance-outside-")
+        .tempdir()
+        .map_err(|e| {
+            CheckError::Harness(format!("cannot create a directory outside the cwd: {e}"))
+        })?;
+    let outside_dir = outside.path().canonicalize()?;
+    let secret_path = outside_dir.join("secret.txt");
+    let secret = format!("not for the agent: {}", outside_dir.display());
+    std::fs::write(&secret_path, &secret)?;
+    let written = outside_dir.join("written-by-the-agent.txt");
+    let by_parents = through_parents(Path::new(&cwd), &secret_path);
+    let run = turn(
+        &ctx,
+        &[
+            request(
+                "fs/read_text_file",
+                &format!("path = {}", toml_str(&secret_path.display().to_string())),
+            ),
+            request(
+                "fs/read_text_file",
+                &format!("path = {}", toml_str(&by_parents)),
+            ),
+            request(
+                "fs/write_text_file",
+                &format!(
+                    "path = {}, content = \"written outside the cwd\\n\"",
+                    toml_str(&written.display().to_string())
+                ),
+            ),
+        ],
+    )
+    .await?;
+    let roots = session_roots(&run);
+    if let Some(root) = roots.iter().find(|root| {
+        root.canonicalize()
+            .is_ok_and(|root| outside_dir.starts_with(root))
+    }) {
+        return Err(CheckError::Skip(format!(
+            "the client gave its session {} as a directory, which holds {}: no path outside \
+             the session's directories was asked for",
+            root.display(),
+            outside_dir.display()
+        )));
+    }
+    let reads = answers(&run, "fs/read_text_file", 2)?;
+    for (answer, how) in reads.iter().zip(["by its absolute path", "through `..`"]) {
+        ensure!(
+            answer.get("error").is_some() && !answer.to_string().contains(&secret),
+            format!("a read of a file outside the session's cwd {how} is answered with an error"),
+            "{answer}"
+        );
+    }
+    let writes = answers(&run, "fs/write_text_file", 1)?;
+    ensure!(
+        writes[0].get("error").is_some(),
+        "a write of a new file outside the session's cwd is answered with an error",
+        "{}",
+        writes[0]
+    );
+    ensure!(
+        !written.exists(),
+        "the write outside the session's cwd creates nothing",
+        "{} exists",
+        written.display()
     );
     Ok(())
 }
