@@ -355,7 +355,13 @@ impl Shared {
     }
 }
 
-/// Accepts Socket Mode connections until the task is aborted.
+/// The first byte of a TLS connection: the content type of a handshake record.
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
+
+/// Accepts Socket Mode connections until the task is aborted. In TLS mode a connection is
+/// served over TLS when it opens with a TLS handshake and as plain WebSocket otherwise: Python's
+/// built-in Socket Mode client (`slack_sdk.socket_mode.builtin`) uses TLS only on port 443,
+/// whatever the URL's scheme, so on the fake's `wss://` port it speaks plain HTTP.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, tls: Option<super::tls::Tls>) {
     loop {
         let Ok((stream, _)) = listener.accept().await else {
@@ -366,8 +372,15 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, tls: Option<super
             Some(tls) => {
                 let tls = tls.clone();
                 tokio::spawn(async move {
-                    // A client that gives up during the handshake is simply gone.
-                    if let Ok(secure) = tls.acceptor().accept(stream).await {
+                    let mut first = [0u8; 1];
+                    // A client that closes before its first byte is simply gone.
+                    if !matches!(stream.peek(&mut first).await, Ok(1)) {
+                        return;
+                    }
+                    if first[0] != TLS_HANDSHAKE_RECORD {
+                        connection(stream, shared).await;
+                    } else if let Ok(secure) = tls.acceptor().accept(stream).await {
+                        // A client that gives up during the handshake is simply gone.
                         connection(secure, shared).await;
                     }
                 });
