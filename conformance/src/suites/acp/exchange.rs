@@ -92,16 +92,19 @@ async fn authenticate_configured(conn: &mut Connection) -> Result<(), CheckError
 /// required) blocks the row instead of failing it: the row cannot judge anything without a
 /// session.
 pub async fn create_session(ctx: &Ctx, conn: &mut Connection) -> Result<Value, CheckError> {
-    match conn.call("session/new", new_session_params(ctx)).await? {
-        Ok(result) => Ok(result),
+    let reply = conn.call("session/new", new_session_params(ctx)).await?;
+    expect_session(ctx, reply, "session/new succeeds")
+}
+
+/// Requires `reply`, the answer to a `session/new`, to be a result (else the failure `check`);
+/// a refusal with -32000 (authentication required) blocks the row instead: a row that needs the
+/// session cannot judge anything without it.
+pub fn expect_session(ctx: &Ctx, reply: Reply, check: &str) -> Result<Value, CheckError> {
+    match reply {
         Err(fault) if fault.code == Some(AUTH_REQUIRED) => Err(CheckError::Blocked(
             blocked_by_auth(&fault, ctx.section().auth.is_some()),
         )),
-        Err(fault) => Err(
-            Failure::new("session/new succeeds", "a result for session/new")
-                .actual(format!("error {}", fault.raw))
-                .into(),
-        ),
+        other => expect_result(other, check),
     }
 }
 

@@ -6,12 +6,12 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::agent::{Agent, PLAIN, Transport};
-use super::connection::{Connection, describe};
+use super::connection::{Connection, Frame, describe};
 use super::exchange::{
     self, QUIET, bare_capabilities, expect_error, expect_result, initialize, initialize_params,
     new_session_params,
 };
-use crate::check::{Check, CheckResult};
+use crate::check::{Check, CheckResult, Failure};
 use crate::context::Ctx;
 use crate::{ensure, ensure_eq, fail};
 
@@ -26,8 +26,9 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "ACP-CORE-007",
-            "Initializes, sends the notification _ski.conformance/notice, then session/new; no \
-             response other than the session/new result may arrive, during a quiet period too.",
+            "Initializes, sends the notification _ski.conformance/notice, then a request; it \
+             must be answered (result or error), and no other response may arrive, during a quiet \
+             period too.",
             core_007,
         ),
         Check::new(
@@ -38,8 +39,9 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "ACP-CORE-014",
-            "Sends a JSON array of two session/new requests as one message; requires one error \
-             -32600 with id null, no answer for either entry, and an answer (any) to a next request.",
+            "Sends a JSON array of two session/new requests as one message, then a request; \
+             requires one error -32600 with id null (before that request's answer), no answer for \
+             either entry, and an answer (any) to a next request.",
             core_014,
         ),
         Check::new(
@@ -51,21 +53,23 @@ pub fn checks() -> Vec<Check> {
         Check::new(
             "ACP-CORE-016",
             "Sends the text {\"jsonrpc\":\"2.0\", as a message, then a request; requires error \
-             -32700 with id null and an answer (any) to a next request.",
+             -32700 with id null (before that request's answer) and an answer (any) to a next \
+             request.",
             core_016,
         ),
         Check::new(
             "ACP-CORE-017",
-            "Sends 42, then {\"jsonrpc\":\"2.0\",\"method\":7,\"id\":3}, then a request; requires \
-             -32600 with id null, -32600 with id 3 or null, and an answer (any) to a next \
-             request.",
+            "Sends 42, then {\"jsonrpc\":\"2.0\",\"method\":7,\"id\":3}, each followed by a \
+             request; requires -32600 with id null, -32600 with id 3 or null (each before the \
+             answer to the request after it), and an answer (any) to a next request.",
             core_017,
         ),
         Check::new(
             "ACP-CORE-019",
             "Over stdio, writes initialize in three pieces (split inside a string and inside a \
              UTF-8 character) with pauses, then two session/new requests in one write; all three \
-             must be answered normally.",
+             must be answered as the requests they are (a session/new refused until the client \
+             authenticates was read whole too).",
             core_019,
         ),
         Check::new(
@@ -101,12 +105,69 @@ async fn initialized(ctx: &Ctx) -> Result<(Agent, Connection), crate::CheckError
 /// (ski-conformance sends an unknown method, `-32601` being the usual answer). Any answer
 /// proves liveness; a `session/new` the agent refuses until authenticated would not.
 async fn still_serves(conn: &mut Connection) -> CheckResult {
-    let id = conn
-        .request("_ski.conformance/alive", json!({"probe": true}))
-        .await?;
+    let id = probe(conn).await?;
     let what = format!("an answer (result or error) to the next request (id {id})");
     conn.wait_for(&what, 0, |f| f.answers(&id)).await?;
     Ok(())
+}
+
+/// The method of the requests that prove an agent still reads and answers.
+const ALIVE: &str = "_ski.conformance/alive";
+
+/// The prefix of a probe's id, which tells its answer from the answers a row judges.
+const PROBE_ID: &str = "ski-alive-";
+
+/// Sends a request of [`ALIVE`] with an id of its own; the id.
+async fn probe(conn: &mut Connection) -> Result<Value, crate::CheckError> {
+    let id = json!(format!("{PROBE_ID}{}", conn.cursor()));
+    conn.request_with_id(id.clone(), ALIVE, json!({"probe": true}))
+        .await?;
+    Ok(id)
+}
+
+/// Whether `frame` answers a [`probe`].
+fn answers_probe(frame: &Frame) -> bool {
+    frame
+        .id()
+        .and_then(Value::as_str)
+        .is_some_and(|id| id.starts_with(PROBE_ID))
+}
+
+/// Waits for the error the agent owes the message it was just sent, one that has no id to be
+/// answered by (a batch, a malformed line, a JSON value that is no request), looking at frames
+/// from `from`; the index of the first response that answers no probe.
+///
+/// A probe request follows the message at once. An agent reads its input in order, so once it
+/// has answered the probe and a quiet period passed without the error, the error is not coming:
+/// the row fails then with that definite answer, which load does not explain, instead of waiting
+/// out its timeout and being re-run. An agent that answers neither fails at the timeout.
+async fn owed_error(
+    conn: &mut Connection,
+    what: &str,
+    from: usize,
+) -> Result<usize, crate::CheckError> {
+    let probe_id = probe(conn).await?;
+    let owed = |f: &Frame| f.is_response() && !answers_probe(f);
+    let index = conn
+        .wait_for(what, from, |f| owed(f) || f.answers(&probe_id))
+        .await?;
+    if !conn.frames()[index].answers(&probe_id) {
+        return Ok(index);
+    }
+    conn.quiet(QUIET).await;
+    if let Some(i) = conn.frames().iter().skip(from).position(owed) {
+        return Ok(from + i);
+    }
+    Err(Failure::new(
+        what,
+        format!("{what}, before the answer to the request sent after it"),
+    )
+    .actual(format!(
+        "none: the agent answered the request sent after it (id {probe_id}) and nothing else \
+         within {QUIET:?} more; {}",
+        conn.tail(4)
+    ))
+    .into())
 }
 
 async fn core_006(ctx: Ctx) -> CheckResult {
@@ -127,11 +188,11 @@ async fn core_007(ctx: Ctx) -> CheckResult {
     let from = conn.cursor();
     conn.notify("_ski.conformance/notice", json!({"probe": true}))
         .await?;
-    let id = conn
-        .request("session/new", new_session_params(&ctx))
-        .await?;
-    let reply = conn.reply(&id, "session/new").await?;
-    expect_result(reply, "the next request is answered normally")?;
+    // Any answer to the next request shows the agent read past the notification; a session/new
+    // the agent refuses until the client authenticates would show it as well.
+    let id = probe(&mut conn).await?;
+    let what = format!("an answer (result or error) to the next request (id {id})");
+    conn.wait_for(&what, from, |f| f.answers(&id)).await?;
     conn.quiet(QUIET).await;
     let stray: Vec<_> = exchange::since(&conn, from)
         .into_iter()
@@ -169,9 +230,7 @@ async fn core_014(ctx: Ctx) -> CheckResult {
     ]);
     let from = conn.cursor();
     conn.send_text(&batch.to_string()).await?;
-    let index = conn
-        .wait_for("an error response to the batch", from, |f| f.is_response())
-        .await?;
+    let index = owed_error(&mut conn, "an error response to the batch", from).await?;
     let frame = conn.frames()[index].clone();
     ensure_eq!(
         Some(json!(null)),
@@ -241,11 +300,12 @@ async fn core_016(ctx: Ctx) -> CheckResult {
     let (_agent, mut conn) = initialized(&ctx).await?;
     let from = conn.cursor();
     conn.send_text(r#"{"jsonrpc":"2.0","#).await?;
-    let index = conn
-        .wait_for("an error response to the malformed message", from, |f| {
-            f.is_response()
-        })
-        .await?;
+    let index = owed_error(
+        &mut conn,
+        "an error response to the malformed message",
+        from,
+    )
+    .await?;
     let frame = conn.frames()[index].clone();
     let reply = frame.reply().unwrap_or(Ok(Value::Null));
     expect_error(&reply, &[-32700], "a malformed message answers -32700")?;
@@ -261,11 +321,7 @@ async fn core_017(ctx: Ctx) -> CheckResult {
     let (_agent, mut conn) = initialized(&ctx).await?;
     let from = conn.cursor();
     conn.send_text("42").await?;
-    let first = conn
-        .wait_for("an error response to the message 42", from, |f| {
-            f.is_response()
-        })
-        .await?;
+    let first = owed_error(&mut conn, "an error response to the message 42", from).await?;
     let frame = conn.frames()[first].clone();
     expect_error(
         &frame.reply().unwrap_or(Ok(Value::Null)),
@@ -279,13 +335,12 @@ async fn core_017(ctx: Ctx) -> CheckResult {
     );
     conn.send_text(r#"{"jsonrpc":"2.0","method":7,"id":3}"#)
         .await?;
-    let second = conn
-        .wait_for(
-            "an error response to the request with method 7",
-            first + 1,
-            |f| f.is_response(),
-        )
-        .await?;
+    let second = owed_error(
+        &mut conn,
+        "an error response to the request with method 7",
+        first + 1,
+    )
+    .await?;
     let frame = conn.frames()[second].clone();
     expect_error(
         &frame.reply().unwrap_or(Ok(Value::Null)),
@@ -337,9 +392,19 @@ async fn core_019(ctx: Ctx) -> CheckResult {
     );
     conn.send_bytes(two.as_bytes()).await?;
     for id in [2, 3] {
-        let reply = conn.reply(&json!(id), "session/new").await?;
-        let result = expect_result(reply, "both requests of one write are answered normally")?;
-        exchange::session_id_of(&result, "session/new")?;
+        // A result, or a refusal until the client authenticates: either answers the request
+        // read whole; a parse or invalid-request error would not.
+        match conn.reply(&json!(id), "session/new").await? {
+            Ok(result) => {
+                exchange::session_id_of(&result, "session/new")?;
+            }
+            Err(fault) if fault.code == Some(exchange::AUTH_REQUIRED) => {}
+            other => fail!(
+                "both requests of one write are answered normally",
+                "request {id}: {}",
+                describe(&other)
+            ),
+        }
     }
     Ok(())
 }
@@ -359,7 +424,7 @@ async fn core_020(ctx: Ctx) -> CheckResult {
     let mut session = new_session_params(&ctx);
     session["_meta"] = json!({"ski.conformance/trace": "def"});
     let reply = conn.call("session/new", session).await?;
-    let result = expect_result(reply, "session/new with _meta succeeds")?;
+    let result = exchange::expect_session(&ctx, reply, "session/new with _meta succeeds")?;
     let id = exchange::session_id_of(&result, "session/new")?;
     if ctx.has("prompt") {
         let prompt = json!([{"type": "text", "text": "hello", "_meta": {"ski.conformance": 1}}]);

@@ -489,7 +489,7 @@ async fn core_004(ctx: Ctx) -> CheckResult {
         .request("session/new", exchange::new_session_params(&ctx))
         .await?;
     let reply = conn.reply(&id, "session/new").await?;
-    let result = exchange::expect_result(reply, "session/new succeeds")?;
+    let result = exchange::expect_session(&ctx, reply, "session/new succeeds")?;
     let session = exchange::session_id_of(&result, "session/new")?;
     let answer = conn
         .frames()

@@ -1,0 +1,141 @@
+//! Failures the runner must not charge to a real agent, and failures it must charge at once, read
+//! from `results.json` (never from the clock). The stand-in behaves as Gemini CLI does offline:
+//! it answers `initialize`, refuses `session/new` with -32000 until authenticated, answers every
+//! other request with -32601, and says nothing to a batch, a malformed line or a JSON value that
+//! is no request.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use support::ski_conformance;
+
+/// Writes the stand-in (see the module docs) as an executable shell script.
+fn auth_gated_agent(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("agent.sh");
+    let body = r#"#!/bin/sh
+id_of() { printf '%s' "$1" | sed -n 's/^{"jsonrpc":"2.0","id":\("[^"]*"\|[0-9]*\),.*/\1/p'; }
+while read -r line; do
+  case "$line" in
+    '['*) ;;
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[{"id":"login","name":"Log in with a browser"}]}}\n' "$(id_of "$line")"
+      ;;
+    *'"method":"session/new"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"API key is missing"}}\n' "$(id_of "$line")"
+      ;;
+    '{"jsonrpc":"2.0","id":'*'"method":"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$(id_of "$line")"
+      ;;
+  esac
+done
+"#;
+    std::fs::write(&path, body).expect("the script is written");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+/// Runs the ACP rows `ids` against the ad-hoc `agent` (declared: agent, session, stdio), one at a
+/// time, with every timeout class and allowance at a fifth; results.json.
+async fn run_against(agent: &Path, ids: &[&str], dir: &Path) -> Value {
+    let agent = agent.display().to_string();
+    let mut args = vec![
+        "run",
+        "--agent-cmd",
+        &agent,
+        "--no-discover",
+        "--capability",
+        "agent",
+        "--capability",
+        "session",
+        "--suite",
+        "acp",
+        "--jobs",
+        "1",
+        "--timeout-multiplier",
+        "0.2",
+        "--out",
+        "out",
+    ];
+    for id in ids {
+        args.extend(["--id", id]);
+    }
+    let run = ski_conformance(&args, dir).await;
+    let text = std::fs::read_to_string(dir.join("out/results.json"))
+        .unwrap_or_else(|e| panic!("no results.json ({e}):\n{}{}", run.stdout, run.stderr));
+    serde_json::from_str(&text).expect("results.json is JSON")
+}
+
+/// The result of row `id`.
+fn row<'a>(results: &'a Value, id: &str) -> &'a Value {
+    results["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no result for {id}"))
+}
+
+#[tokio::test]
+async fn a_session_refused_for_authentication_blocks_the_rows_that_need_it() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let agent = auth_gated_agent(dir.path());
+    let ids = ["ACP-CORE-004", "ACP-CORE-020"];
+    let results = run_against(&agent, &ids, dir.path()).await;
+    for id in ids {
+        let result = row(&results, id);
+        assert_eq!(result["outcome"], "blocked", "{result:#}");
+        assert!(
+            result["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("authentication required")),
+            "{result:#}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn framing_rows_judge_an_auth_gated_agent_by_any_answer() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let agent = auth_gated_agent(dir.path());
+    // ACP-CORE-007 (an unknown notification is ignored) and ACP-CORE-019 (a request written in
+    // pieces, two requests in one write) judge framing: the agent's -32000 to session/new is an
+    // answer to a request it read whole.
+    let ids = ["ACP-CORE-007", "ACP-CORE-019"];
+    let results = run_against(&agent, &ids, dir.path()).await;
+    for id in ids {
+        let result = row(&results, id);
+        assert_eq!(result["outcome"], "pass", "{result:#}");
+    }
+    // The fragmented initialize is a set-up step: it is waited for with the set-up allowance,
+    // not the row's short timeout class, and the two session/new of one write are two more.
+    let fragmented = row(&results, "ACP-CORE-019");
+    assert_eq!(fragmented["setup_steps"], 3, "{fragmented:#}");
+}
+
+#[tokio::test]
+async fn an_error_the_agent_skipped_fails_once_when_it_answered_the_next_request() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let agent = auth_gated_agent(dir.path());
+    let ids = ["ACP-CORE-014", "ACP-CORE-016", "ACP-CORE-017"];
+    let results = run_against(&agent, &ids, dir.path()).await;
+    for id in ids {
+        let result = row(&results, id);
+        assert_eq!(result["outcome"], "fail", "{result:#}");
+        // The agent answered the request sent right after the message and never the message:
+        // a definite answer, not a wait that ran out, so the row is neither re-run nor waited out.
+        assert!(
+            result["failure"].get("deadline_passed").is_none(),
+            "{result:#}"
+        );
+        assert_eq!(result["attempts"], 1, "{result:#}");
+        assert!(
+            result["failure"]["actual"]
+                .as_str()
+                .is_some_and(|a| a.contains("answered the request sent after it")),
+            "{result:#}"
+        );
+    }
+}
