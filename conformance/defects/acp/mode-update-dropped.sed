@@ -1,0 +1,2 @@
+# Defect (a filter on what the agent writes): no current_mode_update reaches the client.
+/"current_mode_update"/d

@@ -1,0 +1,1 @@
+# Passes every line unchanged (the side of filter-agent.sh that has no defect).
