@@ -18,6 +18,9 @@ use serde::ser::{Error as _, Impossible, SerializeMap, SerializeStruct};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
+#[doc(hidden)]
+pub mod tagged;
+
 /// The key under which ACP carries extension metadata on every object.
 pub const META_KEY: &str = "_meta";
 
@@ -538,22 +541,44 @@ macro_rules! tagged_union {
 
         impl<'de> ::serde::Deserialize<'de> for $name {
             fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                use ::serde::de::Error as _;
-                let union = stringify!($name);
-                let object = match <::serde_json::Value as ::serde::Deserialize>::deserialize(deserializer)? {
-                    ::serde_json::Value::Object(object) => object,
-                    other => return Err(D::Error::custom(format!("{union} must be an object, found {other}"))),
-                };
+                $crate::acp::meta::tagged::decode(deserializer)
+            }
+        }
+
+        impl $crate::acp::meta::tagged::TaggedUnion for $name {
+            const NAME: &'static str = stringify!($name);
+            const TAG: &'static str = $tag;
+
+            fn streams(kind: &str) -> bool {
                 #[allow(unused_variables)]
                 let untagged: Option<&str> = None;
                 $( let untagged: Option<&str> = Some(stringify!($default)); )?
-                let kind = $crate::acp::meta::read_tag(union, $tag, &object).map_err(D::Error::custom)?;
+                match kind {
+                    $( $wire => untagged != Some(stringify!($variant)), )*
+                    _ => false,
+                }
+            }
+
+            fn decode_payload<'de, D: ::serde::Deserializer<'de>>(kind: &str, payload: D) -> Result<Self, D::Error> {
+                use ::serde::de::Error as _;
+                match kind {
+                    $( $wire => <$ty as ::serde::Deserialize>::deserialize(payload).map(Self::$variant), )*
+                    other => Err(D::Error::custom(format!("{} has no variant `{other}`", stringify!($name)))),
+                }
+            }
+
+            fn from_object<E: ::serde::de::Error>(object: ::serde_json::Map<String, ::serde_json::Value>) -> Result<Self, E> {
+                let union = stringify!($name);
+                #[allow(unused_variables)]
+                let untagged: Option<&str> = None;
+                $( let untagged: Option<&str> = Some(stringify!($default)); )?
+                let kind = $crate::acp::meta::read_tag(union, $tag, &object).map_err(E::custom)?;
                 let Some(kind) = kind else {
                     $( return $crate::acp::meta::decode_variant(union, $tag, "", object, true)
                         .map(Self::$default)
-                        .map_err(D::Error::custom); )?
+                        .map_err(E::custom); )?
                     #[allow(unreachable_code)]
-                    return Err(D::Error::missing_field($tag));
+                    return Err(E::missing_field($tag));
                 };
                 match kind {
                     $( $wire => {
@@ -561,7 +586,7 @@ macro_rules! tagged_union {
                         let kind = $wire;
                         $crate::acp::meta::decode_variant(union, $tag, kind, object, keep)
                             .map(Self::$variant)
-                            .map_err(D::Error::custom)
+                            .map_err(E::custom)
                     } )*
                     _ => Ok(Self::Unknown(::serde_json::Value::Object(object))),
                 }

@@ -5,7 +5,6 @@
 //! Sessions live in memory for the life of the agent process and are shared by every
 //! connection of one agent.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -247,7 +246,9 @@ pub struct Session {
 /// Every session of one agent, and the snapshots of `session/list`.
 #[derive(Debug, Default)]
 pub struct Store {
-    sessions: HashMap<String, Session>,
+    /// Keyed by ids this store made (`create`), so a peer cannot choose colliding keys: the
+    /// cheaper foldhash is safe here where SipHash guards maps that take outside keys.
+    sessions: foldhash::HashMap<String, Session>,
     touch_counter: u64,
     /// Listing snapshots for `session/list` cursors.
     pub listings: Listings,

@@ -1,7 +1,6 @@
 //! Handlers for inbound requests and notifications, the context each call gets, and the table
 //! that maps method names to handlers.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
@@ -242,8 +241,9 @@ pub(crate) enum RequestRoute {
 /// Method name to handler, with optional catch-alls.
 #[derive(Default, Clone)]
 pub(crate) struct Router {
-    requests: HashMap<String, RequestRoute>,
-    notifications: HashMap<String, Arc<dyn NotificationHandler>>,
+    // Keys are the method names this process installs (a peer only looks them up): foldhash.
+    requests: foldhash::HashMap<String, RequestRoute>,
+    notifications: foldhash::HashMap<String, Arc<dyn NotificationHandler>>,
     any_request: Option<Arc<dyn RequestHandler>>,
     any_notification: Option<Arc<dyn NotificationHandler>>,
 }
