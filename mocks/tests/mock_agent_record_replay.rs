@@ -266,3 +266,50 @@ async fn a_pool_answers_each_prompt_from_the_recording_holding_it() {
         "agent-a is not in the pool: {answer}"
     );
 }
+
+/// The runner's ACP-CORE-041 against a replay: every session/new, however often the recorded one
+/// is played again, gets a session id no earlier one got.
+#[tokio::test]
+async fn every_replayed_session_new_gets_a_session_id_of_its_own() {
+    let mut agent = replay(&[]);
+    agent.initialize().await;
+    let mut ids = Vec::new();
+    for _ in 0..4 {
+        ids.push(new_session(&mut agent).await);
+    }
+    let distinct: std::collections::HashSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), ids.len(), "{ids:?}");
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+}
+
+/// The runner's ACP-CORE-006 against a replay: a method the recorded agent was never asked
+/// answers -32601, as the live agent answers a method it does not implement.
+#[tokio::test]
+async fn a_method_the_recording_never_holds_answers_method_not_found() {
+    let mut agent = replay(&["--unrecorded", "nearest"]);
+    agent.initialize().await;
+    let id = agent.request("_vendor/unknown", json!({})).await;
+    let (_, response) = agent.until_response(&json!(id)).await;
+    assert_eq!(response["error"]["code"], -32601, "{response}");
+    assert_eq!(response["error"]["data"]["method"], "_vendor/unknown");
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+}
+
+/// The runner's ACP-CORE-021 against a replay: a request without a field every recorded request
+/// of its method carried answers -32602 naming the field, whatever the policy.
+#[tokio::test]
+async fn a_request_without_a_field_every_recorded_one_carried_answers_invalid_params() {
+    let mut agent = replay(&["--unrecorded", "nearest"]);
+    agent.initialize().await;
+    let id = agent.request("session/new", json!({"cwd": "/"})).await;
+    let (_, response) = agent.until_response(&json!(id)).await;
+    assert_eq!(response["error"]["code"], -32602, "{response}");
+    assert_eq!(response["error"]["data"]["missing"], json!(["mcpServers"]));
+    // The agent keeps answering.
+    let session = new_session(&mut agent).await;
+    assert!(!session.is_empty());
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+}

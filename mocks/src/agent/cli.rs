@@ -144,9 +144,10 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "KIND")]
     pub intercom_handshake: Option<HandshakeArg>,
 
-    /// Replaying a recording: what a client message it does not hold gets: `error` (a JSON-RPC
-    /// error), `nearest` (the answer to the closest recorded message of its method) or `fail`
-    /// (exit 1); default: the recording's, else `error`.
+    /// Replaying a recording: what a client message it does not hold gets: `error` (-32603, or
+    /// -32601 for a method never recorded), `nearest` (the answer to the closest recorded message
+    /// of its method, else as `error`) or `fail` (exit 1); default: the recording's, else
+    /// `error`. A request without a field every recorded one of its method carried gets -32602.
     #[arg(long, value_name = "ANSWER", value_parser = ["error", "nearest", "fail"])]
     pub unrecorded: Option<String>,
 

@@ -26,6 +26,8 @@ pub struct ReplayState {
     used: HashSet<usize>,
     /// Recorded session id → live session id.
     sessions: HashMap<String, String>,
+    /// Every live session id handed out so far; none is handed out twice.
+    minted: HashSet<String>,
     /// Recorded client request id (JSON text) → the live id.
     ids: HashMap<String, RequestId>,
     /// The live working directory relative paths resolve against.
@@ -81,6 +83,20 @@ pub async fn answer(agent: &Arc<Agent>, recording: &Arc<Recording>, ctx: &mut Ct
         return;
     };
     let live_text = prompt_text(&inbound);
+    let missing = missing_fields(recording, &inbound);
+    if inbound.id.is_some() && !missing.is_empty() {
+        report(agent, &inbound, live_text.as_deref(), "invalid params");
+        let reason = format!(
+            "ski-mock-agent replay: {} without {}, which every recorded {} carried",
+            inbound.method,
+            missing.join(", "),
+            inbound.method
+        );
+        let error = RpcError::invalid_params(reason.clone())
+            .with_data(json!({"reason": reason, "method": inbound.method, "missing": missing}));
+        agent.respond(&inbound, Err(error), None).await;
+        return;
+    }
     let policy = recording.spec.unrecorded.unwrap_or_default();
     let choice = choose(agent, recording, &inbound, live_text.as_deref(), policy);
     let index = match choice {
@@ -99,12 +115,50 @@ pub async fn answer(agent: &Arc<Agent>, recording: &Arc<Recording>, ctx: &mut Ct
                 );
                 super::personality::exit_on_unknown_load(agent, ctx).await;
             }
-            unrecorded(agent, &inbound, live_text.as_deref(), policy).await;
+            let known = method_recorded(recording, &inbound.method);
+            unrecorded(agent, &inbound, live_text.as_deref(), policy, known).await;
             return;
         }
     };
     bind(agent, recording, index, &inbound);
     emit(agent, recording, index, ctx).await;
+}
+
+/// The top-level params every recorded request of the inbound's method carried and the inbound
+/// lacks (extension fields, `_...`, aside): the recorded agent was never seen without them, so
+/// replay answers as an agent that requires them.
+fn missing_fields(recording: &Recording, inbound: &Inbound) -> Vec<String> {
+    let mut recorded = recording
+        .exchanges
+        .iter()
+        .filter_map(|e| e.client.as_ref())
+        .filter(|c| {
+            MessageKind::of(c) == MessageKind::Request
+                && method_of(c) == Some(inbound.method.as_str())
+        })
+        .map(|c| c.get("params").and_then(Value::as_object));
+    let Some(Some(first)) = recorded.next() else {
+        return Vec::new();
+    };
+    let mut common: Vec<&String> = first.keys().filter(|k| !k.starts_with('_')).collect();
+    for params in recorded {
+        common.retain(|key| params.is_some_and(|p| p.contains_key(key.as_str())));
+    }
+    let live = inbound.params_value().and_then(Value::as_object);
+    common
+        .into_iter()
+        .filter(|key| !live.is_some_and(|p| p.contains_key(key.as_str())))
+        .cloned()
+        .collect()
+}
+
+/// Whether the recording holds any client message of this method.
+fn method_recorded(recording: &Recording, method: &str) -> bool {
+    recording
+        .exchanges
+        .iter()
+        .filter_map(|e| e.client.as_ref())
+        .any(|c| method_of(c) == Some(method))
 }
 
 fn prompt_text(inbound: &Inbound) -> Option<String> {
@@ -192,6 +246,7 @@ async fn unrecorded(
     inbound: &Inbound,
     live_text: Option<&str>,
     policy: Unrecorded,
+    method_recorded: bool,
 ) {
     match policy {
         Unrecorded::Fail => {
@@ -200,6 +255,15 @@ async fn unrecorded(
                 1,
                 &format!("replay: {} is not in the recording", inbound.method),
             );
+        }
+        Unrecorded::Error | Unrecorded::Nearest if !method_recorded => {
+            // The recorded agent was never asked this method: answered as an agent that does
+            // not implement it.
+            report(agent, inbound, live_text, "method not found");
+            if inbound.id.is_some() {
+                let error = RpcError::method_not_found(&inbound.method);
+                agent.respond(inbound, Err(error), None).await;
+            }
         }
         Unrecorded::Error | Unrecorded::Nearest => {
             report(agent, inbound, live_text, "error");
@@ -391,7 +455,8 @@ fn recorded_text(message: &Value) -> &str {
 }
 
 /// A session id in a result that the live exchange has not seen yet gets a live one: the
-/// recorded id itself the first time, with a counter after it on each replay.
+/// recorded id itself the first time, with a counter after it on each replay. A live id is
+/// never handed out twice, even after the recorded id has moved on to a newer one.
 fn allocate_sessions(replay: &mut ReplayState, result: Option<&Value>) {
     let Some(recorded) = result
         .and_then(|r| r.get("sessionId"))
@@ -399,15 +464,11 @@ fn allocate_sessions(replay: &mut ReplayState, result: Option<&Value>) {
     else {
         return;
     };
-    let taken: HashSet<&String> = replay.sessions.values().collect();
-    let live = if taken.contains(&recorded.to_owned()) {
-        (2..)
-            .map(|n| format!("{recorded}-{n}"))
-            .find(|id| !taken.contains(id))
-            .unwrap_or_else(|| recorded.to_owned())
-    } else {
-        recorded.to_owned()
-    };
+    let live = std::iter::once(recorded.to_owned())
+        .chain((2..).map(|n| format!("{recorded}-{n}")))
+        .find(|id| !replay.minted.contains(id) && !replay.sessions.values().any(|v| v == id))
+        .unwrap_or_else(|| recorded.to_owned());
+    replay.minted.insert(live.clone());
     replay.sessions.insert(recorded.to_owned(), live);
 }
 
@@ -493,5 +554,16 @@ mod tests {
         assert_eq!(replay.sessions["s"], "s");
         allocate_sessions(&mut replay, Some(&json!({"sessionId": "s"})));
         assert_eq!(replay.sessions["s"], "s-2");
+    }
+
+    #[test]
+    fn a_live_session_id_is_handed_out_once_however_often_its_session_is_replayed() {
+        let mut replay = ReplayState::default();
+        let mut handed_out = Vec::new();
+        for _ in 0..4 {
+            allocate_sessions(&mut replay, Some(&json!({"sessionId": "s"})));
+            handed_out.push(replay.sessions["s"].clone());
+        }
+        assert_eq!(handed_out, ["s", "s-2", "s-3", "s-4"]);
     }
 }
