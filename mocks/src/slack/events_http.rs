@@ -229,7 +229,10 @@ impl Shared {
 
     /// Sets the Request URL after the `url_verification` challenge: the app must answer 2xx with
     /// the challenge. `None` goes back to Socket Mode.
-    pub async fn set_request_url(self: &Arc<Self>, url: Option<&str>) -> Result<(), FakeSlackError> {
+    pub async fn set_request_url(
+        self: &Arc<Self>,
+        url: Option<&str>,
+    ) -> Result<(), FakeSlackError> {
         let Some(url) = url else {
             self.workspace().config.events_http.request_url = None;
             return Ok(());

@@ -199,3 +199,44 @@ async fn exchange(target: &Target, body: &Body, retry: Option<(u32, &str)>) -> O
     };
     answered.unwrap_or(Outcome::Failed("unknown_error"))
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn the_signature_is_v0_hex_hmac_sha256_of_version_timestamp_and_body() {
+        // Computed independently (Python's hmac module) for this secret, timestamp and body.
+        let body = "token=xyzz0WbapA4vBCDEFasx0q6G&team_id=T1DC2JH3J&command=%2Fweather";
+        assert_eq!(
+            signature("8f742231b10e8888abcd99yyyzzz85a5", 1_531_420_618, body),
+            "v0=6b8b0b4cff7baf56906b6a54056df891b9cc8292bc01770e0e1d6dd9bc623977"
+        );
+    }
+
+    #[test]
+    fn each_kind_is_encoded_as_slack_sends_it() {
+        let event = Body::of(EnvelopeKind::EventsApi, &json!({"type": "event_callback"}));
+        assert_eq!(event.content_type, "application/json");
+        assert_eq!(event.text, r#"{"type":"event_callback"}"#);
+        let command = Body::of(
+            EnvelopeKind::SlashCommands,
+            &json!({"command": "/ski", "text": "a b&c", "n": 1}),
+        );
+        assert_eq!(command.content_type, "application/x-www-form-urlencoded");
+        assert_eq!(command.text, "command=%2Fski&text=a+b%26c&n=1");
+        let click = Body::of(EnvelopeKind::Interactive, &json!({"type": "block_actions"}));
+        assert_eq!(click.content_type, "application/x-www-form-urlencoded");
+        assert_eq!(click.text, "payload=%7B%22type%22%3A%22block_actions%22%7D");
+    }
+
+    #[test]
+    fn only_http_urls_with_a_host_are_request_urls() {
+        assert!(parse_request_url("http://127.0.0.1:3000/slack/events").is_ok());
+        assert!(parse_request_url("https://example.test/slack/events").is_err());
+        assert!(parse_request_url("not a url").is_err());
+        assert!(parse_request_url("file:///tmp/x").is_err());
+    }
+}

@@ -1,0 +1,126 @@
+//! Bolt in HTTP mode against the fake: Bolt for Python (`conformance/targets/peers/slack-bolt-python/`)
+//! and Bolt for JavaScript (`slack-bolt-node/`), each with a signing secret, served on a port-0
+//! loopback address, given to the fake as its Request URL through the control API (Bolt answers
+//! the `url_verification` challenge), then driven through the Web API part of the Socket Mode
+//! scenario plus a slash command, a click with `respond`, a mention answered with `say` and a
+//! view submission, every request signed. Each is installed by its own script into the target
+//! directory; when `python3` or `node`/`npm` is missing, or the install cannot reach its
+//! registry, the test says plainly that the peer did not run.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use ski::transport::child::{ChildSpec, spawn};
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+fn peers_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/targets/peers")
+}
+
+/// `<target>/peers`, beside the build profiles.
+fn install_root() -> PathBuf {
+    let binary = Path::new(env!("CARGO_BIN_EXE_ski-fake-slack"));
+    binary
+        .parent()
+        .and_then(Path::parent)
+        .unwrap_or(Path::new("."))
+        .join("peers")
+}
+
+async fn run_to_end(spec: ChildSpec) -> (Option<i32>, String) {
+    let mut child = spawn(spec.grace(Duration::from_millis(500))).expect("spawn");
+    let mut output = String::new();
+    while let Some((_, line)) = child.next_output_line().await {
+        output.push_str(&line);
+        output.push('\n');
+    }
+    let status = child.wait().await.expect("exit");
+    (status.code(), output)
+}
+
+/// Runs a peer's install script into `<target>/peers/<name>`; `None` (with a plain note) when
+/// it fails.
+async fn install(name: &str) -> Option<PathBuf> {
+    let dest = install_root().join(name);
+    let (code, output) = run_to_end(
+        ChildSpec::new("install", "bash")
+            .arg(peers_dir().join(name).join("install.sh"))
+            .arg(&dest),
+    )
+    .await;
+    if code == Some(0) {
+        Some(dest)
+    } else {
+        println!("{name} peer: NOT RUN (install.sh failed, registry unreachable?):\n{output}");
+        None
+    }
+}
+
+/// Starts the fake binary with a signing secret of its own, runs `scenario` with the readiness
+/// line as its last argument, and checks that it ends with `<name>: ok`.
+async fn run_scenario(name: &str, scenario: ChildSpec) {
+    let mut fake = spawn(
+        ChildSpec::new("ski-fake-slack", env!("CARGO_BIN_EXE_ski-fake-slack"))
+            .args([
+                "serve",
+                "--signing-secret",
+                "8f742231b10e8888abcd99yyyzzz85a5",
+            ])
+            .grace(Duration::from_millis(500)),
+    )
+    .expect("spawn the fake");
+    let ready = fake
+        .next_line()
+        .await
+        .expect("read")
+        .expect("readiness line");
+    let mut scenario = scenario.arg(&ready);
+    for proxy in [
+        "HTTPS_PROXY",
+        "HTTP_PROXY",
+        "https_proxy",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ] {
+        scenario = scenario.env_remove(proxy);
+    }
+    let (code, output) = run_to_end(scenario).await;
+    fake.shutdown().await.expect("stop the fake");
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains(&format!("{name}: ok")), "{output}");
+    println!("{name} peer: ran, ok");
+}
+
+#[tokio::test]
+async fn python_bolt_in_http_mode_runs_the_scenario_unmodified() {
+    if !on_path("python3") {
+        println!("slack-bolt-python peer: NOT RUN (python3 is not on PATH)");
+        return;
+    }
+    let Some(venv) = install("slack-bolt-python").await else {
+        return;
+    };
+    let scenario = ChildSpec::new("slack-bolt-python", venv.join("bin/python"))
+        .arg(peers_dir().join("slack-bolt-python/scenario.py"));
+    run_scenario("slack-bolt-python", scenario).await;
+}
+
+#[tokio::test]
+async fn node_bolt_in_http_mode_runs_the_scenario_unmodified() {
+    if !on_path("node") || !on_path("npm") {
+        println!("slack-bolt-node peer: NOT RUN (node or npm is not on PATH)");
+        return;
+    }
+    let Some(modules) = install("slack-bolt-node").await else {
+        return;
+    };
+    let scenario = ChildSpec::new("slack-bolt-node", "node")
+        .arg(peers_dir().join("slack-bolt-node/scenario.cjs"))
+        .env("NODE_PATH", modules.join("node_modules"));
+    run_scenario("slack-bolt-node", scenario).await;
+}
