@@ -57,6 +57,25 @@ auth_methods = [
 ]
 "#;
 
+/// A mock agent whose turns end with a stopReason the schema does not have, so discovery
+/// declares no completed turn (`prompt`).
+const STOP_REASON_INVALID: &str = r#"
+name = "stop-reason-invalid"
+personality = "standard"
+[prompt]
+stop_reason = "completed"
+"#;
+
+/// A mock agent that answers `initialize` pretty-printed, one message over several lines, so no
+/// answer of it can be read and discovery declares no `session`.
+const PRETTY: &str = r#"
+name = "pretty"
+personality = "standard"
+[[on]]
+method = "initialize"
+do = [{ raw = "{\n  \"jsonrpc\": \"2.0\",\n  \"id\": ${id},\n  \"result\": {\"protocolVersion\": 1}\n}" }]
+"#;
+
 /// A mock agent that answers `initialize` with an id the client never sent.
 const WRONG_ID: &str = r#"
 name = "wrong-id"
@@ -292,5 +311,35 @@ async fn an_agent_that_cannot_be_initialized_fails_the_initialize_rows(
     };
     let run = run(dir.path(), &agent, &["ACP-CORE-012"], &[]).await;
     assert_eq!(run.outcome("ACP-CORE-012"), "fail", "{}", run.said());
+    assert_eq!(run.output.code, Some(1), "{}", run.said());
+}
+
+#[tokio::test]
+async fn a_stop_reason_outside_the_schema_fails_its_row_though_discovery_declares_no_prompt() {
+    let dir = temp();
+    let agent = mock(dir.path(), "stop", STOP_REASON_INVALID, "");
+    let run = run(dir.path(), &agent, &["ACP-CORE-045"], &[]).await;
+    assert_eq!(run.outcome("ACP-CORE-045"), "fail", "{}", run.said());
+    assert!(
+        run.output.stdout.contains("stopReason \"completed\""),
+        "the failure names the stop reason: {}",
+        run.said()
+    );
+    assert_eq!(run.output.code, Some(1), "{}", run.said());
+}
+
+#[tokio::test]
+async fn a_message_over_several_lines_fails_the_stdout_row_though_discovery_declares_no_session() {
+    let dir = temp();
+    let agent = mock(dir.path(), "pretty", PRETTY, "");
+    let run = run(dir.path(), &agent, &["ACP-CORE-018"], &[]).await;
+    assert_eq!(run.outcome("ACP-CORE-018"), "fail", "{}", run.said());
+    assert!(
+        run.output
+            .stdout
+            .contains("a line that is not one JSON-RPC 2.0 message"),
+        "the failure names the line: {}",
+        run.said()
+    );
     assert_eq!(run.output.code, Some(1), "{}", run.said());
 }

@@ -8,7 +8,7 @@ use ski::jsonrpc::{VersionField, classify};
 use tokio::time::Instant;
 
 use super::agent::{Agent, PLAIN, Transport};
-use super::connection::FrameKind;
+use super::connection::{Connection, FrameKind};
 use super::exchange::{self, initialize_with, new_session, prompt_ok};
 use crate::check::{Check, CheckError, CheckResult, Failure};
 use crate::context::Ctx;
@@ -38,21 +38,31 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "ACP-CORE-018",
-            "Runs initialize, session/new, a turn and stdin EOF on stdio, reads stdout to its \
-             end, and requires every byte to be in newline-terminated lines of one JSON-RPC 2.0 \
-             message each.",
+            "Runs initialize, session/new (where `session` is declared), a turn (where `prompt` \
+             is) and stdin EOF on stdio, reads stdout to its end (or until the agent has not \
+             exited in 5 s), and requires every byte to be in newline-terminated lines of one \
+             JSON-RPC 2.0 message each; a failed step fails the row after the lines are judged.",
             core_018,
         ),
     ]
 }
 
-/// Waits until the agent's process exits by itself; fails after the scenario's timeout.
+/// How long an agent whose stdin was closed is given to exit (scaled): an idle agent owes its
+/// exit at once, and one that has not exited by then will not, so a row does not wait out its
+/// timeout class for it.
+const EXIT_WAIT: Duration = Duration::from_secs(5);
+
+/// Waits until the agent's process exits by itself; fails after [`EXIT_WAIT`].
 async fn exits(ctx: &Ctx, agent: &Agent) -> CheckResult {
     let child = agent
         .child()
         .ok_or_else(|| CheckError::Harness("the stdio agent has no process".into()))?;
     let status = ctx
-        .within("the agent exits after its stdin is closed", child.wait())
+        .within_for(
+            EXIT_WAIT,
+            "the agent exits after its stdin is closed",
+            child.wait(),
+        )
         .await?;
     ctx.note(format!("the agent exited: {status:?}"));
     Ok(())
@@ -101,7 +111,14 @@ async fn core_009(ctx: Ctx) -> CheckResult {
         prompt_ok(&mut opened.conn, &opened.session, "before the end").await?;
     }
     opened.conn.close().await;
-    exits(&ctx, &opened.agent).await?;
+    // What outlives the agent shows only once it exits; not exiting is ACP-CORE-008's to judge.
+    if let Err(CheckError::Fail(failure)) = exits(&ctx, &opened.agent).await {
+        return Err(CheckError::Blocked(format!(
+            "the agent did not exit after its stdin was closed ({}), so what outlives it cannot \
+             be seen; ACP-CORE-008 judges the exit",
+            failure.actual
+        )));
+    }
     let pgid = opened
         .agent
         .child()
@@ -201,18 +218,53 @@ async fn core_011(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
-async fn core_018(ctx: Ctx) -> CheckResult {
-    let mut opened = exchange::open_on(&ctx, Transport::Stdio, PLAIN).await?;
-    if ctx.has("prompt") {
-        prompt_ok(&mut opened.conn, &opened.session, "only messages on stdout").await?;
+/// How long `ACP-CORE-018` waits for the agent to exit after its stdin is closed (scaled).
+const STDOUT_END: Duration = Duration::from_secs(5);
+
+/// Runs the agent through what `ctx` declares (initialize; a session; a turn); the first step
+/// that fails ends it.
+async fn speak_on_stdout(ctx: &Ctx, conn: &mut Connection) -> CheckResult {
+    exchange::initialize(conn).await?;
+    if ctx.has("session") {
+        let created = exchange::create_session(ctx, conn).await?;
+        let session = exchange::session_id_of(&created, "session/new")?;
+        if ctx.has("prompt") {
+            prompt_ok(conn, &session, "only messages on stdout").await?;
+        }
     }
-    opened.conn.close().await;
-    exits(&ctx, &opened.agent).await?;
-    opened
-        .conn
-        .wait_closed(ctx.timeouts().scale(Duration::from_secs(2)))
+    Ok(())
+}
+
+/// Needs only an agent on stdio: an agent whose messages span several lines never gets an answer
+/// of `initialize` read, so discovery declares no `session`, and the row that judges its stdout
+/// must still run. Every line is judged before a failed step is reported; an agent that does not
+/// exit once stdin is closed is judged on what it wrote until the runner stopped waiting
+/// (exiting is `ACP-CORE-008`'s to judge).
+async fn core_018(ctx: Ctx) -> CheckResult {
+    let mut agent = Agent::start_on(&ctx, Transport::Stdio, PLAIN).await?;
+    let mut conn = agent.connect().await?;
+    let spoken = speak_on_stdout(&ctx, &mut conn).await;
+    conn.close().await;
+    let child = agent
+        .child()
+        .ok_or_else(|| CheckError::Harness("the stdio agent has no process".into()))?;
+    let waited = ctx
+        .within_for(
+            STDOUT_END,
+            "the agent exits after its stdin is closed",
+            child.wait(),
+        )
         .await;
-    for frame in opened.conn.frames() {
+    match waited {
+        Ok(status) => ctx.note(format!("the agent exited: {status:?}")),
+        Err(CheckError::Fail(_)) => ctx.note(
+            "the agent had not exited after its stdin was closed: judged what it wrote until then",
+        ),
+        Err(other) => return Err(other),
+    }
+    conn.wait_closed(ctx.timeouts().scale(Duration::from_secs(2)))
+        .await;
+    for frame in conn.frames() {
         let valid = frame.kind == FrameKind::Text
             && frame
                 .value
@@ -232,5 +284,5 @@ async fn core_018(ctx: Ctx) -> CheckResult {
             );
         }
     }
-    Ok(())
+    spoken
 }
