@@ -37,6 +37,33 @@ done
     path
 }
 
+/// Writes an agent that answers `initialize` and `session/new` and every other request with
+/// -32601, and stays alive after its stdin ends (it never exits by itself).
+fn lingering_agent(dir: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("lingering.sh");
+    let body = r#"#!/bin/sh
+id_of() { printf '%s' "$1" | sed -n 's/^{"jsonrpc":"2.0","id":\("[^"]*"\|[0-9]*\),.*/\1/p'; }
+while read -r line; do
+  case "$line" in
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}\n' "$(id_of "$line")"
+      ;;
+    *'"method":"session/new"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s-1"}}\n' "$(id_of "$line")"
+      ;;
+    '{"jsonrpc":"2.0","id":'*'"method":"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$(id_of "$line")"
+      ;;
+  esac
+done
+exec sleep 600
+"#;
+    std::fs::write(&path, body).expect("the script is written");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
 /// Runs the ACP rows `ids` against the ad-hoc `agent` (declared: agent, session, stdio), one at a
 /// time, with every timeout class and allowance at a fifth; results.json.
 async fn run_against(agent: &Path, ids: &[&str], dir: &Path) -> Value {
@@ -63,8 +90,12 @@ async fn run_against(agent: &Path, ids: &[&str], dir: &Path) -> Value {
         args.extend(["--id", id]);
     }
     let run = ski_conformance(&args, dir).await;
-    let text = std::fs::read_to_string(dir.join("out/results.json"))
-        .unwrap_or_else(|e| panic!("no results.json ({e}):\n{}{}", run.stdout, run.stderr));
+    let text = std::fs::read_to_string(dir.join("out/results.json")).unwrap_or_else(|e| {
+        panic!(
+            "no results.json ({e}), exit {:?}:\n{}{}",
+            run.code, run.stdout, run.stderr
+        )
+    });
     serde_json::from_str(&text).expect("results.json is JSON")
 }
 
@@ -138,4 +169,27 @@ async fn an_error_the_agent_skipped_fails_once_when_it_answered_the_next_request
             "{result:#}"
         );
     }
+}
+
+#[tokio::test]
+async fn an_agent_that_does_not_exit_at_eof_fails_one_short_wait_and_blocks_what_needs_the_exit() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let agent = lingering_agent(dir.path());
+    let results = run_against(&agent, &["ACP-CORE-008", "ACP-CORE-009"], dir.path()).await;
+    // ACP-CORE-008 judges the exit: it waits 5 s (1 s at a fifth), not its class (normal, 20 s).
+    let exit = row(&results, "ACP-CORE-008");
+    assert_eq!(exit["outcome"], "fail", "{exit:#}");
+    assert_eq!(
+        exit["failure"]["expected"], "the agent exits after its stdin is closed within 1s",
+        "{exit:#}"
+    );
+    // ACP-CORE-009 judges what outlives the agent, which an agent that never exits does not show.
+    let group = row(&results, "ACP-CORE-009");
+    assert_eq!(group["outcome"], "blocked", "{group:#}");
+    assert!(
+        group["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("did not exit")),
+        "{group:#}"
+    );
 }

@@ -112,12 +112,15 @@ async fn core_009(ctx: Ctx) -> CheckResult {
     }
     opened.conn.close().await;
     // What outlives the agent shows only once it exits; not exiting is ACP-CORE-008's to judge.
-    if let Err(CheckError::Fail(failure)) = exits(&ctx, &opened.agent).await {
-        return Err(CheckError::Blocked(format!(
-            "the agent did not exit after its stdin was closed ({}), so what outlives it cannot \
-             be seen; ACP-CORE-008 judges the exit",
-            failure.actual
-        )));
+    match exits(&ctx, &opened.agent).await {
+        Err(CheckError::Fail(failure)) => {
+            return Err(CheckError::Blocked(format!(
+                "the agent did not exit after its stdin was closed ({}), so what outlives it \
+                 cannot be seen; ACP-CORE-008 judges the exit",
+                failure.actual
+            )));
+        }
+        other => other?,
     }
     let pgid = opened
         .agent
