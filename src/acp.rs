@@ -30,6 +30,7 @@ pub mod session;
 pub mod session_update;
 pub mod terminal;
 pub mod tool_call;
+pub mod turn_lines;
 
 pub use auth::*;
 pub use config::*;

@@ -501,3 +501,42 @@ async fn a_request_whose_write_fails_ends_with_the_write_error_and_closes_the_pe
         Err(ski::jsonrpc::SendError::NotConnected)
     ));
 }
+
+#[tokio::test]
+async fn a_notification_encoded_by_the_caller_goes_out_as_written_with_the_peers_version() {
+    use ski::jsonrpc::{SendError, VersionField};
+    let write = |jsonrpc: bool, out: &mut Vec<u8>| {
+        let version: &[u8] = if jsonrpc { br#""jsonrpc":"2.0","# } else { b"" };
+        out.extend_from_slice(b"{");
+        out.extend_from_slice(version);
+        out.extend_from_slice(br#""method":"tick","params":{"n":1}}"#);
+        Ok(())
+    };
+    let (peer, mut remote) = peer_with_remote(Peer::builder());
+    peer.notify_encoded(write).await.unwrap();
+    assert_eq!(
+        remote.recv_line().await.unwrap(),
+        r#"{"jsonrpc":"2.0","method":"tick","params":{"n":1}}"#
+    );
+    let (peer, mut remote) =
+        peer_with_remote(Peer::builder().version_field(VersionField::Optional));
+    peer.notify_encoded(write).await.unwrap();
+    assert_eq!(
+        remote.recv_line().await.unwrap(),
+        r#"{"method":"tick","params":{"n":1}}"#
+    );
+    let two_lines = |_: bool, out: &mut Vec<u8>| {
+        out.extend_from_slice(b"{\"method\":\"a\"}\n{\"method\":\"b\"}");
+        Ok(())
+    };
+    assert!(matches!(
+        peer.notify_encoded(two_lines).await,
+        Err(SendError::Encode(_))
+    ));
+    peer.notify("after", None).await.unwrap();
+    assert_eq!(
+        remote.recv_line().await.unwrap(),
+        r#"{"method":"after"}"#,
+        "nothing of the refused line was written"
+    );
+}

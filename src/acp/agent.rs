@@ -356,6 +356,18 @@ impl Inner {
         }
     }
 
+    /// Sends the `agent_message_chunk` of `text`, the update every turn streams: the line
+    /// [`Inner::update`] writes for it, assembled from fixed text (`acp::turn_lines`).
+    pub(crate) async fn message_chunk(&self, session: &str, text: &str) {
+        let encode = |jsonrpc: bool, out: &mut Vec<u8>| {
+            crate::acp::turn_lines::message_chunk(session, text, jsonrpc, out)
+        };
+        if let Err(error) = self.registry.notify_encoded(session, encode).await {
+            let kind = "agent_message_chunk";
+            tracing::warn!(session, kind, %error, "session/update not delivered");
+        }
+    }
+
     /// Sends an `execution_state_update` when execution state is enabled.
     pub(crate) async fn execution_state(
         &self,

@@ -2,9 +2,10 @@
 //! assembled from fixed text around their few varying values. They are byte for byte what the
 //! generic encoders (`encode_notification_into`, `encode_result_into`) write for the same values
 //! (tested below), without serialising a dozen constant keys and strings one by one: those were
-//! the largest part of the agent's work per prompt round trip.
+//! the largest part of an agent's work per prompt round trip. `ski acp serve` and
+//! `ski-mock-agent` both write their turns with them.
 
-use ski::jsonrpc::RequestId;
+use crate::jsonrpc::RequestId;
 
 /// Appends the `session/update` notification carrying `text` as an `agent_message_chunk` of
 /// `session`, with `"jsonrpc":"2.0"` if `jsonrpc`.
@@ -50,9 +51,17 @@ pub fn prompt_result(
 
 #[cfg(test)]
 mod tests {
-    use super::super::version_field as version;
     use super::*;
-    use ski::jsonrpc::{encode_notification_into, encode_result_into};
+    use crate::acp::{ContentBlock, ContentChunk, SessionNotification, SessionUpdate};
+    use crate::jsonrpc::{VersionField, encode_notification_into, encode_result_into};
+
+    fn version(jsonrpc: bool) -> VersionField {
+        if jsonrpc {
+            VersionField::Required
+        } else {
+            VersionField::Optional
+        }
+    }
 
     /// Texts with everything JSON escapes, and text it leaves alone.
     const TEXTS: &[&str] = &[
@@ -83,6 +92,22 @@ mod tests {
                         &mut expected,
                     )
                     .unwrap();
+                    // The typed update `ski acp serve` would otherwise encode.
+                    let typed = SessionNotification::new(
+                        session,
+                        SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::text(
+                            *text,
+                        ))),
+                    );
+                    let mut from_type = Vec::new();
+                    encode_notification_into(
+                        "session/update",
+                        &typed,
+                        version(jsonrpc),
+                        &mut from_type,
+                    )
+                    .unwrap();
+                    assert_eq!(from_type, expected);
                     let mut line = b"queued before|".to_vec();
                     message_chunk(session, text, jsonrpc, &mut line).unwrap();
                     assert_eq!(

@@ -664,6 +664,29 @@ impl Peer {
         self.queue_encoded(bytes).await
     }
 
+    /// Sends a notification the caller writes itself as one line into the buffer it is given,
+    /// with `"jsonrpc":"2.0"` when the flag says so: for a line assembled from fixed text that is
+    /// what [`Peer::notify_typed`] would write (ACP's `agent_message_chunk`, `acp::turn_lines`).
+    /// A line holding a newline is refused, as every encoder here refuses one.
+    pub async fn notify_encoded(
+        &self,
+        encode: impl FnOnce(bool, &mut Vec<u8>) -> serde_json::Result<()>,
+    ) -> Result<(), SendError> {
+        if self.is_closed() {
+            return Err(SendError::NotConnected);
+        }
+        let mut bytes = Vec::with_capacity(256);
+        encode(
+            self.shared.config.version == VersionField::Required,
+            &mut bytes,
+        )
+        .map_err(EncodeError::from)?;
+        if memchr::memchr(b'\n', &bytes).is_some() {
+            return Err(EncodeError::EmbeddedNewline.into());
+        }
+        self.queue_encoded(bytes).await
+    }
+
     /// Asks the remote side to cancel one of our requests (`$/cancel_request`). The request stays
     /// pending until its answer (a result or `-32800`) arrives.
     pub async fn cancel_request(&self, id: &RequestId) -> Result<(), SendError> {

@@ -4,7 +4,6 @@
 pub mod params;
 pub mod sequence;
 pub mod state;
-mod turn_lines;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -14,6 +13,7 @@ use std::time::Duration;
 
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
+use ski::acp::turn_lines;
 use ski::jsonrpc::{
     DecodeError, ErrorCode, Message, RequestId, Response, RpcError, VersionField,
     decode_with_params, encode_into,

@@ -10,7 +10,6 @@
 //! counts the sessions each open connection owns, for the agent's cap on live sessions.
 
 use std::collections::BTreeMap;
-use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde::Serialize;
@@ -72,7 +71,9 @@ struct Connection {
 struct Inner {
     next: ConnectionId,
     connections: BTreeMap<ConnectionId, Connection>,
-    owners: HashMap<String, ConnectionId>,
+    /// Keyed by ids of sessions that exist (the store made them), never by a peer's choice:
+    /// foldhash, not SipHash.
+    owners: foldhash::HashMap<String, ConnectionId>,
 }
 
 impl Inner {
@@ -150,7 +151,11 @@ impl Registry {
     /// Makes a connection the owner of a session.
     pub fn set_owner(&self, session: &str, id: ConnectionId) {
         let mut inner = self.lock();
-        let previous = inner.owners.insert(session.to_owned(), id);
+        // A prompt sets the owner it already has: that costs no copy of the id.
+        let previous = match inner.owners.get_mut(session) {
+            Some(owner) => Some(std::mem::replace(owner, id)),
+            None => inner.owners.insert(session.to_owned(), id),
+        };
         if previous != Some(id) {
             inner.count_owned(previous, -1);
             inner.count_owned(Some(id), 1);
@@ -246,19 +251,41 @@ impl Registry {
         method: &str,
         params: &P,
     ) -> Result<(), RouteError> {
+        self.send(session, |peer| async move {
+            peer.notify_typed(method, params).await
+        })
+        .await
+    }
+
+    /// As [`Registry::notify`], for a notification of `session` that `encode` writes as one line
+    /// (see [`Peer::notify_encoded`]).
+    pub async fn notify_encoded(
+        &self,
+        session: &str,
+        encode: impl Fn(bool, &mut Vec<u8>) -> serde_json::Result<()>,
+    ) -> Result<(), RouteError> {
+        let encode = &encode;
+        self.send(Some(session), |peer| async move {
+            peer.notify_encoded(encode).await
+        })
+        .await
+    }
+
+    /// Sends with `send` to the session's owner, or to every connection.
+    async fn send<F, Fut>(&self, session: Option<&str>, send: F) -> Result<(), RouteError>
+    where
+        F: Fn(Peer) -> Fut,
+        Fut: Future<Output = Result<(), SendError>>,
+    {
         match self.route(session)? {
-            Target::Owner(id, peer) => {
-                peer.notify_typed(method, params)
-                    .await
-                    .map_err(|source| RouteError::Send {
-                        connection: id,
-                        source,
-                    })
-            }
+            Target::Owner(id, peer) => send(peer).await.map_err(|source| RouteError::Send {
+                connection: id,
+                source,
+            }),
             Target::All(targets) => {
                 let mut first_error = None;
                 for (id, peer) in targets {
-                    if let Err(source) = peer.notify_typed(method, params).await {
+                    if let Err(source) = send(peer).await {
                         first_error.get_or_insert(RouteError::Send {
                             connection: id,
                             source,

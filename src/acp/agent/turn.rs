@@ -35,7 +35,7 @@ use super::permission::{self, Decision};
 use super::store::HistoryEntry;
 use super::tools;
 use crate::acp::{
-    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock, ContentChunk,
+    AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock,
     ExecutionStateKind, Extra, Nullable, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
     RetryInfo, RetryUpdate, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallStatus,
     ToolCallUpdate, ToolKind,
@@ -345,13 +345,10 @@ async fn steps(
         }
     }
     for _ in 0..plan.reply_chunks.max(1) {
-        content(
-            agent,
-            session,
-            control,
-            SessionUpdate::AgentMessageChunk(ContentChunk::new(ContentBlock::text(reply.clone()))),
-        )
-        .await?;
+        if control.is_stopped() {
+            return Err(stopped(control));
+        }
+        agent.message_chunk(session, &reply).await;
     }
     agent.record(session, HistoryEntry::Agent(reply));
     if full && let Some(info) = agent.title_session(session, prompt) {
