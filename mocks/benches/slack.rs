@@ -1,12 +1,13 @@
-//! The fake Slack's speed: `chat.postMessage` requests per second through slack-morphism (one
-//! keep-alive connection), envelope round trips per second over Socket Mode (inject, client ack,
-//! ack seen), the store under load (with `SKI_BENCH_STORED` messages stored, default 100k: a
-//! thread reply's and a `conversations.history` page's latency, threaded posting, RSS), and
-//! `ski-fake-slack serve` start to readiness line (median of `SKI_BENCH_RUNS`
-//! runs, default 50). Rows go to `$SKI_BENCH_DIR/rows/slack.json` (group `fake_slack`) for
-//! `cargo xtask bench`. Without `--bench` (as `cargo test --benches` runs it) it only checks that
-//! a short run works.
-
+//! The fake Slack's speed: `chat.postMessage` requests per second through a plain HTTP/1.1
+//! client and through slack-morphism (one keep-alive connection each), envelope round trips per
+//! second over Socket Mode (inject, client ack, ack seen), the store under load (with
+//! `SKI_BENCH_STORED` messages stored, default 100k: a thread reply's and a
+//! `conversations.history` page's latency, threaded posting, RSS), and `ski-fake-slack serve`
+//! start to readiness line (median of `SKI_BENCH_RUNS` runs, default 50). Rows go to
+//! `$SKI_BENCH_DIR/rows/slack.json` (group `fake_slack`) for `cargo xtask bench`. Without
+//! `--bench` (as `cargo test --benches` runs it) it only checks that a short run works; in a
+//! debug build (`cargo test -p ski-mocks --bench slack -- --bench`) it measures the build tests
+//! use.
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -41,6 +42,66 @@ async fn posts_per_second(count: usize) -> Result<f64> {
     let started = Instant::now();
     for _ in 0..count {
         session.chat_post_message(&request).await?;
+    }
+    Ok(count as f64 / started.elapsed().as_secs_f64())
+}
+
+/// `chat.postMessage` requests per second from the plainest keep-alive client: one HTTP/1.1
+/// connection from a thread of its own, a form-encoded request written as bytes and the answer
+/// read by its `Content-Length`. What the fake itself can serve, with almost nothing spent on
+/// the client (slack-morphism's row adds its typed requests and answers).
+async fn raw_posts_per_second(count: usize) -> Result<f64> {
+    let slack = FakeSlack::start(Config::default()).await?;
+    let address = slack
+        .api_base_url()
+        .trim_start_matches("http://")
+        .trim_end_matches("/api")
+        .to_string();
+    tokio::task::spawn_blocking(move || raw_posts(&address, count)).await?
+}
+
+fn raw_posts(address: &str, count: usize) -> Result<f64> {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let body = "channel=C0000000001&text=bench";
+    let request = format!(
+        "POST /api/chat.postMessage HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer xoxb-bench\r\n\
+         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let stream = std::net::TcpStream::connect(address)?;
+    stream.set_nodelay(true)?;
+    let mut writer = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    let mut answer = Vec::new();
+    let mut post = || -> Result<()> {
+        writer.write_all(request.as_bytes())?;
+        let mut length = None;
+        loop {
+            line.clear();
+            anyhow::ensure!(
+                reader.read_line(&mut line)? > 0,
+                "the fake closed the connection"
+            );
+            let header = line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            if let Some((name, value)) = header.split_once(':')
+                && name.eq_ignore_ascii_case("content-length")
+            {
+                length = Some(value.trim().parse::<usize>()?);
+            }
+        }
+        answer.resize(length.context("an answer without Content-Length")?, 0);
+        reader.read_exact(&mut answer)?;
+        anyhow::ensure!(answer.starts_with(b"{\"ok\":true"), "a failed post");
+        Ok(())
+    };
+    post()?;
+    let started = Instant::now();
+    for _ in 0..count {
+        post()?;
     }
     Ok(count as f64 / started.elapsed().as_secs_f64())
 }
@@ -258,10 +319,14 @@ async fn run(quick: bool) -> Result<()> {
         load.history_p50.as_secs_f64() * 1e3,
         load.threaded_rate
     );
+    let raw_post_rate = raw_posts_per_second(posts).await?;
     let post_rate = posts_per_second(posts).await?;
     let trip_rate = round_trips_per_second(trips).await?;
     let (median, p90) = readiness(runs).await?;
-    println!("fake_slack: chat.postMessage {post_rate:.0}/s over {posts} requests");
+    println!(
+        "fake_slack: chat.postMessage {raw_post_rate:.0}/s (plain keep-alive client), \
+         {post_rate:.0}/s (slack-morphism) over {posts} requests"
+    );
     println!("fake_slack: socket mode round trips {trip_rate:.0}/s over {trips} envelopes");
     println!(
         "fake_slack: start to readiness median {:.1} ms, p90 {:.1} ms over {runs} runs",
@@ -272,6 +337,7 @@ async fn run(quick: bool) -> Result<()> {
         return Ok(());
     }
     let rows = json!({ "rows": [
+        { "group": "fake_slack", "name": "chat.postMessage via a plain keep-alive HTTP/1.1 client", "id": "post_raw", "messages": posts, "msgs_per_s": raw_post_rate },
         { "group": "fake_slack", "name": "chat.postMessage via slack-morphism (keep-alive)", "id": "post", "messages": posts, "msgs_per_s": post_rate },
         { "group": "fake_slack", "name": "socket mode envelope round trip", "id": "envelope", "messages": trips, "msgs_per_s": trip_rate },
         { "group": "fake_slack", "name": "thread reply with the store full", "id": "reply_loaded", "stored": load.stored,

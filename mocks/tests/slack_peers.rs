@@ -63,7 +63,9 @@ async fn install(name: &str) -> Option<PathBuf> {
 enum Mode {
     Plain,
     /// `serve --tls`; the scenario finds the CA file in this environment variable.
-    Tls { ca_variable: &'static str },
+    Tls {
+        ca_variable: &'static str,
+    },
 }
 
 /// Starts the fake binary, runs `scenario` with the readiness line as its last argument, and
