@@ -41,7 +41,13 @@ pub fn decode_with_params<P: CallParams>(
     bytes: &[u8],
     version: VersionField,
 ) -> Result<(Message<P>, bool), DecodeError> {
-    let shape: Shape<P> = serde_json::from_slice(bytes).map_err(|e| DecodeError::Parse {
+    // Text that is UTF-8 throughout (nearly every message) is checked once here instead of
+    // string by string; any other fails in the byte parser, with the message it always gave.
+    let parsed = match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(bytes),
+    };
+    let shape: Shape<P> = parsed.map_err(|e| DecodeError::Parse {
         reason: e.to_string(),
     })?;
     let carried = matches!(&shape, Shape::Object(members) if members.jsonrpc.is_some());
