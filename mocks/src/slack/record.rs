@@ -165,8 +165,9 @@ impl Log {
             status,
             response,
         };
-        let line = json!({ "kind": "request", "record": record });
-        self.write(&line);
+        if self.transcript.is_some() {
+            self.write(&json!({ "kind": "request", "record": record }));
+        }
         *self.counts.entry(record.method.clone()).or_default() += 1;
         keep(&mut self.requests, record, self.retention.max_requests);
     }
@@ -181,8 +182,9 @@ impl Log {
             kind: kind.to_string(),
             text,
         };
-        let line = json!({ "kind": "frame", "record": record });
-        self.write(&line);
+        if self.transcript.is_some() {
+            self.write(&json!({ "kind": "frame", "record": record }));
+        }
         keep(&mut self.frames, record, self.retention.max_frames);
     }
 

@@ -166,7 +166,7 @@ fn method_of(path: &str) -> Option<&str> {
 }
 
 fn json_response(status: u16, body: &Value) -> ResponseTemplate {
-    ResponseTemplate::new(status).set_body_raw(body.to_string().into_bytes(), JSON)
+    ResponseTemplate::new(status).set_body_raw(serde_json::to_vec(body).unwrap_or_default(), JSON)
 }
 
 impl Front {
@@ -229,16 +229,13 @@ impl Front {
             ),
             None => (200, self.answer(method, &params), None, None),
         };
-        self.shared.log().request(
-            &http_method,
-            method,
-            params.map.clone(),
-            params.token_kind(),
-            status,
-            body.clone(),
-        );
-        self.shared.bump();
+        // The answer is encoded before the log takes it and the parameters: no copy of either.
         let mut response = json_response(status, &body);
+        let token_kind = params.token_kind();
+        self.shared
+            .log()
+            .request(&http_method, method, params.map, token_kind, status, body);
+        self.shared.bump();
         if let Some(seconds) = retry_after {
             response = response.insert_header("retry-after", seconds.to_string().as_str());
         }
