@@ -313,3 +313,26 @@ async fn a_request_without_a_field_every_recorded_one_carried_answers_invalid_pa
     agent.close_stdin();
     assert_eq!(agent.code().await, 0);
 }
+
+/// A field every recorded request carried but the ACP schema leaves optional (`clientInfo`) is
+/// not asked for: the runner's discovery initializes without one.
+#[tokio::test]
+async fn an_optional_field_the_recording_always_carried_is_not_asked_for() {
+    let recording = RECORDING.replace(
+        r#""method":"initialize","params":{"protocolVersion":1}"#,
+        r#""method":"initialize","params":{"protocolVersion":1,"clientInfo":{"name":"c","version":"1"}}"#,
+    );
+    assert_ne!(recording, RECORDING);
+    let mut agent =
+        Agent::start(Start::args(&["--script", "{dir}/rec.toml"]).file("rec.toml", &recording));
+    let id = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
+    let (_, response) = agent.until_response(&json!(id)).await;
+    assert_eq!(
+        response["result"]["agentInfo"]["name"], "rec-agent",
+        "{response}"
+    );
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+}

@@ -147,7 +147,8 @@ pub struct Cli {
     /// Replaying a recording: what a client message it does not hold gets: `error` (-32603, or
     /// -32601 for a method never recorded), `nearest` (the answer to the closest recorded message
     /// of its method, else as `error`) or `fail` (exit 1); default: the recording's, else
-    /// `error`. A request without a field every recorded one of its method carried gets -32602.
+    /// `error`. A request without a field the ACP schema requires and every recorded one carried
+    /// gets -32602.
     #[arg(long, value_name = "ANSWER", value_parser = ["error", "nearest", "fail"])]
     pub unrecorded: Option<String>,
 

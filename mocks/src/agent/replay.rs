@@ -124,9 +124,10 @@ pub async fn answer(agent: &Arc<Agent>, recording: &Arc<Recording>, ctx: &mut Ct
     emit(agent, recording, index, ctx).await;
 }
 
-/// The top-level params every recorded request of the inbound's method carried and the inbound
-/// lacks (extension fields, `_...`, aside): the recorded agent was never seen without them, so
-/// replay answers as an agent that requires them.
+/// The top-level params the ACP schema requires of the inbound's method, that every recorded
+/// request of the method carried and the inbound lacks: the recorded agent was never seen
+/// without them, so replay answers as an agent that requires them (an optional field, such as
+/// `clientInfo`, is never asked for).
 fn missing_fields(recording: &Recording, inbound: &Inbound) -> Vec<String> {
     let mut recorded = recording
         .exchanges
@@ -145,9 +146,15 @@ fn missing_fields(recording: &Recording, inbound: &Inbound) -> Vec<String> {
         common.retain(|key| params.is_some_and(|p| p.contains_key(key.as_str())));
     }
     let live = inbound.params_value().and_then(Value::as_object);
+    let required = |key: &str| {
+        let mut without = first.clone();
+        without.remove(key);
+        ski::acp::MethodParams::decode(&inbound.method, Some(Value::Object(without))).is_err()
+    };
     common
         .into_iter()
         .filter(|key| !live.is_some_and(|p| p.contains_key(key.as_str())))
+        .filter(|key| required(key))
         .cloned()
         .collect()
 }
