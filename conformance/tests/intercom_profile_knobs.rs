@@ -159,6 +159,20 @@ const DIALECT: Knob = Knob {
     without_knob: |p| p.jsonrpc_agent("dialect-intercom"),
 };
 
+/// The approval knob against the reference itself (no stand-in flags).
+const APPROVAL: Knob = Knob {
+    name: "approval",
+    row: "S043",
+    reason: "check_clearance to return",
+    flags: &[],
+    with_knob: |p| {
+        p.set("approval", "reply");
+        // What the reference's request shows; the default marker is the public build's word.
+        p.set("approval_marker", "Approval request");
+    },
+    without_knob: |_| {},
+};
+
 /// Rows that also pass in the `intercom-jsonrpc` dialect through the stand-in.
 const JSONRPC_ROWS: [&str; 5] = ["S010", "S019", "S060", "S064", "S066"];
 
@@ -198,6 +212,17 @@ fn main() {
                 Outcome::Fail,
             )
         },
+    ));
+    // `approval`: the rows whose document says "approves" decide as the profile says. The
+    // reference takes only its buttons, so `buttons` passes S043, while `reply` (the decision
+    // as a reply in the request's thread) leaves A's call waiting: the row replied, not clicked.
+    trials.push(Trial::test(
+        "with_knob_passes::approval_buttons::S043",
+        || expect(&APPROVAL, |p| p.set("approval", "buttons"), Outcome::Pass),
+    ));
+    trials.push(Trial::test(
+        "reply_is_not_a_click::approval_reply::S043",
+        || expect(&APPROVAL, APPROVAL.with_knob, Outcome::Fail),
     ));
     // More rows in the JSON-RPC dialect: clearance, the queue, nudges as prompts, escalation.
     for row in JSONRPC_ROWS {
