@@ -38,7 +38,8 @@ done
 }
 
 /// Writes an agent that answers `initialize` and `session/new` and every other request with
-/// -32601, and stays alive after its stdin ends (it never exits by itself).
+/// -32601, never answers `session/prompt` (offline, its model is out of reach), and stays alive
+/// after its stdin ends (it never exits by itself).
 fn lingering_agent(dir: &Path) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
     let path = dir.join("lingering.sh");
@@ -52,6 +53,7 @@ while read -r line; do
     *'"method":"session/new"'*)
       printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s-1"}}\n' "$(id_of "$line")"
       ;;
+    *'"method":"session/prompt"'*) ;;
     '{"jsonrpc":"2.0","id":'*'"method":"'*)
       printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$(id_of "$line")"
       ;;
@@ -192,4 +194,16 @@ async fn an_agent_that_does_not_exit_at_eof_fails_one_short_wait_and_blocks_what
             .is_some_and(|m| m.contains("did not exit")),
         "{group:#}"
     );
+}
+
+#[tokio::test]
+async fn a_turn_that_never_ends_where_discovery_saw_none_end_is_not_a_failure() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let agent = lingering_agent(dir.path());
+    // Without `prompt` declared, ACP-CORE-045 still runs a turn to judge a stop reason outside
+    // the schema; a turn that is never answered shows no stop reason to judge.
+    let results = run_against(&agent, &["ACP-CORE-045"], dir.path()).await;
+    let result = row(&results, "ACP-CORE-045");
+    assert_eq!(result["outcome"], "skip", "{result:#}");
+    assert_eq!(result["attempts"], 1, "{result:#}");
 }
