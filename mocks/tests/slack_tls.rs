@@ -3,6 +3,9 @@
 //! HTTPS, and its Socket Mode listener receives and acks a slash command and a button click over
 //! WSS.
 //!
+//! The same port serves a plain WebSocket client (slack_sdk's built-in client speaks plain
+//! HTTP on any port but 443).
+//!
 //! The client runs in a process of its own, this test binary started again with `SSL_CERT_FILE`
 //! in its environment from the start (the variable is read when the connector is made, and a
 //! running test may not change its own environment). The test side runs the fake, judges what it
@@ -39,7 +42,60 @@ fn main() {
             Ok(())
         },
     );
-    libtest_mimic::run(&arguments, vec![trial]).exit();
+    let plain =
+        libtest_mimic::Trial::test("the_wss_port_serves_a_plain_websocket_client_too", || {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|error| error.to_string())?
+                .block_on(plain_websocket_on_the_wss_port());
+            Ok(())
+        });
+    libtest_mimic::run(&arguments, vec![trial, plain]).exit();
+}
+
+/// slack_sdk's built-in Socket Mode client uses TLS only on port 443, whatever the scheme, so on
+/// the fake's `wss://` port it sends a plain HTTP upgrade: it gets `hello`, and its ack counts.
+async fn plain_websocket_on_the_wss_port() {
+    use futures::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message as Frame;
+
+    let slack = FakeSlack::start_tls(Config::default(), None)
+        .await
+        .expect("start");
+    let url = slack.socket_mode_url().replacen("wss://", "ws://", 1) + "?ticket=plain";
+    let (mut socket, _) = tokio_tungstenite::connect_async(url.as_str())
+        .await
+        .expect("a plain WebSocket on the wss port");
+    let hello = match socket.next().await {
+        Some(Ok(Frame::Text(text))) => {
+            serde_json::from_str::<serde_json::Value>(text.as_str()).expect("hello is JSON")
+        }
+        other => panic!("expected hello, got {other:?}"),
+    };
+    assert_eq!(hello["type"], "hello");
+    let command = slack
+        .slash_command(SlashCommand {
+            command: "/ski".into(),
+            text: "plain".into(),
+            channel: GENERAL.into(),
+            user: ALICE.into(),
+        })
+        .expect("inject");
+    let envelope = loop {
+        match socket.next().await {
+            Some(Ok(Frame::Text(text))) => break text,
+            Some(Ok(_)) => continue,
+            other => panic!("expected the envelope, got {other:?}"),
+        }
+    };
+    assert!(
+        envelope.as_str().contains(&command.envelope_id),
+        "{envelope}"
+    );
+    let ack = json!({ "envelope_id": command.envelope_id }).to_string();
+    socket.send(Frame::text(ack)).await.expect("ack");
+    command.ack(WAIT).await.expect("the ack over plain ws");
 }
 
 async fn judge() {
