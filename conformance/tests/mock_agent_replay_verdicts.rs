@@ -1,0 +1,242 @@
+//! The runner judges a replay as it judges the live agent: every recording of a prompt turn in
+//! `golden/recordings/`, replayed by `ski-mock-agent --script FILE --unrecorded nearest`, gets
+//! the same verdict on every row of the ACP suite as the recorded agent run live
+//! (`ski-conformance run --agent-cmd ...`, discovery included), except the rows about bytes that
+//! are not a JSON-RPC request, which no recording holds and which the replay passes. The live agents are the peers of
+//! `conformance/targets/peers/` that run offline, installed by their own scripts; when `node`/`npm`
+//! or `python3` is missing, or an install cannot reach its registry, the test says plainly which
+//! recording it did not judge.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use ski::transport::child::{ChildSpec, spawn};
+use ski_mocks::agent::Script;
+use ski_mocks::agent::recording::{Recording, method_of};
+use support::ski_conformance;
+
+/// Rows about bytes that are not a JSON-RPC request (a batch array, a malformed line, JSON that
+/// is no request object): a recording of a session holds none, so a replay answers them as
+/// JSON-RPC asks, whatever the recorded agent does. The live Python SDK fails them; the replay
+/// must pass them, and the other rows must match.
+const FRAMING_ROWS: &[&str] = &["ACP-CORE-014", "ACP-CORE-016", "ACP-CORE-017"];
+
+fn on_path(program: &str) -> bool {
+    std::env::var_os("PATH")
+        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("the workspace")
+        .to_owned()
+}
+
+fn bin_dir() -> PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_ski-conformance"))
+        .parent()
+        .expect("the binary has a directory")
+        .to_owned()
+}
+
+fn mock_agent() -> PathBuf {
+    let path = bin_dir().join("ski-mock-agent");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace --bins`",
+        path.display()
+    );
+    path
+}
+
+/// `<target>/peers`, where the profiles look for installed peers (`{bin_dir}/../peers`).
+fn install_root() -> PathBuf {
+    bin_dir().parent().unwrap_or(Path::new(".")).join("peers")
+}
+
+/// Runs a peer's install script into `<target>/peers/<name>`; `None` (with a plain note) when it
+/// fails.
+async fn install(name: &str) -> Option<PathBuf> {
+    let dest = install_root().join(name);
+    let script = workspace()
+        .join("conformance/targets/peers")
+        .join(name)
+        .join("install.sh");
+    let mut child = spawn(ChildSpec::new("install", "sh").arg(script).arg(&dest)).expect("sh");
+    child.close_stdin();
+    let mut output = String::new();
+    while let Some((_, line)) = child.next_output_line().await {
+        output.push_str(&line);
+        output.push('\n');
+    }
+    if child.wait().await.is_ok_and(|status| status.success()) {
+        Some(dest)
+    } else {
+        println!("{name} peer: NOT RUN (install.sh failed, registry unreachable?):\n{output}");
+        None
+    }
+}
+
+/// The recordings that hold a prompt turn, with the peer each was recorded from.
+fn turn_recordings() -> Vec<(PathBuf, String, Recording)> {
+    let dir = workspace().join("golden/recordings");
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("golden/recordings")
+        .filter_map(|entry| Some(entry.ok()?.path()))
+        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    paths.sort();
+    let recordings: Vec<(PathBuf, String, Recording)> = paths
+        .into_iter()
+        .filter_map(|path| {
+            let script = Script::load(&path.display().to_string()).expect("a recording loads");
+            let recording = (*script.recording.expect("a recording")).clone();
+            let turn = recording
+                .exchanges
+                .iter()
+                .any(|e| e.client.as_ref().and_then(method_of) == Some("session/prompt"));
+            let peer = recording
+                .spec
+                .command
+                .iter()
+                .find_map(|word| word.split("peers/").nth(1)?.split('/').next())
+                .map(str::to_owned);
+            Some((path, peer.filter(|_| turn)?, recording))
+        })
+        .collect();
+    assert!(
+        recordings.len() >= 2,
+        "the SDK echo recordings are in {}",
+        dir.display()
+    );
+    recordings
+}
+
+/// The recorded command with the peer's files where this build installed them.
+fn live_command(recording: &Recording, peer: &str, installed: &Path) -> String {
+    let words: Vec<String> = recording
+        .spec
+        .command
+        .iter()
+        .map(|word| match word.split_once(&format!("peers/{peer}/")) {
+            Some((_, rest)) => installed.join(rest).display().to_string(),
+            None => word.clone(),
+        })
+        .collect();
+    shell_words::join(words)
+}
+
+/// `ski-conformance run --suite acp` against an ad-hoc agent: each row's outcome by id.
+async fn verdicts(agent_cmd: &str, out: &Path) -> BTreeMap<String, String> {
+    let out_arg = out.display().to_string();
+    let run = ski_conformance(
+        &[
+            "run",
+            "--agent-cmd",
+            agent_cmd,
+            "--suite",
+            "acp",
+            "--out",
+            &out_arg,
+            "-j",
+            "2",
+            "-q",
+        ],
+        out.parent().expect("a parent"),
+    )
+    .await;
+    let text = std::fs::read_to_string(out.join("results.json"))
+        .unwrap_or_else(|e| panic!("no results.json ({e}): {}{}", run.stdout, run.stderr));
+    let results: Value = serde_json::from_str(&text).expect("results.json");
+    results["results"]
+        .as_array()
+        .expect("results")
+        .iter()
+        .map(|row| {
+            (
+                row["id"].as_str().unwrap_or("?").to_owned(),
+                row["outcome"].to_string(),
+            )
+        })
+        .collect()
+}
+
+fn runs_here(peer: &str) -> Result<(), String> {
+    let needs: &[&str] = if peer.starts_with("py-") {
+        &["python3"]
+    } else {
+        &["node", "npm"]
+    };
+    match needs.iter().find(|program| !on_path(program)) {
+        Some(missing) => Err(format!("{missing} is not on PATH")),
+        None => Ok(()),
+    }
+}
+
+#[tokio::test]
+async fn each_replayed_recording_gets_the_live_agents_verdicts() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let mut judged = 0;
+    for (path, peer, recording) in turn_recordings() {
+        if let Err(why) = runs_here(&peer) {
+            println!("{}: NOT RUN ({why})", path.display());
+            continue;
+        }
+        let Some(installed) = install(&peer).await else {
+            continue;
+        };
+        let live = verdicts(
+            &live_command(&recording, &peer, &installed),
+            &dir.path().join(format!("{peer}-live")),
+        )
+        .await;
+        let replay_cmd = shell_words::join([
+            mock_agent().display().to_string(),
+            "--script".to_owned(),
+            path.display().to_string(),
+            "--unrecorded".to_owned(),
+            "nearest".to_owned(),
+        ]);
+        let replayed = verdicts(&replay_cmd, &dir.path().join(format!("{peer}-replay"))).await;
+        let passed = live.values().filter(|o| o.contains("pass")).count();
+        assert!(passed >= 10, "{peer} live: {live:?}");
+        for id in FRAMING_ROWS {
+            assert_eq!(
+                replayed.get(*id).map(String::as_str),
+                Some("\"pass\""),
+                "{}: {id} replayed",
+                path.display()
+            );
+        }
+        let ids: std::collections::BTreeSet<&String> = live.keys().chain(replayed.keys()).collect();
+        let differing: Vec<String> = ids
+            .into_iter()
+            .filter(|id| !FRAMING_ROWS.contains(&id.as_str()))
+            .filter(|id| live.get(*id) != replayed.get(*id))
+            .map(|id| {
+                format!(
+                    "{id}: live {:?}, replay {:?}",
+                    live.get(id),
+                    replayed.get(id)
+                )
+            })
+            .collect();
+        assert!(
+            differing.is_empty(),
+            "{}: the replay's verdicts differ from the live agent's:\n{}",
+            path.display(),
+            differing.join("\n")
+        );
+        println!(
+            "{}: {} rows, the same verdicts live and replayed ({passed} pass)",
+            path.display(),
+            live.len()
+        );
+        judged += 1;
+    }
+    println!("{judged} recording(s) judged live and replayed");
+}
