@@ -128,7 +128,7 @@ pub enum AgentEnd {
     /// A child on stdio; `stdin` is dropped when the client is gone.
     Child {
         /// The agent's process (its own group).
-        child: Child,
+        child: Box<Child>,
         /// Its input while the client is there.
         stdin: Option<ski::transport::LoggedWrite<tokio::process::ChildStdin>>,
     },
@@ -152,7 +152,7 @@ impl AgentEnd {
             .take_stdin()
             .map_err(|e| CommandError::internal(anyhow!(e)))?;
         Ok(AgentEnd::Child {
-            child,
+            child: Box::new(child),
             stdin: Some(stdin),
         })
     }
@@ -242,7 +242,7 @@ impl AgentEnd {
         match self {
             AgentEnd::Child { child, stdin } => {
                 drop(stdin);
-                let _ = child.shutdown().await;
+                let _ = (*child).shutdown().await;
             }
             AgentEnd::WebSocket { mut socket, .. } => {
                 let _ = SinkExt::close(socket.as_mut()).await;
