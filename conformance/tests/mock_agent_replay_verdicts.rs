@@ -149,6 +149,13 @@ async fn verdicts(agent_cmd: &str, out: &Path) -> BTreeMap<String, String> {
         out.parent().expect("a parent"),
     )
     .await;
+    assert!(
+        matches!(run.code, Some(0 | 1)),
+        "ski-conformance run against {agent_cmd}: {:?}\n{}{}",
+        run.code,
+        run.stdout,
+        run.stderr
+    );
     let text = std::fs::read_to_string(out.join("results.json"))
         .unwrap_or_else(|e| panic!("no results.json ({e}): {}{}", run.stdout, run.stderr));
     let results: Value = serde_json::from_str(&text).expect("results.json");
