@@ -7,35 +7,23 @@
 //! plainly that the client did not run.
 
 mod agent_support;
+mod peer_support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use agent_support::{PATIENCE, binary};
+use peer_support::{install, on_path};
 use serde_json::Value;
 use ski::transport::child::{ChildSpec, OutputStream, spawn};
 use ski_mocks::agent::Script;
 use ski_mocks::agent::recording::{MessageKind, Recording, method_of, prompt_text_of};
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
-}
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the workspace")
         .to_owned()
-}
-
-/// `<target>/peers`, beside the build profiles.
-fn install_root() -> PathBuf {
-    Path::new(binary())
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(Path::new("."))
-        .join("peers")
 }
 
 /// Runs a program to its end in `cwd`, ends whatever it left in its process group, and answers
@@ -60,23 +48,6 @@ async fn run(spec: ChildSpec) -> (Option<i32>, Vec<String>, String) {
     let termination = child.shutdown().await.expect("the group ends");
     assert!(ended.is_ok(), "the program did not end: {out:?} {err}");
     (termination.status.and_then(|s| s.code()), out, err)
-}
-
-/// Runs a peer's install script into `<target>/peers/<name>`; `None` (with a plain note) when
-/// it fails.
-async fn install(name: &str) -> Option<PathBuf> {
-    let dest = install_root().join(name);
-    let script = workspace().join(format!("conformance/targets/peers/{name}/install.sh"));
-    let (code, out, err) = run(ChildSpec::new("install", "sh").arg(script).arg(&dest)).await;
-    if code == Some(0) {
-        Some(dest)
-    } else {
-        println!(
-            "{name}: NOT RUN (install.sh failed, registry unreachable?):\n{}\n{err}",
-            out.join("\n")
-        );
-        None
-    }
 }
 
 fn recordings() -> Vec<(PathBuf, Recording)> {

@@ -6,58 +6,13 @@
 //! `NODE_EXTRA_CA_CERTS` for Node). When `python3` or `node`/`npm` is missing, or the install
 //! cannot reach its registry, the test says plainly that the peer did not run.
 
+mod peer_support;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use peer_support::{install, on_path, peers_dir, run_to_end};
 use ski::transport::child::{ChildSpec, spawn};
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
-}
-
-fn peers_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../conformance/targets/peers")
-}
-
-/// `<target>/peers`, beside the build profiles.
-fn install_root() -> PathBuf {
-    let binary = Path::new(env!("CARGO_BIN_EXE_ski-fake-slack"));
-    binary
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(Path::new("."))
-        .join("peers")
-}
-
-async fn run_to_end(spec: ChildSpec) -> (Option<i32>, String) {
-    let mut child = spawn(spec.grace(Duration::from_millis(500))).expect("spawn");
-    let mut output = String::new();
-    while let Some((_, line)) = child.next_output_line().await {
-        output.push_str(&line);
-        output.push('\n');
-    }
-    let status = child.wait().await.expect("exit");
-    (status.code(), output)
-}
-
-/// Runs a peer's install script into `<target>/peers/<name>`; `None` (with a plain note) when
-/// it fails.
-async fn install(name: &str) -> Option<PathBuf> {
-    let dest = install_root().join(name);
-    let (code, output) = run_to_end(
-        ChildSpec::new("install", "bash")
-            .arg(peers_dir().join(name).join("install.sh"))
-            .arg(&dest),
-    )
-    .await;
-    if code == Some(0) {
-        Some(dest)
-    } else {
-        println!("{name} peer: NOT RUN (install.sh failed, registry unreachable?):\n{output}");
-        None
-    }
-}
 
 /// How the fake serves a scenario.
 enum Mode {
