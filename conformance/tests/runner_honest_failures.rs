@@ -4,12 +4,13 @@
 //! other request with -32601, and says nothing to a batch, a malformed line or a JSON value that
 //! is no request.
 
+#[path = "support/acp_rows.rs"]
+mod acp_rows;
 mod support;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-use support::ski_conformance;
+use acp_rows::{row, run_against};
 
 /// Writes the stand-in (see the module docs) as an executable shell script.
 fn auth_gated_agent(dir: &Path) -> PathBuf {
@@ -64,51 +65,6 @@ exec sleep 600
     std::fs::write(&path, body).expect("the script is written");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     path
-}
-
-/// Runs the ACP rows `ids` against the ad-hoc `agent` (declared: agent, session, stdio), one at a
-/// time, with every timeout class and allowance at a fifth; results.json.
-async fn run_against(agent: &Path, ids: &[&str], dir: &Path) -> Value {
-    let agent = agent.display().to_string();
-    let mut args = vec![
-        "run",
-        "--agent-cmd",
-        &agent,
-        "--no-discover",
-        "--capability",
-        "agent",
-        "--capability",
-        "session",
-        "--suite",
-        "acp",
-        "--jobs",
-        "1",
-        "--timeout-multiplier",
-        "0.2",
-        "--out",
-        "out",
-    ];
-    for id in ids {
-        args.extend(["--id", id]);
-    }
-    let run = ski_conformance(&args, dir).await;
-    let text = std::fs::read_to_string(dir.join("out/results.json")).unwrap_or_else(|e| {
-        panic!(
-            "no results.json ({e}), exit {:?}:\n{}{}",
-            run.code, run.stdout, run.stderr
-        )
-    });
-    serde_json::from_str(&text).expect("results.json is JSON")
-}
-
-/// The result of row `id`.
-fn row<'a>(results: &'a Value, id: &str) -> &'a Value {
-    results["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .find(|r| r["id"] == id)
-        .unwrap_or_else(|| panic!("no result for {id}"))
 }
 
 #[tokio::test]

@@ -3,10 +3,13 @@
 //! nothing is not re-run, and each set-up step (`initialize`, `session/new`) adds an allowance to
 //! its row's budget.
 
+#[path = "support/acp_rows.rs"]
+mod acp_rows;
 mod support;
 
 use std::path::{Path, PathBuf};
 
+use acp_rows::{row, run_against};
 use serde_json::Value;
 use support::ski_conformance;
 
@@ -42,47 +45,6 @@ done
 "#
         ),
     )
-}
-
-/// Runs the ACP rows `ids` against the ad-hoc `agent` (declared: agent, session), one at a time,
-/// with every timeout class and allowance at a fifth, and answers results.json.
-async fn run_against(agent: &Path, ids: &[&str], dir: &Path) -> Value {
-    let agent = agent.display().to_string();
-    let mut args = vec![
-        "run",
-        "--agent-cmd",
-        &agent,
-        "--no-discover",
-        "--capability",
-        "agent",
-        "--capability",
-        "session",
-        "--suite",
-        "acp",
-        "--jobs",
-        "1",
-        "--timeout-multiplier",
-        "0.2",
-        "--out",
-        "out",
-    ];
-    for id in ids {
-        args.extend(["--id", id]);
-    }
-    let run = ski_conformance(&args, dir).await;
-    let text = std::fs::read_to_string(dir.join("out/results.json"))
-        .unwrap_or_else(|e| panic!("no results.json ({e}):\n{}{}", run.stdout, run.stderr));
-    serde_json::from_str(&text).expect("results.json is JSON")
-}
-
-/// The result of row `id`.
-fn row<'a>(results: &'a Value, id: &str) -> &'a Value {
-    results["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .find(|r| r["id"] == id)
-        .unwrap_or_else(|| panic!("no result for {id}"))
 }
 
 fn text(value: &Value) -> &str {
