@@ -7,13 +7,16 @@
 //! or `python3` is missing, or an install cannot reach its registry, the test says plainly which
 //! recording it did not judge.
 
+#[path = "support/peer_install.rs"]
+mod peer_install;
 mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use peer_install::{install, on_path, workspace};
 use serde_json::Value;
-use ski::transport::child::{ChildSpec, spawn};
+
 use ski_mocks::agent::Script;
 use ski_mocks::agent::recording::{Recording, method_of};
 use support::ski_conformance;
@@ -23,18 +26,6 @@ use support::ski_conformance;
 /// JSON-RPC asks, whatever the recorded agent does. The live Python SDK fails them; the replay
 /// must pass them, and the other rows must match.
 const FRAMING_ROWS: &[&str] = &["ACP-CORE-014", "ACP-CORE-016", "ACP-CORE-017"];
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("the workspace")
-        .to_owned()
-}
 
 fn bin_dir() -> PathBuf {
     Path::new(env!("CARGO_BIN_EXE_ski-conformance"))
@@ -51,34 +42,6 @@ fn mock_agent() -> PathBuf {
         path.display()
     );
     path
-}
-
-/// `<target>/peers`, where the profiles look for installed peers (`{bin_dir}/../peers`).
-fn install_root() -> PathBuf {
-    bin_dir().parent().unwrap_or(Path::new(".")).join("peers")
-}
-
-/// Runs a peer's install script into `<target>/peers/<name>`; `None` (with a plain note) when it
-/// fails.
-async fn install(name: &str) -> Option<PathBuf> {
-    let dest = install_root().join(name);
-    let script = workspace()
-        .join("conformance/targets/peers")
-        .join(name)
-        .join("install.sh");
-    let mut child = spawn(ChildSpec::new("install", "sh").arg(script).arg(&dest)).expect("sh");
-    child.close_stdin();
-    let mut output = String::new();
-    while let Some((_, line)) = child.next_output_line().await {
-        output.push_str(&line);
-        output.push('\n');
-    }
-    if child.wait().await.is_ok_and(|status| status.success()) {
-        Some(dest)
-    } else {
-        println!("{name} peer: NOT RUN (install.sh failed, registry unreachable?):\n{output}");
-        None
-    }
 }
 
 /// The recordings that hold a prompt turn, with the peer each was recorded from.

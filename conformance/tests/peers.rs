@@ -5,53 +5,15 @@
 //! on two rows through their `discover = true` sections. When `python3` or `node`/`npm` is missing,
 //! or an install cannot reach its registry, the test says plainly that the peer did not run.
 
+#[path = "support/peer_install.rs"]
+mod peer_install;
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use ski::transport::child::{ChildSpec, spawn};
+use peer_install::{install, on_path, workspace};
+
 use support::ski_conformance;
-
-fn on_path(program: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
-}
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// `<target>/peers`, where the profiles look for installed peers (`{bin_dir}/../peers`).
-fn install_root() -> PathBuf {
-    Path::new(env!("CARGO_BIN_EXE_ski-conformance"))
-        .parent()
-        .and_then(Path::parent)
-        .unwrap_or(Path::new("."))
-        .join("peers")
-}
-
-/// Runs a peer's install script into `<target>/peers/<name>`; `None` (with a plain note) when it
-/// fails.
-async fn install(name: &str) -> Option<PathBuf> {
-    let dest = install_root().join(name);
-    let script = workspace()
-        .join("conformance/targets/peers")
-        .join(name)
-        .join("install.sh");
-    let mut child = spawn(ChildSpec::new("install", "sh").arg(script).arg(&dest)).expect("sh");
-    child.close_stdin();
-    let mut output = String::new();
-    while let Some((_, line)) = child.next_output_line().await {
-        output.push_str(&line);
-        output.push('\n');
-    }
-    if child.wait().await.is_ok_and(|status| status.success()) {
-        Some(dest)
-    } else {
-        println!("{name} peer: NOT RUN (install.sh failed, registry unreachable?):\n{output}");
-        None
-    }
-}
 
 /// The capabilities a probe's profile declares.
 fn declared(probe: &str) -> Vec<String> {
