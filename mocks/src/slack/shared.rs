@@ -302,6 +302,29 @@ impl Shared {
             .ok_or_else(|| FakeSlackError::UnknownChannel(channel.to_string()))
     }
 
+    /// The channel id and the message at `ts` a user acts on as its author (edits and deletes):
+    /// an unknown channel, user or message, or another author's message, is refused.
+    fn own_message(
+        workspace: &Workspace,
+        user: &str,
+        channel: &str,
+        ts: &str,
+    ) -> Result<(String, Value), FakeSlackError> {
+        let channel = Self::check_channel(workspace, channel)?;
+        Self::check_user(workspace, user)?;
+        let previous = workspace
+            .find(&channel, ts)
+            .ok_or_else(|| FakeSlackError::UnknownMessage {
+                channel: channel.clone(),
+                ts: ts.to_string(),
+            })?
+            .message;
+        if previous["user"] != json!(user) {
+            return Err(FakeSlackError::NotAuthor(user.to_string()));
+        }
+        Ok((channel, previous))
+    }
+
     fn check_user(workspace: &Workspace, user: &str) -> Result<(), FakeSlackError> {
         workspace
             .user(user)
@@ -520,16 +543,7 @@ impl Shared {
     ) -> Result<(), FakeSlackError> {
         {
             let mut workspace = self.workspace();
-            let channel = Self::check_channel(&workspace, channel)?;
-            Self::check_user(&workspace, user)?;
-            let unknown = || FakeSlackError::UnknownMessage {
-                channel: channel.clone(),
-                ts: ts.to_string(),
-            };
-            let previous = workspace.find(&channel, ts).ok_or_else(unknown)?.message;
-            if previous["user"] != json!(user) {
-                return Err(FakeSlackError::NotAuthor(user.to_string()));
-            }
+            let (channel, previous) = Self::own_message(&workspace, user, channel, ts)?;
             let edited_ts = workspace.next_ts();
             let message = workspace
                 .messages
@@ -538,7 +552,10 @@ impl Shared {
                     message["edited"] = json!({ "user": user, "ts": edited_ts });
                     message.clone()
                 })
-                .ok_or_else(unknown)?;
+                .ok_or_else(|| FakeSlackError::UnknownMessage {
+                    channel: channel.clone(),
+                    ts: ts.to_string(),
+                })?;
             workspace.emit(json!({
                 "type": "message", "subtype": "message_changed", "hidden": true,
                 "channel": channel, "message": message, "previous_message": previous,
@@ -559,16 +576,7 @@ impl Shared {
     ) -> Result<(), FakeSlackError> {
         {
             let mut workspace = self.workspace();
-            let channel = Self::check_channel(&workspace, channel)?;
-            Self::check_user(&workspace, user)?;
-            let unknown = || FakeSlackError::UnknownMessage {
-                channel: channel.clone(),
-                ts: ts.to_string(),
-            };
-            let previous = workspace.find(&channel, ts).ok_or_else(unknown)?.message;
-            if previous["user"] != json!(user) {
-                return Err(FakeSlackError::NotAuthor(user.to_string()));
-            }
+            let (channel, previous) = Self::own_message(&workspace, user, channel, ts)?;
             workspace.messages.remove(&channel, ts);
             let event_ts = workspace.next_ts();
             workspace.emit(json!({
