@@ -11,43 +11,20 @@ mod peer_support;
 
 use std::time::Duration;
 
-use peer_support::{install, on_path, peers_dir, run_to_end};
-use ski::transport::child::{ChildSpec, spawn};
+use peer_support::{install, on_path, peers_dir, run_against_fake};
+use ski::transport::child::ChildSpec;
 
 /// Starts the fake binary with a signing secret of its own, runs `scenario` with the readiness
 /// line as its last argument, and checks that it ends with `<name>: ok`.
 async fn run_scenario(name: &str, scenario: ChildSpec) {
-    let mut fake = spawn(
-        ChildSpec::new("ski-fake-slack", env!("CARGO_BIN_EXE_ski-fake-slack"))
-            .args([
-                "serve",
-                "--signing-secret",
-                "8f742231b10e8888abcd99yyyzzz85a5",
-            ])
-            .grace(Duration::from_millis(500)),
-    )
-    .expect("spawn the fake");
-    let ready = fake
-        .next_line()
-        .await
-        .expect("read")
-        .expect("readiness line");
-    let mut scenario = scenario.arg(&ready);
-    for proxy in [
-        "HTTPS_PROXY",
-        "HTTP_PROXY",
-        "https_proxy",
-        "http_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ] {
-        scenario = scenario.env_remove(proxy);
-    }
-    let (code, output) = run_to_end(scenario).await;
-    fake.shutdown().await.expect("stop the fake");
-    assert_eq!(code, Some(0), "{output}");
-    assert!(output.contains(&format!("{name}: ok")), "{output}");
-    println!("{name} peer: ran, ok");
+    let fake = ChildSpec::new("ski-fake-slack", env!("CARGO_BIN_EXE_ski-fake-slack"))
+        .args([
+            "serve",
+            "--signing-secret",
+            "8f742231b10e8888abcd99yyyzzz85a5",
+        ])
+        .grace(Duration::from_millis(500));
+    run_against_fake(name, fake, scenario).await;
 }
 
 #[tokio::test]

@@ -11,8 +11,8 @@ mod peer_support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use peer_support::{install, on_path, peers_dir, run_to_end};
-use ski::transport::child::{ChildSpec, spawn};
+use peer_support::{install, on_path, peers_dir, run_against_fake, run_to_end};
+use ski::transport::child::ChildSpec;
 
 /// How the fake serves a scenario.
 enum Mode {
@@ -36,28 +36,7 @@ async fn run_scenario(name: &str, scenario: ChildSpec, mode: Mode) {
         fake = fake.arg("--tls").arg("--ca-file").arg(&ca_file);
         scenario = scenario.env(ca_variable, &ca_file);
     }
-    let mut fake = spawn(fake).expect("spawn the fake");
-    let ready = fake
-        .next_line()
-        .await
-        .expect("read")
-        .expect("readiness line");
-    let mut scenario = scenario.arg(&ready);
-    for proxy in [
-        "HTTPS_PROXY",
-        "HTTP_PROXY",
-        "https_proxy",
-        "http_proxy",
-        "ALL_PROXY",
-        "all_proxy",
-    ] {
-        scenario = scenario.env_remove(proxy);
-    }
-    let (code, output) = run_to_end(scenario).await;
-    fake.shutdown().await.expect("stop the fake");
-    assert_eq!(code, Some(0), "{output}");
-    assert!(output.contains(&format!("{name}: ok")), "{output}");
-    println!("{name} peer: ran, ok");
+    run_against_fake(name, fake, scenario).await;
 }
 
 /// The Python scenario's program, when `python3` is present and the install worked.

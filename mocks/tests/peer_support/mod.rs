@@ -1,6 +1,9 @@
 //! What the tests that run foreign peers share: finding a program on `PATH`, the peers' folder
 //! (`conformance/targets/peers`), installing a peer by its own script into `<target>/peers`, and
-//! running a program to its end.
+//! running a program (or a scenario against the fake Slack) to its end. Not every test that
+//! includes it uses every part.
+
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -55,4 +58,32 @@ pub async fn install(name: &str) -> Option<PathBuf> {
         println!("{name} peer: NOT RUN (install.sh failed, registry unreachable?):\n{output}");
         None
     }
+}
+
+/// Starts the fake Slack (`fake`), runs `scenario` with the fake's readiness line as its last
+/// argument and no proxy in its environment, stops the fake, and checks that the scenario ended
+/// with `<name>: ok`.
+pub async fn run_against_fake(name: &str, fake: ChildSpec, scenario: ChildSpec) {
+    let mut fake = spawn(fake).expect("spawn the fake");
+    let ready = fake
+        .next_line()
+        .await
+        .expect("read")
+        .expect("readiness line");
+    let mut scenario = scenario.arg(&ready);
+    for proxy in [
+        "HTTPS_PROXY",
+        "HTTP_PROXY",
+        "https_proxy",
+        "http_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ] {
+        scenario = scenario.env_remove(proxy);
+    }
+    let (code, output) = run_to_end(scenario).await;
+    fake.shutdown().await.expect("stop the fake");
+    assert_eq!(code, Some(0), "{output}");
+    assert!(output.contains(&format!("{name}: ok")), "{output}");
+    println!("{name} peer: ran, ok");
 }
