@@ -42,7 +42,7 @@ pub use config::Config;
 pub use envelope::EnvelopeKind;
 pub use fault::Fault;
 pub use params::TokenKind;
-pub use record::{Direction, RecordedDelivery, RecordedFrame, RecordedRequest};
+pub use record::{AfterTry, Direction, RecordedDelivery, RecordedFrame, RecordedRequest};
 pub use shared::{Ack, Message};
 pub use socket::DisconnectReason;
 
@@ -476,6 +476,15 @@ impl FakeSlack {
     /// Every POST to the Request URL, retries and `url_verification` included, in order.
     pub fn deliveries(&self) -> Vec<RecordedDelivery> {
         self.shared.log().deliveries.iter().cloned().collect()
+    }
+
+    /// Waits for a POST to the Request URL that `predicate` picks: a try and what followed it.
+    pub async fn await_delivery(
+        &self,
+        predicate: impl Fn(&RecordedDelivery) -> bool,
+        timeout: Duration,
+    ) -> Result<RecordedDelivery, FakeSlackError> {
+        self.shared.await_delivery(predicate, timeout).await
     }
 
     /// Drops every Socket Mode connection without a close frame.

@@ -16,7 +16,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
 use ski::transport::child::{ChildSpec, spawn};
-use ski_mocks::slack::{Click, Config, FakeSlack, SlashCommand, UserMessage};
+use ski_mocks::slack::{AfterTry, Click, Config, FakeSlack, Injected, SlashCommand, UserMessage};
 use slack_support::{api, raw};
 use tokio::sync::{mpsc, oneshot};
 
@@ -200,6 +200,64 @@ fn hello(slack: &FakeSlack) -> String {
         .envelope_id
 }
 
+/// Posts a message with an `approve_accept` button to #general; its `ts`.
+async fn post_with_button(slack: &FakeSlack) -> String {
+    let web = format!("{}/chat.postMessage", slack.api_base_url());
+    let blocks = json!([{
+        "type": "actions", "block_id": "approval_1",
+        "elements": [{"type": "button", "action_id": "approve_accept",
+                      "text": {"type": "plain_text", "text": "Accept"}, "value": "1"}],
+    }]);
+    let posted = api(
+        &web,
+        Some("application/json"),
+        Some("xoxb-test"),
+        json!({ "channel": GENERAL, "text": "approve?", "blocks": blocks })
+            .to_string()
+            .as_bytes(),
+    )
+    .await;
+    posted["ts"].as_str().expect("ts").to_string()
+}
+
+/// Alice clicks the `approve_accept` button of the message at `ts`.
+fn click_accept(slack: &FakeSlack, ts: &str) -> Injected {
+    slack
+        .click(Click {
+            channel: GENERAL.into(),
+            message_ts: ts.into(),
+            action_id: "approve_accept".into(),
+            user: ALICE.into(),
+        })
+        .expect("click")
+}
+
+fn server_error(headers: Vec<(&'static str, &'static str)>) -> Reply {
+    Reply {
+        status: 500,
+        headers,
+        body: "boom".into(),
+    }
+}
+
+/// Every try of `envelope` the fake recorded, once its last one is in: `(X-Slack-Retry-Num,
+/// failure, what followed)`.
+async fn tries(slack: &FakeSlack, envelope: &str) -> Vec<(u32, Option<String>, AfterTry)> {
+    let last = slack
+        .await_delivery(
+            |d| d.envelope_id.as_deref() == Some(envelope) && d.then != AfterTry::Retry,
+            WAIT,
+        )
+        .await
+        .expect("the delivery ends");
+    slack
+        .deliveries()
+        .into_iter()
+        .filter(|d| d.envelope_id.as_deref() == Some(envelope) && d.seq <= last.seq)
+        .map(|d| (d.retry_num, d.failure, d.then))
+        .collect()
+}
+
 #[tokio::test]
 async fn the_request_url_is_set_only_when_the_app_echoes_the_challenge() {
     let slack = FakeSlack::start(config(10_000)).await.expect("start");
@@ -369,30 +427,8 @@ async fn a_slash_command_is_a_signed_form_and_its_answer_the_reply() {
 #[tokio::test]
 async fn a_click_and_a_view_submission_are_payload_forms() {
     let (slack, mut requests) = verified(config(60_000)).await;
-    let web = format!("{}/chat.postMessage", slack.api_base_url());
-    let blocks = json!([{
-        "type": "actions", "block_id": "approval_1",
-        "elements": [{"type": "button", "action_id": "approve_accept",
-                      "text": {"type": "plain_text", "text": "Accept"}, "value": "1"}],
-    }]);
-    let posted = api(
-        &web,
-        Some("application/json"),
-        Some("xoxb-test"),
-        json!({ "channel": GENERAL, "text": "approve?", "blocks": blocks })
-            .to_string()
-            .as_bytes(),
-    )
-    .await;
-    let ts = posted["ts"].as_str().expect("ts").to_string();
-    let click = slack
-        .click(Click {
-            channel: GENERAL.into(),
-            message_ts: ts.clone(),
-            action_id: "approve_accept".into(),
-            user: ALICE.into(),
-        })
-        .expect("click");
+    let ts = post_with_button(&slack).await;
+    let click = click_accept(&slack, &ts);
     let action = next(&mut requests).await;
     assert_eq!(
         action.header("content-type"),
@@ -496,4 +532,81 @@ async fn serve_takes_the_request_url_and_signing_secret_and_names_them() {
     .expect("spawn the fake");
     let status = refused.wait().await.expect("exit");
     assert_eq!(status.code(), Some(2));
+}
+
+/// Slack's retry rules: a failed event is sent again after each delay, then given up; an app
+/// that answers `X-Slack-No-Retry: 1` stops the retries; a slash command or an interaction that
+/// fails (an error, or no answer in time) is never sent again, the user just sees an error.
+#[tokio::test]
+async fn a_failed_event_is_retried_three_times_then_given_up() {
+    let (slack, mut requests) = verified(config(60_000)).await;
+    let envelope = hello(&slack);
+    for expected_retry in [None, Some("1"), Some("2"), Some("3")] {
+        let request = next(&mut requests).await;
+        assert_eq!(request.header("x-slack-retry-num"), expected_retry);
+        request.answer(server_error(Vec::new()));
+    }
+    let http_error = || Some("http_error".to_string());
+    assert_eq!(
+        tries(&slack, &envelope).await,
+        [
+            (0, http_error(), AfterTry::Retry),
+            (1, http_error(), AfterTry::Retry),
+            (2, http_error(), AfterTry::Retry),
+            (3, http_error(), AfterTry::GivenUp),
+        ]
+    );
+    assert!(slack.ack(&envelope).is_none());
+}
+
+#[tokio::test]
+async fn an_event_answered_with_x_slack_no_retry_is_not_sent_again() {
+    let (slack, mut requests) = verified(config(60_000)).await;
+    let envelope = hello(&slack);
+    next(&mut requests)
+        .await
+        .answer(server_error(vec![("x-slack-no-retry", "1")]));
+    assert_eq!(
+        tries(&slack, &envelope).await,
+        [(0, Some("http_error".into()), AfterTry::NoRetryAsked)]
+    );
+    // The next request the app gets is the next event, not this one again.
+    let later = hello(&slack);
+    let request = next(&mut requests).await;
+    assert_eq!(request.header("x-slack-retry-num"), None);
+    request.answer(ok(""));
+    slack.await_ack(&later, WAIT).await.expect("the next event");
+    assert!(slack.ack(&envelope).is_none());
+}
+
+#[tokio::test]
+async fn a_failed_slash_command_is_not_retried() {
+    let (slack, mut requests) = verified(config(60_000)).await;
+    let injected = slack
+        .slash_command(SlashCommand {
+            command: "/ski".into(),
+            text: "status".into(),
+            channel: GENERAL.into(),
+            user: ALICE.into(),
+        })
+        .expect("command");
+    next(&mut requests).await.answer(server_error(Vec::new()));
+    assert_eq!(
+        tries(&slack, &injected.envelope_id).await,
+        [(0, Some("http_error".into()), AfterTry::NotRetried)]
+    );
+}
+
+#[tokio::test]
+async fn an_interaction_not_answered_in_time_is_not_retried() {
+    // A short timeout and a click the test holds unanswered: it can only time out.
+    let (slack, mut requests) = verified(config(300)).await;
+    let ts = post_with_button(&slack).await;
+    let click = click_accept(&slack, &ts);
+    let held = next(&mut requests).await;
+    assert_eq!(
+        tries(&slack, &click.envelope_id).await,
+        [(0, Some("http_timeout".into()), AfterTry::NotRetried)]
+    );
+    drop(held);
 }

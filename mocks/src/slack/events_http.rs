@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::FakeSlackError;
 use super::config::EventsHttpConfig;
 use super::envelope::EnvelopeKind;
-use super::record::RecordedDelivery;
+use super::record::{AfterTry, RecordedDelivery};
 use super::shared::{Ack, Shared};
 use super::socket::EnvelopeState;
 use wire::{Body, Outcome, Target};
@@ -52,6 +52,31 @@ fn answer_payload(kind: EnvelopeKind, answer: &str) -> Option<Value> {
 
 /// Whether the app's answer to `url_verification` holds the challenge: as plain text, as JSON
 /// `{"challenge": ...}` or as the form `challenge=...`, the three ways Slack accepts.
+/// What follows one try, as Slack does it: only a failed event is sent again, while retries are
+/// left and the app did not answer `X-Slack-No-Retry: 1`.
+fn after_try(kind: EnvelopeKind, outcome: &Outcome, retries_left: bool) -> AfterTry {
+    if outcome.failure().is_none() {
+        AfterTry::Answered
+    } else if matches!(outcome, Outcome::Answered { no_retry: true, .. }) {
+        AfterTry::NoRetryAsked
+    } else if kind != EnvelopeKind::EventsApi {
+        AfterTry::NotRetried
+    } else if retries_left {
+        AfterTry::Retry
+    } else {
+        AfterTry::GivenUp
+    }
+}
+
+/// One try of a delivery, for the record: which envelope, its kind, its retry headers and what
+/// follows it.
+struct Delivery<'a> {
+    envelope_id: Option<&'a str>,
+    kind: &'a str,
+    retry: Option<(u32, &'static str)>,
+    then: AfterTry,
+}
+
 fn echoes(answer: &str, challenge: &str) -> bool {
     let answer = answer.trim();
     answer == challenge
@@ -142,48 +167,60 @@ impl Shared {
                 }
             }
             let outcome = wire::post(&target, &body, retry).await;
-            self.record_delivery(Some(id), kind.as_str(), &target, &body, retry, &outcome);
-            let Some(reason) = outcome.failure() else {
-                if let Outcome::Answered { body, .. } = &outcome {
-                    self.http_ack(id, kind, body);
-                }
-                return;
+            let then = after_try(kind, &outcome, attempt < delays.len());
+            let delivery = Delivery {
+                envelope_id: Some(id),
+                kind: kind.as_str(),
+                retry,
+                then,
             };
-            if matches!(outcome, Outcome::Answered { no_retry: true, .. }) {
-                self.log().note(format!(
-                    "envelope {id} failed ({reason}) and the app asked for no retry"
-                ));
-                return;
+            self.record_delivery(delivery, &target, &body, &outcome);
+            let reason = outcome.failure().unwrap_or_default();
+            match then {
+                AfterTry::Answered => {
+                    if let Outcome::Answered { body, .. } = &outcome {
+                        self.http_ack(id, kind, body);
+                    }
+                    return;
+                }
+                AfterTry::Retry => {
+                    retry = Some((u32::try_from(attempt + 1).unwrap_or(u32::MAX), reason));
+                }
+                AfterTry::NoRetryAsked => {
+                    self.log().note(format!(
+                        "envelope {id} failed ({reason}) and the app asked for no retry"
+                    ));
+                    return;
+                }
+                AfterTry::NotRetried => {
+                    self.log().note(format!(
+                        "{} envelope {id} failed ({reason}): Slack shows the user an error and does not retry",
+                        kind.as_str()
+                    ));
+                    return;
+                }
+                AfterTry::GivenUp => {
+                    self.log().note(format!(
+                        "envelope {id} failed ({reason}) after {} retries: given up",
+                        delays.len()
+                    ));
+                    return;
+                }
             }
-            if kind != EnvelopeKind::EventsApi {
-                self.log().note(format!(
-                    "{} envelope {id} failed ({reason}): Slack shows the user an error and does not retry",
-                    kind.as_str()
-                ));
-                return;
-            }
-            retry = Some((u32::try_from(attempt + 1).unwrap_or(u32::MAX), reason));
         }
-        self.log().note(format!(
-            "envelope {id} failed ({}) after {} retries: given up",
-            retry.map_or("", |(_, reason)| reason),
-            delays.len()
-        ));
     }
 
-    fn record_delivery(
-        &self,
-        envelope_id: Option<&str>,
-        kind: &str,
-        target: &Target,
-        body: &Body,
-        retry: Option<(u32, &str)>,
-        outcome: &Outcome,
-    ) {
+    fn record_delivery(&self, delivery: Delivery<'_>, target: &Target, body: &Body, outcome: &Outcome) {
         let (status, response) = match outcome {
             Outcome::Answered { status, body, .. } => (Some(*status), Some(body.clone())),
             Outcome::Failed(_) => (None, None),
         };
+        let Delivery {
+            envelope_id,
+            kind,
+            retry,
+            then,
+        } = delivery;
         self.log().delivery(RecordedDelivery {
             seq: 0,
             at_ms: 0,
@@ -197,6 +234,7 @@ impl Shared {
             status,
             response,
             failure: outcome.failure().map(str::to_string),
+            then,
         });
         self.bump();
     }
@@ -246,7 +284,13 @@ impl Shared {
             "type": "url_verification",
         }));
         let outcome = wire::post(&target, &body, None).await;
-        self.record_delivery(None, "url_verification", &target, &body, None, &outcome);
+        let delivery = Delivery {
+            envelope_id: None,
+            kind: "url_verification",
+            retry: None,
+            then: after_try(EnvelopeKind::SlashCommands, &outcome, false),
+        };
+        self.record_delivery(delivery, &target, &body, &outcome);
         if let Some(reason) = outcome.failure() {
             return Err(FakeSlackError::RequestUrl(format!(
                 "{url} failed url_verification ({reason})"

@@ -84,6 +84,26 @@ pub struct RecordedDelivery {
     pub response: Option<String>,
     /// Why the try failed: `http_timeout`, `http_error`, `connection_failed` or `unknown_error`.
     pub failure: Option<String>,
+    /// What the fake did next, as Slack would.
+    pub then: AfterTry,
+}
+
+/// What follows one try of a delivery: Slack retries only a failed event, and not when the app
+/// answered `X-Slack-No-Retry: 1`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AfterTry {
+    /// A 2xx answer: the delivery is done.
+    Answered,
+    /// A failed event with retries left: it is sent again.
+    Retry,
+    /// A failed event whose answer carried `X-Slack-No-Retry: 1`: not sent again.
+    NoRetryAsked,
+    /// A failed slash command, interaction or challenge: Slack shows the user an error and does
+    /// not send it again.
+    NotRetried,
+    /// A failed event after its last retry.
+    GivenUp,
 }
 
 /// Everything recorded, plus the transcript file.

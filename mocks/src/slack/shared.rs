@@ -14,7 +14,7 @@ use super::config::Config;
 use super::envelope::{self, EnvelopeKind};
 use super::fault::Faults;
 use super::rate::RateLimits;
-use super::record::{Log, RecordedRequest};
+use super::record::{Log, RecordedDelivery, RecordedRequest};
 use super::socket::Hub;
 use super::store::ts_key;
 use super::workspace::{ResponseTarget, Workspace};
@@ -156,6 +156,18 @@ impl Shared {
         }
         self.wait(timeout, &format!("the ack of {envelope_id}"), || {
             self.ack(envelope_id)
+        })
+        .await
+    }
+
+    /// Waits for a POST to the Request URL that `predicate` picks (the kept ones, oldest first).
+    pub async fn await_delivery(
+        &self,
+        predicate: impl Fn(&RecordedDelivery) -> bool,
+        timeout: Duration,
+    ) -> Result<RecordedDelivery, FakeSlackError> {
+        self.wait(timeout, "a delivery", || {
+            self.log().deliveries.iter().find(|d| predicate(d)).cloned()
         })
         .await
     }
