@@ -10,61 +10,88 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use acp_rows::{row, run_against};
+use acp_rows::{row, run_against, run_discovered};
 
-/// Writes the stand-in (see the module docs) as an executable shell script.
-fn auth_gated_agent(dir: &Path) -> PathBuf {
+/// Writes a shell-script agent to `dir/name`: each request line goes to the first of `cases` (shell
+/// `case` branches, `$id` is the request's id) that matches, every other request answers -32601;
+/// `after` runs once its stdin has ended.
+fn script_agent(dir: &Path, name: &str, cases: &str, after: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
-    let path = dir.join("agent.sh");
-    let body = r#"#!/bin/sh
-id_of() { printf '%s' "$1" | sed -n 's/^{"jsonrpc":"2.0","id":\("[^"]*"\|[0-9]*\),.*/\1/p'; }
+    let path = dir.join(name);
+    let body = format!(
+        r#"#!/bin/sh
+id_of() {{ printf '%s' "$1" | sed -n 's/^{{"jsonrpc":"2.0","id":\("[^"]*"\|[0-9]*\),.*/\1/p'; }}
 while read -r line; do
+  id=$(id_of "$line")
   case "$line" in
-    '['*) ;;
-    *'"method":"initialize"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[{"id":"login","name":"Log in with a browser"}]}}\n' "$(id_of "$line")"
-      ;;
-    *'"method":"session/new"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"API key is missing"}}\n' "$(id_of "$line")"
-      ;;
-    '{"jsonrpc":"2.0","id":'*'"method":"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$(id_of "$line")"
+{cases}
+    '{{"jsonrpc":"2.0","id":'*'"method":"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":-32601,"message":"Method not found"}}}}\n' "$id"
       ;;
   esac
 done
-"#;
+{after}
+"#
+    );
     std::fs::write(&path, body).expect("the script is written");
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
     path
+}
+
+/// Writes the stand-in of the module docs.
+fn auth_gated_agent(dir: &Path) -> PathBuf {
+    let cases = r#"    '['*) ;;
+    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[{"id":"login","name":"Log in with a browser"}]}}\n' "$id"
+      ;;
+    *'"method":"session/new"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"API key is missing"}}\n' "$id"
+      ;;"#;
+    script_agent(dir, "agent.sh", cases, "")
 }
 
 /// Writes an agent that answers `initialize` and `session/new` and every other request with
 /// -32601, never answers `session/prompt` (offline, its model is out of reach), and stays alive
 /// after its stdin ends (it never exits by itself).
 fn lingering_agent(dir: &Path) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let path = dir.join("lingering.sh");
-    let body = r#"#!/bin/sh
-id_of() { printf '%s' "$1" | sed -n 's/^{"jsonrpc":"2.0","id":\("[^"]*"\|[0-9]*\),.*/\1/p'; }
-while read -r line; do
-  case "$line" in
-    *'"method":"initialize"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}\n' "$(id_of "$line")"
+    let cases = r#"    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[]}}\n' "$id"
       ;;
     *'"method":"session/new"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s-1"}}\n' "$(id_of "$line")"
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s-1"}}\n' "$id"
       ;;
-    *'"method":"session/prompt"'*) ;;
-    '{"jsonrpc":"2.0","id":'*'"method":"'*)
-      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32601,"message":"Method not found"}}\n' "$(id_of "$line")"
+    *'"method":"session/prompt"'*) ;;"#;
+    script_agent(dir, "lingering.sh", cases, "exec sleep 600")
+}
+
+/// Writes an agent that behaves as the Claude Code ACP adapter does offline when run as root: it
+/// advertises `session/list` and answers every `session/new` with -32603 "Query closed before
+/// response received" (the adapter's engine refused to start, reported as an internal error).
+fn session_refusing_agent(dir: &Path) -> PathBuf {
+    let cases = r#"    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{"sessionCapabilities":{"list":{}}},"authMethods":[]}}\n' "$id"
       ;;
-  esac
-done
-exec sleep 600
-"#;
-    std::fs::write(&path, body).expect("the script is written");
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
-    path
+    *'"method":"session/new"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"Internal error","data":{"details":"Query closed before response received"}}}\n' "$id"
+      ;;"#;
+    script_agent(dir, "refusing.sh", cases, "")
+}
+
+#[tokio::test]
+async fn a_session_refused_where_discovery_could_open_none_blocks_the_row_whatever_the_code() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let agent = session_refusing_agent(dir.path());
+    // Discovery finds session/list but no session, so WS-050 (a capability row of session/list)
+    // runs, and the session/new it needs is refused as discovery's was.
+    let results = run_discovered(&agent, &["WS-050"], dir.path()).await;
+    let listed = row(&results, "WS-050");
+    assert_eq!(listed["outcome"], "blocked", "{listed:#}");
+    assert!(
+        listed["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("Query closed before response received")),
+        "{listed:#}"
+    );
 }
 
 #[tokio::test]

@@ -10,16 +10,27 @@ use super::support::ski_conformance;
 /// Runs the ACP rows `ids` against the ad-hoc `agent` (declared: agent, session, stdio), one at a
 /// time, with every timeout class and allowance at a fifth; results.json.
 pub async fn run_against(agent: &Path, ids: &[&str], dir: &Path) -> Value {
-    let agent = agent.display().to_string();
-    let mut args = vec![
-        "run",
-        "--agent-cmd",
-        &agent,
+    let declared = [
         "--no-discover",
         "--capability",
         "agent",
         "--capability",
         "session",
+    ];
+    run_with(agent, &declared, ids, dir).await
+}
+
+/// [`run_against`] as a newcomer runs it: the capabilities are what discovery finds.
+#[allow(dead_code)] // The timing tests declare their capabilities.
+pub async fn run_discovered(agent: &Path, ids: &[&str], dir: &Path) -> Value {
+    run_with(agent, &[], ids, dir).await
+}
+
+async fn run_with(agent: &Path, declared: &[&str], ids: &[&str], dir: &Path) -> Value {
+    let agent = agent.display().to_string();
+    let mut args = vec!["run", "--agent-cmd", &agent];
+    args.extend(declared);
+    args.extend([
         "--suite",
         "acp",
         "--jobs",
@@ -28,7 +39,7 @@ pub async fn run_against(agent: &Path, ids: &[&str], dir: &Path) -> Value {
         "0.2",
         "--out",
         "out",
-    ];
+    ]);
     for id in ids {
         args.extend(["--id", id]);
     }

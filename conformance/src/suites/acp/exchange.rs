@@ -88,22 +88,29 @@ async fn authenticate_configured(conn: &mut Connection) -> Result<(), CheckError
     }
 }
 
-/// `session/new` in the scenario's temp dir; the result. A refusal with -32000 (authentication
-/// required) blocks the row instead of failing it: the row cannot judge anything without a
-/// session.
+/// `session/new` in the scenario's temp dir; the result. A refusal the row cannot get past
+/// blocks it instead of failing it ([`expect_session`]).
 pub async fn create_session(ctx: &Ctx, conn: &mut Connection) -> Result<Value, CheckError> {
     let reply = conn.call("session/new", new_session_params(ctx)).await?;
     expect_session(ctx, reply, "session/new succeeds")
 }
 
-/// Requires `reply`, the answer to a `session/new`, to be a result (else the failure `check`);
-/// a refusal with -32000 (authentication required) blocks the row instead: a row that needs the
-/// session cannot judge anything without it.
+/// Requires `reply`, the answer to a `session/new`, to be a result (else the failure `check`).
+/// A row that needs the session cannot judge anything without it, so it is blocked instead when
+/// the refusal is -32000 (authentication required), or, whatever its code, when the target does
+/// not declare `session`: discovery could not open a session either, and the row only needs one
+/// to judge something else.
 pub fn expect_session(ctx: &Ctx, reply: Reply, check: &str) -> Result<Value, CheckError> {
     match reply {
         Err(fault) if fault.code == Some(AUTH_REQUIRED) => Err(CheckError::Blocked(
             blocked_by_auth(&fault, ctx.section().auth.is_some()),
         )),
+        Err(fault) if !ctx.has("session") => Err(CheckError::Blocked(format!(
+            "the agent refused session/new ({}) and the target does not declare `session` (a \
+             session without set-up; discovery could not open one either, its notes in the \
+             report say why); the row needs a session",
+            fault.raw
+        ))),
         other => expect_result(other, check),
     }
 }
