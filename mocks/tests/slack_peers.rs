@@ -1,76 +1,72 @@
-//! Foreign clients against the fake: the Python `slack_sdk` scenario in
-//! `conformance/targets/peers/slack-python/` and the Node `@slack/web-api` + `@slack/socket-mode`
-//! scenario in `conformance/targets/peers/slack-node/`, each installed by its own script into the
-//! target directory, each run against `ski-fake-slack serve` and against `serve --tls` (the
-//! client trusting the fake's CA the way it trusts any extra CA: `SSL_CERT_FILE` for Python,
-//! `NODE_EXTRA_CA_CERTS` for Node). When `python3` or `node`/`npm` is missing, or the install
-//! cannot reach its registry, the test says plainly that the peer did not run.
+//! Foreign Socket Mode clients against the fake, each run against `ski-fake-slack serve` and
+//! against `serve --tls` (the client trusting the fake's CA the way it trusts any extra CA:
+//! `SSL_CERT_FILE` for Python, `NODE_EXTRA_CA_CERTS` for Node), from
+//! `conformance/targets/peers/`: Python `slack_sdk` with its built-in Socket Mode client
+//! (`slack-python/scenario.py`) and with its asyncio clients on aiohttp (`scenario_aiohttp.py`);
+//! Node `@slack/web-api` + `@slack/socket-mode`, the current lines (`slack-node`) and the previous
+//! ones (`slack-node-v7`, same scenario); Bolt for Python's `App` with `SocketModeHandler`
+//! (`slack-bolt-python/scenario.py --socket-mode`) and `AsyncApp` with `AsyncSocketModeHandler`
+//! (`scenario_async.py`); Bolt for JavaScript in Socket Mode (`slack-bolt-node/scenario.cjs
+//! --socket-mode`). Each is installed by its own script into the target directory; when `python3`
+//! or `node`/`npm` is missing, or the install cannot reach its registry, the test says plainly
+//! that the peer did not run.
 
 mod peer_support;
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::path::Path;
 
-use peer_support::{install, on_path, peers_dir, run_against_fake, run_to_end};
+use peer_support::{
+    Transport, node_peer, peers_dir, python_peer, run_against_fake_slack, run_to_end,
+};
 use ski::transport::child::ChildSpec;
 
-/// How the fake serves a scenario.
-enum Mode {
-    Plain,
-    /// `serve --tls`; the scenario finds the CA file in this environment variable.
-    Tls {
-        ca_variable: &'static str,
-    },
+async fn slack_sdk_sync(transport: Transport) {
+    if let Some((_, scenario)) = python_peer("slack-python", "slack-python/scenario.py").await {
+        run_against_fake_slack("slack-python", scenario, transport).await;
+    }
 }
 
-/// Starts the fake binary, runs `scenario` with the readiness line as its last argument, and
-/// checks that it ends with `<name>: ok`.
-async fn run_scenario(name: &str, scenario: ChildSpec, mode: Mode) {
-    let ca_dir = tempfile::tempdir().expect("a directory for the CA");
-    let ca_file = ca_dir.path().join("fake-slack-ca.pem");
-    let mut fake = ChildSpec::new("ski-fake-slack", env!("CARGO_BIN_EXE_ski-fake-slack"))
-        .arg("serve")
-        .grace(Duration::from_millis(500));
-    let mut scenario = scenario;
-    if let Mode::Tls { ca_variable } = mode {
-        fake = fake.arg("--tls").arg("--ca-file").arg(&ca_file);
-        scenario = scenario.env(ca_variable, &ca_file);
+async fn slack_sdk_aiohttp(transport: Transport) {
+    let peer = python_peer("slack-python", "slack-python/scenario_aiohttp.py").await;
+    if let Some((_, scenario)) = peer {
+        run_against_fake_slack("slack-python-aiohttp", scenario, transport).await;
     }
-    run_against_fake(name, fake, scenario).await;
 }
 
-/// The Python scenario's program, when `python3` is present and the install worked.
-async fn python_scenario() -> Option<(PathBuf, ChildSpec)> {
-    if !on_path("python3") {
-        println!("slack-python peer: NOT RUN (python3 is not on PATH)");
-        return None;
+async fn node_clients(install_name: &str, transport: Transport) {
+    if let Some(scenario) = node_peer(install_name, "slack-node/scenario.cjs").await {
+        run_against_fake_slack("slack-node", scenario, transport).await;
     }
-    let venv = install("slack-python").await?;
-    let scenario = ChildSpec::new("slack-python", venv.join("bin/python"))
-        .arg(peers_dir().join("slack-python/scenario.py"));
-    Some((venv, scenario))
 }
 
-/// The Node scenario's program, when `node` and `npm` are present and the install worked.
-async fn node_scenario() -> Option<ChildSpec> {
-    if !on_path("node") || !on_path("npm") {
-        println!("slack-node peer: NOT RUN (node or npm is not on PATH)");
-        return None;
+async fn bolt_python_sync(transport: Transport) {
+    let peer = python_peer("slack-bolt-python", "slack-bolt-python/scenario.py").await;
+    if let Some((_, scenario)) = peer {
+        let scenario = scenario.arg("--socket-mode");
+        run_against_fake_slack("slack-bolt-python-socket", scenario, transport).await;
     }
-    let modules = install("slack-node").await?;
-    Some(
-        ChildSpec::new("slack-node", "node")
-            .arg(peers_dir().join("slack-node/scenario.cjs"))
-            .env("NODE_PATH", modules.join("node_modules")),
-    )
+}
+
+async fn bolt_python_async(transport: Transport) {
+    let peer = python_peer("slack-bolt-python", "slack-bolt-python/scenario_async.py").await;
+    if let Some((_, scenario)) = peer {
+        run_against_fake_slack("slack-bolt-python-async", scenario, transport).await;
+    }
+}
+
+async fn bolt_node(transport: Transport) {
+    if let Some(scenario) = node_peer("slack-bolt-node", "slack-bolt-node/scenario.cjs").await {
+        let scenario = scenario.arg("--socket-mode");
+        run_against_fake_slack("slack-bolt-node-socket", scenario, transport).await;
+    }
 }
 
 #[tokio::test]
 async fn python_slack_sdk_runs_the_scenario_unmodified() {
-    let Some((venv, scenario)) = python_scenario().await else {
+    slack_sdk_sync(Transport::Plain).await;
+    let Some((venv, _)) = python_peer("slack-python", "slack-python/scenario.py").await else {
         return;
     };
-    run_scenario("slack-python", scenario, Mode::Plain).await;
 
     // The README's Python test, as written, with `ski-fake-slack` on PATH.
     let readme = std::fs::read_to_string(peers_dir().join("../../../README.md")).expect("README");
@@ -100,35 +96,70 @@ async fn python_slack_sdk_runs_the_scenario_unmodified() {
     println!("README Python test: ran, ok");
 }
 
-#[tokio::test]
-async fn node_web_api_and_socket_mode_run_the_scenario_unmodified() {
-    let Some(scenario) = node_scenario().await else {
-        return;
-    };
-    run_scenario("slack-node", scenario, Mode::Plain).await;
-}
-
 /// The Web API over HTTPS, and Socket Mode on the `wss://` URL, which slack_sdk's built-in
 /// client dials in plain TCP (it uses TLS only on port 443, whatever the scheme says): the fake's
 /// Socket Mode port serves both.
 #[tokio::test]
 async fn python_slack_sdk_runs_the_scenario_over_tls() {
-    let Some((_, scenario)) = python_scenario().await else {
-        return;
-    };
-    let tls = Mode::Tls {
-        ca_variable: "SSL_CERT_FILE",
-    };
-    run_scenario("slack-python", scenario, tls).await;
+    slack_sdk_sync(Transport::Tls).await;
+}
+
+#[tokio::test]
+async fn python_slack_sdk_aiohttp_runs_the_scenario_unmodified() {
+    slack_sdk_aiohttp(Transport::Plain).await;
+}
+
+#[tokio::test]
+async fn python_slack_sdk_aiohttp_runs_the_scenario_over_tls() {
+    slack_sdk_aiohttp(Transport::Tls).await;
+}
+
+#[tokio::test]
+async fn node_web_api_and_socket_mode_run_the_scenario_unmodified() {
+    node_clients("slack-node", Transport::Plain).await;
 }
 
 #[tokio::test]
 async fn node_web_api_and_socket_mode_run_the_scenario_over_tls() {
-    let Some(scenario) = node_scenario().await else {
-        return;
-    };
-    let tls = Mode::Tls {
-        ca_variable: "NODE_EXTRA_CA_CERTS",
-    };
-    run_scenario("slack-node", scenario, tls).await;
+    node_clients("slack-node", Transport::Tls).await;
+}
+
+#[tokio::test]
+async fn node_web_api_7_and_socket_mode_2_run_the_scenario_unmodified() {
+    node_clients("slack-node-v7", Transport::Plain).await;
+}
+
+#[tokio::test]
+async fn node_web_api_7_and_socket_mode_2_run_the_scenario_over_tls() {
+    node_clients("slack-node-v7", Transport::Tls).await;
+}
+
+#[tokio::test]
+async fn python_bolt_in_socket_mode_runs_the_scenario_unmodified() {
+    bolt_python_sync(Transport::Plain).await;
+}
+
+#[tokio::test]
+async fn python_bolt_in_socket_mode_runs_the_scenario_over_tls() {
+    bolt_python_sync(Transport::Tls).await;
+}
+
+#[tokio::test]
+async fn python_async_bolt_in_socket_mode_runs_the_scenario_unmodified() {
+    bolt_python_async(Transport::Plain).await;
+}
+
+#[tokio::test]
+async fn python_async_bolt_in_socket_mode_runs_the_scenario_over_tls() {
+    bolt_python_async(Transport::Tls).await;
+}
+
+#[tokio::test]
+async fn node_bolt_in_socket_mode_runs_the_scenario_unmodified() {
+    bolt_node(Transport::Plain).await;
+}
+
+#[tokio::test]
+async fn node_bolt_in_socket_mode_runs_the_scenario_over_tls() {
+    bolt_node(Transport::Tls).await;
 }

@@ -1,10 +1,13 @@
-// The fake Slack scenario driven by Bolt for JavaScript in HTTP mode (the Events API over HTTP).
-// Usage: node scenario.cjs READY_JSON  (the readiness line of `ski-fake-slack serve`), with
-// NODE_PATH pointing at the node_modules install.sh made. Configured only through documented
-// options: `clientOptions.slackApiUrl` and `signingSecret`; the app's built-in HTTP receiver
-// listens on a port-0 loopback address and the fake learns the Request URL through its control
-// API (set_request_url), which Bolt answers the url_verification challenge for. Every request
-// Bolt takes has passed its signature check. Prints "slack-bolt-node: ok" and exits 0.
+// The fake Slack scenario driven by Bolt for JavaScript in HTTP mode (the Events API over HTTP)
+// or, with --socket-mode, over Socket Mode.
+// Usage: node scenario.cjs [--socket-mode] READY_JSON  (the readiness line of
+// `ski-fake-slack serve`), with NODE_PATH pointing at the node_modules install.sh made.
+// Configured only through documented options: `clientOptions.slackApiUrl` and `signingSecret`;
+// in HTTP mode the app's built-in HTTP receiver listens on a port-0 loopback address and the fake
+// learns the Request URL through its control API (set_request_url), which Bolt answers the
+// url_verification challenge for: every request Bolt takes has passed its signature check. With
+// --socket-mode, `socketMode`, `appToken` and the receiver's `installerOptions.clientOptions.
+// slackApiUrl`. Prints "slack-bolt-node: ok" (or "slack-bolt-node-socket: ok") and exits 0.
 const assert = require('node:assert/strict');
 const { App, LogLevel } = require('@slack/bolt');
 
@@ -12,7 +15,8 @@ const GENERAL = 'C0000000001';
 const ALICE = 'U0000000002';
 const BOT = 'U0000000001';
 const WAIT = 20000;
-const ready = JSON.parse(process.argv[2]);
+const ready = JSON.parse(process.argv[process.argv.length - 1]);
+const socketMode = process.argv.slice(2, -1).includes('--socket-mode');
 const slackApiUrl = `${ready.api_base_url}/`;
 
 async function control(operation, body) {
@@ -32,11 +36,14 @@ const MODAL = {
 };
 
 async function main() {
+  const transport = socketMode
+    ? { socketMode: true, appToken: 'xapp-bolt-node', installerOptions: { clientOptions: { slackApiUrl } } }
+    : { signingSecret: ready.signing_secret };
   const app = new App({
     token: 'xoxb-bolt-node',
-    signingSecret: ready.signing_secret,
     clientOptions: { slackApiUrl },
     logLevel: LogLevel.ERROR,
+    ...transport,
   });
 
   // The Web API part of the scenario, through the app's client.
@@ -75,10 +82,15 @@ async function main() {
   });
   app.event('message', async () => {});
 
-  const server = await app.start({ port: 0, host: '127.0.0.1' });
-  const { port } = server.address();
-  const set = await control('set_request_url', { url: `http://127.0.0.1:${port}/slack/events` });
-  assert.equal(set.ok, true, JSON.stringify(set));
+  if (socketMode) {
+    await app.start();
+    await control('wait_for_connections', { count: 1, timeout_ms: WAIT });
+  } else {
+    const server = await app.start({ port: 0, host: '127.0.0.1' });
+    const { port } = server.address();
+    const set = await control('set_request_url', { url: `http://127.0.0.1:${port}/slack/events` });
+    assert.equal(set.ok, true, JSON.stringify(set));
+  }
 
   const command = await control('slash_command', { command: '/ski', text: 'status', channel: GENERAL, user: ALICE });
   const commandAck = (await control('ack', { envelope_id: command.envelope_id, timeout_ms: WAIT })).ack;
@@ -106,11 +118,23 @@ async function main() {
   assert.deepEqual(submitAck.payload, { response_action: 'errors', errors: { reason: 'because is too short' } });
 
   const deliveries = (await control('deliveries', {})).deliveries;
-  assert.equal(deliveries[0].kind, 'url_verification');
-  assert.ok(deliveries.every((d) => d.status === 200), JSON.stringify(deliveries));
-  assert.equal((await control('frames', {})).frames.length, 0, 'nothing went over Socket Mode');
+  const frames = (await control('frames', {})).frames;
+  if (socketMode) {
+    // A dropped socket: the receiver opens a new connection and the next command reaches it.
+    await control('drop_connections', {});
+    await control('wait_for_connections', { count: 1, timeout_ms: WAIT });
+    const again = await control('slash_command', { command: '/ski', text: 'again', channel: GENERAL, user: ALICE });
+    const againAck = (await control('ack', { envelope_id: again.envelope_id, timeout_ms: WAIT })).ack;
+    assert.equal(againAck.payload.text, 'bolt-node got again');
+    assert.equal(deliveries.length, 0, 'nothing went to a Request URL');
+    assert.ok(frames.length > 0, 'the envelopes went over Socket Mode');
+  } else {
+    assert.equal(deliveries[0].kind, 'url_verification');
+    assert.ok(deliveries.every((d) => d.status === 200), JSON.stringify(deliveries));
+    assert.equal(frames.length, 0, 'nothing went over Socket Mode');
+  }
   await app.stop();
-  console.log('slack-bolt-node: ok');
+  console.log(socketMode ? 'slack-bolt-node-socket: ok' : 'slack-bolt-node: ok');
 }
 
 main().catch((error) => { console.error(error); process.exit(1); });
