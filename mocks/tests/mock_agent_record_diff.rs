@@ -1,6 +1,6 @@
 //! `ski-mock-agent diff`: a recording of the mock agent checked against the same agent reports
-//! nothing and exits 0; against an agent whose answers changed shape it names the change and
-//! exits 1.
+//! nothing and exits 0; against an agent whose answers changed shape, or another release of it,
+//! it names the change and exits 1.
 
 mod agent_support;
 
@@ -125,6 +125,62 @@ async fn text_is_compared_unless_ignored() {
     args.extend(agent.iter().cloned());
     let (code, out) = run_diff(&args).await;
     assert_eq!(code, 0, "{out}");
+}
+
+/// A release of an agent, as a mock agent script: its version, one capability and its auth
+/// methods, which is where real agents' releases differ (claude-code-acp 0.16.2 and 0.14.0 by
+/// `loadSession`, gemini-cli 0.61.0 and 0.60.0 only by `agentInfo.version`).
+fn release(version: &str, load_session: bool, second_auth_method: &str) -> String {
+    format!(
+        "personality = \"standard\"\n[agent]\nname = \"agent\"\nversion = \"{version}\"\n\
+         capabilities = {{ loadSession = {load_session} }}\n\
+         auth_methods = [{{ id = \"login\", name = \"Log in\" }}, \
+         {{ id = \"{second_auth_method}\", name = \"Key\" }}]\n"
+    )
+}
+
+#[tokio::test]
+async fn another_release_is_reported_by_version_capability_and_auth_method() {
+    let mut agent = Agent::start(
+        Start::args(&[
+            "record",
+            "--out",
+            "{dir}/rec.toml",
+            "--",
+            binary(),
+            "--script",
+            "{dir}/1.0.0.toml",
+        ])
+        .file("1.0.0.toml", &release("1.0.0", true, "api-key"))
+        .file("1.1.0.toml", &release("1.1.0", false, "token")),
+    );
+    agent.handshake().await;
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+    let recording = agent.path("rec.toml").display().to_string();
+    let against = |version: &str| {
+        vec![
+            recording.clone(),
+            "--".into(),
+            binary().into(),
+            "--script".into(),
+            agent.path(&format!("{version}.toml")).display().to_string(),
+        ]
+    };
+    let (code, out) = run_diff(&against("1.0.0")).await;
+    assert_eq!(code, 0, "{out}");
+    let (code, out) = run_diff(&against("1.1.0")).await;
+    assert_eq!(code, 1, "{out}");
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "exchange 0 initialize: result: field result.agentCapabilities.loadSession changed: true -> false",
+            "exchange 0 initialize: result: field result.agentInfo.version changed: 1.0.0 -> 1.1.0",
+            "exchange 0 initialize: result: field result.authMethods[].id changed: [login, api-key] -> [login, token]",
+            "drift: 3 difference(s) in 2 exchanges",
+        ]
+    );
 }
 
 #[tokio::test]

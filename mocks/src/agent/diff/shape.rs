@@ -1,8 +1,10 @@
 //! The structure of messages, compared: which messages came in which order (by kind, method and
 //! update kind), and per message which fields exist with which JSON kinds and which values say
-//! what kind of thing something is (`type`, `sessionUpdate`, `stopReason`, error codes...).
-//! Values that always vary (ids, session ids, times, paths) are never compared; text only when
-//! asked.
+//! what kind of thing something is (`type`, `sessionUpdate`, `stopReason`, error codes...), what
+//! the agent can do (every `true`/`false`) and which agent it is (`agentInfo`'s name and version,
+//! the ids of its auth methods), so another release of the agent shows. Values that always vary
+//! (ids, session ids, times, paths) are never compared; text only when asked. The items of an
+//! array share one path, which holds every kind and value its items have.
 
 use std::collections::BTreeMap;
 
@@ -22,6 +24,14 @@ pub const KIND_FIELDS: &[&str] = &[
     "code",
     "protocolVersion",
     "outcome",
+];
+
+/// Paths whose values say which agent answered and how a client logs in to it, compared whatever
+/// the options (`--ignore` leaves them out).
+pub const IDENTITY_PATHS: &[&str] = &[
+    "result.agentInfo.name",
+    "result.agentInfo.version",
+    "result.authMethods[].id",
 ];
 
 /// What the comparison leaves out.
@@ -64,11 +74,40 @@ pub fn signature(message: &Value) -> String {
     out
 }
 
-/// One leaf of a message's structure: its JSON kind, and its value where the value counts.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One leaf of a message's structure: its JSON kinds and, where values count, its values, each
+/// once in the order the items of an array first show them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 struct Leaf {
-    kind: &'static str,
-    value: Option<String>,
+    kinds: Vec<&'static str>,
+    values: Vec<String>,
+}
+
+impl Leaf {
+    fn add(&mut self, kind: &'static str, value: Option<String>) {
+        if !self.kinds.contains(&kind) {
+            self.kinds.push(kind);
+        }
+        if let Some(value) = value
+            && !self.values.contains(&value)
+        {
+            self.values.push(value);
+        }
+    }
+}
+
+/// One item as itself, several as `[a, b]`.
+fn listed(items: &[impl AsRef<str>]) -> String {
+    match items {
+        [] => "?".to_owned(),
+        [one] => one.as_ref().to_owned(),
+        many => format!(
+            "[{}]",
+            many.iter()
+                .map(AsRef::as_ref)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
 }
 
 fn json_kind(value: &Value) -> &'static str {
@@ -92,19 +131,19 @@ fn flatten(
     if !path.is_empty() && options.ignored(path) {
         return;
     }
-    let counts = KIND_FIELDS.contains(&key) || (key == "text" && !options.ignore_text);
+    let counts = KIND_FIELDS.contains(&key)
+        || IDENTITY_PATHS.contains(&path)
+        || (key == "text" && !options.ignore_text);
     let value_text = match value {
         Value::String(text) if counts => Some(text.clone()),
         Value::Number(number) if counts => Some(number.to_string()),
-        Value::Bool(flag) if counts => Some(flag.to_string()),
+        Value::Bool(flag) => Some(flag.to_string()),
         _ => None,
     };
     if !path.is_empty() {
-        // Items of one array share a path: the first item's leaf stands for all of them.
-        out.entry(path.to_owned()).or_insert(Leaf {
-            kind: json_kind(value),
-            value: value_text,
-        });
+        out.entry(path.to_owned())
+            .or_default()
+            .add(json_kind(value), value_text);
     }
     match value {
         Value::Object(map) => {
@@ -140,24 +179,25 @@ pub fn compare(recorded: &Value, live: &Value, options: &Options) -> Vec<String>
     let mut out = Vec::new();
     for (path, leaf) in &before {
         match after.get(path) {
-            None => out.push(format!("missing field {path} ({})", leaf.kind)),
-            Some(now) if now.kind != leaf.kind => {
+            None => out.push(format!("missing field {path} ({})", listed(&leaf.kinds))),
+            Some(now) if now.kinds != leaf.kinds => {
                 out.push(format!(
                     "field {path} changed kind: {} -> {}",
-                    leaf.kind, now.kind
+                    listed(&leaf.kinds),
+                    listed(&now.kinds)
                 ));
             }
-            Some(now) if now.value != leaf.value => out.push(format!(
+            Some(now) if now.values != leaf.values => out.push(format!(
                 "field {path} changed: {} -> {}",
-                leaf.value.as_deref().unwrap_or("?"),
-                now.value.as_deref().unwrap_or("?")
+                listed(&leaf.values),
+                listed(&now.values)
             )),
             Some(_) => {}
         }
     }
     for (path, leaf) in &after {
         if !before.contains_key(path) {
-            out.push(format!("new field {path} ({})", leaf.kind));
+            out.push(format!("new field {path} ({})", listed(&leaf.kinds)));
         }
     }
     out
@@ -330,5 +370,34 @@ mod tests {
         let before = json!({"id": 1, "result": {"agentInfo": {"version": "1"}}});
         let after = json!({"id": 1, "result": {"agentInfo": {"version": "2", "title": "t"}}});
         assert!(compare(&before, &after, &options).is_empty());
+    }
+
+    #[test]
+    fn a_later_array_items_kind_is_compared() {
+        let before = json!({"result": {"content": [{"type": "text"}, {"type": "image"}]}});
+        let after = json!({"result": {"content": [{"type": "text"}, {"type": "audio"}]}});
+        assert_eq!(
+            compare(&before, &after, &Options::default()),
+            ["field result.content[].type changed: [text, image] -> [text, audio]"]
+        );
+    }
+
+    #[test]
+    fn flags_and_the_agents_identity_are_compared_its_other_strings_are_not() {
+        let before = json!({"result": {
+            "agentCapabilities": {"loadSession": true},
+            "agentInfo": {"name": "a", "title": "A", "version": "1.0.0"},
+            "authMethods": [{"id": "login", "name": "Log in"}]}});
+        let after = json!({"result": {
+            "agentCapabilities": {"loadSession": false},
+            "agentInfo": {"name": "a", "title": "The A", "version": "1.1.0"},
+            "authMethods": [{"id": "login", "name": "Sign in"}]}});
+        assert_eq!(
+            compare(&before, &after, &Options::default()),
+            [
+                "field result.agentCapabilities.loadSession changed: true -> false",
+                "field result.agentInfo.version changed: 1.0.0 -> 1.1.0",
+            ]
+        );
     }
 }
