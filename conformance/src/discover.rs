@@ -582,7 +582,8 @@ async fn authenticate(
 /// whose key the environment has: an `env_var` method's variable (`varName`, or every
 /// `vars[].name`; the form of earlier unstable schemas), or an agent method whose id, name or
 /// description names an environment variable (`Use OPENAI_API_KEY`, "Requires setting the
-/// `GEMINI_API_KEY` environment variable"). Returns the method id and why, or why none.
+/// `GEMINI_API_KEY` environment variable") or, naming none, the provider of the API key it takes
+/// ([`provider_key`]). Returns the method id and why, or why none.
 pub fn choose_auth(
     methods: &[Value],
     has_env: impl Fn(&str) -> bool,
@@ -621,7 +622,12 @@ pub fn choose_auth(
                 .filter_map(|v| v.get("name").and_then(Value::as_str).map(str::to_owned));
             named.into_iter().chain(listed).collect()
         } else {
-            env_names(&words)
+            let named = env_names(&words);
+            if named.is_empty() {
+                provider_key(method).into_iter().collect()
+            } else {
+                named
+            }
         };
         if variables.is_empty() {
             let interactive = [
@@ -659,6 +665,22 @@ pub fn choose_auth(
         ));
     }
     Err(passed.join("; "))
+}
+
+/// The key variable of an agent method that names no variable but the provider whose API key it
+/// takes (`"_meta": {"api-key": {"provider": "openai"}}`, codex-acp 2.x): `OPENAI_API_KEY`.
+fn provider_key(method: &Value) -> Option<String> {
+    let provider = method.pointer("/_meta/api-key/provider")?.as_str()?;
+    let plausible = !provider.is_empty()
+        && provider
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    plausible.then(|| {
+        format!(
+            "{}_API_KEY",
+            provider.to_ascii_uppercase().replace('-', "_")
+        )
+    })
 }
 
 /// The environment variable names in `text`: upper-case words of letters, digits and
@@ -816,6 +838,21 @@ mod tests {
             assert!(why.contains(part), "{part} in {why}");
         }
         assert!(choose_auth(&[], |_| true).is_err());
+    }
+
+    #[test]
+    fn an_api_key_method_that_names_its_provider_reads_the_provider_key() {
+        // codex-acp 2.x: the method names no variable, only the provider whose key it reads.
+        let methods = vec![
+            json!({"id": "api-key", "name": "API Key", "description": "Use an API key to authenticate", "_meta": {"api-key": {"provider": "openai"}}}),
+            json!({"id": "chat-gpt", "name": "ChatGPT", "description": "Use ChatGPT to authenticate"}),
+        ];
+        let (id, why) = choose_auth(&methods, |name| name == "OPENAI_API_KEY")
+            .expect("the API-key method is chosen");
+        assert_eq!(id, "api-key");
+        assert!(why.contains("OPENAI_API_KEY is set"), "{why}");
+        let why = choose_auth(&methods, |_| false).expect_err("no key, no method");
+        assert!(why.contains("api-key: OPENAI_API_KEY is not set"), "{why}");
     }
 
     #[test]
