@@ -235,8 +235,10 @@ const DIFF_HELP: &str = "\
 Compared per exchange: which messages came in which order (kind, method, session update kind;
 runs of one kind count once), and per message the fields present, their JSON kinds and the values
 that name a kind of thing (type, sessionUpdate, stopReason, kind, status, role, method, code,
-protocolVersion, outcome), and text unless --ignore-text. Ids, session ids, times and other
-values are never compared. The live agent's requests get the recorded client's replies.
+protocolVersion, outcome), every true or false, which agent answered (agentInfo's name and
+version, the ids of its authMethods), and text unless --ignore-text; every item of an array
+counts. Ids, session ids, times and other values are never compared. The live agent's requests
+get the recorded client's replies.
 
 Exit codes: 0 no structural drift, 1 drift, 2 a bad argument, 3 a recording that cannot be
 read, 4 an agent that cannot be started.
