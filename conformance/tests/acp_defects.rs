@@ -5,6 +5,9 @@
 //! `must` or `capability` row; every ACP row must be caught by a defect or say why none can.
 //! The catch table is written to `<target dir>/conformance/acp-defects.md` (what `cargo xtask
 //! conformance --defects` prints).
+//!
+//! `harness = false` (libtest-mimic): the corpus's own client is this binary started again as
+//! `<test> --acp-client ARGS…` (`corpus_client`).
 
 mod support;
 
@@ -12,12 +15,15 @@ mod support;
 mod binaries;
 #[path = "support/corpus.rs"]
 mod corpus;
+mod corpus_client;
+mod corpus_ws_front;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use corpus::{Corpus, Entry};
 use futures::StreamExt;
+use libtest_mimic::{Arguments, Failed, Trial};
 use ski_conformance::report::junit::details;
 use ski_conformance::runner::ScenarioResult;
 use ski_conformance::{Level, Outcome, Scenario, Target};
@@ -294,9 +300,28 @@ fn table_path() -> PathBuf {
         .join("acp-defects.md")
 }
 
-#[test]
-fn the_corpus_names_only_acp_rows() {
-    let corpus = Corpus::load(&corpus_dir()).expect("the corpus loads");
+fn main() -> std::process::ExitCode {
+    if let Some(code) = corpus_client::run_if_asked() {
+        return code;
+    }
+    if let Some(code) = corpus_ws_front::run_if_asked() {
+        return code;
+    }
+    let trials = vec![
+        Trial::test(
+            "the_corpus_names_only_acp_rows",
+            the_corpus_names_only_acp_rows,
+        ),
+        Trial::test(
+            "every_defect_fails_its_rows_and_the_conforming_entries_none",
+            every_defect_fails_its_rows_and_the_conforming_entries_none,
+        ),
+    ];
+    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+}
+
+fn the_corpus_names_only_acp_rows() -> Result<(), Failed> {
+    let corpus = Corpus::load(&corpus_dir())?;
     let ids: BTreeSet<String> = acp_rows().into_iter().map(|r| r.id).collect();
     let mut unknown = Vec::new();
     for entry in &corpus.entries {
@@ -305,7 +330,7 @@ fn the_corpus_names_only_acp_rows() {
                 unknown.push(format!("{}: {id}", entry.name));
             }
         }
-        corpus.profile(entry).expect("the entry makes a profile");
+        corpus.profile(entry)?;
     }
     unknown.extend(
         corpus
@@ -314,15 +339,14 @@ fn the_corpus_names_only_acp_rows() {
             .filter(|id| !ids.contains(*id))
             .map(|id| format!("[uncovered]: {id}")),
     );
-    assert!(
-        unknown.is_empty(),
-        "rows not in the ACP catalog: {unknown:?}"
-    );
+    if !unknown.is_empty() {
+        return Err(format!("rows not in the ACP catalog: {unknown:?}").into());
+    }
+    Ok(())
 }
 
-#[test]
-fn every_defect_fails_its_rows_and_the_conforming_entries_none() {
-    let corpus = Corpus::load(&corpus_dir()).expect("the corpus loads");
+fn every_defect_fails_its_rows_and_the_conforming_entries_none() -> Result<(), Failed> {
+    let corpus = Corpus::load(&corpus_dir())?;
     let rows = acp_rows();
     let started = std::time::Instant::now();
     let runs = run_corpus(&corpus);
@@ -357,11 +381,14 @@ fn every_defect_fails_its_rows_and_the_conforming_entries_none() {
             _ => {}
         }
     }
-    assert!(
-        problems.is_empty(),
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(format!(
         "{} problem(s) with the ACP defect corpus (catch table in {}):\n\n{}",
         problems.len(),
         path.display(),
         problems.join("\n\n")
-    );
+    )
+    .into())
 }

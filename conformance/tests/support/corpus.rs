@@ -17,6 +17,10 @@ pub struct Corpus {
     pub client: Base,
     /// The base of every `role = "serve"` entry.
     pub serve: Base,
+    /// The base of every `role = "corpus-client"` entry.
+    pub corpus_client: Base,
+    /// The base of every `role = "ws-front"` entry.
+    pub ws_front: Base,
     /// The entries, in file order.
     #[serde(rename = "entry")]
     pub entries: Vec<Entry>,
@@ -43,7 +47,7 @@ pub struct Base {
 
 /// Which side of ACP an entry is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "kebab-case")]
 pub enum Role {
     /// The runner is its client.
     Agent,
@@ -51,6 +55,11 @@ pub enum Role {
     Client,
     /// ski's own agent (`ski acp serve`) in one of its configurations; the runner is its client.
     Serve,
+    /// The corpus's own small client (`{corpus_client}`), driven like `Client`.
+    CorpusClient,
+    /// ski's own agent over WebSocket behind the corpus's front (`{corpus_ws_front}`); the
+    /// runner is its client.
+    WsFront,
 }
 
 impl Role {
@@ -60,6 +69,8 @@ impl Role {
             Role::Agent => "agent",
             Role::Client => "client",
             Role::Serve => "serve",
+            Role::CorpusClient => "corpus-client",
+            Role::WsFront => "ws-front",
         }
     }
 }
@@ -131,13 +142,22 @@ impl Corpus {
             Role::Agent => &self.agent,
             Role::Client => &self.client,
             Role::Serve => &self.serve,
+            Role::CorpusClient => &self.corpus_client,
+            Role::WsFront => &self.ws_front,
         }
     }
 
-    /// The target profile of `entry` (TOML text), its commands rendered with `{corpus}`.
+    /// The target profile of `entry` (TOML text), its commands rendered with `{corpus}`,
+    /// `{corpus_client}` and `{corpus_ws_front}` (this test binary started as the corpus's own
+    /// client or WebSocket front).
     pub fn profile(&self, entry: &Entry) -> Result<String, String> {
         let base = self.base(entry.role);
         let corpus = shell_words::quote(&self.dir.display().to_string()).into_owned();
+        let exe =
+            std::env::current_exe().map_err(|e| format!("cannot locate the test binary: {e}"))?;
+        let exe = shell_words::quote(&exe.display().to_string()).into_owned();
+        let corpus_client = format!("{exe} {}", super::corpus_client::FLAG);
+        let corpus_ws_front = format!("{exe} {}", super::corpus_ws_front::FLAG);
         let mut commands = base.commands.clone();
         for (name, command) in &entry.commands {
             if !commands.contains_key(name) {
@@ -156,7 +176,10 @@ impl Corpus {
         let commands: toml::Table = commands
             .into_iter()
             .map(|(name, command)| {
-                let mut line = command.replace("{corpus}", &corpus);
+                let mut line = command
+                    .replace("{corpus}", &corpus)
+                    .replace("{corpus_client}", &corpus_client)
+                    .replace("{corpus_ws_front}", &corpus_ws_front);
                 for word in &extra {
                     line.push(' ');
                     line.push_str(word);
