@@ -228,6 +228,38 @@ async fn a_post_to_a_user_id_opens_a_direct_message() {
     assert_eq!(ims["channels"].as_array().map(Vec::len), Some(2), "{ims}");
 }
 
+/// Slack's `conversations.open` opens a conversation once; opening it again (by its users or its
+/// id) resumes it and says so with `no_op` and `already_open`.
+#[tokio::test]
+async fn opening_an_open_direct_message_again_says_already_open() {
+    let slack = FakeSlack::start(Config::default()).await.expect("start");
+    let first = call(
+        &slack,
+        "conversations.open",
+        json!({"users": "U0000000002"}),
+    )
+    .await;
+    assert_eq!(first["ok"], true, "{first}");
+    assert_eq!(first.get("already_open"), None, "a new DM: {first}");
+    let dm = first["channel"]["id"].as_str().expect("the DM").to_string();
+    for again in [json!({"users": "U0000000002"}), json!({"channel": dm})] {
+        let resumed = call(&slack, "conversations.open", again).await;
+        assert_eq!(resumed["channel"]["id"], dm.as_str(), "{resumed}");
+        assert_eq!(resumed["no_op"], true, "{resumed}");
+        assert_eq!(resumed["already_open"], true, "{resumed}");
+    }
+    // Closed, it opens anew.
+    call(&slack, "conversations.close", json!({"channel": dm})).await;
+    let reopened = call(
+        &slack,
+        "conversations.open",
+        json!({"users": "U0000000002"}),
+    )
+    .await;
+    assert_eq!(reopened["channel"]["id"], dm.as_str(), "{reopened}");
+    assert_eq!(reopened.get("already_open"), None, "{reopened}");
+}
+
 #[tokio::test]
 async fn membership_is_enforced_and_changes_send_their_events() {
     let slack = FakeSlack::start(Config::default()).await.expect("start");

@@ -312,20 +312,23 @@ pub(super) fn set_text(workspace: &mut Workspace, params: &Params, purpose: bool
     channel_answer(workspace, &id)
 }
 
+/// Opens or resumes a DM or MPIM; resuming one already open answers `no_op` and `already_open`,
+/// as Slack does.
 pub(super) fn open(workspace: &mut Workspace, params: &Params) -> Answer {
-    let id = match (params.str("channel"), params.str("users")) {
+    let (id, was_open) = match (params.str("channel"), params.str("users")) {
         (Some(_), _) => {
             let id = channel_id(workspace, params, "channel")?;
             let channel = workspace.channel_mut(&id).ok_or("channel_not_found")?;
             if !channel.is_dm() {
                 return Err("method_not_supported_for_channel_type");
             }
+            let was_open = channel.open;
             channel.open = true;
-            id
+            (id, was_open)
         }
         (None, Some(_)) => {
             let users = user_list(params, "users").map_err(|_| "users_list_not_supplied")?;
-            workspace.open_dm(&users)?.0
+            workspace.open_dm(&users)?
         }
         (None, None) => return Err("users_list_not_supplied"),
     };
@@ -335,7 +338,12 @@ pub(super) fn open(workspace: &mut Workspace, params: &Params) -> Answer {
     } else {
         json!({ "id": id })
     };
-    Ok(object(json!({ "channel": json })))
+    let mut answer = object(json!({ "channel": json }));
+    if was_open {
+        answer.insert("no_op".into(), json!(true));
+        answer.insert("already_open".into(), json!(true));
+    }
+    Ok(answer)
 }
 
 pub(super) fn close(workspace: &mut Workspace, params: &Params) -> Answer {
