@@ -190,3 +190,30 @@ async fn a_turn_that_never_ends_where_discovery_saw_none_end_is_not_a_failure() 
     assert_eq!(result["outcome"], "skip", "{result:#}");
     assert_eq!(result["attempts"], 1, "{result:#}");
 }
+
+/// Writes an agent that advertises an auth method, answers `initialize`, its first `session/new`
+/// and every other request (an error), and never a second `session/new` (one that, offline, takes
+/// longer than a row's short class).
+fn one_session_agent(dir: &Path) -> PathBuf {
+    let cases = r#"    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[{"id":"api-key","name":"API key"}]}}\n' "$id"
+      ;;
+    *'"method":"session/new"'*)
+      if [ -z "$opened" ]; then
+        opened=1
+        printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s-1"}}\n' "$id"
+      fi
+      ;;"#;
+    script_agent(dir, "one-session.sh", cases, "")
+}
+
+#[tokio::test]
+async fn a_refused_authenticate_is_followed_by_any_request_not_a_session() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let agent = one_session_agent(dir.path());
+    // ACP-CAP-007 proves the agent still serves after it refused an unknown auth method: any
+    // answer to any request does, not a second session the agent is slow to open.
+    let results = run_against(&agent, &["ACP-CAP-007"], dir.path()).await;
+    let result = row(&results, "ACP-CAP-007");
+    assert_eq!(result["outcome"], "pass", "{result:#}");
+}

@@ -153,3 +153,20 @@ async fn each_set_up_step_adds_an_allowance_to_the_budget() {
         "{multiple:#}"
     );
 }
+
+#[tokio::test]
+async fn a_session_new_sent_with_an_id_of_the_rows_own_is_a_set_up_step() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // ACP-CORE-015 (class short) judges the ids of four session/new; an agent that starts an
+    // engine per session (codex-acp 2.x: 9 s) answers them later than the class, as a set-up
+    // step may. Never answered here: the first one runs out the set-up allowance.
+    let agent = initialize_only_agent(dir.path(), "1");
+    let results = run_against(&agent, &["ACP-CORE-015"], dir.path()).await;
+    let result = row(&results, "ACP-CORE-015");
+    assert_eq!(result["outcome"], "fail", "{result:#}");
+    assert_eq!(result["setup_steps"], 2, "{result:#}");
+    assert!(
+        text(&result["failure"]["expected"]).contains("a set-up step within 2s"),
+        "{result:#}"
+    );
+}

@@ -13,6 +13,7 @@ use super::exchange::{
     self, Opened, QUIET, expect_result, finish_prompt, new_session_params, open, prompt,
     session_id_of, start_prompt, text_prompt, wait_running,
 };
+use super::jsonrpc::still_serves_as;
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
 use crate::{ensure, fail};
@@ -299,24 +300,11 @@ async fn cap_005(ctx: Ctx) -> CheckResult {
     turn_if_declared(&ctx, conn, &source, "the source still takes a prompt").await
 }
 
-/// Fails unless the agent still answers a request on `conn`.
-async fn still_serving(ctx: &Ctx, conn: &mut Connection, check: &str) -> CheckResult {
-    let start = conn.cursor();
-    let id = conn.request("session/new", new_session_params(ctx)).await?;
-    conn.wait_for(check, start, |f| f.answers(&id)).await?;
-    Ok(())
-}
-
 async fn cap_006(ctx: Ctx) -> CheckResult {
     let mut opened = open_advertising(&ctx, "/agentCapabilities/auth/logout").await?;
     let reply = opened.conn.call("logout", json!({})).await?;
     expect_result(reply, "logout answers a result")?;
-    still_serving(
-        &ctx,
-        &mut opened.conn,
-        "the agent answers requests after logout",
-    )
-    .await
+    still_serves_as(&mut opened.conn, "the agent answers requests after logout").await
 }
 
 async fn cap_007(ctx: Ctx) -> CheckResult {
@@ -345,8 +333,7 @@ async fn cap_007(ctx: Ctx) -> CheckResult {
             "result {result}"
         );
     }
-    still_serving(
-        &ctx,
+    still_serves_as(
         &mut opened.conn,
         "the agent answers requests after a refused authenticate",
     )

@@ -604,22 +604,33 @@ impl Connection {
     /// write), is a set-up step: it adds an allowance to the row's budget and is waited for that
     /// long, so a slow start fails no row whose timeout class is shorter than the start.
     pub async fn reply(&mut self, id: &Value, method: &str) -> Result<Reply, CheckError> {
-        let index = if SETUP_METHODS.contains(&method) {
-            let allowance = self.ctx.setup_step();
-            let what = format!("a response to {method} (id {id}), a set-up step");
-            let answered = self
-                .wait_until(&what, 0, allowance, |f| f.answers(id))
-                .await;
-            self.ctx
-                .setup_ended(answered.is_ok() || self.closed.is_some());
-            answered?
-        } else {
-            let what = format!("a response to {method} (id {id})");
-            self.wait_for(&what, 0, |f| f.answers(id)).await?
-        };
+        let what = format!("a response to {method} (id {id})");
+        let index = self
+            .wait_for_answer(&what, method, |f| f.answers(id))
+            .await?;
         self.frames[index]
             .reply()
             .or_error("a response frame without a reply")
+    }
+
+    /// Waits, looking at every frame so far, for the frame that `matches` as the answer to a
+    /// request of `method`: a set-up step for `initialize` and `session/new` (see
+    /// [`Connection::reply`]), else within the row's timeout.
+    pub async fn wait_for_answer(
+        &mut self,
+        what: &str,
+        method: &str,
+        matches: impl Fn(&Frame) -> bool,
+    ) -> Result<usize, CheckError> {
+        if !SETUP_METHODS.contains(&method) {
+            return self.wait_for(what, 0, matches).await;
+        }
+        let allowance = self.ctx.setup_step();
+        let what = format!("{what}, a set-up step");
+        let answered = self.wait_until(&what, 0, allowance, matches).await;
+        self.ctx
+            .setup_ended(answered.is_ok() || self.closed.is_some());
+        answered
     }
 
     /// Waits until a frame at or after `from` satisfies `matches` and returns its index. Fails

@@ -103,10 +103,16 @@ async fn initialized(ctx: &Ctx) -> Result<(Agent, Connection), crate::CheckError
 
 /// Requires the agent to keep serving: the next request gets an answer, a result or an error
 /// (ski-conformance sends an unknown method, `-32601` being the usual answer). Any answer
-/// proves liveness; a `session/new` the agent refuses until authenticated would not.
+/// proves liveness; a `session/new` the agent refuses until authenticated, or is slow to open,
+/// would not.
 async fn still_serves(conn: &mut Connection) -> CheckResult {
+    still_serves_as(conn, "an answer (result or error) to the next request").await
+}
+
+/// [`still_serves`], failing as `check`.
+pub(super) async fn still_serves_as(conn: &mut Connection, check: &str) -> CheckResult {
     let id = probe(conn).await?;
-    let what = format!("an answer (result or error) to the next request (id {id})");
+    let what = format!("{check} (id {id})");
     conn.wait_for(&what, 0, |f| f.answers(&id)).await?;
     Ok(())
 }
@@ -272,7 +278,7 @@ async fn core_015(ctx: Ctx) -> CheckResult {
             .await?;
         let what = format!("a response carrying the id {id}");
         let index = conn
-            .wait_for(&what, 0, |f| {
+            .wait_for_answer(&what, "session/new", |f| {
                 f.is_response() && f.id().is_some_and(|got| same_id(got, id))
             })
             .await?;
