@@ -3,11 +3,14 @@
 //! second over Socket Mode (inject, client ack, ack seen), the store under load (with
 //! `SKI_BENCH_STORED` messages stored, default 100k: a thread reply's and a
 //! `conversations.history` page's latency, threaded posting, RSS), and `ski-fake-slack serve`
-//! start to readiness line (median of `SKI_BENCH_RUNS` runs, default 50). Rows go to
-//! `$SKI_BENCH_DIR/rows/slack.json` (group `fake_slack`) for `cargo xtask bench`. Without
-//! `--bench` (as `cargo test --benches` runs it) it only checks that a short run works; in a
-//! debug build (`cargo test -p ski-mocks --bench slack -- --bench`) it measures the build tests
-//! use.
+//! start to readiness line (median of `SKI_BENCH_RUNS` runs, default 50). With
+//! `SKI_BENCH_OTHER_SLACK` set to another fake Slack's Web API base URL (`http://host:port/api`,
+//! started by the user; `SKI_BENCH_OTHER_SLACK_CHANNEL` a channel it knows,
+//! `SKI_BENCH_OTHER_SLACK_POSTS` how many posts), the plain client measures it too in the same
+//! run, and the plain row gets the ratio. Rows go to `$SKI_BENCH_DIR/rows/slack.json` (group
+//! `fake_slack`) for `cargo xtask bench`. Without `--bench` (as `cargo test --benches` runs it)
+//! it only checks that a short run works; in a debug build (`cargo test -p ski-mocks --bench
+//! slack -- --bench`) it measures the build tests use.
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -46,25 +49,63 @@ async fn posts_per_second(count: usize) -> Result<f64> {
     Ok(count as f64 / started.elapsed().as_secs_f64())
 }
 
-/// `chat.postMessage` requests per second from the plainest keep-alive client: one HTTP/1.1
-/// connection from a thread of its own, a form-encoded request written as bytes and the answer
-/// read by its `Content-Length`. What the fake itself can serve, with almost nothing spent on
-/// the client (slack-morphism's row adds its typed requests and answers).
-async fn raw_posts_per_second(count: usize) -> Result<f64> {
-    let slack = FakeSlack::start(Config::default()).await?;
-    let address = slack
-        .api_base_url()
-        .trim_start_matches("http://")
-        .trim_end_matches("/api")
-        .to_string();
-    tokio::task::spawn_blocking(move || raw_posts(&address, count)).await?
+/// Where the plain keep-alive client posts: a fake's `host:port`, its Web API path and a channel
+/// it knows.
+struct PostTarget {
+    address: String,
+    api_path: String,
+    channel: String,
 }
 
-fn raw_posts(address: &str, count: usize) -> Result<f64> {
+impl PostTarget {
+    /// `base_url` is a Web API base URL, `http://host:port/api`.
+    fn new(base_url: &str, channel: &str) -> Result<PostTarget> {
+        let rest = base_url
+            .strip_prefix("http://")
+            .with_context(|| format!("{base_url}: the plain client speaks http:// only"))?;
+        let (address, api_path) = rest.split_once('/').unwrap_or((rest, ""));
+        Ok(PostTarget {
+            address: address.to_string(),
+            api_path: format!("/{}", api_path.trim_end_matches('/')),
+            channel: channel.to_string(),
+        })
+    }
+}
+
+/// `chat.postMessage` requests per second from the plainest keep-alive client: one HTTP/1.1
+/// connection from a thread of its own, a form-encoded request written as bytes and the answer
+/// read by its `Content-Length` (or its chunks). What the fake itself can serve, with almost
+/// nothing spent on the client (slack-morphism's row adds its typed requests and answers).
+async fn raw_posts_per_second(count: usize) -> Result<f64> {
+    let slack = FakeSlack::start(Config::default()).await?;
+    let target = PostTarget::new(&slack.api_base_url(), "C0000000001")?;
+    tokio::task::spawn_blocking(move || raw_posts(&target, count)).await?
+}
+
+/// The same client against another fake Slack, when `SKI_BENCH_OTHER_SLACK` names its Web API
+/// base URL (`http://host:port/api`; `SKI_BENCH_OTHER_SLACK_CHANNEL`, default `C000000001`, a
+/// channel it knows): `None` without it.
+async fn other_fake_posts_per_second(count: usize) -> Result<Option<(String, f64)>> {
+    let Ok(base_url) = std::env::var("SKI_BENCH_OTHER_SLACK") else {
+        return Ok(None);
+    };
+    let channel =
+        std::env::var("SKI_BENCH_OTHER_SLACK_CHANNEL").unwrap_or_else(|_| "C000000001".to_string());
+    let target = PostTarget::new(&base_url, &channel)?;
+    let rate = tokio::task::spawn_blocking(move || raw_posts(&target, count)).await??;
+    Ok(Some((base_url, rate)))
+}
+
+fn raw_posts(target: &PostTarget, count: usize) -> Result<f64> {
     use std::io::{BufRead, BufReader, Read, Write};
-    let body = "channel=C0000000001&text=bench";
+    let PostTarget {
+        address,
+        api_path,
+        channel,
+    } = target;
+    let body = format!("channel={channel}&text=bench");
     let request = format!(
-        "POST /api/chat.postMessage HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer xoxb-bench\r\n\
+        "POST {api_path}/chat.postMessage HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer xoxb-bench\r\n\
          content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{body}",
         body.len()
     );
@@ -74,28 +115,54 @@ fn raw_posts(address: &str, count: usize) -> Result<f64> {
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
     let mut answer = Vec::new();
+    let read_line = |reader: &mut BufReader<std::net::TcpStream>, line: &mut String| {
+        line.clear();
+        anyhow::ensure!(
+            reader.read_line(line)? > 0,
+            "the fake closed the connection"
+        );
+        Ok(())
+    };
     let mut post = || -> Result<()> {
         writer.write_all(request.as_bytes())?;
         let mut length = None;
+        let mut chunked = false;
         loop {
-            line.clear();
-            anyhow::ensure!(
-                reader.read_line(&mut line)? > 0,
-                "the fake closed the connection"
-            );
+            read_line(&mut reader, &mut line)?;
             let header = line.trim_end();
             if header.is_empty() {
                 break;
             }
-            if let Some((name, value)) = header.split_once(':')
-                && name.eq_ignore_ascii_case("content-length")
-            {
-                length = Some(value.trim().parse::<usize>()?);
+            if let Some((name, value)) = header.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = Some(value.trim().parse::<usize>()?);
+                } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                    chunked = value.trim().eq_ignore_ascii_case("chunked");
+                }
             }
         }
-        answer.resize(length.context("an answer without Content-Length")?, 0);
-        reader.read_exact(&mut answer)?;
-        anyhow::ensure!(answer.starts_with(b"{\"ok\":true"), "a failed post");
+        answer.clear();
+        if chunked {
+            loop {
+                read_line(&mut reader, &mut line)?;
+                let size = usize::from_str_radix(line.trim_end(), 16)?;
+                let start = answer.len();
+                answer.resize(start + size, 0);
+                reader.read_exact(&mut answer[start..])?;
+                read_line(&mut reader, &mut line)?;
+                if size == 0 {
+                    break;
+                }
+            }
+        } else {
+            answer.resize(length.context("an answer without Content-Length")?, 0);
+            reader.read_exact(&mut answer)?;
+        }
+        anyhow::ensure!(
+            answer.starts_with(b"{\"ok\":true"),
+            "a failed post: {}",
+            String::from_utf8_lossy(&answer)
+        );
         Ok(())
     };
     post()?;
@@ -320,6 +387,11 @@ async fn run(quick: bool) -> Result<()> {
         load.threaded_rate
     );
     let raw_post_rate = raw_posts_per_second(posts).await?;
+    let other_posts = std::env::var("SKI_BENCH_OTHER_SLACK_POSTS")
+        .ok()
+        .and_then(|posts| posts.parse().ok())
+        .unwrap_or(posts);
+    let other = other_fake_posts_per_second(other_posts).await?;
     let post_rate = posts_per_second(posts).await?;
     let trip_rate = round_trips_per_second(trips).await?;
     let (median, p90) = readiness(runs).await?;
@@ -327,6 +399,13 @@ async fn run(quick: bool) -> Result<()> {
         "fake_slack: chat.postMessage {raw_post_rate:.0}/s (plain keep-alive client), \
          {post_rate:.0}/s (slack-morphism) over {posts} requests"
     );
+    if let Some((base_url, rate)) = &other {
+        println!(
+            "fake_slack: the other fake at {base_url}: chat.postMessage {rate:.0}/s (the same \
+             plain keep-alive client, {other_posts} requests); ski-fake-slack {:.1}x",
+            raw_post_rate / rate
+        );
+    }
     println!("fake_slack: socket mode round trips {trip_rate:.0}/s over {trips} envelopes");
     println!(
         "fake_slack: start to readiness median {:.1} ms, p90 {:.1} ms over {runs} runs",
@@ -336,7 +415,7 @@ async fn run(quick: bool) -> Result<()> {
     if quick {
         return Ok(());
     }
-    let rows = json!({ "rows": [
+    let mut rows = json!({ "rows": [
         { "group": "fake_slack", "name": "chat.postMessage via a plain keep-alive HTTP/1.1 client", "id": "post_raw", "messages": posts, "msgs_per_s": raw_post_rate },
         { "group": "fake_slack", "name": "chat.postMessage via slack-morphism (keep-alive)", "id": "post", "messages": posts, "msgs_per_s": post_rate },
         { "group": "fake_slack", "name": "socket mode envelope round trip", "id": "envelope", "messages": trips, "msgs_per_s": trip_rate },
@@ -349,6 +428,11 @@ async fn run(quick: bool) -> Result<()> {
         { "group": "fake_slack", "name": "ski-fake-slack serve start to readiness", "id": "start",
           "median_ns": u64::try_from(median.as_nanos()).unwrap_or(u64::MAX), "p90_ns": u64::try_from(p90.as_nanos()).unwrap_or(u64::MAX), "runs": runs },
     ]});
+    if let (Some((_, rate)), Some(list)) = (other, rows["rows"].as_array_mut()) {
+        list.push(json!({ "group": "fake_slack", "name": "chat.postMessage on the other fake (SKI_BENCH_OTHER_SLACK), same client",
+            "id": "post_other", "messages": other_posts, "msgs_per_s": rate }));
+        list[0]["baseline"] = json!("post_other");
+    }
     let dir = bench_dir()?.join("rows");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("slack.json");
