@@ -101,10 +101,8 @@ pub async fn create_session(ctx: &Ctx, conn: &mut Connection) -> Result<Value, C
 /// not declare `session`: discovery could not open a session either, and the row only needs one
 /// to judge something else.
 pub fn expect_session(ctx: &Ctx, reply: Reply, check: &str) -> Result<Value, CheckError> {
+    unless_auth_required(ctx, &reply)?;
     match reply {
-        Err(fault) if fault.code == Some(AUTH_REQUIRED) => Err(CheckError::Blocked(
-            blocked_by_auth(&fault, ctx.section().auth.is_some()),
-        )),
         Err(fault) if !ctx.has("session") => Err(CheckError::Blocked(format!(
             "the agent refused session/new ({}) and the target does not declare `session` (a \
              session without set-up; discovery could not open one either, its notes in the \
@@ -112,6 +110,17 @@ pub fn expect_session(ctx: &Ctx, reply: Reply, check: &str) -> Result<Value, Che
             fault.raw
         ))),
         other => expect_result(other, check),
+    }
+}
+
+/// Blocks the row when `reply` refuses with -32000 (authentication required): what the row
+/// judges lies behind it.
+pub fn unless_auth_required(ctx: &Ctx, reply: &Reply) -> Result<(), CheckError> {
+    match reply {
+        Err(fault) if fault.code == Some(AUTH_REQUIRED) => Err(CheckError::Blocked(
+            blocked_by_auth(fault, ctx.section().auth.is_some()),
+        )),
+        _ => Ok(()),
     }
 }
 

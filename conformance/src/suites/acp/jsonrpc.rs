@@ -448,6 +448,9 @@ async fn core_021(ctx: Ctx) -> CheckResult {
     let (agent, mut conn) = initialized(&ctx).await?;
     let cwd = ctx.temp_dir().display().to_string();
     let reply = conn.call("session/new", json!({"cwd": cwd})).await?;
+    // An agent that asks for authentication before it looks at the params shows nothing of how
+    // it answers them.
+    exchange::unless_auth_required(&ctx, &reply)?;
     expect_error(
         &reply,
         &[-32602],
