@@ -99,8 +99,8 @@ impl Output {
         }
     }
 
-    /// Notified whenever a line was queued: the flusher task waits on it, then calls
-    /// [`Output::flush_queued`].
+    /// Notified when a line is queued and nothing was queued before it: the flusher task waits
+    /// on it, then calls [`Output::flush_queued`].
     pub fn flush_wanted(&self) -> Arc<Notify> {
         Arc::clone(&self.flush_wanted)
     }
@@ -159,11 +159,13 @@ impl Output {
             return Written::Failed;
         }
         let length = bytes.len() + usize::from(newline);
-        let pieces = match &plan.fragments {
-            Some(fragments) => fragments.split(length),
-            None => std::iter::once(0..length).collect(),
-        };
-        if pieces.len() > 1 {
+        // The pieces of a line written in fragments; `None` for a line written whole.
+        let pieces = plan
+            .fragments
+            .as_ref()
+            .map(|fragments| fragments.split(length))
+            .filter(|pieces| pieces.len() != 1);
+        if let Some(pieces) = pieces.as_ref().filter(|pieces| pieces.len() > 1) {
             extra.insert(
                 "fragments".to_owned(),
                 json!(pieces.iter().map(|r| r.len()).collect::<Vec<_>>()),
@@ -177,7 +179,7 @@ impl Output {
             if extra.is_empty() { None } else { Some(extra) },
         );
         self.lines += 1;
-        if pieces.len() == 1 && plan.delay.is_none() && plan.gate.is_none() {
+        if pieces.is_none() && plan.delay.is_none() && plan.gate.is_none() {
             let Some(writer) = self.writer.as_mut() else {
                 return Written::Closed;
             };
@@ -185,8 +187,11 @@ impl Output {
             if newline {
                 writer.queue_raw(b"\n");
             }
-            self.queued = true;
-            self.flush_wanted.notify_one();
+            // One wake of the flusher per batch: a line queued behind another is written by
+            // the flush the first one asked for.
+            if !std::mem::replace(&mut self.queued, true) {
+                self.flush_wanted.notify_one();
+            }
             return Written::Ok;
         }
         let flushed = self.flush_queued(transcript).await;
@@ -198,6 +203,7 @@ impl Output {
         if newline {
             line.push(b'\n');
         }
+        let pieces = pieces.unwrap_or_else(|| vec![0..length]);
         let count = pieces.len();
         for (index, range) in pieces.into_iter().enumerate() {
             let Some(writer) = self.writer.as_mut() else {

@@ -22,11 +22,14 @@ use super::runtime::sequence::Ctx;
 use super::script::{Personality, PromptMode};
 
 /// Runs the built-in handling of the context's trigger.
+///
+/// Every message's sequence holds this future and is moved whole into its box, so it is kept
+/// the size of the standard personality's: the larger kiro and intercom handling run boxed.
 pub async fn builtin(agent: &Arc<Agent>, ctx: &mut Ctx) {
     match agent.config.personality {
         Personality::Standard => standard::handle(agent, ctx).await,
-        Personality::Kiro => kiro::handle(agent, ctx).await,
-        Personality::Intercom => intercom::handle(agent, ctx).await,
+        Personality::Kiro => Box::pin(kiro::handle(agent, ctx)).await,
+        Personality::Intercom => Box::pin(intercom::handle(agent, ctx)).await,
     }
 }
 
@@ -136,7 +139,9 @@ pub async fn prompt_turn(agent: &Arc<Agent>, ctx: &mut Ctx) {
         return;
     }
     match agent.config.prompt_mode {
-        PromptMode::Commands => commands::run_prompt(agent, ctx).await,
+        // Boxed: a command turn's future is larger than the echo turn every prompt of the
+        // default mode runs.
+        PromptMode::Commands => Box::pin(commands::run_prompt(agent, ctx)).await,
         PromptMode::Echo => {
             let text = ctx.vars.prompt.clone().unwrap_or_default();
             text_turn(agent, ctx, &text).await;
@@ -170,7 +175,7 @@ pub fn chunks(text: &str, size: usize) -> impl Iterator<Item = &str> {
 
 /// A whole prompt turn answering with `text`: in ACP one `agent_message_chunk` and the result
 /// (with kiro's markers and metadata); in the intercom stream dialect a `status/update`.
-pub async fn text_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &str) {
+pub async fn text_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &Arc<str>) {
     if agent.config.personality == Personality::Intercom {
         intercom::text_turn(agent, ctx, text).await;
         return;
@@ -180,7 +185,13 @@ pub async fn text_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &str) {
     let size = agent.config.kiro.chunk_chars;
     let session = ctx.session.as_deref().unwrap_or_default();
     for chunk in chunks(text, size) {
-        agent.message_chunk(session, chunk).await;
+        // A turn in one chunk (the usual one) keeps the text it was given in the history.
+        let chunk = if chunk.len() == text.len() {
+            Arc::clone(text)
+        } else {
+            Arc::from(chunk)
+        };
+        agent.message_chunk(session, &chunk).await;
     }
     let reason = stop_reason(agent, ctx);
     finish_turn(agent, ctx, &reason).await;

@@ -2,6 +2,7 @@
 //! inbound line to a script rule or to the personality's built-in handling.
 
 pub mod params;
+mod prompt;
 pub mod sequence;
 pub mod state;
 
@@ -28,9 +29,11 @@ use super::script::step::{FragmentPlan, Fragments};
 use super::script::{IdStyle, Personality, Trigger};
 use super::template::{AgentNames, Vars};
 use super::transcript::Transcript;
-use params::{Params, Text};
+use params::Params;
+use prompt::prompt_session_and_text;
+pub use prompt::prompt_text;
 use sequence::{Ctx, TurnGuard};
-use state::{Pending, Reply, Role, Running, Seen, State, id_key};
+use state::{Pending, Reply, Role, Running, Seen, SessionId, State, id_key};
 
 /// How the agent process was started, as the transcript and the state report show it.
 #[derive(Debug, Clone, Default)]
@@ -110,106 +113,6 @@ pub fn is_intercom_bespoke(method: &str) -> bool {
     )
 }
 
-/// The text of a prompt: the text blocks of `session/prompt` joined by spaces, or the `text`
-/// of an intercom `prompt/send`.
-pub fn prompt_text(inbound: &Inbound) -> Option<String> {
-    match inbound.method.as_str() {
-        "session/prompt" => {
-            if let Some(view) = inbound.params.as_ref()?.view::<PromptView<'_>>() {
-                return view.text();
-            }
-            let blocks = inbound.param("prompt")?.as_array()?;
-            let mut text = String::new();
-            let texts = blocks
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|b| b.get("text").and_then(Value::as_str));
-            for (n, piece) in texts.enumerate() {
-                if n > 0 {
-                    text.push(' ');
-                }
-                text.push_str(piece);
-            }
-            Some(text)
-        }
-        "prompt/send" => inbound.param_str("text").map(str::to_owned),
-        _ => None,
-    }
-}
-
-/// The members of `session/prompt` params a turn reads, borrowed from the received text.
-/// Params of any other shape (a member of another type, a repeated member) fail this view and
-/// are read from their `Value` form instead, with the same result.
-#[derive(serde::Deserialize)]
-struct PromptView<'a> {
-    #[serde(borrow, rename = "sessionId")]
-    session_id: Option<Text<'a>>,
-    #[serde(borrow)]
-    prompt: Option<Vec<BlockView<'a>>>,
-}
-
-#[derive(serde::Deserialize)]
-struct BlockView<'a> {
-    #[serde(borrow, rename = "type")]
-    kind: Option<Text<'a>>,
-    #[serde(borrow)]
-    text: Option<Text<'a>>,
-}
-
-impl BlockView<'_> {
-    /// The text of a `text` block.
-    fn text(&self) -> Option<&str> {
-        if self.kind.as_ref().is_some_and(|kind| kind.0 == "text") {
-            self.text.as_ref().map(|text| &*text.0)
-        } else {
-            None
-        }
-    }
-}
-
-impl PromptView<'_> {
-    /// As [`PromptView::text`], shared; a single text block (the usual prompt) is copied once.
-    fn shared_text(&self) -> Arc<str> {
-        let mut texts = self.prompt.iter().flatten().filter_map(BlockView::text);
-        match (texts.next(), texts.next()) {
-            (None, _) => Arc::from(""),
-            (Some(only), None) => Arc::from(only),
-            _ => self.text().unwrap_or_default().into(),
-        }
-    }
-
-    /// The text blocks joined by spaces, as [`prompt_text`] reads them.
-    fn text(&self) -> Option<String> {
-        let blocks = self.prompt.as_ref()?;
-        let mut text = String::new();
-        for (n, piece) in blocks.iter().filter_map(BlockView::text).enumerate() {
-            if n > 0 {
-                text.push(' ');
-            }
-            text.push_str(piece);
-        }
-        Some(text)
-    }
-}
-
-/// The session a `session/prompt` names and its text, read through the borrowed view when the
-/// params have its shape.
-fn prompt_session_and_text(inbound: &Inbound) -> (Option<String>, Arc<str>) {
-    if inbound.method == "session/prompt"
-        && let Some(view) = inbound
-            .params
-            .as_ref()
-            .and_then(Params::view::<PromptView<'_>>)
-    {
-        let text = view.shared_text();
-        return (view.session_id.map(|id| id.0.into_owned()), text);
-    }
-    (
-        inbound.param_str("sessionId").map(str::to_owned),
-        prompt_text(inbound).unwrap_or_default().into(),
-    )
-}
-
 /// The running agent.
 pub struct Agent {
     /// What it runs with.
@@ -233,6 +136,14 @@ pub struct Agent {
     stdin_closed: watch::Sender<bool>,
     close_stdin: watch::Sender<bool>,
     tasks: Mutex<Vec<AbortHandle>>,
+    line_buffer: Mutex<Vec<u8>>,
+}
+
+/// What a line of a prompt turn is: a response is written twice under `duplicate_responses`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LineKind {
+    Notification,
+    Response,
 }
 
 impl std::fmt::Debug for Agent {
@@ -278,6 +189,7 @@ impl Agent {
             stdin_closed: watch::channel(false).0,
             close_stdin: watch::channel(false).0,
             tasks: Mutex::new(Vec::new()),
+            line_buffer: Mutex::new(Vec::new()),
         })
     }
 
@@ -538,16 +450,41 @@ impl Agent {
     /// Sends the `session/update` of an `agent_message_chunk` with `text`, the update every
     /// turn streams: the same line as [`Agent::update`] with its value form, written straight
     /// from borrowed text.
-    pub async fn message_chunk(&self, session: &str, text: &str) -> Written {
-        self.record_history(session, text);
+    pub async fn message_chunk(&self, session: &str, text: &Arc<str>) -> Written {
+        self.record_history(session, Arc::clone(text));
         let jsonrpc = self.jsonrpc_for(Some("session/update"), None);
-        let mut line = Vec::with_capacity(160 + session.len() + text.len());
-        if let Err(error) = turn_lines::message_chunk(session, text, jsonrpc, &mut line) {
-            self.transcript
-                .note(&format!("cannot encode a message: {error}"));
-            return Written::Failed;
-        }
-        self.write_bytes(&line, true, None).await
+        self.write_turn_line(LineKind::Notification, |line| {
+            turn_lines::message_chunk(session, text, jsonrpc, line)
+        })
+        .await
+    }
+
+    /// Writes a line of a prompt turn that `encode` appends to a buffer, the one kept between
+    /// turns when no other turn holds it (so the lines of a turn allocate nothing).
+    async fn write_turn_line(
+        &self,
+        kind: LineKind,
+        encode: impl FnOnce(&mut Vec<u8>) -> serde_json::Result<()>,
+    ) -> Written {
+        let mut line = std::mem::take(&mut *self.line_buffer());
+        line.clear();
+        let written = match encode(&mut line) {
+            Err(error) => {
+                self.transcript
+                    .note(&format!("cannot encode a message: {error}"));
+                Written::Failed
+            }
+            Ok(()) if kind == LineKind::Response => self.write_response(&line, None).await,
+            Ok(()) => self.write_bytes(&line, true, None).await,
+        };
+        *self.line_buffer() = line;
+        written
+    }
+
+    fn line_buffer(&self) -> MutexGuard<'_, Vec<u8>> {
+        self.line_buffer
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// The id to answer `trigger` with; a notification has none, which the transcript notes.
@@ -568,13 +505,10 @@ impl Agent {
             return Written::Ok;
         };
         let jsonrpc = self.jsonrpc_for(None, Some(trigger));
-        let mut line = Vec::with_capacity(96);
-        if let Err(error) = turn_lines::prompt_result(id, stop_reason, jsonrpc, &mut line) {
-            self.transcript
-                .note(&format!("cannot encode a message: {error}"));
-            return Written::Failed;
-        }
-        self.write_response(&line, None).await
+        self.write_turn_line(LineKind::Response, |line| {
+            turn_lines::prompt_result(id, stop_reason, jsonrpc, line)
+        })
+        .await
     }
 
     /// Keeps agent text of an update in the session's history, for `session/load`.
@@ -585,16 +519,16 @@ impl Agent {
                 .and_then(|content| content.get("text"))
                 .and_then(Value::as_str)
         {
-            self.record_history(session, text);
+            self.record_history(session, text.into());
         }
     }
 
-    fn record_history(&self, session: &str, text: &str) {
+    fn record_history(&self, session: &str, text: Arc<str>) {
         if let Some(entry) = self.state().session(session) {
-            entry.history.push((Role::Agent, text.into()));
             if self.config.kiro.sessions_on_disk {
-                crate::agent::personality::kiro_sessions::append(session, "agent", text);
+                crate::agent::personality::kiro_sessions::append(session, "agent", &text);
             }
+            entry.history.push((Role::Agent, text));
         }
     }
 
@@ -991,11 +925,10 @@ impl Agent {
                 } else {
                     "default".to_owned()
                 };
-                state
-                    .sessions
-                    .push(state::Session::new(id.clone(), cwd, &mode));
-                state.last_session = Some(id.clone());
-                Some(id)
+                let shared = SessionId::from(id.as_str());
+                state.sessions.push(state::Session::new(id, cwd, &mode));
+                state.last_session = Some(Arc::clone(&shared));
+                Some(shared)
             }
             "session/prompt" | "prompt/send" => {
                 state.prompts += 1;
@@ -1020,17 +953,16 @@ impl Agent {
                             crate::agent::personality::kiro_sessions::append(id, "user", &text);
                         }
                         session.history.push((Role::User, text));
-                        session.active_prompts += 1;
                         cancel = Some(session.cancel.subscribe());
-                        turn = Some(TurnGuard::new(Arc::clone(self), id.clone()));
+                        turn = Some(TurnGuard::new(session));
                     }
-                    state.last_session = Some(id.clone());
+                    state.last_session = Some(Arc::clone(id));
                 }
                 id
             }
             _ => inbound
                 .param_str("sessionId")
-                .map(str::to_owned)
+                .map(SessionId::from)
                 .or_else(|| state.last_session.clone()),
         };
         vars.turn = state.prompts;
@@ -1057,7 +989,7 @@ impl Agent {
             };
             let mut state = self.state();
             if let Some(session) = state.session(id) {
-                if session.active_prompts == 0 {
+                if session.running_prompts() == 0 {
                     session.pending_cancel = true;
                 }
                 session.cancel.send_modify(|generation| *generation += 1);
@@ -1167,7 +1099,7 @@ impl Agent {
                     "cwd": s.cwd,
                     "mode": s.mode,
                     "model": s.model,
-                    "activePrompts": s.active_prompts,
+                    "activePrompts": s.running_prompts(),
                     "cancelled": *s.cancel.borrow(),
                     "closed": s.closed,
                     "terminated": s.terminated,

@@ -51,7 +51,7 @@ pub struct AgentNames {
 #[derive(Debug, Clone, Default)]
 pub struct Vars {
     /// The current session id.
-    pub session: Option<String>,
+    pub session: Option<Arc<str>>,
     /// The triggering message: `${id}`, `${method}` and `${params...}` read it.
     pub trigger: Option<Arc<Inbound>>,
     /// The prompt text.
@@ -168,11 +168,10 @@ fn parse(text: &str) -> Vec<Piece<'_>> {
 impl Vars {
     /// The value of one placeholder; `None` when it has no value here.
     pub fn lookup(&self, name: &str) -> Option<Value> {
-        let string = |s: &Option<String>| s.clone().map(Value::String);
         let trigger = self.trigger.as_deref();
         let names = self.names.as_deref();
         match name {
-            "session" => string(&self.session),
+            "session" => self.session.as_deref().map(Value::from),
             "id" => trigger?
                 .id
                 .as_ref()

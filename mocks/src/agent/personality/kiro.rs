@@ -204,7 +204,7 @@ async fn load_session(agent: &Arc<Agent>, ctx: &mut Ctx) {
     if agent.config.agent.legacy_models {
         result["models"] = standard::models(&agent.config.kiro.model);
     }
-    agent.state().last_session = Some(id.clone());
+    agent.state().last_session = Some(id.as_str().into());
     reply(agent, ctx, Ok(result)).await;
     if agent.config.kiro.replay_after_result {
         standard::replay(agent, &id).await;

@@ -246,7 +246,7 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
             if method == methods::SESSION_LOAD {
                 replay(agent, &id).await;
             }
-            agent.state().last_session = Some(id);
+            agent.state().last_session = Some(id.into());
             reply(
                 agent,
                 ctx,

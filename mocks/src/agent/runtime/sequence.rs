@@ -1,36 +1,38 @@
 //! Running a list of steps: the context a sequence runs in and what each action does.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 use ski::jsonrpc::{ErrorCode, Message, RequestId, RpcError};
 use tokio::sync::{oneshot, watch};
 
+use super::state::{Session, SessionId};
 use super::{Agent, Inbound};
 use crate::agent::commands;
 use crate::agent::personality;
 use crate::agent::script::step::{Action, RawBytes, Step};
 use crate::agent::template::Vars;
 
-/// Ends a prompt turn when dropped: the session's count of running prompts goes down.
+/// A running prompt turn: counted in its session's running prompts from its start until it is
+/// dropped.
 #[derive(Debug)]
 pub struct TurnGuard {
-    agent: Arc<Agent>,
-    session: String,
+    running: Arc<AtomicU32>,
 }
 
 impl TurnGuard {
     /// A turn of `session`.
-    pub fn new(agent: Arc<Agent>, session: String) -> Self {
-        Self { agent, session }
+    pub fn new(session: &Session) -> Self {
+        let running = Arc::clone(&session.active_prompts);
+        running.fetch_add(1, Ordering::SeqCst);
+        Self { running }
     }
 }
 
 impl Drop for TurnGuard {
     fn drop(&mut self) {
-        if let Some(session) = self.agent.state().session(&self.session) {
-            session.active_prompts = session.active_prompts.saturating_sub(1);
-        }
+        self.running.fetch_sub(1, Ordering::SeqCst);
     }
 }
 
@@ -42,7 +44,7 @@ pub struct Ctx {
     /// Placeholder values.
     pub vars: Vars,
     /// The current session.
-    pub session: Option<String>,
+    pub session: Option<SessionId>,
     /// Where `wait_for` searches from in the inbound log.
     pub cursor: usize,
     /// Whether the trigger was answered.
@@ -59,7 +61,7 @@ pub struct Ctx {
 
 impl Ctx {
     /// A context without a trigger.
-    pub fn detached(vars: Vars, session: Option<String>, cursor: usize) -> Self {
+    pub fn detached(vars: Vars, session: Option<SessionId>, cursor: usize) -> Self {
         Self {
             trigger: None,
             vars,
@@ -106,7 +108,7 @@ impl Ctx {
 
     /// The session id, or an empty string.
     pub fn session_id(&self) -> String {
-        self.session.clone().unwrap_or_default()
+        self.session.as_deref().unwrap_or_default().to_owned()
     }
 }
 
@@ -282,7 +284,7 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
         Action::Default => personality::builtin(agent, ctx).await,
         Action::Scenario(scenario) => commands::run_scenario_turn(agent, ctx, *scenario).await,
         Action::Turn(text) => {
-            let text = ctx.vars.expand_str(text);
+            let text = ctx.vars.expand_str(text).into();
             personality::text_turn(agent, ctx, &text).await;
         }
     }

@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::{Value, json};
 use ski::jsonrpc::RequestId;
@@ -34,6 +35,10 @@ pub struct Pending {
     /// A method that also counts as the reply when it arrives with this id.
     pub reply_method: Option<String>,
 }
+
+/// A session id as a sequence, its template variables and the agent's last session hold it:
+/// made once per message, shared by reference count.
+pub type SessionId = Arc<str>;
 
 /// One inbound request or notification, as `wait_for` steps see it.
 pub type Seen = std::sync::Arc<super::Inbound>;
@@ -78,8 +83,9 @@ pub struct Session {
     pub cancel: watch::Sender<u64>,
     /// A cancel arrived while no prompt ran (reported by `cancel_status`).
     pub pending_cancel: bool,
-    /// Prompt turns running now.
-    pub active_prompts: u32,
+    /// Prompt turns running now: each holds a [`super::sequence::TurnGuard`], which counts
+    /// itself here without locking the state.
+    pub active_prompts: Arc<AtomicU32>,
     /// Closed or deleted.
     pub closed: bool,
     /// Ended by `_session/terminate`.
@@ -87,6 +93,11 @@ pub struct Session {
 }
 
 impl Session {
+    /// How many prompt turns run now.
+    pub fn running_prompts(&self) -> u32 {
+        self.active_prompts.load(Ordering::SeqCst)
+    }
+
     /// A new session.
     pub fn new(id: String, cwd: Option<String>, mode: &str) -> Self {
         Self {
@@ -98,7 +109,7 @@ impl Session {
             history: Vec::new(),
             cancel: watch::channel(0).0,
             pending_cancel: false,
-            active_prompts: 0,
+            active_prompts: Arc::default(),
             closed: false,
             terminated: false,
         }
@@ -144,7 +155,7 @@ pub struct State {
     /// Prompts received.
     pub prompts: u64,
     /// The last session created or prompted.
-    pub last_session: Option<String>,
+    pub last_session: Option<SessionId>,
     /// Rules with `once` that fired.
     pub fired: HashSet<usize>,
     /// What replay of a recording remembers.
