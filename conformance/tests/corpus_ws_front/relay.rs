@@ -59,6 +59,8 @@ impl Relay {
     }
 
     /// Relays one client connection until either side ends.
+    // The upgrade callback's error type is tungstenite's own rejection response, large or not.
+    #[allow(clippy::result_large_err)]
     async fn connection(self: Arc<Self>, stream: TcpStream) -> Result<(), String> {
         let (upstream, response) = tokio_tungstenite::connect_async(self.upstream.as_str())
             .await
