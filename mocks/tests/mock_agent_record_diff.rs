@@ -30,7 +30,12 @@ async fn record_echo_session() -> Agent {
 
 /// Runs `ski-mock-agent diff` to its end; answers (exit code, stdout).
 async fn run_diff(args: &[String]) -> (i32, String) {
-    let spec = ChildSpec::new("diff", binary()).arg("diff").args(args);
+    run_diff_in(ChildSpec::new("diff", binary()), args).await
+}
+
+/// Runs `ski-mock-agent diff` as `spec` (its environment, its directory) to its end.
+async fn run_diff_in(spec: ChildSpec, args: &[String]) -> (i32, String) {
+    let spec = spec.arg("diff").args(args);
     let mut child = spawn(spec).expect("diff starts");
     child.close_stdin();
     let mut out = String::new();
@@ -181,6 +186,53 @@ async fn another_release_is_reported_by_version_capability_and_auth_method() {
             "drift: 3 difference(s) in 2 exchanges",
         ]
     );
+}
+
+#[tokio::test]
+async fn what_the_recording_redacted_is_redacted_in_the_live_answers_too() {
+    const PLANTED: &str = "planted-Secret-5f3a9c";
+    let mut agent = Agent::start(
+        Start::args(&[
+            "record",
+            "--out",
+            "{dir}/rec.toml",
+            "--",
+            binary(),
+            "--script",
+            "{dir}/says.toml",
+        ])
+        .env("PLANTED_TOKEN", PLANTED)
+        .env("WORKDIR", "{dir}")
+        .file(
+            "says.toml",
+            "personality = \"standard\"\n[[on]]\nprompt = \"*\"\n\
+             do = [{ turn = \"my key is ${env.PLANTED_TOKEN}, I work in ${env.WORKDIR}/src\" }]\n",
+        ),
+    );
+    let session = agent.handshake().await;
+    let id = agent.prompt(&session, "hello").await;
+    agent.until_response(&json!(id)).await;
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+    let recording = std::fs::read_to_string(agent.path("rec.toml")).expect("the recording");
+    assert!(
+        recording.contains("my key is [redacted:env:PLANTED_TOKEN], I work in ./src"),
+        "{recording}"
+    );
+    let spec = ChildSpec::new("diff", binary())
+        .env("PLANTED_TOKEN", PLANTED)
+        .env("WORKDIR", agent.dir.path())
+        .cwd(agent.dir.path());
+    let args = [
+        agent.path("rec.toml").display().to_string(),
+        "--".into(),
+        binary().into(),
+        "--script".into(),
+        agent.path("says.toml").display().to_string(),
+    ];
+    let (code, out) = run_diff_in(spec, &args).await;
+    assert_eq!(code, 0, "{out}");
+    assert!(!out.contains(PLANTED), "{out}");
 }
 
 #[tokio::test]

@@ -237,8 +237,9 @@ runs of one kind count once), and per message the fields present, their JSON kin
 that name a kind of thing (type, sessionUpdate, stopReason, kind, status, role, method, code,
 protocolVersion, outcome), every true or false, which agent answered (agentInfo's name and
 version, the ids of its authMethods), and text unless --ignore-text; every item of an array
-counts. Ids, session ids, times and other values are never compared. The live agent's requests
-get the recorded client's replies.
+counts. Ids, session ids, times and other values are never compared. The live answers are
+redacted as the recording was before they are compared. The live agent's requests get the
+recorded client's replies.
 
 Exit codes: 0 no structural drift, 1 drift, 2 a bad argument, 3 a recording that cannot be
 read, 4 an agent that cannot be started.
@@ -447,6 +448,7 @@ impl Cli {
             return Ok(Action::Control(args));
         }
         if let Some(SubCommand::Diff(args)) = self.command {
+            let process = ProcessInfo::current(Vec::new());
             return Ok(Action::Diff(DiffOptions {
                 recording: args.recording,
                 command: args.command,
@@ -456,7 +458,8 @@ impl Cli {
                 },
                 timeout: std::time::Duration::from_millis(args.timeout_ms),
                 settle: std::time::Duration::from_millis(args.settle_ms),
-                cwd: ProcessInfo::current(Vec::new()).cwd,
+                cwd: process.cwd,
+                env: process.env,
             }));
         }
         if let Some(SubCommand::Record(args)) = self.command {

@@ -1,7 +1,9 @@
 //! `ski-mock-agent diff`: replays a recording's client side against the live agent and reports,
 //! exchange by exchange, what changed in the agent's answers ([`shape`]). The live agent's
 //! requests get the recorded client's replies; session ids and the working directory are
-//! rewritten to the live ones.
+//! rewritten to the live ones. The live answers are redacted as the recording was (this
+//! environment's values, the recording's extra fields, paths under the working directory made
+//! relative) before they are compared, so a secret is neither reported as a change nor printed.
 
 pub mod shape;
 
@@ -14,6 +16,7 @@ use ski::exit::CommandError;
 use ski::transport::child::{Child, ChildSpec, spawn};
 use tokio::time::Instant;
 
+use super::record::redact::{Extra, Redactor};
 use super::recording::{MessageKind, Recording, method_of};
 use super::script::Script;
 
@@ -33,6 +36,8 @@ pub struct DiffOptions {
     pub settle: Duration,
     /// The live agent's working directory, which relative paths of the recording resolve to.
     pub cwd: String,
+    /// This process's environment, whose values are redacted from the live answers.
+    pub env: Vec<(String, String)>,
 }
 
 /// The outcome: one line per difference.
@@ -91,6 +96,8 @@ pub async fn diff(options: &DiffOptions) -> Result<Drift, CommandError> {
             options.recording
         ))
     })?;
+    let redactor = Redactor::new(&options.cwd, &options.env, &extra_of(&recording))
+        .map_err(|e| CommandError::internal(anyhow!(e)))?;
     let spec = ChildSpec::from_argv("agent", &options.command)
         .ok_or_else(|| CommandError::invalid_input(anyhow!("no agent command after --")))?
         .die_with_parent();
@@ -136,6 +143,13 @@ pub async fn diff(options: &DiffOptions) -> Result<Drift, CommandError> {
         )
         .await;
         learn_sessions(&expected, &got, &mut live.sessions);
+        let got: Vec<Value> = got
+            .into_iter()
+            .map(|mut message| {
+                redactor.value(&mut message);
+                message
+            })
+            .collect();
         for change in shape::compare_exchange(&expected, &got, &options.shape) {
             drift.changes.push(format!("{label}: {change}"));
         }
@@ -155,6 +169,24 @@ pub async fn diff(options: &DiffOptions) -> Result<Drift, CommandError> {
     drift.lines = live.lines;
     let _ = live.child.shutdown().await;
     Ok(drift)
+}
+
+/// What the recording says it redacted beyond the defaults: its fields, and its environment
+/// variables whatever their length here.
+fn extra_of(recording: &Recording) -> Extra {
+    let named = |prefix: &str| -> Vec<String> {
+        recording
+            .spec
+            .redacted
+            .iter()
+            .filter_map(|what| what.strip_prefix(prefix).map(str::to_owned))
+            .collect()
+    };
+    Extra {
+        fields: named("field:"),
+        patterns: Vec::new(),
+        env: named("env:"),
+    }
 }
 
 /// The recorded agent requests in order, with the exchange holding the client's reply.
