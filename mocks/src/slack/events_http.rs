@@ -210,7 +210,13 @@ impl Shared {
         }
     }
 
-    fn record_delivery(&self, delivery: Delivery<'_>, target: &Target, body: &Body, outcome: &Outcome) {
+    fn record_delivery(
+        &self,
+        delivery: Delivery<'_>,
+        target: &Target,
+        body: &Body,
+        outcome: &Outcome,
+    ) {
         let (status, response) = match outcome {
             Outcome::Answered { status, body, .. } => (Some(*status), Some(body.clone())),
             Outcome::Failed(_) => (None, None),
