@@ -10,7 +10,7 @@ mod support;
 
 use std::path::{Path, PathBuf};
 
-use acp_rows::{row, run_against, run_discovered};
+use acp_rows::{row, run_against, run_discovered, run_with};
 
 /// Writes a shell-script agent to `dir/name`: each request line goes to the first of `cases` (shell
 /// `case` branches, `$id` is the request's id) that matches, every other request answers -32601;
@@ -218,4 +218,47 @@ async fn a_refused_authenticate_is_followed_by_any_request_not_a_session() {
     let results = run_against(&agent, &["ACP-CAP-007"], dir.path()).await;
     let result = row(&results, "ACP-CAP-007");
     assert_eq!(result["outcome"], "pass", "{result:#}");
+}
+
+/// Writes an agent that refuses `session/new` with -32000 until the connection called
+/// `authenticate` with its one method, `api-key`.
+fn key_gated_agent(dir: &Path) -> PathBuf {
+    let cases = r#"    *'"method":"initialize"'*)
+      printf '{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":1,"agentCapabilities":{},"authMethods":[{"id":"api-key","name":"API key"}]}}\n' "$id"
+      ;;
+    *'"method":"authenticate"'*'"methodId":"api-key"'*)
+      authenticated=1
+      printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id"
+      ;;
+    *'"method":"session/new"'*)
+      if [ -n "$authenticated" ]; then
+        printf '{"jsonrpc":"2.0","id":%s,"result":{"sessionId":"s-1"}}\n' "$id"
+      else
+        printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":"Authentication required"}}\n' "$id"
+      fi
+      ;;"#;
+    script_agent(dir, "key-gated.sh", cases, "")
+}
+
+#[tokio::test]
+async fn every_connection_to_the_agent_authenticates_and_none_to_ski_s_own_stand_in() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let agent = key_gated_agent(dir.path());
+    let options = [
+        "--no-discover",
+        "--capability",
+        "agent",
+        "--capability",
+        "session",
+        "--auth-method",
+        "api-key",
+    ];
+    // ACP-CORE-020 sends its own initialize (with _meta); WS-063b and WS-064b judge the runner
+    // on ski's own WebSocket server, which knows nothing of the agent's auth method.
+    let ids = ["ACP-CORE-020", "WS-063b", "WS-064b"];
+    let results = run_with(&agent, &options, &ids, dir.path()).await;
+    for id in ids {
+        let result = row(&results, id);
+        assert_eq!(result["outcome"], "pass", "{result:#}");
+    }
 }

@@ -26,10 +26,12 @@ pub async fn run_discovered(agent: &Path, ids: &[&str], dir: &Path) -> Value {
     run_with(agent, &[], ids, dir).await
 }
 
-async fn run_with(agent: &Path, declared: &[&str], ids: &[&str], dir: &Path) -> Value {
+/// [`run_against`] with `options` of `ski-conformance run` in place of the declared
+/// capabilities.
+pub async fn run_with(agent: &Path, options: &[&str], ids: &[&str], dir: &Path) -> Value {
     let agent = agent.display().to_string();
     let mut args = vec!["run", "--agent-cmd", &agent];
-    args.extend(declared);
+    args.extend(options);
     args.extend([
         "--suite",
         "acp",

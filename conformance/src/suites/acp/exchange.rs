@@ -70,8 +70,9 @@ pub async fn initialize_bare(
         .await
 }
 
-/// Calls `authenticate` with the profile's auth method, if it names one.
-async fn authenticate_configured(conn: &mut Connection) -> Result<(), CheckError> {
+/// Calls `authenticate` with the profile's auth method, if it names one (a refusal blocks the
+/// row); for a row that sends its own `initialize`.
+pub async fn authenticate_configured(conn: &mut Connection) -> Result<(), CheckError> {
     let Some(method) = conn.ctx().section().auth.as_ref().map(|a| a.method.clone()) else {
         return Ok(());
     };

@@ -12,7 +12,7 @@ use ski::transport::child::{Child, ChildSpec};
 
 use super::agent::find_ws_url;
 use super::connection::Connection;
-use super::exchange::initialize;
+use super::exchange::{bare_capabilities, initialize, initialize_bare};
 use crate::check::{Check, CheckError, CheckResult, Failure};
 use crate::context::Ctx;
 use crate::port::{PortAttempt, StartError, says_addr_in_use};
@@ -43,6 +43,21 @@ struct Server {
     child: Child,
     addr: SocketAddr,
     attempts: Vec<PortAttempt>,
+    /// This project's `ski acp serve`, not the target: it knows nothing of the target's auth.
+    stand_in: bool,
+}
+
+impl Server {
+    /// Initializes a client of the server: as the profile says for the target's own server,
+    /// without authenticating for the stand-in.
+    async fn initialize(&self, conn: &mut Connection) -> Result<(), CheckError> {
+        if self.stand_in {
+            initialize_bare(conn, bare_capabilities()).await?;
+        } else {
+            initialize(conn).await?;
+        }
+        Ok(())
+    }
 }
 
 async fn start(ctx: &Ctx, preferred: Option<u16>) -> Result<Server, CheckError> {
@@ -52,6 +67,7 @@ async fn start(ctx: &Ctx, preferred: Option<u16>) -> Result<Server, CheckError> 
             child: listening.child,
             addr: listening.addr,
             attempts: listening.attempts,
+            stand_in: false,
         });
     }
     let ski = ctx.bin("ski");
@@ -92,6 +108,7 @@ async fn start(ctx: &Ctx, preferred: Option<u16>) -> Result<Server, CheckError> 
             child: started.value,
             addr: started.addr,
             attempts: started.attempts,
+            stand_in: true,
         }),
         Err((StartError::Other(e), _)) => Err(e),
         Err((StartError::AddrInUse(detail), attempts)) => Err(CheckError::Harness(format!(
@@ -130,7 +147,7 @@ async fn ws_063b(ctx: Ctx) -> CheckResult {
     );
     let url = format!("ws://{}/", server.addr);
     let mut conn = Connection::over_ws(&ctx, "ws1", &url).await?;
-    initialize(&mut conn).await?;
+    server.initialize(&mut conn).await?;
     drop(busy);
     drop(server.child);
     Ok(())
@@ -141,7 +158,7 @@ async fn ws_064b(ctx: Ctx) -> CheckResult {
     let pid = server.child.pid();
     let url = format!("ws://{}/", server.addr);
     let mut conn = Connection::over_ws(&ctx, "ws1", &url).await?;
-    initialize(&mut conn).await?;
+    server.initialize(&mut conn).await?;
     let terminations = ctx.ensure_torn_down(&[server.addr]).await?;
     ensure!(
         terminations.iter().any(|t| t.pid == pid),

@@ -427,6 +427,7 @@ async fn core_020(ctx: Ctx) -> CheckResult {
         reply,
         "initialize with _meta and an unknown optional field succeeds",
     )?;
+    exchange::authenticate_configured(&mut conn).await?;
     let mut session = new_session_params(&ctx);
     session["_meta"] = json!({"ski.conformance/trace": "def"});
     let reply = conn.call("session/new", session).await?;
