@@ -20,11 +20,11 @@ pub fn message_chunk(
     } else {
         br#"{"method":"session/update","params":{"sessionId":"#
     });
-    serde_json::to_writer(&mut *out, session)?;
+    push_json_str(session, out)?;
     out.extend_from_slice(
         br#","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"#,
     );
-    serde_json::to_writer(&mut *out, text)?;
+    push_json_str(text, out)?;
     out.extend_from_slice(b"}}}}");
     Ok(())
 }
@@ -44,8 +44,25 @@ pub fn prompt_result(
     });
     serde_json::to_writer(&mut *out, id)?;
     out.extend_from_slice(br#","result":{"stopReason":"#);
-    serde_json::to_writer(&mut *out, stop_reason)?;
+    push_json_str(stop_reason, out)?;
     out.extend_from_slice(b"}}");
+    Ok(())
+}
+
+/// Appends `text` as a JSON string, as serde_json writes it: between quotes as it is when none
+/// of its bytes needs an escape (the usual text; one pass without branches per byte, which the
+/// compiler vectorises), else through serde_json, which escapes byte by byte.
+fn push_json_str(text: &str, out: &mut Vec<u8>) -> serde_json::Result<()> {
+    let needs_escape = text.bytes().fold(false, |any, byte| {
+        any | (byte < 0x20) | (byte == b'"') | (byte == b'\\')
+    });
+    if needs_escape {
+        return serde_json::to_writer(&mut *out, text);
+    }
+    out.reserve(text.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(text.as_bytes());
+    out.push(b'"');
     Ok(())
 }
 
@@ -116,6 +133,19 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_string_is_written_as_serde_json_writes_it() {
+        let mut texts: Vec<String> = (0..=0x7f_u8)
+            .map(|byte| format!("a{}b", byte as char))
+            .collect();
+        texts.extend(TEXTS.iter().map(|text| (*text).to_owned()));
+        for text in texts {
+            let mut line = Vec::new();
+            push_json_str(&text, &mut line).unwrap();
+            assert_eq!(line, serde_json::to_vec(&text).unwrap(), "{text:?}");
         }
     }
 
