@@ -203,7 +203,7 @@ impl Output {
         if newline {
             line.push(b'\n');
         }
-        let pieces = pieces.unwrap_or_else(|| vec![0..length]);
+        let pieces = pieces.unwrap_or_else(|| std::iter::once(0..length).collect());
         let count = pieces.len();
         for (index, range) in pieces.into_iter().enumerate() {
             let Some(writer) = self.writer.as_mut() else {
