@@ -257,27 +257,7 @@ fn recording_text(
     redactor: &Redactor,
     seen: &[Seen],
 ) -> Result<String, toml::ser::Error> {
-    let mut exchanges: Vec<ExchangeSpec> = Vec::new();
-    let mut current = ExchangeSpec::default();
-    let mut current_at = Duration::ZERO;
-    for line in seen {
-        if line.from_client {
-            if current.client.is_some() || !current.agent.is_empty() {
-                exchanges.push(std::mem::take(&mut current));
-            }
-            current.client = Some(redactor.line(&line.text));
-            current.at_ms = millis(line.at);
-            current_at = line.at;
-        } else {
-            current.agent.push(AgentLineSpec {
-                after_ms: millis(line.at.saturating_sub(current_at)),
-                line: redactor.line(&line.text),
-            });
-        }
-    }
-    if current.client.is_some() || !current.agent.is_empty() {
-        exchanges.push(current);
-    }
+    let exchanges = exchanges_of(seen, redactor);
     let mut spec = provenance(seen, redactor);
     spec.command = redactor.command(&options.command);
     spec.endpoint = options.connect.as_deref().map(|url| redactor.text(url));
@@ -299,6 +279,68 @@ fn recording_text(
         }
         text
     })
+}
+
+/// The lines seen, grouped into exchanges: each client line opens one, and the agent lines that
+/// follow it belong to it, in time order. One exception keeps a pipelining client replayable: an
+/// answer to an earlier request goes to that request's exchange when every exchange opened since
+/// is a request that has had no agent line yet (a client that sent `initialize` and
+/// `session/new` together gets each answer under its own request). After a notification such as
+/// `session/cancel`, time order stands: the turn's answer is what followed the cancel.
+fn exchanges_of(seen: &[Seen], redactor: &Redactor) -> Vec<ExchangeSpec> {
+    let mut exchanges: Vec<ExchangeSpec> = Vec::new();
+    // Per exchange: the id of the request that opened it (None for a notification, an answer
+    // or the agent's lines before the first client line), and when it was opened.
+    let mut opened: Vec<(Option<Value>, Duration)> = Vec::new();
+    for line in seen {
+        if line.from_client {
+            exchanges.push(ExchangeSpec {
+                client: Some(redactor.line(&line.text)),
+                at_ms: millis(line.at),
+                agent: Vec::new(),
+            });
+            opened.push((request_id(&line.text), line.at));
+            continue;
+        }
+        if exchanges.is_empty() {
+            exchanges.push(ExchangeSpec::default());
+            opened.push((None, Duration::ZERO));
+        }
+        let index =
+            answered_exchange(&line.text, &exchanges, &opened).unwrap_or(exchanges.len() - 1);
+        exchanges[index].agent.push(AgentLineSpec {
+            after_ms: millis(line.at.saturating_sub(opened[index].1)),
+            line: redactor.line(&line.text),
+        });
+    }
+    exchanges
+}
+
+/// The id of a client line that is a request.
+fn request_id(text: &str) -> Option<Value> {
+    let message: Value = serde_json::from_str(text).ok()?;
+    message.get("method")?;
+    message.get("id").filter(|id| !id.is_null()).cloned()
+}
+
+/// The earlier exchange an agent answer belongs to, when every exchange after it is a request
+/// still waiting for its first agent line.
+fn answered_exchange(
+    text: &str,
+    exchanges: &[ExchangeSpec],
+    opened: &[(Option<Value>, Duration)],
+) -> Option<usize> {
+    let message: Value = serde_json::from_str(text).ok()?;
+    if message.get("method").is_some() {
+        return None;
+    }
+    let id = message.get("id")?;
+    let index = opened
+        .iter()
+        .rposition(|(request, _)| request.as_ref() == Some(id))?;
+    let later_all_waiting = (index + 1..exchanges.len())
+        .all(|later| opened[later].0.is_some() && exchanges[later].agent.is_empty());
+    later_all_waiting.then_some(index)
 }
 
 /// The agent's name, version and protocol version from the `initialize` exchange, and the date.
@@ -339,4 +381,86 @@ fn now_rfc3339() -> Option<String> {
     let now = now.replace_nanosecond(0).unwrap_or(now);
     now.format(&time::format_description::well_known::Rfc3339)
         .ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn client(at_ms: u64, text: &str) -> Seen {
+        Seen {
+            at: Duration::from_millis(at_ms),
+            from_client: true,
+            text: text.to_owned(),
+        }
+    }
+
+    fn agent(at_ms: u64, text: &str) -> Seen {
+        Seen {
+            at: Duration::from_millis(at_ms),
+            from_client: false,
+            text: text.to_owned(),
+        }
+    }
+
+    fn grouped(seen: &[Seen]) -> Vec<(Option<String>, Vec<String>)> {
+        let redactor = Redactor::new("/nowhere", &[], &Extra::default()).expect("redactor");
+        exchanges_of(seen, &redactor)
+            .into_iter()
+            .map(|e| (e.client, e.agent.into_iter().map(|l| l.line).collect()))
+            .collect()
+    }
+
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{}}"#;
+    const NEW: &str = r#"{"jsonrpc":"2.0","id":1,"method":"session/new","params":{}}"#;
+    const INITIALIZED: &str = r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":1}}"#;
+    const CREATED: &str = r#"{"jsonrpc":"2.0","id":1,"result":{"sessionId":"s"}}"#;
+
+    #[test]
+    fn a_pipelined_requests_answer_goes_to_its_own_exchange() {
+        let seen = [
+            client(0, INITIALIZE),
+            client(1, NEW),
+            agent(5, INITIALIZED),
+            agent(6, CREATED),
+        ];
+        assert_eq!(
+            grouped(&seen),
+            vec![
+                (Some(INITIALIZE.to_owned()), vec![INITIALIZED.to_owned()]),
+                (Some(NEW.to_owned()), vec![CREATED.to_owned()]),
+            ]
+        );
+    }
+
+    #[test]
+    fn after_a_notification_or_a_later_answer_time_order_stands() {
+        let prompt = r#"{"jsonrpc":"2.0","id":2,"method":"session/prompt","params":{}}"#;
+        let cancel = r#"{"jsonrpc":"2.0","method":"session/cancel","params":{}}"#;
+        let ended = r#"{"jsonrpc":"2.0","id":2,"result":{"stopReason":"cancelled"}}"#;
+        let seen = [client(0, prompt), client(1, cancel), agent(2, ended)];
+        assert_eq!(
+            grouped(&seen),
+            vec![
+                (Some(prompt.to_owned()), vec![]),
+                (Some(cancel.to_owned()), vec![ended.to_owned()]),
+            ]
+        );
+        let seen = [
+            client(0, INITIALIZE),
+            client(1, NEW),
+            agent(2, CREATED),
+            agent(3, INITIALIZED),
+        ];
+        assert_eq!(
+            grouped(&seen),
+            vec![
+                (Some(INITIALIZE.to_owned()), vec![]),
+                (
+                    Some(NEW.to_owned()),
+                    vec![CREATED.to_owned(), INITIALIZED.to_owned()]
+                ),
+            ]
+        );
+    }
 }
