@@ -124,8 +124,9 @@ async fn real_agents_from_npm_are_discovered_and_judged_without_credentials() {
     }
 }
 
-/// Runs the profile's discovery and two rows every ACP agent must pass or skip honestly, with its
-/// baseline: exit 0.
+/// Runs the profile's discovery, two rows every ACP agent must pass or skip honestly and one its
+/// baseline excuses (ACP-CORE-014: no answer to a batch), with its baseline: exit 0, which a
+/// stale entry would turn into 1.
 async fn judge_profile(name: &str, dir: &Path) {
     let baseline = workspace().join(format!("conformance/baselines/{name}.toml"));
     let out = dir.join(format!("{name}-report"));
@@ -138,6 +139,8 @@ async fn judge_profile(name: &str, dir: &Path) {
             "ACP-CORE-012",
             "--id",
             "WS-038",
+            "--id",
+            "ACP-CORE-014",
             "--baseline",
             baseline.to_str().expect("a path"),
             "--out",
@@ -148,5 +151,5 @@ async fn judge_profile(name: &str, dir: &Path) {
     .await;
     assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
     assert!(run.stdout.contains("discovered: agent"), "{}", run.stdout);
-    println!("{name} peer: probed and judged on 2 rows");
+    println!("{name} peer: probed and judged on 3 rows");
 }
