@@ -1,8 +1,8 @@
 //! Failures the runner must not charge to a real agent, and failures it must charge at once, read
-//! from `results.json` (never from the clock). The stand-in behaves as Gemini CLI does offline:
-//! it answers `initialize`, refuses `session/new` with -32000 until authenticated, answers every
-//! other request with -32601, and says nothing to a batch, a malformed line or a JSON value that
-//! is no request.
+//! from `results.json` (never from the clock). The stand-ins are shell scripts that behave as real
+//! agents do offline; the main one as Gemini CLI does: it answers `initialize`, refuses
+//! `session/new` with -32000 until authenticated, answers every other request with -32601, and
+//! says nothing to a batch, a malformed line or a JSON value that is no request.
 
 #[path = "support/acp_rows.rs"]
 mod acp_rows;
