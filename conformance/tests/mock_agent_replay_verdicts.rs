@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use peer_install::{install, on_path, workspace};
 use serde_json::Value;
 
-use ski_mocks::agent::Script;
+use ski_mocks::agent::pool::recordings_in;
 use ski_mocks::agent::recording::{Recording, method_of};
 use support::ski_conformance;
 
@@ -47,17 +47,10 @@ fn mock_agent() -> PathBuf {
 /// The recordings that hold a prompt turn, with the peer each was recorded from.
 fn turn_recordings() -> Vec<(PathBuf, String, Recording)> {
     let dir = workspace().join("golden/recordings");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("golden/recordings")
-        .filter_map(|entry| Some(entry.ok()?.path()))
-        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    paths.sort();
-    let recordings: Vec<(PathBuf, String, Recording)> = paths
+    let recordings: Vec<(PathBuf, String, Recording)> = recordings_in(&dir)
+        .expect("golden/recordings loads")
         .into_iter()
-        .filter_map(|path| {
-            let script = Script::load(&path.display().to_string()).expect("a recording loads");
-            let recording = (*script.recording.expect("a recording")).clone();
+        .filter_map(|(path, recording)| {
             let turn = recording
                 .exchanges
                 .iter()

@@ -16,7 +16,7 @@ use agent_support::{PATIENCE, binary};
 use peer_support::{install, on_path};
 use serde_json::Value;
 use ski::transport::child::{ChildSpec, OutputStream, spawn};
-use ski_mocks::agent::Script;
+use ski_mocks::agent::pool::recordings_in;
 use ski_mocks::agent::recording::{MessageKind, Recording, method_of, prompt_text_of};
 
 fn workspace() -> PathBuf {
@@ -52,21 +52,13 @@ async fn run(spec: ChildSpec) -> (Option<i32>, Vec<String>, String) {
 
 fn recordings() -> Vec<(PathBuf, Recording)> {
     let dir = workspace().join("golden/recordings");
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .expect("golden/recordings")
-        .filter_map(|entry| Some(entry.ok()?.path()))
-        .filter(|path| path.extension().is_some_and(|e| e == "toml"))
-        .collect();
-    paths.sort();
-    assert!(!paths.is_empty(), "recordings are in {}", dir.display());
-    paths
-        .into_iter()
-        .map(|path| {
-            let script = Script::load(&path.display().to_string()).expect("a recording loads");
-            let recording = script.recording.expect("a recording");
-            (path, (*recording).clone())
-        })
-        .collect()
+    let recordings = recordings_in(&dir).expect("golden/recordings loads");
+    assert!(
+        !recordings.is_empty(),
+        "recordings are in {}",
+        dir.display()
+    );
+    recordings
 }
 
 fn prompts(recording: &Recording) -> Vec<String> {

@@ -3,12 +3,12 @@
 //! tag, `--pool-seed` picks which one answers the messages every recording holds (initialize,
 //! session/new).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::recording::Exchange;
+use super::recording::{Exchange, Recording};
 use super::script::{Script, ScriptError};
 
 /// How recordings are chosen from a pool.
@@ -21,19 +21,13 @@ pub struct Selection {
     pub seed: Option<u64>,
 }
 
-/// Loads every recording (`*.toml` with `[[exchange]]`) in `dir` as one script.
-pub fn load(dir: &Path, selection: &Selection) -> Result<Script, ScriptError> {
-    let origin = dir.display().to_string();
-    let invalid = |message: String| ScriptError::Invalid {
-        origin: origin.clone(),
-        at: "pool".to_owned(),
-        message,
-    };
+/// Every recording in `dir` (its `*.toml` files that hold a `[recording]`), by file name.
+pub fn recordings_in(dir: &Path) -> Result<Vec<(PathBuf, Recording)>, ScriptError> {
     let entries = std::fs::read_dir(dir).map_err(|source| ScriptError::Read {
         path: dir.to_owned(),
         source,
     })?;
-    let mut paths: Vec<_> = entries
+    let mut paths: Vec<PathBuf> = entries
         .filter_map(|entry| Some(entry.ok()?.path()))
         .filter(|path| path.extension().is_some_and(|e| e == "toml"))
         .collect();
@@ -42,15 +36,30 @@ pub fn load(dir: &Path, selection: &Selection) -> Result<Script, ScriptError> {
     for path in paths {
         let script = Script::load(&path.display().to_string())?;
         if let Some(recording) = script.recording {
-            let tagged = selection
-                .tag
-                .as_ref()
-                .is_none_or(|tag| recording.spec.tags.contains(tag));
-            if tagged {
-                recordings.push((*recording).clone());
-            }
+            recordings.push((path, (*recording).clone()));
         }
     }
+    Ok(recordings)
+}
+
+/// Loads every recording (`*.toml` with `[[exchange]]`) in `dir` as one script.
+pub fn load(dir: &Path, selection: &Selection) -> Result<Script, ScriptError> {
+    let origin = dir.display().to_string();
+    let invalid = |message: String| ScriptError::Invalid {
+        origin: origin.clone(),
+        at: "pool".to_owned(),
+        message,
+    };
+    let mut recordings: Vec<Recording> = recordings_in(dir)?
+        .into_iter()
+        .map(|(_, recording)| recording)
+        .filter(|recording| {
+            selection
+                .tag
+                .as_ref()
+                .is_none_or(|tag| recording.spec.tags.contains(tag))
+        })
+        .collect();
     if recordings.is_empty() {
         return Err(invalid(match &selection.tag {
             Some(tag) => format!("no recording tagged {tag:?}"),
