@@ -325,7 +325,9 @@ where
         });
     }
     let outcome = serve(&agent, &launch, stdin).await;
-    agent.flush_output().await;
+    // Everything answered reaches stdout before the process ends, unless its reader stopped
+    // reading (a full pipe): then the agent ends after the grace anyway.
+    let _ = tokio::time::timeout(EOF_GRACE, agent.flush_output()).await;
     if agent.config.kiro.sessions_on_disk {
         // A process that ends by itself lets go of its sessions; a killed one leaves stale locks.
         let ids: Vec<String> = agent

@@ -4,6 +4,7 @@
 //! waits. Each line is also recorded in the transcript.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value, json};
@@ -75,6 +76,7 @@ pub struct Output {
     queued: bool,
     failed: bool,
     flush_wanted: Arc<Notify>,
+    fragments_under_way: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Output {
@@ -96,7 +98,14 @@ impl Output {
             queued: false,
             failed: false,
             flush_wanted: Arc::new(Notify::new()),
+            fragments_under_way: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// True while a line is being written in fragments: that write holds stdout between its
+    /// fragments, maybe waiting on a gate, so a flush must not wait for stdout then.
+    pub fn fragments_under_way(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.fragments_under_way)
     }
 
     /// Notified when a line is queued and nothing was queued before it: the flusher task waits
@@ -205,6 +214,7 @@ impl Output {
         }
         let pieces = pieces.unwrap_or_else(|| std::iter::once(0..length).collect());
         let count = pieces.len();
+        let _fragmenting = (count > 1).then(|| FragmentsUnderWay::start(&self.fragments_under_way));
         for (index, range) in pieces.into_iter().enumerate() {
             let Some(writer) = self.writer.as_mut() else {
                 return Written::Closed;
@@ -233,6 +243,22 @@ impl Output {
             let _ = writer.shutdown().await;
             transcript.note("stdout closed");
         }
+    }
+}
+
+/// Marks a fragmented write as under way until dropped (on every way out of the write).
+struct FragmentsUnderWay(Arc<AtomicBool>);
+
+impl FragmentsUnderWay {
+    fn start(flag: &Arc<AtomicBool>) -> Self {
+        flag.store(true, Ordering::Release);
+        Self(Arc::clone(flag))
+    }
+}
+
+impl Drop for FragmentsUnderWay {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }
 

@@ -129,6 +129,7 @@ pub struct Agent {
     /// The control socket path, if any.
     pub control_path: Option<String>,
     out: tokio::sync::Mutex<Output>,
+    fragments_under_way: Arc<std::sync::atomic::AtomicBool>,
     err: tokio::sync::Mutex<ErrorOutput>,
     state: Mutex<State>,
     seen: Notify,
@@ -181,6 +182,7 @@ impl Agent {
             transcript,
             gates: Gates::default(),
             control_path,
+            fragments_under_way: out.fragments_under_way(),
             out: tokio::sync::Mutex::new(out),
             err: tokio::sync::Mutex::new(err),
             state: Mutex::new(State::default()),
@@ -390,13 +392,24 @@ impl Agent {
         });
     }
 
-    /// Writes every queued stdout line now, unless a write is under way: a line written in
-    /// fragments holds stdout (it may wait on a gate the caller is about to release) and wrote
-    /// everything queued before its first fragment, so nothing queued can be ahead of it.
+    /// Writes every queued stdout line now, and waits for a flush another task has begun (the
+    /// flusher's write to a file or a terminal goes through tokio's blocking pool, so it holds
+    /// stdout until that thread is done). A line being written in fragments is not waited for:
+    /// it holds stdout between fragments (it may wait on a gate the caller is about to release)
+    /// and wrote everything queued before its first fragment, so nothing queued is ahead of it.
     pub async fn flush_output(&self) {
-        if let Ok(mut out) = self.out.try_lock() {
-            out.flush_queued(&self.transcript).await;
-        }
+        let mut out = match self.out.try_lock() {
+            Ok(out) => out,
+            Err(_)
+                if self
+                    .fragments_under_way
+                    .load(std::sync::atomic::Ordering::Acquire) =>
+            {
+                return;
+            }
+            Err(_) => self.out.lock().await,
+        };
+        out.flush_queued(&self.transcript).await;
     }
 
     /// Closes stdout and keeps running.
