@@ -309,6 +309,7 @@ where
         Output::new(Box::new(stdout)),
         ErrorOutput::new(Box::new(stderr)),
         launch.control.as_ref().map(|p| p.display().to_string()),
+        launch.control.is_some() || launch.control_connect.is_some(),
     );
     agent.transcript.start(start_record(&agent, &launch));
     agent.start_flusher().await;

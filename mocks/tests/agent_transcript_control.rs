@@ -288,6 +288,36 @@ do = [
     assert_eq!(chunk_text(&before[0]), Some("got go"));
 }
 
+/// A `wait_for` step a control channel runs finds a message that arrives after it began, though
+/// the script itself has no `wait_for` step (the agent keeps its log of messages for it).
+#[tokio::test]
+async fn wait_for_a_client_message_in_steps_a_control_channel_runs() {
+    let mut agent = Agent::start(Start::args(&[
+        "--script",
+        "echo",
+        "--control",
+        "{dir}/c.sock",
+    ]));
+    agent.handshake().await;
+    let mut control = Control::connect(&agent.path("c.sock")).await;
+    let run = control.call(json!({"cmd": "run", "steps": [
+        {"notify": "_mock/ready"},
+        {"wait_for": {"method": "_mock/go", "timeout_ms": 20000}},
+        {"notify": "_mock/after", "params": {"word": "${reply.word}"}}
+    ]}));
+    let client = async {
+        assert_eq!(agent.json().await["method"], "_mock/ready");
+        agent
+            .send_json(json!({"jsonrpc": "2.0", "method": "_mock/go", "params": {"word": "go"}}))
+            .await;
+        agent.json().await
+    };
+    let (reply, after) = tokio::join!(run, client);
+    assert_eq!(reply["ok"], true, "{reply}");
+    assert_eq!(after["method"], "_mock/after", "{after}");
+    assert_eq!(after["params"]["word"], "go", "{after}");
+}
+
 /// Stdout lines are queued and written together when the agent waits; what a control command
 /// wrote must still be on the wire before its reply, because a runner may stop the agent the
 /// moment the reply arrives (the ACP backpressure rows WS-005 and WS-016 do exactly that, and

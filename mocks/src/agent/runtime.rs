@@ -33,7 +33,7 @@ use params::Params;
 use prompt::prompt_session_and_text;
 pub use prompt::prompt_text;
 use sequence::{Ctx, TurnGuard};
-use state::{Pending, Reply, Role, Running, Seen, SessionId, State, id_key};
+use state::{Pending, Reply, Role, Running, Seen, SeenLog, SessionId, State, id_key};
 
 /// How the agent process was started, as the transcript and the state report show it.
 #[derive(Debug, Clone, Default)]
@@ -156,7 +156,8 @@ impl std::fmt::Debug for Agent {
 }
 
 impl Agent {
-    /// A new agent writing to the given outputs.
+    /// A new agent writing to the given outputs; `controlled` when a control channel can run
+    /// steps in it.
     pub fn new(
         config: Config,
         process: ProcessInfo,
@@ -164,6 +165,7 @@ impl Agent {
         out: Output,
         err: ErrorOutput,
         control_path: Option<String>,
+        controlled: bool,
     ) -> Arc<Self> {
         let identity = process
             .env
@@ -175,6 +177,9 @@ impl Agent {
             model: config.kiro.model.clone(),
             identity,
         });
+        // Only a `wait_for` step searches the inbound log: one in the script, or one a control
+        // channel runs.
+        let keep_seen_log = controlled || config.script.waits_for_messages();
         Arc::new(Self {
             config,
             process,
@@ -185,7 +190,10 @@ impl Agent {
             fragments_under_way: out.fragments_under_way(),
             out: tokio::sync::Mutex::new(out),
             err: tokio::sync::Mutex::new(err),
-            state: Mutex::new(State::default()),
+            state: Mutex::new(State {
+                seen: SeenLog::new(keep_seen_log),
+                ..State::default()
+            }),
             seen: Notify::new(),
             exit: watch::channel(None).0,
             stdin_closed: watch::channel(false).0,
@@ -629,12 +637,11 @@ impl Agent {
             notified.as_mut().enable();
             {
                 let state = self.state();
-                let start = (*cursor).min(state.seen.len());
-                if let Some(offset) = state.seen[start..].iter().position(|seen| {
+                if let Some((position, seen)) = state.seen.find_from(*cursor, |seen| {
                     seen.method == method && id.is_none_or(|id| seen.id.as_ref() == Some(id))
                 }) {
-                    *cursor = start + offset + 1;
-                    return state.seen[start + offset].clone();
+                    *cursor = position + 1;
+                    return Arc::clone(seen);
                 }
                 *cursor = state.seen.len();
             }
@@ -748,7 +755,7 @@ impl Agent {
         let inbound = Arc::new(inbound);
         {
             let mut state = self.state();
-            state.seen.push(Arc::clone(&inbound));
+            state.seen.push(&inbound);
             match state.method_counts.get_mut(&inbound.method) {
                 Some(count) => *count += 1,
                 None => {

@@ -371,6 +371,15 @@ impl Script {
         Self::default()
     }
 
+    /// Whether a rule has a `wait_for` step, which searches the messages that arrived.
+    pub fn waits_for_messages(&self) -> bool {
+        self.rules.iter().any(|rule| {
+            rule.steps
+                .iter()
+                .any(|step| matches!(step.action, step::Action::WaitFor { .. }))
+        })
+    }
+
     /// Loads a script from a path, or a ready script by name (`echo`, `testy`, `faults`, `kiro`,
     /// `intercom`, `intercom-jsonrpc`) when `name_or_path` is one of those names and no file of
     /// that name exists.

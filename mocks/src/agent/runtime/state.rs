@@ -43,6 +43,72 @@ pub type SessionId = Arc<str>;
 /// One inbound request or notification, as `wait_for` steps see it.
 pub type Seen = std::sync::Arc<super::Inbound>;
 
+/// The inbound requests and notifications by arrival, for `wait_for` steps to search from a
+/// position. An agent nothing can ask (no `wait_for` step in its script, no control channel to
+/// run one) keeps only the count and the last message, so a long run holds no memory per
+/// message it answered.
+#[derive(Debug)]
+pub struct SeenLog {
+    kept: Option<Vec<Seen>>,
+    count: usize,
+    last: Option<Seen>,
+}
+
+impl Default for SeenLog {
+    fn default() -> Self {
+        Self::new(true)
+    }
+}
+
+impl SeenLog {
+    /// A log that keeps every message (`keep`), or only the count and the last.
+    pub fn new(keep: bool) -> Self {
+        Self {
+            kept: keep.then(Vec::new),
+            count: 0,
+            last: None,
+        }
+    }
+
+    /// Adds a message.
+    pub fn push(&mut self, seen: &Seen) {
+        if let Some(kept) = &mut self.kept {
+            kept.push(Arc::clone(seen));
+        }
+        self.count += 1;
+        self.last = Some(Arc::clone(seen));
+    }
+
+    /// How many messages arrived: the position the next one takes.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether no message arrived.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The last message.
+    pub fn last(&self) -> Option<&Seen> {
+        self.last.as_ref()
+    }
+
+    /// The first kept message at or after `start` that `matches`, with its position.
+    pub fn find_from(
+        &self,
+        start: usize,
+        matches: impl Fn(&Seen) -> bool,
+    ) -> Option<(usize, &Seen)> {
+        let kept = self.kept.as_ref()?;
+        let start = start.min(kept.len());
+        kept[start..]
+            .iter()
+            .position(matches)
+            .map(|offset| (start + offset, &kept[start + offset]))
+    }
+}
+
 /// Who wrote a message of a session's history.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -146,8 +212,8 @@ pub struct State {
     pub pending: HashMap<String, Pending>,
     /// Requests being worked on, by the id's JSON text.
     pub running: HashMap<String, Running>,
-    /// Every inbound request and notification.
-    pub seen: Vec<Seen>,
+    /// The inbound requests and notifications.
+    pub seen: SeenLog,
     /// How many messages of each method arrived.
     pub method_counts: BTreeMap<String, u64>,
     /// Lines read.
@@ -178,4 +244,53 @@ impl State {
 /// The key under which a request id is stored: its JSON text, so `1` and `"1"` differ.
 pub fn id_key(id: &RequestId) -> String {
     serde_json::to_string(id).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::runtime::Inbound;
+
+    fn message(method: &str) -> Seen {
+        Arc::new(Inbound {
+            method: method.to_owned(),
+            id: None,
+            params: None,
+            jsonrpc: true,
+        })
+    }
+
+    #[test]
+    fn a_kept_log_is_searched_from_a_position() {
+        let mut log = SeenLog::new(true);
+        for method in ["a", "b", "a"] {
+            log.push(&message(method));
+        }
+        assert_eq!(log.len(), 3);
+        assert_eq!(
+            log.find_from(0, |m| m.method == "a").map(|(at, _)| at),
+            Some(0)
+        );
+        assert_eq!(
+            log.find_from(1, |m| m.method == "a").map(|(at, _)| at),
+            Some(2)
+        );
+        assert!(log.find_from(3, |m| m.method == "a").is_none());
+        assert!(log.find_from(9, |m| m.method == "a").is_none());
+    }
+
+    #[test]
+    fn a_log_nothing_searches_keeps_only_the_count_and_the_last() {
+        let mut log = SeenLog::new(false);
+        log.push(&message("a"));
+        log.push(&message("b"));
+        assert_eq!(log.len(), 2);
+        assert_eq!(log.last().map(|m| m.method.as_str()), Some("b"));
+        assert!(log.find_from(0, |_| true).is_none());
+        // The first message is no longer held by the log.
+        let first = message("c");
+        log.push(&first);
+        log.push(&message("d"));
+        assert_eq!(Arc::strong_count(&first), 1);
+    }
 }
