@@ -12,7 +12,7 @@ use serde_json::json;
 use super::clock::rfc3339;
 use super::model;
 use super::policy::canonical_json;
-use super::store::{HistoryEntry, Session};
+use super::store::{HistoryEntry, Session, StoredPrompt, ToolRecord};
 
 /// The only export format.
 pub const FORMAT_JSONL: &str = "jsonl";
@@ -36,18 +36,22 @@ pub fn jsonl(session: &Session) -> String {
     }));
     for entry in &session.history {
         match entry {
-            HistoryEntry::User(prompt) => line(json!({
+            HistoryEntry::User(StoredPrompt::Text(text)) => line(json!({
+                "message": { "role": "user", "content": text }
+            })),
+            HistoryEntry::User(StoredPrompt::Blocks(prompt)) => line(json!({
                 "message": { "role": "user", "content": model::describe(prompt) }
             })),
             HistoryEntry::Agent(text) => line(json!({
                 "message": { "role": "assistant", "content": text }
             })),
-            HistoryEntry::Tool {
-                id,
-                name,
-                input,
-                output,
-            } => {
+            HistoryEntry::Tool(tool) => {
+                let ToolRecord {
+                    id,
+                    name,
+                    input,
+                    output,
+                } = &**tool;
                 line(json!({
                     "message": {
                         "role": "assistant",
@@ -87,13 +91,13 @@ mod tests {
         let session = store.get_mut(&id).unwrap();
         session
             .history
-            .push(HistoryEntry::User(vec![ContentBlock::text("hi/there")]));
-        session.history.push(HistoryEntry::Tool {
-            id: "call_1".into(),
-            name: "read_text_file".into(),
-            input: json!({"path": "/w/x"}),
-            output: json!({"content": "x"}),
-        });
+            .push(HistoryEntry::user(&[ContentBlock::text("hi/there")]));
+        session.history.push(HistoryEntry::tool(
+            "call_1".into(),
+            "read_text_file".into(),
+            json!({"path": "/w/x"}),
+            json!({"content": "x"}),
+        ));
         session.history.push(HistoryEntry::Agent("hi/there".into()));
         let text = jsonl(store.get(&id).unwrap());
         assert!(text.ends_with('\n'));

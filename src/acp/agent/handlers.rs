@@ -550,14 +550,15 @@ async fn load_session(
     agent.registry.set_owner(&session, connection);
     for entry in history {
         let updates: Vec<SessionUpdate> = match entry {
-            super::store::HistoryEntry::User(blocks) => blocks
+            super::store::HistoryEntry::User(prompt) => prompt
+                .into_blocks()
                 .into_iter()
                 .map(|block| SessionUpdate::UserMessageChunk(ContentChunk::new(block)))
                 .collect(),
             super::store::HistoryEntry::Agent(text) => vec![SessionUpdate::AgentMessageChunk(
                 ContentChunk::new(ContentBlock::text(text)),
             )],
-            super::store::HistoryEntry::Tool { .. } => Vec::new(),
+            super::store::HistoryEntry::Tool(_) => Vec::new(),
         };
         for update in updates {
             let notification = to_value(SessionNotification::new(&session, update))?;

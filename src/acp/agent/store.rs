@@ -196,24 +196,76 @@ impl Settings {
     }
 }
 
-/// One entry of a session's conversation.
+/// One entry of a session's conversation. Every prompt adds one, so the usual entries stay small:
+/// a plain text prompt is kept as its text and the rare tool call is boxed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HistoryEntry {
     /// A prompt.
-    User(Vec<ContentBlock>),
+    User(StoredPrompt),
     /// A reply.
     Agent(String),
     /// A tool call the agent made and its result.
-    Tool {
-        /// The tool call id.
-        id: String,
-        /// The tool's name (its kind).
-        name: String,
-        /// The call's input.
-        input: Value,
-        /// The call's output.
-        output: Value,
-    },
+    Tool(Box<ToolRecord>),
+}
+
+impl HistoryEntry {
+    /// A prompt's entry.
+    pub fn user(prompt: &[ContentBlock]) -> Self {
+        HistoryEntry::User(StoredPrompt::new(prompt))
+    }
+
+    /// A tool call's entry.
+    pub fn tool(id: String, name: String, input: Value, output: Value) -> Self {
+        HistoryEntry::Tool(Box::new(ToolRecord {
+            id,
+            name,
+            input,
+            output,
+        }))
+    }
+}
+
+/// A prompt as a session's history keeps it: one text block with nothing but its text (nearly
+/// every prompt) as that text, a tenth of the block's size; any other prompt as its blocks.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StoredPrompt {
+    /// The text of a prompt of one plain text block.
+    Text(String),
+    /// Any other prompt.
+    Blocks(Vec<ContentBlock>),
+}
+
+impl StoredPrompt {
+    /// Keeps `prompt`.
+    pub fn new(prompt: &[ContentBlock]) -> Self {
+        match prompt {
+            [ContentBlock::Text(text)] if text.annotations.is_none() && text.extra.is_empty() => {
+                StoredPrompt::Text(text.text.clone())
+            }
+            _ => StoredPrompt::Blocks(prompt.to_vec()),
+        }
+    }
+
+    /// The prompt's blocks, as they arrived.
+    pub fn into_blocks(self) -> Vec<ContentBlock> {
+        match self {
+            StoredPrompt::Text(text) => vec![ContentBlock::text(text)],
+            StoredPrompt::Blocks(blocks) => blocks,
+        }
+    }
+}
+
+/// A tool call the agent made and its result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolRecord {
+    /// The tool call id.
+    pub id: String,
+    /// The tool's name (its kind).
+    pub name: String,
+    /// The call's input.
+    pub input: Value,
+    /// The call's output.
+    pub output: Value,
 }
 
 /// One session.
@@ -402,6 +454,35 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Blocks from their JSON text.
+    fn blocks(text: &str) -> Vec<ContentBlock> {
+        serde_json::from_str(text).expect("content blocks")
+    }
+
+    #[test]
+    fn a_stored_prompt_gives_back_the_blocks_it_kept() {
+        for prompt in [
+            r#"[{"type":"text","text":"plain"}]"#,
+            r#"[{"type":"text","text":"noted","annotations":{"priority":0.5}}]"#,
+            r#"[{"type":"text","text":"meta","_meta":{"k":1}}]"#,
+            r#"[{"type":"text","text":"a"},{"type":"text","text":"b"}]"#,
+            r#"[{"type":"resource_link","uri":"file:///x","name":"x"}]"#,
+            "[]",
+        ] {
+            let prompt = blocks(prompt);
+            assert_eq!(StoredPrompt::new(&prompt).into_blocks(), prompt);
+        }
+        // Only a single block with nothing but its text is kept as text.
+        assert!(matches!(
+            StoredPrompt::new(&blocks(r#"[{"type":"text","text":"plain"}]"#)),
+            StoredPrompt::Text(text) if text == "plain"
+        ));
+        assert!(matches!(
+            StoredPrompt::new(&blocks(r#"[{"type":"text","text":"m","_meta":{"k":1}}]"#)),
+            StoredPrompt::Blocks(_)
+        ));
+    }
 
     #[test]
     fn sessions_are_ordered_by_last_use_and_filtered_by_cwd() {

@@ -178,12 +178,7 @@ pub(crate) async fn run(
     }
     agent.record(
         session,
-        HistoryEntry::Tool {
-            id: id.clone(),
-            name: name.to_owned(),
-            input,
-            output,
-        },
+        HistoryEntry::tool(id.clone(), name.to_owned(), input, output),
     );
     content(
         agent,
@@ -223,12 +218,7 @@ async fn report_failure(
     update.content = Nullable::Value(text_content(reason));
     agent.record(
         session,
-        HistoryEntry::Tool {
-            id: id.to_owned(),
-            name: name.to_owned(),
-            input,
-            output,
-        },
+        HistoryEntry::tool(id.to_owned(), name.to_owned(), input, output),
     );
     content(
         agent,

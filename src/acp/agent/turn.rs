@@ -278,7 +278,7 @@ async fn steps(
     if control.is_stopped() {
         return Err(stopped(control));
     }
-    agent.record(session, HistoryEntry::User(prompt.to_vec()));
+    agent.record(session, HistoryEntry::user(prompt));
     let max_attempts = agent.config.max_retries.saturating_add(1);
     let mut attempt = 1;
     loop {
