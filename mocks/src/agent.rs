@@ -403,6 +403,8 @@ where
         tokio::pin!(close_requested);
         loop {
             let next = tokio::select! {
+                // A close request goes first; the order is fixed, so no random pick per line.
+                biased;
                 () = &mut close_requested => {
                     drop(lines);
                     if let Err(error) = ski::transport::stdio::close_stdin() {

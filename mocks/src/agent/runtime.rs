@@ -133,6 +133,8 @@ pub struct Agent {
     err: tokio::sync::Mutex<ErrorOutput>,
     state: Mutex<State>,
     seen: Notify,
+    /// Whether a control channel can ask for the agent's state or wait on what it saw.
+    controlled: bool,
     exit: watch::Sender<Option<Exit>>,
     stdin_closed: watch::Sender<bool>,
     close_stdin: watch::Sender<bool>,
@@ -195,6 +197,7 @@ impl Agent {
                 ..State::default()
             }),
             seen: Notify::new(),
+            controlled,
             exit: watch::channel(None).0,
             stdin_closed: watch::channel(false).0,
             close_stdin: watch::channel(false).0,
@@ -753,17 +756,24 @@ impl Agent {
 
     async fn on_call(self: &Arc<Self>, inbound: Inbound) {
         let inbound = Arc::new(inbound);
-        {
+        let searched = {
             let mut state = self.state();
             state.seen.push(&inbound);
-            match state.method_counts.get_mut(&inbound.method) {
-                Some(count) => *count += 1,
-                None => {
-                    state.method_counts.insert(inbound.method.clone(), 1);
+            // Only a control channel reads the counts (its `state` and `wait` commands).
+            if self.controlled {
+                match state.method_counts.get_mut(&inbound.method) {
+                    Some(count) => *count += 1,
+                    None => {
+                        state.method_counts.insert(inbound.method.clone(), 1);
+                    }
                 }
             }
+            state.seen.is_kept()
+        };
+        // Waiters exist only for a kept log (`wait_for` steps, a control channel's `wait`).
+        if searched {
+            self.seen.notify_waiters();
         }
-        self.seen.notify_waiters();
 
         // A bespoke reply (intercom `clearance/response`, `prompt/response`) to a request the
         // agent waits on.

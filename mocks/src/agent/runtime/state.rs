@@ -79,6 +79,11 @@ impl SeenLog {
         self.last = Some(Arc::clone(seen));
     }
 
+    /// Whether the messages are kept for searching.
+    pub fn is_kept(&self) -> bool {
+        self.kept.is_some()
+    }
+
     /// How many messages arrived: the position the next one takes.
     pub fn len(&self) -> usize {
         self.count
