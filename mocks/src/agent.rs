@@ -415,7 +415,14 @@ where
                 next = lines.next_line() => next,
             };
             match next {
-                Some(Ok(line)) => reader_agent.handle_line(line).await,
+                Some(Ok(line)) => {
+                    reader_agent.handle_line(line).await;
+                    // What the message's sequence queued goes out before the reader waits for
+                    // input; lines already buffered are handled first, so a batch is one write.
+                    if !lines.has_buffered_line() {
+                        reader_agent.flush_output().await;
+                    }
+                }
                 Some(Err(FrameError::Oversize { length, limit })) => {
                     reader_agent.oversize_input(length, limit).await;
                 }

@@ -102,6 +102,12 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         self.inner
     }
 
+    /// Whether a whole line (or the end of the stream) is already buffered, so the next
+    /// [`LineReader::next_line`] answers without waiting for input.
+    pub fn has_buffered_line(&self) -> bool {
+        memchr(b'\n', &self.buf[self.scanned..self.end]).is_some() || self.eof
+    }
+
     /// The next non-blank line without its terminator, an error for one bad line, or `None` at
     /// end of stream.
     ///

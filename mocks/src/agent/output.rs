@@ -77,6 +77,7 @@ pub struct Output {
     failed: bool,
     flush_wanted: Arc<Notify>,
     fragments_under_way: Arc<AtomicBool>,
+    reader_flushes: Arc<AtomicBool>,
 }
 
 impl std::fmt::Debug for Output {
@@ -99,7 +100,15 @@ impl Output {
             failed: false,
             flush_wanted: Arc::new(Notify::new()),
             fragments_under_way: Arc::new(AtomicBool::new(false)),
+            reader_flushes: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    /// Set while the stdin reader runs a message's sequence up to its first wait: lines queued
+    /// then wake no flusher, because the reader writes them itself before it waits for input
+    /// (or wakes the flusher when the sequence waits first).
+    pub fn reader_flushes(&self) -> Arc<AtomicBool> {
+        Arc::clone(&self.reader_flushes)
     }
 
     /// True while a line is being written in fragments: that write holds stdout between its
@@ -198,7 +207,9 @@ impl Output {
             }
             // One wake of the flusher per batch: a line queued behind another is written by
             // the flush the first one asked for.
-            if !std::mem::replace(&mut self.queued, true) {
+            if !std::mem::replace(&mut self.queued, true)
+                && !self.reader_flushes.load(Ordering::Relaxed)
+            {
                 self.flush_wanted.notify_one();
             }
             return Written::Ok;

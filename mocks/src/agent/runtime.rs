@@ -8,6 +8,7 @@ pub mod state;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
@@ -129,7 +130,9 @@ pub struct Agent {
     /// The control socket path, if any.
     pub control_path: Option<String>,
     out: tokio::sync::Mutex<Output>,
-    fragments_under_way: Arc<std::sync::atomic::AtomicBool>,
+    fragments_under_way: Arc<AtomicBool>,
+    reader_flushes: Arc<AtomicBool>,
+    flush_wanted: Arc<Notify>,
     err: tokio::sync::Mutex<ErrorOutput>,
     state: Mutex<State>,
     seen: Notify,
@@ -190,6 +193,8 @@ impl Agent {
             gates: Gates::default(),
             control_path,
             fragments_under_way: out.fragments_under_way(),
+            reader_flushes: out.reader_flushes(),
+            flush_wanted: out.flush_wanted(),
             out: tokio::sync::Mutex::new(out),
             err: tokio::sync::Mutex::new(err),
             state: Mutex::new(State {
@@ -392,7 +397,7 @@ impl Agent {
 
     /// Starts the task that writes queued stdout lines whenever a task that queued them waits.
     pub async fn start_flusher(self: &Arc<Self>) {
-        let wanted = self.out.lock().await.flush_wanted();
+        let wanted = Arc::clone(&self.flush_wanted);
         let agent = Arc::downgrade(self);
         self.spawn(async move {
             loop {
@@ -411,11 +416,7 @@ impl Agent {
     pub async fn flush_output(&self) {
         let mut out = match self.out.try_lock() {
             Ok(out) => out,
-            Err(_)
-                if self
-                    .fragments_under_way
-                    .load(std::sync::atomic::Ordering::Acquire) =>
-            {
+            Err(_) if self.fragments_under_way.load(Ordering::Acquire) => {
                 return;
             }
             Err(_) => self.out.lock().await,
@@ -853,14 +854,19 @@ impl Agent {
         // The sequence runs here until it first waits; most end without waiting (an echo turn),
         // and only one that waits becomes a task of its own. The task polls it again at once,
         // so the no-op waker of this first poll loses no wake-up.
+        // Lines it queues meanwhile are the reader's to write (see `Output::reader_flushes`).
+        self.reader_flushes.store(true, Ordering::Relaxed);
         let first_poll = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             sequence
                 .as_mut()
                 .poll(&mut Context::from_waker(Waker::noop()))
         }));
+        self.reader_flushes.store(false, Ordering::Relaxed);
         match first_poll {
             Ok(Poll::Ready(())) => {}
             Ok(Poll::Pending) => {
+                // It waits, maybe for an answer to what it queued: that goes out now.
+                self.flush_wanted.notify_one();
                 let task = self.spawn(sequence);
                 self.track_running(id.as_ref(), task);
             }
