@@ -1,7 +1,10 @@
 //! The prompt turn: `session/prompt`, its stop reasons and token use, `session/cancel`, and the
 //! protocol-level `$/cancel_request`.
 
-use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use serde::de::{SeqAccess, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 use super::content::ContentBlock;
 use super::meta::{Extra, string_enum};
@@ -14,10 +17,37 @@ pub struct PromptRequest {
     /// The session.
     pub session_id: String,
     /// The user's message.
+    #[serde(deserialize_with = "content_blocks")]
     pub prompt: Vec<ContentBlock>,
     /// `_meta` and unknown fields.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// A prompt's blocks, with room for one made first: nearly every prompt has one block, and the
+/// four a `Vec` makes room for at its first push (1.4 KB) are past the allocator's fast path.
+fn content_blocks<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<ContentBlock>, D::Error> {
+    struct Blocks;
+
+    impl<'de> Visitor<'de> for Blocks {
+        type Value = Vec<ContentBlock>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a sequence")
+        }
+
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Self::Value, A::Error> {
+            let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(1).clamp(1, 16));
+            while let Some(block) = seq.next_element()? {
+                blocks.push(block);
+            }
+            Ok(blocks)
+        }
+    }
+
+    deserializer.deserialize_seq(Blocks)
 }
 
 impl PromptRequest {
@@ -117,4 +147,45 @@ pub struct CancelRequestNotification {
     /// `_meta` and unknown fields.
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn decode(params: &str) -> Result<PromptRequest, String> {
+        serde_json::from_str(params).map_err(|error| error.to_string())
+    }
+
+    #[test]
+    fn prompts_of_any_length_decode_with_their_blocks_in_order() {
+        for count in [0, 1, 3, 20] {
+            let blocks: Vec<String> = (0..count)
+                .map(|n| format!(r#"{{"type":"text","text":"b{n}"}}"#))
+                .collect();
+            let request = decode(&format!(
+                r#"{{"sessionId":"s","prompt":[{}]}}"#,
+                blocks.join(",")
+            ))
+            .expect("a prompt");
+            let texts: Vec<_> = request
+                .prompt
+                .iter()
+                .filter_map(ContentBlock::as_text)
+                .collect();
+            let expected: Vec<String> = (0..count).map(|n| format!("b{n}")).collect();
+            assert_eq!(texts, expected);
+        }
+    }
+
+    #[test]
+    fn a_prompt_that_is_not_an_array_fails_as_a_sequence_would() {
+        let error = decode(r#"{"sessionId":"s","prompt":"hi"}"#).unwrap_err();
+        assert!(
+            error.starts_with(r#"invalid type: string "hi", expected a sequence"#),
+            "{error}"
+        );
+        let error = decode(r#"{"sessionId":"s"}"#).unwrap_err();
+        assert!(error.starts_with("missing field `prompt`"), "{error}");
+    }
 }

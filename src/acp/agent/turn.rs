@@ -262,6 +262,44 @@ pub(super) async fn content(
 
 // The turn's future is moved into a box once per prompt, so its size is copied on every turn:
 // the tool-call paths, several KiB each, are boxed where they run rather than inlined here.
+/// After a failed model attempt that will be retried: reports the retry and waits its delay.
+async fn announce_retry(
+    agent: &Arc<Inner>,
+    session: &str,
+    control: &TurnControl,
+    (attempt, max_attempts): (u32, u32),
+    message: String,
+) -> Result<(), TurnOutcome> {
+    agent
+        .execution_state(
+            session,
+            ExecutionStateKind::Retrying,
+            Some(attempt),
+            Some(message.clone()),
+        )
+        .await;
+    agent
+        .update(
+            session,
+            SessionUpdate::RetryUpdate(RetryUpdate {
+                retry: RetryInfo {
+                    attempt,
+                    max_attempts,
+                    reason: Some(message),
+                    extra: Extra::new(),
+                },
+                extra: Extra::new(),
+            }),
+        )
+        .await;
+    let delay = agent.config.retry_base_delay.saturating_mul(attempt);
+    tokio::select! {
+        biased;
+        () = control.token().cancelled() => Err(stopped(control)),
+        () = tokio::time::sleep(delay) => Ok(()),
+    }
+}
+
 async fn steps(
     agent: &Arc<Inner>,
     session: &str,
@@ -296,34 +334,15 @@ async fn steps(
                 if attempt >= max_attempts {
                     return Err(TurnOutcome::Failed(message));
                 }
-                agent
-                    .execution_state(
-                        session,
-                        ExecutionStateKind::Retrying,
-                        Some(attempt),
-                        Some(message.clone()),
-                    )
-                    .await;
-                agent
-                    .update(
-                        session,
-                        SessionUpdate::RetryUpdate(RetryUpdate {
-                            retry: RetryInfo {
-                                attempt,
-                                max_attempts,
-                                reason: Some(message),
-                                extra: Extra::new(),
-                            },
-                            extra: Extra::new(),
-                        }),
-                    )
-                    .await;
-                let delay = agent.config.retry_base_delay.saturating_mul(attempt);
-                tokio::select! {
-                    biased;
-                    () = control.token().cancelled() => return Err(stopped(control)),
-                    () = tokio::time::sleep(delay) => {}
-                }
+                // Rare, so boxed where it runs: the turn's future stays small.
+                Box::pin(announce_retry(
+                    agent,
+                    session,
+                    control,
+                    (attempt, max_attempts),
+                    message,
+                ))
+                .await?;
                 attempt += 1;
             }
         }
@@ -332,8 +351,12 @@ async fn steps(
     let reply = model::reply(prompt);
     let full = agent.config.turn_updates == TurnUpdates::Full;
     if full {
-        content(agent, session, control, available_commands()).await?;
-        content(agent, session, control, plan_update()).await?;
+        // Boxed where it runs, as the other optional parts: the turn's future stays small.
+        Box::pin(async {
+            content(agent, session, control, available_commands()).await?;
+            content(agent, session, control, plan_update()).await
+        })
+        .await?;
     }
     if plan.tool_calls.is_empty() {
         if full {
