@@ -214,16 +214,30 @@ impl Output {
             }
             return Written::Ok;
         }
-        let flushed = self.flush_queued(transcript).await;
-        if flushed != Written::Ok {
-            return flushed;
-        }
         let mut line = Vec::with_capacity(length);
         line.extend_from_slice(bytes);
         if newline {
             line.push(b'\n');
         }
         let pieces = pieces.unwrap_or_else(|| std::iter::once(0..length).collect());
+        // Boxed where it runs: every line's write holds this one's future, which only a line
+        // in fragments, delayed or gated needs.
+        Box::pin(self.write_in_pieces(&line, pieces, plan, gates, transcript)).await
+    }
+
+    /// Writes what is queued, then `line` in `pieces`, waiting between them as `plan` says.
+    async fn write_in_pieces(
+        &mut self,
+        line: &[u8],
+        pieces: Vec<std::ops::Range<usize>>,
+        plan: &FragmentPlan,
+        gates: &Gates,
+        transcript: &Transcript,
+    ) -> Written {
+        let flushed = self.flush_queued(transcript).await;
+        if flushed != Written::Ok {
+            return flushed;
+        }
         let count = pieces.len();
         let _fragmenting = (count > 1).then(|| FragmentsUnderWay::start(&self.fragments_under_way));
         for (index, range) in pieces.into_iter().enumerate() {

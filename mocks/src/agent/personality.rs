@@ -87,7 +87,9 @@ async fn reply_prompt_result(agent: &Arc<Agent>, ctx: &mut Ctx, stop_reason: &st
 /// What the start of a prompt turn sends (kiro: a `turn_start` marker).
 pub async fn begin_turn(agent: &Arc<Agent>, ctx: &Ctx) {
     if agent.config.personality == Personality::Kiro {
-        kiro::turn_start(agent, ctx).await;
+        // Boxed where they run, as every part a plain echo turn skips: the future every
+        // message's sequence moves into its box stays small.
+        Box::pin(kiro::turn_start(agent, ctx)).await;
     }
 }
 
@@ -95,17 +97,16 @@ pub async fn begin_turn(agent: &Arc<Agent>, ctx: &Ctx) {
 /// send updates after it.
 pub async fn finish_turn(agent: &Arc<Agent>, ctx: &mut Ctx, stop_reason: &str) {
     if agent.config.personality == Personality::Kiro {
-        kiro::turn_end(agent, ctx, stop_reason).await;
+        Box::pin(kiro::turn_end(agent, ctx, stop_reason)).await;
     }
     reply_prompt_result(agent, ctx, stop_reason).await;
     if agent.config.faults.updates_after_prompt_result {
-        agent
-            .update(
-                &ctx.session_id(),
-                json!({"sessionUpdate": "agent_message_chunk",
-                       "content": {"type": "text", "text": "late update after the prompt result"}}),
-            )
-            .await;
+        Box::pin(agent.update(
+            &ctx.session_id(),
+            json!({"sessionUpdate": "agent_message_chunk",
+                   "content": {"type": "text", "text": "late update after the prompt result"}}),
+        ))
+        .await;
     }
     // The kiro quirk, as a profile any personality can switch on.
     kiro::after_turn(agent, ctx).await;

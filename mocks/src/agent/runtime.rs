@@ -331,7 +331,8 @@ impl Agent {
         plan: Option<&FragmentPlan>,
     ) -> Written {
         if let Some(delay) = self.config.faults.delay {
-            tokio::time::sleep(delay).await;
+            // Boxed: every line's write holds this future, which only the fault needs.
+            Box::pin(tokio::time::sleep(delay)).await;
         }
         let plan = self.plan(plan);
         let mut out = self.stdout().await;

@@ -314,14 +314,14 @@ pub async fn turn_end(agent: &Arc<Agent>, ctx: &Ctx, stop_reason: &str) {
 /// What kiro sends after the prompt result (the `context_usage` quirk).
 pub async fn after_turn(agent: &Arc<Agent>, ctx: &Ctx) {
     if agent.config.kiro.has(Quirk::ContextUsageAfterResult) {
-        agent
-            .update(
-                &ctx.session_id(),
-                marker(
-                    "context_usage",
-                    json!({"usagePercentage": 1.5, "breakdown": {}}),
-                ),
-            )
-            .await;
+        // Boxed: every turn's future holds this one's, which runs only under the quirk.
+        Box::pin(agent.update(
+            &ctx.session_id(),
+            marker(
+                "context_usage",
+                json!({"usagePercentage": 1.5, "breakdown": {}}),
+            ),
+        ))
+        .await;
     }
 }
