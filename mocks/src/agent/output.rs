@@ -1,7 +1,8 @@
 //! The agent's output path: every byte it writes to stdout goes through a raw [`LineWriter`],
 //! so a line can be written whole, in flushed fragments, without its newline, or not at all
-//! after stdout was closed. Whole lines are queued and written together when the writing task
-//! waits. Each line is also recorded in the transcript.
+//! after stdout was closed. Whole lines are queued and written together: by the stdin reader
+//! before it waits for input, or by the flusher task for lines other tasks queue. Each line is
+//! also recorded in the transcript.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,9 +66,10 @@ pub enum Written {
 
 /// Stdout as the agent writes it.
 ///
-/// A whole line is queued, not written at once: everything queued goes out in one write when the
-/// task that queued it waits (the agent's flusher task runs [`Output::flush_queued`] then), so a
-/// turn's update and its response reach the client together, as from any buffered agent. A line
+/// A whole line is queued, not written at once: everything queued goes out in one write, by the
+/// stdin reader before it waits for the next input line, or by the agent's flusher task (which
+/// runs [`Output::flush_queued`]) when a task other than the reader queued it, so a turn's update
+/// and its response reach the client together, as from any buffered agent. A line
 /// in fragments first writes what is queued, then each fragment on its own, so the order of the
 /// bytes is always the order of the calls.
 pub struct Output {
