@@ -2,8 +2,10 @@
 //! straight away (`printf ... | ski-mock-agent > out`) gets every response, whatever stdout is:
 //! a pipe of its own, a file, or one pipe shared with stderr (`2>&1`).
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 use rstest::rstest;
 
@@ -103,4 +105,34 @@ fn every_request_is_answered_when_stdin_closes_at_once(#[case] stdout: Stdout) {
         text.contains(r#""sessionUpdate":"agent_message_chunk""#),
         "the prompt's reply is missing with stdout {stdout:?}; it wrote:\n{text}"
     );
+}
+
+/// An agent that stays after stdin closes (`--fault ignore-eof`) still answers the last request,
+/// even one whose line has no newline: nothing but the stdin reader would write it.
+#[test]
+fn an_agent_that_stays_after_stdin_closes_answers_an_unterminated_last_line() {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ski-mock-agent"));
+    command
+        .args(["--fault", "ignore-eof"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null());
+    let mut agent = Running(command.spawn().expect("start ski-mock-agent"));
+    let mut input = agent.0.stdin.take().expect("stdin");
+    input
+        .write_all(REQUESTS.lines().next().expect("a request").as_bytes())
+        .expect("write the request");
+    drop(input);
+    let stdout = agent.0.stdout.take().expect("stdout");
+    // The agent keeps running, so the line is read on a thread and waited for with a bound.
+    let (sender, receiver) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stdout).read_line(&mut line);
+        let _ = sender.send(line);
+    });
+    let line = receiver
+        .recv_timeout(Duration::from_secs(30))
+        .expect("no answer to the unterminated request within 30 s");
+    assert!(line.contains(r#""id":0,"result""#), "it wrote: {line}");
 }

@@ -102,10 +102,10 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
         self.inner
     }
 
-    /// Whether a whole line (or the end of the stream) is already buffered, so the next
-    /// [`LineReader::next_line`] answers without waiting for input.
+    /// Whether a whole line is already buffered, so the next [`LineReader::next_line`] answers
+    /// without waiting for input.
     pub fn has_buffered_line(&self) -> bool {
-        memchr(b'\n', &self.buf[self.scanned..self.end]).is_some() || self.eof
+        memchr(b'\n', &self.buf[self.scanned..self.end]).is_some()
     }
 
     /// The next non-blank line without its terminator, an error for one bad line, or `None` at
