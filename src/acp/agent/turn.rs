@@ -260,14 +260,13 @@ pub(super) async fn content(
     Ok(())
 }
 
-// The turn's future is moved into a box once per prompt, so its size is copied on every turn:
-// the tool-call paths, several KiB each, are boxed where they run rather than inlined here.
 /// After a failed model attempt that will be retried: reports the retry and waits its delay.
 async fn announce_retry(
     agent: &Arc<Inner>,
     session: &str,
     control: &TurnControl,
-    (attempt, max_attempts): (u32, u32),
+    attempt: u32,
+    max_attempts: u32,
     message: String,
 ) -> Result<(), TurnOutcome> {
     agent
@@ -300,6 +299,9 @@ async fn announce_retry(
     }
 }
 
+// The turn's future is moved into a box once per prompt, so its size is copied on every turn:
+// the tool-call paths (several KiB each), the retry and full mode's extra updates are boxed
+// where they run rather than inlined here.
 async fn steps(
     agent: &Arc<Inner>,
     session: &str,
@@ -339,7 +341,8 @@ async fn steps(
                     agent,
                     session,
                     control,
-                    (attempt, max_attempts),
+                    attempt,
+                    max_attempts,
                     message,
                 ))
                 .await?;
