@@ -49,7 +49,7 @@ async fn everything_the_agent_sends_decodes_with_the_official_schema() {
         .files
         .lock()
         .unwrap()
-        .insert("/srv/project/notes.txt".into(), "a\nb\n".into());
+        .insert("/notes.txt".into(), "a\nb\n".into());
     let init = client
         .initialize_with(
             json!({"fs": {"readTextFile": true, "writeTextFile": true}, "terminal": true}),
@@ -60,7 +60,7 @@ async fn everything_the_agent_sends_decodes_with_the_official_schema() {
     let new = call(
         &client,
         "session/new",
-        json!({"cwd": "/srv/project", "mcpServers": []}),
+        json!({"cwd": "/", "mcpServers": []}),
     )
     .await;
     decodes::<official::NewSessionResponse>("session/new", &new);
@@ -97,14 +97,14 @@ async fn everything_the_agent_sends_decodes_with_the_official_schema() {
     let load = call(
         &client,
         "session/load",
-        json!({"sessionId": session, "cwd": "/srv/project", "mcpServers": []}),
+        json!({"sessionId": session, "cwd": "/", "mcpServers": []}),
     )
     .await;
     decodes::<official::LoadSessionResponse>("session/load", &load);
     let resume = call(
         &client,
         "session/resume",
-        json!({"sessionId": session, "cwd": "/srv/project"}),
+        json!({"sessionId": session, "cwd": "/"}),
     )
     .await;
     decodes::<official::ResumeSessionResponse>("session/resume", &resume);

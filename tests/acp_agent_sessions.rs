@@ -131,8 +131,7 @@ async fn minimal_agent_advertises_nothing_optional_and_gates_with_32601() {
     assert!(caps.get("auth").is_none(), "{caps}");
     assert!(caps.get("_meta").is_none(), "{caps}");
     let session = client.new_session().await;
-    let probe =
-        json!({"sessionId": session, "cwd": "/srv/project", "mcpServers": [], "modelId": "echo"});
+    let probe = json!({"sessionId": session, "cwd": "/", "mcpServers": [], "modelId": "echo"});
     for method in [
         "session/load",
         "session/list",
@@ -192,7 +191,7 @@ async fn unknown_methods_and_sessions_answer_their_codes_and_the_agent_keeps_ser
         .await;
     assert_eq!(code, -32002);
     assert!(message.contains("nope"), "{message}");
-    let (code, _) = client.call_err("session/new", json!({"cwd": "/w"})).await;
+    let (code, _) = client.call_err("session/new", json!({"cwd": "/"})).await;
     assert_eq!(code, -32602, "missing mcpServers");
     client.new_session().await;
 }
@@ -295,10 +294,13 @@ async fn list_pages_through_every_session_and_refuses_bad_cursors() {
     for _ in 0..5 {
         created.push(client.new_session().await);
     }
-    let other = client.new_session_in("/elsewhere").await;
+    let elsewhere = tempfile::tempdir().unwrap();
+    let other = client
+        .new_session_in(elsewhere.path().to_str().unwrap())
+        .await;
     let mut seen = Vec::new();
     let mut page = client
-        .call("session/list", json!({"cwd": "/srv/project"}))
+        .call("session/list", json!({"cwd": "/"}))
         .await
         .unwrap();
     let mut pages = 0;
@@ -306,7 +308,7 @@ async fn list_pages_through_every_session_and_refuses_bad_cursors() {
         pages += 1;
         let entries = page["sessions"].as_array().unwrap().clone();
         for entry in &entries {
-            assert_eq!(entry["cwd"], "/srv/project");
+            assert_eq!(entry["cwd"], "/");
             assert!(entry["updatedAt"].is_string());
             seen.push(entry["sessionId"].as_str().unwrap().to_owned());
         }
@@ -314,10 +316,7 @@ async fn list_pages_through_every_session_and_refuses_bad_cursors() {
             Some(cursor) => {
                 assert_eq!(entries.len(), 2, "every page but the last is full");
                 page = client
-                    .call(
-                        "session/list",
-                        json!({"cwd": "/srv/project", "cursor": cursor}),
-                    )
+                    .call("session/list", json!({"cwd": "/", "cursor": cursor}))
                     .await
                     .unwrap();
             }
@@ -338,10 +337,7 @@ async fn list_pages_through_every_session_and_refuses_bad_cursors() {
     let cursor = first["nextCursor"].as_str().unwrap().to_owned();
     for (params, why) in [
         (json!({"cursor": "not-a-cursor"}), "garbage"),
-        (
-            json!({"cursor": cursor, "cwd": "/srv/project"}),
-            "another filter",
-        ),
+        (json!({"cursor": cursor, "cwd": "/"}), "another filter"),
         (json!({"cursor": "76313a3939393a30"}), "unknown listing"),
     ] {
         let (code, message) = client.call_err("session/list", params).await;
@@ -421,10 +417,7 @@ async fn fork_gets_a_new_id_inherits_settings_and_names_its_parent() {
         .await
         .unwrap();
     let fork = client
-        .call(
-            "session/fork",
-            json!({"sessionId": source, "cwd": "/srv/project"}),
-        )
+        .call("session/fork", json!({"sessionId": source, "cwd": "/"}))
         .await
         .unwrap();
     let fork_id = fork["sessionId"].as_str().unwrap();
@@ -451,7 +444,7 @@ async fn fork_gets_a_new_id_inherits_settings_and_names_its_parent() {
     assert_eq!(entry(fork_id)["_meta"]["parentSessionId"], json!(source));
     assert!(entry(&source).get("_meta").is_none());
     let (code, _) = client
-        .call_err("session/fork", json!({"sessionId": "missing", "cwd": "/w"}))
+        .call_err("session/fork", json!({"sessionId": "missing", "cwd": "/"}))
         .await;
     assert_eq!(code, -32002);
 }
@@ -530,7 +523,7 @@ async fn load_replays_history_before_answering_and_resume_does_not() {
     let result = second
         .call(
             "session/load",
-            json!({"sessionId": session, "cwd": "/srv/project", "mcpServers": []}),
+            json!({"sessionId": session, "cwd": "/", "mcpServers": []}),
         )
         .await
         .unwrap();
@@ -549,10 +542,7 @@ async fn load_replays_history_before_answering_and_resume_does_not() {
     let (third, _c3) = duplex_client(&agent);
     third.initialize().await;
     let result = third
-        .call(
-            "session/resume",
-            json!({"sessionId": session, "cwd": "/srv/project"}),
-        )
+        .call("session/resume", json!({"sessionId": session, "cwd": "/"}))
         .await
         .unwrap();
     assert!(result["modes"].is_object());
@@ -566,7 +556,7 @@ async fn load_replays_history_before_answering_and_resume_does_not() {
     let (code, _) = third
         .call_err(
             "session/load",
-            json!({"sessionId": "missing", "cwd": "/w", "mcpServers": []}),
+            json!({"sessionId": "missing", "cwd": "/", "mcpServers": []}),
         )
         .await;
     assert_eq!(code, -32002);
@@ -629,14 +619,14 @@ async fn export_is_jsonl_with_a_header_and_the_conversation() {
     assert_eq!(lines[0]["type"], "session");
     assert_eq!(lines[0]["version"], 1);
     assert_eq!(lines[0]["id"], json!(session));
-    assert_eq!(lines[0]["cwd"], "/srv/project");
+    assert_eq!(lines[0]["cwd"], "/");
     assert!(lines[0]["timestamp"].is_string());
     assert!(
         content
             .lines()
             .next()
             .unwrap()
-            .starts_with(r#"{"cwd":"/srv/project","id":"#)
+            .starts_with(r#"{"cwd":"/","id":"#)
     );
     assert_eq!(
         lines[1]["message"],
@@ -681,7 +671,7 @@ async fn authentication_methods_required_auth_and_logout() {
         json!([{"id": "token", "name": "Token"}])
     );
     let (code, message) = client
-        .call_err("session/new", json!({"cwd": "/w", "mcpServers": []}))
+        .call_err("session/new", json!({"cwd": "/", "mcpServers": []}))
         .await;
     assert_eq!(code, -32000);
     assert!(message.contains("token"), "{message}");

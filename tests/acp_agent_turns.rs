@@ -587,7 +587,7 @@ async fn tool_calls_go_through_the_client_and_terminals_are_released() {
         .files
         .lock()
         .unwrap()
-        .insert("/srv/project/notes.txt".into(), "line two".into());
+        .insert("/notes.txt".into(), "line two".into());
     let session = client.new_session().await;
     let result = client.prompt(&session, "tools please").await.unwrap();
     assert_eq!(result["stopReason"], "end_turn");
@@ -605,7 +605,7 @@ async fn tool_calls_go_through_the_client_and_terminals_are_released() {
     let read = &client.requests("fs/read_text_file")[0];
     assert_eq!(
         read,
-        &json!({"sessionId": session, "path": "/srv/project/notes.txt", "line": 2, "limit": 1})
+        &json!({"sessionId": session, "path": "/notes.txt", "line": 2, "limit": 1})
     );
     assert_eq!(
         client
@@ -620,7 +620,7 @@ async fn tool_calls_go_through_the_client_and_terminals_are_released() {
     let create = &client.requests("terminal/create")[0];
     assert_eq!(create["command"], "echo");
     assert_eq!(create["args"], json!(["hello"]));
-    assert_eq!(create["cwd"], "/srv/project");
+    assert_eq!(create["cwd"], "/");
     assert_eq!(
         client.content_kinds(&session),
         [
@@ -771,7 +771,7 @@ async fn end_of_input_stops_running_turns_and_closes_the_connection() {
     use tokio::io::AsyncWriteExt;
     for line in [
         r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1}}"#,
-        r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#,
     ] {
         writer.write_all(line.as_bytes()).await.unwrap();
         writer.write_all(b"\n").await.unwrap();
@@ -928,7 +928,7 @@ async fn session_cancel_written_with_its_prompt_always_ends_it_cancelled() {
         json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
                "params": {"protocolVersion": 1, "clientCapabilities": {}}}),
         json!({"jsonrpc": "2.0", "id": 1, "method": "session/new",
-               "params": {"cwd": "/srv/project", "mcpServers": []}}),
+               "params": {"cwd": "/", "mcpServers": []}}),
     ))
     .await;
     assert!(

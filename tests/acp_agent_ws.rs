@@ -119,7 +119,7 @@ async fn binary_frames_are_ignored_and_every_frame_holds_one_message() {
         .unwrap();
     socket
         .send(Frame::text(
-            r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/w","mcpServers":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"session/new","params":{"cwd":"/","mcpServers":[]}}"#,
         ))
         .await
         .unwrap();
@@ -212,7 +212,7 @@ async fn updates_go_to_the_connection_that_last_named_the_session() {
     assert!(b.all_updates().is_empty());
     b.call(
         "session/resume",
-        json!({"sessionId": session, "cwd": "/srv/project"}),
+        json!({"sessionId": session, "cwd": "/"}),
     )
     .await
     .unwrap();
@@ -432,7 +432,7 @@ async fn connections_closing_mid_prompt_leave_the_agent_consistent() {
         client
             .call(
                 "session/resume",
-                json!({"sessionId": session, "cwd": "/srv/project"}),
+                json!({"sessionId": session, "cwd": "/"}),
             )
             .await
             .unwrap();

@@ -1,4 +1,4 @@
-//! Sessions of a real `ski acp serve` over stdio: `cwd` must be absolute, the number of live
+//! Sessions of a real `ski acp serve` over stdio: `cwd` must be an existing directory, the number of live
 //! sessions of one connection is capped (`--max-sessions`), and `session/close` drops the
 //! session, which frees its place under the cap.
 
@@ -86,8 +86,25 @@ fn listed(list: &Value) -> Vec<String> {
         .collect()
 }
 
+/// Asserts that `error` is -32602 and its message says `why` about `path`.
+fn refused_for(error: &Value, path: &str, why: &str) {
+    assert_eq!(error["code"], -32602, "{path:?}: {error}");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.contains(why) && message.contains(&format!("{path:?}")),
+        "{path:?}: {message}"
+    );
+}
+
 #[tokio::test]
-async fn a_relative_cwd_is_refused_and_a_missing_absolute_one_accepted() {
+async fn a_cwd_that_is_not_an_existing_directory_is_refused() {
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().to_str().unwrap().to_owned();
+    let file = scratch.path().join("plain.txt");
+    std::fs::write(&file, "not a directory").unwrap();
+    let file = file.to_str().unwrap().to_owned();
+    let missing = format!("{root}/missing");
+    let with_nul = format!("{root}/a\u{0}b");
     let mut client = Client::start(&["--enable", "fork"]);
     client
         .call("initialize", json!({"protocolVersion": 1}))
@@ -95,40 +112,67 @@ async fn a_relative_cwd_is_refused_and_a_missing_absolute_one_accepted() {
         .unwrap();
     for relative in ["work", "./work", "work/../x", ""] {
         let error = client.new_session(relative).await.unwrap_err();
-        assert_eq!(error["code"], -32602, "{relative:?}: {error}");
-        let message = error["message"].as_str().unwrap();
-        assert!(message.contains("absolute"), "{relative:?}: {message}");
+        refused_for(&error, relative, "must be an absolute path");
     }
-    let error = client
-        .call(
-            "session/new",
-            json!({"cwd": "/w", "mcpServers": [], "additionalDirectories": ["/a", "b"]}),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(error["code"], -32602, "{error}");
-    let session = client
-        .new_session("/nonexistent/ski-acp-serve-test")
-        .await
-        .expect("an absolute cwd that does not exist is the client's business");
-    let error = client
-        .call(
-            "session/fork",
-            json!({"sessionId": session, "cwd": "rel", "mcpServers": []}),
-        )
-        .await
-        .unwrap_err();
-    assert_eq!(error["code"], -32602, "{error}");
-    for method in ["session/load", "session/resume"] {
+    for (path, why) in [
+        (missing.as_str(), "does not exist"),
+        (file.as_str(), "is not a directory"),
+        (with_nul.as_str(), "contains a NUL byte"),
+    ] {
+        let error = client.new_session(path).await.unwrap_err();
+        refused_for(&error, path, why);
+    }
+    for additional in [&missing, &file, &"b".to_owned()] {
         let error = client
             .call(
-                method,
-                json!({"sessionId": session, "cwd": "rel", "mcpServers": []}),
+                "session/new",
+                json!({"cwd": root, "mcpServers": [], "additionalDirectories": [root, additional]}),
             )
             .await
             .unwrap_err();
-        assert_eq!(error["code"], -32602, "{method}: {error}");
+        assert_eq!(error["code"], -32602, "{additional}: {error}");
+        assert!(
+            error["message"]
+                .as_str()
+                .unwrap()
+                .contains("additionalDirectories"),
+            "{error}"
+        );
     }
+    let session = client
+        .call(
+            "session/new",
+            json!({"cwd": root, "mcpServers": [], "additionalDirectories": ["/"]}),
+        )
+        .await
+        .expect("an existing directory is accepted")["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for method in ["session/fork", "session/load", "session/resume"] {
+        for (path, why) in [
+            ("rel", "must be an absolute path"),
+            (missing.as_str(), "does not exist"),
+            (file.as_str(), "is not a directory"),
+            (with_nul.as_str(), "contains a NUL byte"),
+        ] {
+            let error = client
+                .call(
+                    method,
+                    json!({"sessionId": session, "cwd": path, "mcpServers": []}),
+                )
+                .await
+                .unwrap_err();
+            refused_for(&error, path, why);
+        }
+    }
+    client
+        .call(
+            "session/load",
+            json!({"sessionId": session, "cwd": root, "mcpServers": []}),
+        )
+        .await
+        .expect("the session loads in an existing directory");
     client.end().await;
 }
 
@@ -139,8 +183,8 @@ async fn close_drops_the_session() {
         .call("initialize", json!({"protocolVersion": 1}))
         .await
         .unwrap();
-    let closed = client.new_session("/w").await.unwrap();
-    let kept = client.new_session("/w").await.unwrap();
+    let closed = client.new_session("/").await.unwrap();
+    let kept = client.new_session("/").await.unwrap();
     assert_eq!(
         client
             .call("session/close", json!({"sessionId": closed}))
@@ -158,7 +202,7 @@ async fn close_drops_the_session() {
         ),
         (
             "session/load",
-            json!({"sessionId": closed, "cwd": "/w", "mcpServers": []}),
+            json!({"sessionId": closed, "cwd": "/", "mcpServers": []}),
         ),
         ("session/close", json!({"sessionId": closed})),
     ] {
@@ -184,9 +228,9 @@ async fn sessions_are_capped_per_connection_and_a_close_frees_a_place() {
         .unwrap();
     let mut sessions = Vec::new();
     for _ in 0..3 {
-        sessions.push(client.new_session("/w").await.expect("under the cap"));
+        sessions.push(client.new_session("/").await.expect("under the cap"));
     }
-    let error = client.new_session("/w").await.unwrap_err();
+    let error = client.new_session("/").await.unwrap_err();
     assert_eq!(error["code"], -32603, "{error}");
     assert_eq!(error["data"]["maxSessions"], 3, "{error}");
     let message = error["message"].as_str().unwrap();
@@ -197,7 +241,7 @@ async fn sessions_are_capped_per_connection_and_a_close_frees_a_place() {
     let error = client
         .call(
             "session/fork",
-            json!({"sessionId": sessions[0], "cwd": "/w", "mcpServers": []}),
+            json!({"sessionId": sessions[0], "cwd": "/", "mcpServers": []}),
         )
         .await
         .unwrap_err();
@@ -210,7 +254,7 @@ async fn sessions_are_capped_per_connection_and_a_close_frees_a_place() {
         .call("session/close", json!({"sessionId": closed}))
         .await
         .unwrap();
-    sessions.push(client.new_session("/w").await.expect("room after a close"));
+    sessions.push(client.new_session("/").await.expect("room after a close"));
     let list = client.call("session/list", json!({})).await.unwrap();
     let mut live = listed(&list);
     live.sort();

@@ -24,8 +24,8 @@
 //! [`AgentConfig::strict_version`] it refuses anything but 1 with `-32602`, as the seed document's
 //! WS-023 asks. Methods gated by a
 //! capability that is not enabled answer `-32601`. A request naming an unknown session answers
-//! `-32002`. One prompt runs per session; a second answers `-32602`. A `cwd` must be absolute
-//! (`-32602`), need not exist. `session/close` and `session/delete` drop the session; a connection
+//! `-32002`. One prompt runs per session; a second answers `-32602`. A `cwd` must be an absolute
+//! path of an existing directory (`-32602`). `session/close` and `session/delete` drop the session; a connection
 //! owns at most [`AgentConfig::max_sessions`] live sessions (`-32603` for one more). See the
 //! modules for details, and [`AgentConfig`] for every switch.
 //!
@@ -35,7 +35,9 @@
 //! an oversize line is skipped, an oversize WebSocket message closes the socket with 1009, both
 //! answered `-32600`), at most [`ConnectionOptions::max_in_flight_sends`] (64) messages queued for
 //! writing, while which nothing more is read, and [`AgentConfig::max_sessions`] (1024) live
-//! sessions owned.
+//! sessions owned. Per agent: [`AgentConfig::max_total_sessions`] (4096) live sessions in all.
+//! A WebSocket server caps its connections and holds each to a message deadline and a ping
+//! (see [`crate::transport::ws_server`]).
 
 pub mod clock;
 pub mod config;

@@ -11,6 +11,20 @@
 //! over each connection is up to the caller: the ACP agent gives every connection its own peer
 //! over shared sessions (see [`crate::acp::agent`]).
 //!
+//! # Limits
+//!
+//! - At most [`WsServerOptions::max_connections`] connections live at once, handshakes under
+//!   way included. A client past the cap gets its upgrade and then at once a close frame with
+//!   code 1013 (try again later) and a reason naming the cap; at most
+//!   [`MAX_REFUSALS_AT_ONCE`] such refusals run at a time, beyond which a client's TCP
+//!   connection is closed unanswered.
+//! - After the upgrade every connection is guarded ([`super::ws_guard`]): an inbound message must
+//!   arrive whole within [`Liveness::message_timeout`] of its first byte (else close code 1008),
+//!   and a client silent for [`Liveness::idle_timeout`] is pinged and must send something within
+//!   [`Liveness::pong_timeout`] (else close code 1001).
+//! - Each connection reads into a buffer of [`READ_BUFFER_BYTES`], grown only for a larger
+//!   message, so an idle connection costs a few KiB.
+//!
 //! ```no_run
 //! use ski::transport::ws_server::{WsServer, WsServerOptions};
 //!
@@ -29,14 +43,20 @@ use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use std::sync::Arc;
+
+use futures::SinkExt;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_tungstenite::WebSocketStream;
+use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 use tokio_tungstenite::tungstenite::http::HeaderValue;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+pub use super::ws_guard::{GuardedStream, Liveness};
 use crate::jsonrpc::{DEFAULT_MAX_LINE_BYTES, Transport};
 
 /// The response header that names the connection (ACP remote-transport RFD).
@@ -48,6 +68,19 @@ pub const ENDPOINT_PATH: &str = "/acp";
 /// Established connections waiting for `accept`.
 const ACCEPT_BACKLOG: usize = 64;
 
+/// The default cap on live connections.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+
+/// How many clients past the cap are refused with a close frame at a time.
+pub const MAX_REFUSALS_AT_ONCE: usize = 64;
+
+/// The read buffer of a connection (tungstenite's default, 128 KiB, made every idle connection
+/// cost that much).
+pub const READ_BUFFER_BYTES: usize = 8 * 1024;
+
+/// Close code 1013: the server is at its connection cap.
+const TRY_AGAIN_LATER: u16 = 1013;
+
 /// Settings of a [`WsServer`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct WsServerOptions {
@@ -55,6 +88,10 @@ pub struct WsServerOptions {
     pub max_message_bytes: usize,
     /// How long a client may take to complete the upgrade.
     pub handshake_timeout: Duration,
+    /// The most connections live at once (handshakes under way included); at least 1.
+    pub max_connections: usize,
+    /// How long a message may take to arrive and a client may stay silent.
+    pub liveness: Liveness,
 }
 
 impl Default for WsServerOptions {
@@ -62,6 +99,8 @@ impl Default for WsServerOptions {
         Self {
             max_message_bytes: DEFAULT_MAX_LINE_BYTES,
             handshake_timeout: Duration::from_secs(10),
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            liveness: Liveness::default(),
         }
     }
 }
@@ -106,7 +145,7 @@ pub struct WsConnection {
     pub remote: SocketAddr,
     /// The request path of the upgrade.
     pub path: String,
-    socket: WebSocketStream<TcpStream>,
+    socket: WebSocketStream<GuardedStream>,
 }
 
 impl fmt::Debug for WsConnection {
@@ -126,7 +165,7 @@ impl WsConnection {
     }
 
     /// The raw WebSocket, for callers that speak frames themselves.
-    pub fn into_socket(self) -> WebSocketStream<TcpStream> {
+    pub fn into_socket(self) -> WebSocketStream<GuardedStream> {
         self.socket
     }
 }
@@ -207,6 +246,8 @@ async fn accept_loop(
     ready: mpsc::Sender<WsConnection>,
     stop: CancellationToken,
 ) {
+    let places = Arc::new(Semaphore::new(options.max_connections.max(1)));
+    let refusals = Arc::new(Semaphore::new(MAX_REFUSALS_AT_ONCE));
     loop {
         let accepted = tokio::select! {
             biased;
@@ -214,32 +255,32 @@ async fn accept_loop(
             accepted = listener.accept() => accepted,
         };
         match accepted {
-            Ok((stream, remote)) => {
-                let ready = ready.clone();
-                let stop = stop.clone();
-                tokio::spawn(async move {
-                    let handshake = handshake(stream, remote, options);
-                    let connection = tokio::select! {
-                        biased;
-                        () = stop.cancelled() => return,
-                        result = tokio::time::timeout(options.handshake_timeout, handshake) => result,
-                    };
-                    match connection {
-                        Ok(Ok(connection)) => {
-                            tracing::debug!(id = %connection.id, %remote, path = %connection.path, "websocket connection established");
-                            if ready.send(connection).await.is_err() {
-                                tracing::debug!(%remote, "server gone; connection dropped");
+            Ok((stream, remote)) => match places.clone().try_acquire_owned() {
+                Ok(place) => {
+                    let ready = ready.clone();
+                    let stop = stop.clone();
+                    tokio::spawn(async move {
+                        admit(stream, remote, place, options, ready, stop).await;
+                    });
+                }
+                Err(_) => match refusals.clone().try_acquire_owned() {
+                    Ok(refusal) => {
+                        let stop = stop.clone();
+                        tokio::spawn(async move {
+                            tokio::select! {
+                                biased;
+                                () = stop.cancelled() => {}
+                                () = refuse(stream, remote, options) => {}
                             }
-                        }
-                        Ok(Err(error)) => {
-                            tracing::info!(%remote, %error, "websocket handshake failed");
-                        }
-                        Err(_) => {
-                            tracing::info!(%remote, "websocket handshake timed out");
-                        }
+                            drop(refusal);
+                        });
                     }
-                });
-            }
+                    Err(_) => {
+                        tracing::info!(%remote, "connection cap and refusal queue full; connection closed unanswered");
+                        drop(stream);
+                    }
+                },
+            },
             Err(error) => {
                 // Errors such as too many open files are transient; keep accepting.
                 tracing::warn!(%error, "accepting a tcp connection failed");
@@ -249,16 +290,76 @@ async fn accept_loop(
     }
 }
 
+/// Runs the upgrade of a connection that has its place under the cap and hands it over.
+async fn admit(
+    stream: TcpStream,
+    remote: SocketAddr,
+    place: OwnedSemaphorePermit,
+    options: WsServerOptions,
+    ready: mpsc::Sender<WsConnection>,
+    stop: CancellationToken,
+) {
+    let stream = GuardedStream::new(stream, Some(place), options.liveness);
+    let handshake = handshake(stream, remote, options);
+    let connection = tokio::select! {
+        biased;
+        () = stop.cancelled() => return,
+        result = tokio::time::timeout(options.handshake_timeout, handshake) => result,
+    };
+    match connection {
+        Ok(Ok(connection)) => {
+            tracing::debug!(id = %connection.id, %remote, path = %connection.path, "websocket connection established");
+            if ready.send(connection).await.is_err() {
+                tracing::debug!(%remote, "server gone; connection dropped");
+            }
+        }
+        Ok(Err(error)) => {
+            tracing::info!(%remote, %error, "websocket handshake failed");
+        }
+        Err(_) => {
+            tracing::info!(%remote, "websocket handshake timed out");
+        }
+    }
+}
+
+/// Upgrades a connection past the cap and closes it at once with code 1013 and a reason.
+async fn refuse(stream: TcpStream, remote: SocketAddr, options: WsServerOptions) {
+    let refusal = async {
+        let stream = GuardedStream::new(stream, None, options.liveness);
+        let mut connection = handshake(stream, remote, options).await?;
+        let frame = CloseFrame {
+            code: CloseCode::from(TRY_AGAIN_LATER),
+            reason: format!(
+                "the server has its limit of {} connections; try again later",
+                options.max_connections
+            )
+            .into(),
+        };
+        connection
+            .socket
+            .send(WsMessage::Close(Some(frame)))
+            .await?;
+        // The client's close frame (or its end) completes the closing handshake.
+        while let Some(Ok(_)) = futures::StreamExt::next(&mut connection.socket).await {}
+        Ok::<_, tokio_tungstenite::tungstenite::Error>(())
+    };
+    match tokio::time::timeout(options.handshake_timeout, refusal).await {
+        Ok(Ok(())) => tracing::info!(%remote, "connection refused: the server is at its cap"),
+        Ok(Err(error)) => tracing::info!(%remote, %error, "refusing a connection failed"),
+        Err(_) => tracing::info!(%remote, "refusing a connection timed out"),
+    }
+}
+
 // The callback's error type is tungstenite's own rejection response, large or not.
 #[allow(clippy::result_large_err)]
 async fn handshake(
-    stream: TcpStream,
+    stream: GuardedStream,
     remote: SocketAddr,
     options: WsServerOptions,
 ) -> Result<WsConnection, tokio_tungstenite::tungstenite::Error> {
     // Small JSON-RPC messages must not wait for Nagle's algorithm (a round trip would take the
     // peer's delayed-ACK time, some 40 ms).
-    if let Err(error) = stream.set_nodelay(true) {
+    if let Err(error) = stream.get_ref().set_nodelay(true) {
         tracing::debug!(%remote, %error, "cannot turn off Nagle's algorithm");
     }
     let id = uuid::Uuid::new_v4().to_string();
@@ -273,6 +374,7 @@ async fn handshake(
         Ok(response)
     };
     let config = WebSocketConfig::default()
+        .read_buffer_size(READ_BUFFER_BYTES)
         .max_message_size(Some(options.max_message_bytes))
         .max_frame_size(Some(options.max_message_bytes));
     let socket =

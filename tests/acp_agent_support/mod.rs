@@ -240,9 +240,9 @@ impl TestClient {
         self.initialize_with(json!({})).await
     }
 
-    /// `session/new` in `/srv/project` and its session id.
+    /// `session/new` in `/` and its session id.
     pub async fn new_session(&self) -> String {
-        self.new_session_in("/srv/project").await
+        self.new_session_in("/").await
     }
 
     /// `session/new` in `cwd` and its session id.

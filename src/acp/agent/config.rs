@@ -15,6 +15,9 @@ pub const DEFAULT_PAGE_SIZE: usize = 50;
 /// Default number of live sessions one connection may own (some 12 KiB each).
 pub const DEFAULT_MAX_SESSIONS: usize = 1024;
 
+/// Default number of live sessions across every connection of an agent (some 50 MiB at most).
+pub const DEFAULT_MAX_TOTAL_SESSIONS: usize = 4096;
+
 /// Default time the permission bridge waits for the client's answer.
 pub const DEFAULT_PERMISSION_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -53,6 +56,9 @@ pub struct AgentConfig {
     /// Live sessions one connection may own; `session/new` and `session/fork` beyond it are
     /// refused with `-32603` until one is closed or deleted.
     pub max_sessions: usize,
+    /// Live sessions across every connection; `session/new` and `session/fork` beyond it are
+    /// refused with `-32603` until one is closed, deleted or expires.
+    pub max_total_sessions: usize,
     /// Which updates a successful turn sends.
     pub turn_updates: TurnUpdates,
     /// The default behaviour of the echo back end; a prompt may override it (see
@@ -80,6 +86,7 @@ impl Default for AgentConfig {
             session_ttl: None,
             page_size: DEFAULT_PAGE_SIZE,
             max_sessions: DEFAULT_MAX_SESSIONS,
+            max_total_sessions: DEFAULT_MAX_TOTAL_SESSIONS,
             turn_updates: TurnUpdates::Full,
             echo: EchoConfig::default(),
             strict_version: false,

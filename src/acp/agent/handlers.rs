@@ -4,11 +4,13 @@
 //! `-32601` (before its params are read), session work before `authenticate` answers `-32000`
 //! when authentication is required, and idle sessions older than the TTL are pruned.
 //!
-//! A `cwd` (and every additional directory) must be an absolute path, else `-32602`; whether it
-//! exists is not checked, since the agent never opens it itself (it only resolves the paths it
-//! sends to the client's `fs/*` and `terminal/*` methods against it). A connection that owns
+//! A `cwd` (and every additional directory) must be an absolute path of an existing directory
+//! without a NUL byte, else `-32602` with a message that says which and why (it is checked when
+//! the request arrives; a directory removed later is not noticed). A connection that owns
 //! [`AgentConfig::max_sessions`](super::AgentConfig::max_sessions) live sessions gets `-32603`
-//! for `session/new` and `session/fork` until it closes or deletes one.
+//! for `session/new` and `session/fork` until it closes or deletes one, and so does every
+//! connection while the agent holds
+//! [`AgentConfig::max_total_sessions`](super::AgentConfig::max_total_sessions) in all.
 
 use std::future::Future;
 use std::path::Path;
@@ -83,24 +85,33 @@ fn unknown_session(session: &str) -> RpcError {
     .with_data(json!({ "sessionId": session }))
 }
 
-/// Refuses a relative `cwd` or additional directory with `-32602`.
-fn absolute(what: &str, path: &str) -> Result<(), RpcError> {
-    if Path::new(path).is_absolute() {
-        Ok(())
-    } else {
-        Err(invalid_params(format!(
-            "{what} must be an absolute path, got {path:?}"
-        )))
+/// Refuses a `cwd` or additional directory that is relative, contains a NUL byte or is not an
+/// existing directory, with `-32602`.
+async fn existing_directory(what: &str, path: &str) -> Result<(), RpcError> {
+    let refuse = |why: String| Err(invalid_params(format!("{what} {path:?} {why}")));
+    if path.contains('\0') {
+        return refuse("contains a NUL byte".to_owned());
+    }
+    if !Path::new(path).is_absolute() {
+        return refuse("must be an absolute path".to_owned());
+    }
+    match tokio::fs::metadata(path).await {
+        Ok(metadata) if metadata.is_dir() => Ok(()),
+        Ok(_) => refuse("is not a directory".to_owned()),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            refuse("does not exist".to_owned())
+        }
+        Err(error) => refuse(format!("cannot be read as a directory: {error}")),
     }
 }
 
-/// Refuses a relative `cwd` or a relative entry of `additionalDirectories`.
-fn absolute_directories(cwd: &str, additional: Option<&[String]>) -> Result<(), RpcError> {
-    absolute("cwd", cwd)?;
-    additional
-        .unwrap_or_default()
-        .iter()
-        .try_for_each(|directory| absolute("every additionalDirectories entry", directory))
+/// Refuses a `cwd` or an entry of `additionalDirectories` that is not an existing directory.
+async fn existing_directories(cwd: &str, additional: Option<&[String]>) -> Result<(), RpcError> {
+    existing_directory("cwd", cwd).await?;
+    for directory in additional.unwrap_or_default() {
+        existing_directory("additionalDirectories entry", directory).await?;
+    }
+    Ok(())
 }
 
 fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
@@ -147,6 +158,18 @@ impl Inner {
     /// Refuses a new session (`session/new`, `session/fork`) on a connection that owns the
     /// configured number of live sessions.
     fn room_for_session(&self, connection: ConnectionId) -> Result<(), RpcError> {
+        let total = self.config.max_total_sessions;
+        if self.store().len() >= total {
+            return Err(RpcError::new(
+                ErrorCode::INTERNAL_ERROR,
+                format!(
+                    "session limit reached: the agent has {total} live sessions across all \
+                     connections, the most it keeps; end one with session/close or \
+                     session/delete first"
+                ),
+            )
+            .with_data(json!({ "maxTotalSessions": total })));
+        }
         let limit = self.config.max_sessions;
         if self.registry.owned_sessions(connection) < limit {
             return Ok(());
@@ -517,7 +540,7 @@ async fn new_session(
     raw: Option<Value>,
 ) -> Result<Value, RpcError> {
     let request: NewSessionRequest = params(raw)?;
-    absolute_directories(&request.cwd, request.additional_directories.as_deref())?;
+    existing_directories(&request.cwd, request.additional_directories.as_deref()).await?;
     agent.room_for_session(connection)?;
     let now = agent.now();
     let session = agent
@@ -535,7 +558,7 @@ async fn load_session(
     raw: Option<Value>,
 ) -> Result<Value, RpcError> {
     let request: LoadSessionRequest = params(raw)?;
-    absolute_directories(&request.cwd, request.additional_directories.as_deref())?;
+    existing_directories(&request.cwd, request.additional_directories.as_deref()).await?;
     let session = request.session_id;
     let history = {
         let now = agent.now();
@@ -637,7 +660,7 @@ async fn resume_session(
     raw: Option<Value>,
 ) -> Result<Value, RpcError> {
     let request: ResumeSessionRequest = params(raw)?;
-    absolute_directories(&request.cwd, request.additional_directories.as_deref())?;
+    existing_directories(&request.cwd, request.additional_directories.as_deref()).await?;
     let session = request.session_id;
     agent.exists(&session)?;
     let now = agent.now();
@@ -653,7 +676,7 @@ async fn fork_session(
     raw: Option<Value>,
 ) -> Result<Value, RpcError> {
     let request: ResumeSessionRequest = params(raw)?;
-    absolute_directories(&request.cwd, request.additional_directories.as_deref())?;
+    existing_directories(&request.cwd, request.additional_directories.as_deref()).await?;
     agent.room_for_session(connection)?;
     let now = agent.now();
     let fork = agent

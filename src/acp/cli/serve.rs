@@ -7,7 +7,11 @@
 //!
 //! Each connection is bounded: messages of 32 MiB, `--max-in-flight-sends` (64) messages waiting
 //! to be written, while which the connection's input is not read, and `--max-sessions` (1024) live
-//! sessions (see [`crate::acp::agent`]).
+//! sessions (see [`crate::acp::agent`]); the agent as a whole keeps `--max-total-sessions` (4096).
+//! On WebSocket, `--max-connections` (1024) clients at once, an upgrade within
+//! `--handshake-timeout-ms`, each message whole within `--message-timeout-ms` of its first byte,
+//! and a ping after `--idle-timeout-ms` of silence answered within `--pong-timeout-ms` (see
+//! [`crate::transport::ws_server`]).
 
 use std::time::Duration;
 
@@ -19,11 +23,14 @@ use super::LogArgs;
 use crate::acp::agent::{
     Agent, AgentConfig, AuthMethodSpec, ConnectionOptions, EchoConfig, Feature, Features,
     PermissionConfig, PermissionMode, PolicyMode, ToolCallSpec, TurnUpdates,
-    config::{DEFAULT_MAX_SESSIONS, DEFAULT_PAGE_SIZE, DEFAULT_PERMISSION_TIMEOUT},
+    config::{
+        DEFAULT_MAX_SESSIONS, DEFAULT_MAX_TOTAL_SESSIONS, DEFAULT_PAGE_SIZE,
+        DEFAULT_PERMISSION_TIMEOUT,
+    },
 };
 use crate::exit::{CommandError, CommandResult};
 use crate::jsonrpc::Transport;
-use crate::transport::ws_server::{WsServer, WsServerOptions};
+use crate::transport::ws_server::{Liveness, WsServer, WsServerOptions};
 
 /// The default `--listen` address.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8900";
@@ -59,7 +66,11 @@ agent_message_chunk that many times, a notification flood for benchmarks), e.g.
 Limits of one connection: messages of 32 MiB (an oversize line is answered -32600 and skipped, an
 oversize WebSocket message is answered -32600 and the socket closed with code 1009);
 --max-in-flight-sends messages waiting to be written, while which no input is read; --max-sessions
-live sessions, after which session/new and session/fork answer -32603.
+live sessions, after which session/new and session/fork answer -32603 (and --max-total-sessions
+across all connections). On WebSocket: --max-connections clients at once (one more gets close code
+1013), the upgrade within --handshake-timeout-ms, a message whole within --message-timeout-ms of its
+first byte (else close code 1008), and a client silent for --idle-timeout-ms is pinged and must send
+something within --pong-timeout-ms (else close code 1001).
 
 Exit codes: 0 ok, 2 invalid arguments, 3 configuration error, 4 cannot listen, 5 internal error.";
 
@@ -102,6 +113,14 @@ pub enum TurnUpdatesArg {
     Full,
     /// Only the agent_message_chunk (plus the updates of injected tool calls).
     Message,
+}
+
+fn positive_ms(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("must be at least 1".to_owned()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a whole number of milliseconds")),
+    }
 }
 
 fn positive(text: &str) -> Result<usize, String> {
@@ -225,6 +244,34 @@ pub struct ServeArgs {
     /// -32603 until one is closed or deleted.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = positive, help_heading = "Sessions")]
     pub max_sessions: usize,
+
+    /// Live sessions across all connections; session/new and session/fork beyond it answer
+    /// -32603 until one is closed or deleted.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_TOTAL_SESSIONS, value_parser = positive, help_heading = "Sessions")]
+    pub max_total_sessions: usize,
+
+    /// WebSocket connections at once, upgrades under way included; a client past it is
+    /// closed with code 1013 and a reason [default: 1024]
+    #[arg(long, value_name = "N", value_parser = positive, help_heading = "WebSocket limits")]
+    pub max_connections: Option<usize>,
+
+    /// How long a client may take to complete the WebSocket upgrade [default: 10000]
+    #[arg(long, value_name = "MS", value_parser = positive_ms, help_heading = "WebSocket limits")]
+    pub handshake_timeout_ms: Option<u64>,
+
+    /// How long an inbound message may take from its first byte to its last; past it the
+    /// connection is closed with code 1008 [default: 30000]
+    #[arg(long, value_name = "MS", value_parser = positive_ms, help_heading = "WebSocket limits")]
+    pub message_timeout_ms: Option<u64>,
+
+    /// How long a client may send nothing before it is pinged [default: 60000]
+    #[arg(long, value_name = "MS", value_parser = positive_ms, help_heading = "WebSocket limits")]
+    pub idle_timeout_ms: Option<u64>,
+
+    /// How long a pinged client has to send anything; past it the connection is closed with
+    /// code 1001 [default: 30000]
+    #[arg(long, value_name = "MS", value_parser = positive_ms, help_heading = "WebSocket limits")]
+    pub pong_timeout_ms: Option<u64>,
 
     /// Advertise an auth method, ID or ID=NAME; repeatable.
     #[arg(long, value_name = "ID[=NAME]", help_heading = "Capabilities")]
@@ -376,6 +423,7 @@ impl ServeArgs {
             session_ttl: self.session_ttl_ms.map(Duration::from_millis),
             page_size: self.page_size,
             max_sessions: self.max_sessions,
+            max_total_sessions: self.max_total_sessions,
             turn_updates: match self.turn_updates {
                 TurnUpdatesArg::Full => TurnUpdates::Full,
                 TurnUpdatesArg::Message => TurnUpdates::Message,
@@ -390,6 +438,43 @@ impl ServeArgs {
             ..AgentConfig::default()
         };
         Ok((config, listen))
+    }
+}
+
+impl ServeArgs {
+    /// The WebSocket server's limits: the flags given, the defaults for the rest. With
+    /// `--transport stdio` a WebSocket flag is refused.
+    pub fn ws_options(&self) -> Result<WsServerOptions, CommandError> {
+        let given = [
+            ("--max-connections", self.max_connections.is_some()),
+            (
+                "--handshake-timeout-ms",
+                self.handshake_timeout_ms.is_some(),
+            ),
+            ("--message-timeout-ms", self.message_timeout_ms.is_some()),
+            ("--idle-timeout-ms", self.idle_timeout_ms.is_some()),
+            ("--pong-timeout-ms", self.pong_timeout_ms.is_some()),
+        ];
+        if self.transport == TransportArg::Stdio
+            && let Some((flag, _)) = given.iter().find(|(_, given)| *given)
+        {
+            return Err(CommandError::invalid_input(anyhow!(
+                "{flag} applies only to --transport ws; remove it or add --transport ws"
+            )));
+        }
+        let defaults = WsServerOptions::default();
+        let millis =
+            |given: Option<u64>, default: Duration| given.map_or(default, Duration::from_millis);
+        Ok(WsServerOptions {
+            max_connections: self.max_connections.unwrap_or(defaults.max_connections),
+            handshake_timeout: millis(self.handshake_timeout_ms, defaults.handshake_timeout),
+            liveness: Liveness {
+                message_timeout: millis(self.message_timeout_ms, defaults.liveness.message_timeout),
+                idle_timeout: millis(self.idle_timeout_ms, defaults.liveness.idle_timeout),
+                pong_timeout: millis(self.pong_timeout_ms, defaults.liveness.pong_timeout),
+            },
+            ..defaults
+        })
     }
 }
 
@@ -422,6 +507,7 @@ pub fn parse_listen(text: &str) -> Result<String, String> {
 /// Runs `ski acp serve`.
 pub fn run(args: ServeArgs) -> CommandResult {
     let (config, listen) = args.config()?;
+    let ws_options = args.ws_options()?;
     args.log.init()?;
     // One connection on stdio needs one thread: reading, handling and writing on it means no
     // cross-thread hand-off per message. A WebSocket server serves many connections at once.
@@ -439,7 +525,7 @@ pub fn run(args: ServeArgs) -> CommandResult {
         ..ConnectionOptions::default()
     };
     let json_logs = args.log.log_format == super::LogFormat::Json;
-    let result = runtime.block_on(serve(config, listen, options, json_logs));
+    let result = runtime.block_on(serve(config, listen, options, ws_options, json_logs));
     // The stdin reader may still wait on a blocking read; do not wait for it.
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     result
@@ -449,6 +535,7 @@ async fn serve(
     config: AgentConfig,
     listen: Listen,
     options: ConnectionOptions,
+    ws_options: WsServerOptions,
     json_logs: bool,
 ) -> CommandResult {
     let shutdown = CancellationToken::new();
@@ -464,7 +551,7 @@ async fn serve(
         Listen::Ws(address) => {
             let server_options = WsServerOptions {
                 max_message_bytes: options.max_message_bytes,
-                ..WsServerOptions::default()
+                ..ws_options
             };
             let server = WsServer::bind(&address, server_options)
                 .await
@@ -645,6 +732,62 @@ mod tests {
         let (listing, _) = config(&["--minimal", "--enable", "list"]).unwrap();
         assert!(listing.features.has(Feature::List));
         assert!(!listing.features.has(Feature::Fork));
+    }
+
+    fn ws_options(args: &[&str]) -> Result<WsServerOptions, String> {
+        let harness = Harness::try_parse_from(std::iter::once("serve").chain(args.iter().copied()))
+            .map_err(|e| e.to_string())?;
+        harness.serve.ws_options().map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn websocket_limits_come_from_flags_or_defaults_and_need_the_ws_transport() {
+        let options = ws_options(&[
+            "--transport",
+            "ws",
+            "--max-connections",
+            "3",
+            "--handshake-timeout-ms",
+            "40",
+            "--message-timeout-ms",
+            "50",
+            "--idle-timeout-ms",
+            "60",
+            "--pong-timeout-ms",
+            "70",
+            "--max-total-sessions",
+            "9",
+        ])
+        .unwrap();
+        assert_eq!(options.max_connections, 3);
+        assert_eq!(options.handshake_timeout, Duration::from_millis(40));
+        assert_eq!(options.liveness.message_timeout, Duration::from_millis(50));
+        assert_eq!(options.liveness.idle_timeout, Duration::from_millis(60));
+        assert_eq!(options.liveness.pong_timeout, Duration::from_millis(70));
+        assert_eq!(
+            config(&["--max-total-sessions", "9"])
+                .unwrap()
+                .0
+                .max_total_sessions,
+            9
+        );
+        assert_eq!(
+            ws_options(&["--transport", "ws"]).unwrap(),
+            WsServerOptions::default()
+        );
+        assert_eq!(config_default().0.max_total_sessions, 4096);
+        for flag in [
+            "--max-connections",
+            "--handshake-timeout-ms",
+            "--message-timeout-ms",
+            "--idle-timeout-ms",
+            "--pong-timeout-ms",
+        ] {
+            let error = ws_options(&[flag, "5"]).unwrap_err();
+            assert!(error.contains("--transport ws"), "{flag}: {error}");
+            let error = ws_options(&["--transport", "ws", flag, "0"]).unwrap_err();
+            assert!(error.contains("at least 1"), "{flag}: {error}");
+        }
     }
 
     #[test]

@@ -10,7 +10,7 @@ use futures::{SinkExt, StreamExt};
 use ski::exit::CommandError;
 use ski::jsonrpc::{FrameError, LineReader};
 use ski::transport::child::{Child, ChildSpec, OutputStream, spawn};
-use ski::transport::ws_server::{WsServer, WsServerOptions};
+use ski::transport::ws_server::{GuardedStream, WsServer, WsServerOptions};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::Message as WsMessage;
@@ -64,7 +64,7 @@ pub enum ClientEnd<R, W> {
         out: W,
     },
     /// The one WebSocket connection accepted on `--listen`.
-    WebSocket(Box<WebSocketStream<TcpStream>>),
+    WebSocket(Box<WebSocketStream<GuardedStream>>),
 }
 
 impl<R, W> ClientEnd<R, W>
