@@ -62,8 +62,11 @@ only from SLACK_BOT_TOKEN and SLACK_APP_TOKEN. Prints one JSON readiness line on
 listeners are up and Slack is connected; logs go to stderr.
 
 The endpoint refuses a browser Origin that is neither loopback nor in [mcp] allowed_origins (403);
-with SKI_INTERCOM_MCP_TOKEN set, requests need Authorization: Bearer <token> (401); an initialize
-beyond [mcp] max_sessions live sessions (default 32) is refused.
+with SKI_INTERCOM_MCP_TOKEN set, requests need Authorization: Bearer <token> (401; /health answers
+without it); an initialize beyond [mcp] max_sessions live sessions (default 32) is refused. At most
+[mcp] max_connections connections are open at once (default 256, idle keep-alive ones included; one
+more is answered 503), and request headers must arrive within [mcp] header_timeout_ms (default
+10000), as must an idle keep-alive connection's next request.
 
 With --mcp-stdio one more MCP session is served over this process's stdin and stdout (placed
 like ?workspace_id=ID with --workspace ID); the readiness line then goes to stderr. End of

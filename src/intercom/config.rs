@@ -20,6 +20,11 @@ pub const APP_TOKEN_ENV: &str = "SLACK_APP_TOKEN";
 pub const MCP_TOKEN_ENV: &str = "SKI_INTERCOM_MCP_TOKEN";
 /// Live MCP sessions at most unless `[mcp] max_sessions` says otherwise.
 pub const DEFAULT_MCP_MAX_SESSIONS: u32 = 32;
+/// Open connections to the MCP endpoint at most unless `[mcp] max_connections` says otherwise.
+pub const DEFAULT_MCP_MAX_CONNECTIONS: u32 = 256;
+/// How long a request's headers (and an idle keep-alive connection's next request) may take
+/// unless `[mcp] header_timeout_ms` says otherwise.
+pub const DEFAULT_MCP_HEADER_TIMEOUT_MS: u64 = 10_000;
 
 /// Why a configuration was refused; the text is what the operator reads on stderr.
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +55,10 @@ pub enum ConfigError {
     NotLoopback(String),
     #[error("[mcp] max_sessions must be at least 1")]
     NoMcpSessions,
+    #[error("[mcp] max_connections must be at least 1")]
+    NoMcpConnections,
+    #[error("[mcp] header_timeout_ms must be at least 1")]
+    NoMcpHeaderTimeout,
     #[error(
         "[mcp] allowed_origins: not an origin (scheme://host, scheme://host:port or scheme://host:*): {0}"
     )]
@@ -143,6 +152,13 @@ pub struct McpConfig {
     /// Live MCP sessions at most; an `initialize` beyond it is refused.
     #[serde(default = "default_mcp_max_sessions")]
     pub max_sessions: u32,
+    /// Open connections at most, idle keep-alive ones included; one more is answered 503.
+    #[serde(default = "default_mcp_max_connections")]
+    pub max_connections: u32,
+    /// How long a client may take to send a request's headers, and an idle keep-alive
+    /// connection to begin its next request; past it the connection is closed.
+    #[serde(default = "default_mcp_header_timeout_ms")]
+    pub header_timeout_ms: u64,
     // Present only to refuse it with a clear message: the token comes from the environment.
     #[serde(default, skip_serializing)]
     token: Option<toml::Value>,
@@ -160,6 +176,14 @@ fn default_mcp_max_sessions() -> u32 {
     DEFAULT_MCP_MAX_SESSIONS
 }
 
+fn default_mcp_max_connections() -> u32 {
+    DEFAULT_MCP_MAX_CONNECTIONS
+}
+
+fn default_mcp_header_timeout_ms() -> u64 {
+    DEFAULT_MCP_HEADER_TIMEOUT_MS
+}
+
 impl Default for McpConfig {
     fn default() -> Self {
         McpConfig {
@@ -167,6 +191,8 @@ impl Default for McpConfig {
             port: default_mcp_port(),
             allowed_origins: Vec::new(),
             max_sessions: default_mcp_max_sessions(),
+            max_connections: default_mcp_max_connections(),
+            header_timeout_ms: default_mcp_header_timeout_ms(),
             token: None,
         }
     }
@@ -469,6 +495,12 @@ impl Config {
         if self.mcp.max_sessions == 0 {
             return Err(ConfigError::NoMcpSessions);
         }
+        if self.mcp.max_connections == 0 {
+            return Err(ConfigError::NoMcpConnections);
+        }
+        if self.mcp.header_timeout_ms == 0 {
+            return Err(ConfigError::NoMcpHeaderTimeout);
+        }
         if let Some(bad) = self.mcp.allowed_origins.iter().find(|o| !is_origin(o)) {
             return Err(ConfigError::BadOrigin(bad.clone()));
         }
@@ -623,6 +655,18 @@ mod tests {
             parse("[mcp]\nmax_sessions = 0").validate(Mode::Mcp),
             Err(ConfigError::NoMcpSessions)
         ));
+        assert!(matches!(
+            parse("[mcp]\nmax_connections = 0").validate(Mode::Mcp),
+            Err(ConfigError::NoMcpConnections)
+        ));
+        assert!(matches!(
+            parse("[mcp]\nheader_timeout_ms = 0").validate(Mode::Mcp),
+            Err(ConfigError::NoMcpHeaderTimeout)
+        ));
+        let limits = parse("[mcp]\nmax_connections = 3\nheader_timeout_ms = 250");
+        assert_eq!(limits.mcp.max_connections, 3);
+        assert_eq!(limits.mcp.header_timeout_ms, 250);
+        assert_eq!(parse("").mcp.max_connections, DEFAULT_MCP_MAX_CONNECTIONS);
         let refused = parse("[mcp]\ntoken = \"t\"").validate(Mode::Mcp);
         assert!(matches!(refused, Err(ConfigError::McpTokenInFile)));
     }

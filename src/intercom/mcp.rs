@@ -794,10 +794,49 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |diff, (x, y)| diff | (x ^ y)) == 0
 }
 
+/// How many clients past the connection cap are answered 503 at a time; beyond, a client's
+/// connection is closed unanswered.
+const MAX_REFUSALS_AT_ONCE: usize = 32;
+
+/// The answer to a client past `[mcp] max_connections`.
+fn over_capacity(limit: usize) -> Response {
+    let mut response = hyper::Response::new(
+        Full::new(Bytes::from(format!(
+            "service unavailable: the endpoint has its limit of {limit} open connections \
+             ([mcp] max_connections); try again later\n"
+        )))
+        .boxed(),
+    );
+    *response.status_mut() = hyper::StatusCode::SERVICE_UNAVAILABLE;
+    let headers = response.headers_mut();
+    headers.insert(
+        hyper::header::CONNECTION,
+        hyper::header::HeaderValue::from_static("close"),
+    );
+    headers.insert(
+        hyper::header::RETRY_AFTER,
+        hyper::header::HeaderValue::from_static("1"),
+    );
+    response
+}
+
+/// An HTTP/1 connection builder with the endpoint's header timeout, which also bounds how long
+/// an idle keep-alive connection may wait for its next request.
+fn http1(header_timeout: Duration) -> hyper::server::conn::http1::Builder {
+    let mut builder = hyper::server::conn::http1::Builder::new();
+    builder
+        .timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(header_timeout);
+    builder
+}
+
 /// Serves `/mcp` (and `GET /health`) on `listener` until `shutdown` is cancelled. Requests with
 /// a `Host` or an `Origin` that is neither loopback nor configured are refused (403, rmcp's
-/// checks), with `token` set `/mcp` requests without it too (401), and an `initialize` beyond
-/// `[mcp] max_sessions` live sessions is answered with an error.
+/// checks), with `token` set `/mcp` requests without it too (401; `/health` answers without
+/// it), and an `initialize` beyond `[mcp] max_sessions` live sessions is answered with an error.
+/// At most `[mcp] max_connections` connections are open at once (one more is answered 503), and
+/// a request's headers, like an idle keep-alive connection's next request, must come within
+/// `[mcp] header_timeout_ms`.
 pub async fn serve(
     listener: TcpListener,
     hub: Arc<Hub>,
@@ -822,12 +861,49 @@ pub async fn serve(
             config,
         );
     let token: Option<Arc<str>> = token.map(Arc::from);
+    let max_connections = usize::try_from(settings.max_connections)
+        .unwrap_or(usize::MAX)
+        .max(1);
+    let header_timeout = Duration::from_millis(settings.header_timeout_ms.max(1));
+    let places = Arc::new(tokio::sync::Semaphore::new(max_connections));
+    let refusals = Arc::new(tokio::sync::Semaphore::new(MAX_REFUSALS_AT_ONCE));
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
             () = shutdown.cancelled() => return,
         };
-        let Ok((stream, _)) = accepted else { continue };
+        let (stream, remote) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Errors such as too many open files pass; keep accepting after a pause.
+                tracing::warn!(%error, "mcp: accepting a connection failed");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let Ok(place) = places.clone().try_acquire_owned() else {
+            let Ok(refusal) = refusals.clone().try_acquire_owned() else {
+                tracing::info!(%remote, "mcp: connection cap and refusal queue full; closed unanswered");
+                continue;
+            };
+            tracing::info!(%remote, max_connections, "mcp: connection refused (503): at the cap");
+            let shutdown = shutdown.clone();
+            tokio::spawn(async move {
+                let handler =
+                    hyper::service::service_fn(move |_: hyper::Request<Incoming>| async move {
+                        Ok::<_, Infallible>(over_capacity(max_connections))
+                    });
+                let connection = http1(header_timeout)
+                    .keep_alive(false)
+                    .serve_connection(TokioIo::new(stream), handler);
+                tokio::select! {
+                    _ = connection => {}
+                    () = shutdown.cancelled() => {}
+                }
+                drop(refusal);
+            });
+            continue;
+        };
         let service = service.clone();
         let shutdown = shutdown.clone();
         let token = token.clone();
@@ -844,13 +920,13 @@ pub async fn serve(
                     }
                 }
             });
-            let connection = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), handler);
+            let connection = http1(header_timeout).serve_connection(TokioIo::new(stream), handler);
             tokio::pin!(connection);
             tokio::select! {
                 _ = connection.as_mut() => {}
                 () = shutdown.cancelled() => connection.as_mut().graceful_shutdown(),
             }
+            drop(place);
         });
     }
 }
