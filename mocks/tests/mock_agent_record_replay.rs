@@ -5,7 +5,7 @@
 
 mod agent_support;
 
-use agent_support::{Agent, Control, Start, transcript};
+use agent_support::{Agent, Control, Start, texts, transcript};
 use serde_json::{Value, json};
 
 /// A recording made with ids and session ids no live client would use.
@@ -335,4 +335,108 @@ async fn an_optional_field_the_recording_always_carried_is_not_asked_for() {
     );
     agent.close_stdin();
     assert_eq!(agent.code().await, 0);
+}
+
+/// A recording of a client that sent a malformed line, and of a turn that ended on a cancel:
+/// the recorder files the turn's answer under the `session/cancel` that came before it.
+const CANCELLED_TURN: &str = r#"
+name = "recording of a malformed line and a cancelled turn"
+
+[recording]
+agent = "rec-agent"
+protocol_version = 1
+
+[[exchange]]
+client = '{"jsonrpc":"2.0","id":200,"method":"initialize","params":{"protocolVersion":1}}'
+[[exchange.agent]]
+line = '{"jsonrpc":"2.0","id":200,"result":{"protocolVersion":1,"agentCapabilities":{},"agentInfo":{"name":"rec-agent","version":"1.0.0"}}}'
+
+[[exchange]]
+client = '{oops'
+[[exchange.agent]]
+line = '{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"the recorded agent could not parse that"}}'
+
+[[exchange]]
+client = '{"jsonrpc":"2.0","id":201,"method":"session/new","params":{"cwd":".","mcpServers":[]}}'
+[[exchange.agent]]
+line = '{"jsonrpc":"2.0","id":201,"result":{"sessionId":"rec-sess"}}'
+
+[[exchange]]
+client = '{"jsonrpc":"2.0","id":202,"method":"session/prompt","params":{"sessionId":"rec-sess","prompt":[{"type":"text","text":"run until cancelled"}]}}'
+
+[[exchange]]
+client = '{"jsonrpc":"2.0","method":"session/cancel","params":{"sessionId":"rec-sess"}}'
+[[exchange.agent]]
+line = '{"jsonrpc":"2.0","id":202,"result":{"stopReason":"cancelled"}}'
+"#;
+
+fn replay_cancelled_turn() -> Agent {
+    Agent::start(
+        Start::args(&[
+            "--script",
+            "{dir}/rec.toml",
+            "--transcript",
+            "{dir}/t.ndjson",
+        ])
+        .file("rec.toml", CANCELLED_TURN),
+    )
+}
+
+#[tokio::test]
+async fn a_recorded_malformed_line_loads_and_gets_the_recorded_answer() {
+    let mut agent = replay_cancelled_turn();
+    agent.initialize().await;
+    agent.send("{oops").await;
+    let answer = agent.json().await;
+    assert_eq!(
+        answer["error"]["message"], "the recorded agent could not parse that",
+        "the recorded agent's own answer to the same line: {answer}"
+    );
+    assert_eq!(answer["id"], Value::Null);
+    // A malformed line the recording does not hold gets the answer any ACP agent owes.
+    agent.send("{not recorded").await;
+    let answer = agent.json().await;
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+}
+
+#[tokio::test]
+async fn a_replayed_cancel_answers_the_live_turn_and_never_the_notification() {
+    let mut agent = replay_cancelled_turn();
+    agent.initialize().await;
+    let session = new_session(&mut agent).await;
+    // A cancel with no turn running: the recorded answer belongs to a turn this client never
+    // started, so nothing answers the notification; the next line out answers the next request.
+    agent
+        .send_json(
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+        )
+        .await;
+    let probe = agent
+        .request("initialize", json!({"protocolVersion": 1}))
+        .await;
+    let next = agent.json().await;
+    assert_eq!(
+        next["id"], probe,
+        "the first line after a lone session/cancel answers the probe, not the notification: {next}"
+    );
+    // A turn that runs until cancelled ends with the live id and `cancelled`.
+    let turn = agent.prompt(&session, "run until cancelled").await;
+    agent
+        .send_json(
+            json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session}}),
+        )
+        .await;
+    let (_, result) = agent.until_response(&json!(turn)).await;
+    assert_eq!(result["result"]["stopReason"], "cancelled");
+    agent.close_stdin();
+    assert_eq!(agent.code().await, 0);
+    let notes = texts(&transcript(&agent.path("t.ndjson")), "note");
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("left out: no live request")),
+        "the left-out answer is noted: {notes:?}"
+    );
 }

@@ -185,6 +185,9 @@ pub struct Exchange {
     pub at_ms: u64,
     /// The client's message.
     pub client: Option<Value>,
+    /// The client's line as sent, when it was not a JSON-RPC message (malformed JSON, or JSON
+    /// that is not an object): replay answers the same line with what the agent wrote after it.
+    pub malformed: Option<String>,
     /// The agent's lines.
     pub agent: Vec<AgentLine>,
 }
@@ -216,22 +219,15 @@ impl Recording {
             })?,
         };
         let mut parsed = Vec::with_capacity(exchanges.len());
-        for (index, exchange) in exchanges.iter().enumerate() {
-            let client = match &exchange.client {
-                Some(text) => Some(serde_json::from_str::<Value>(text).map_err(|e| {
-                    (
-                        format!("exchange[{index}].client"),
-                        format!("not JSON: {e}"),
-                    )
-                })?),
-                None => None,
+        for exchange in exchanges {
+            // A client that sent a line that is no JSON-RPC message was recorded as it was.
+            let (client, malformed) = match &exchange.client {
+                Some(text) => match serde_json::from_str::<Value>(text) {
+                    Ok(message) if message.is_object() => (Some(message), None),
+                    _ => (None, Some(text.clone())),
+                },
+                None => (None, None),
             };
-            if client.as_ref().is_some_and(|c| !c.is_object()) {
-                return Err((
-                    format!("exchange[{index}].client"),
-                    "not a JSON-RPC message (an object)".to_owned(),
-                ));
-            }
             let agent = exchange
                 .agent
                 .iter()
@@ -246,6 +242,7 @@ impl Recording {
             parsed.push(Exchange {
                 at_ms: exchange.at_ms,
                 client,
+                malformed,
                 agent,
             });
         }
@@ -355,12 +352,27 @@ mod tests {
     }
 
     #[test]
-    fn a_client_line_that_is_not_json_is_named() {
-        let exchange = ExchangeSpec {
-            client: Some("{oops".to_owned()),
+    fn a_client_line_that_is_no_message_loads_as_a_malformed_line() {
+        let spec = |text: &str| ExchangeSpec {
+            client: Some(text.to_owned()),
             ..ExchangeSpec::default()
         };
-        let error = Recording::from_spec(&RecordingSpec::default(), &[exchange]).unwrap_err();
-        assert_eq!(error.0, "exchange[0].client");
+        let recording = Recording::from_spec(
+            &RecordingSpec::default(),
+            &[
+                spec("{oops"),
+                spec("[1,2]"),
+                spec(r#"{"jsonrpc":"2.0","method":"m"}"#),
+            ],
+        )
+        .expect("a recording of a client that sent malformed lines loads");
+        let malformed: Vec<Option<&str>> = recording
+            .exchanges
+            .iter()
+            .map(|e| e.malformed.as_deref())
+            .collect();
+        assert_eq!(malformed, [Some("{oops"), Some("[1,2]"), None]);
+        assert!(recording.exchanges[0].client.is_none());
+        assert!(recording.exchanges[2].client.is_some());
     }
 }

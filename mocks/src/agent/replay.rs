@@ -65,7 +65,7 @@ pub fn start(agent: &Arc<Agent>, recording: &Arc<Recording>) {
     if recording
         .exchanges
         .first()
-        .is_some_and(|e| e.client.is_none() && !e.agent.is_empty())
+        .is_some_and(|e| e.client.is_none() && e.malformed.is_none() && !e.agent.is_empty())
     {
         agent.state().replay.used.insert(0);
         let task_agent = Arc::clone(agent);
@@ -379,6 +379,16 @@ async fn write_line(agent: &Agent, recording: &Recording, line: &AgentLine) -> O
     {
         let mut state = agent.state();
         let replay = &mut state.replay;
+        if kind.is_response() && !answers_a_live_request(replay, &message) {
+            // The recorded request it answered was never sent in this exchange (a notification
+            // such as `session/cancel` played before the turn it ended): an answer now would
+            // answer nothing the client asked, or the notification itself.
+            agent.transcript.note(&format!(
+                "replay: a recorded answer to id {} left out: no live request of that id",
+                message.get("id").map_or_else(String::new, Value::to_string)
+            ));
+            return None;
+        }
         if kind.is_response()
             && message
                 .get("id")
@@ -418,6 +428,49 @@ async fn write_line(agent: &Agent, recording: &Recording, line: &AgentLine) -> O
         }
     }
     awaiting
+}
+
+/// Whether a recorded response answers a request the live client sent: its recorded id is tied
+/// to a live one ([`bind`]), or it is null (the answer to a line that was no message).
+fn answers_a_live_request(replay: &ReplayState, response: &Value) -> bool {
+    match response.get("id") {
+        None | Some(Value::Null) => true,
+        Some(id) => replay.ids.contains_key(&id.to_string()),
+    }
+}
+
+/// Answers a client line that is no JSON-RPC message with what the recorded agent wrote after the
+/// same line, when the recording holds it (byte for byte, the first unplayed one first); `false`
+/// when it does not, and the line gets the answer it gets without a recording.
+pub async fn answer_malformed(agent: &Arc<Agent>, recording: &Arc<Recording>, line: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(line);
+    let text = text.trim_end_matches(['\r', '\n']);
+    let index = {
+        let state = agent.state();
+        let used = &state.replay.used;
+        let same: Vec<usize> = recording
+            .exchanges
+            .iter()
+            .enumerate()
+            .filter(|(_, e)| e.malformed.as_deref() == Some(text))
+            .map(|(index, _)| index)
+            .collect();
+        same.iter()
+            .find(|index| !used.contains(index))
+            .or_else(|| same.last())
+            .copied()
+    };
+    let Some(index) = index else {
+        return false;
+    };
+    {
+        let mut state = agent.state();
+        state.replay.used.insert(index);
+        state.replay.played += 1;
+    }
+    let mut ctx = agent.detached_context();
+    emit(agent, recording, index, &mut ctx).await;
+    true
 }
 
 /// A recorded `agent_message_chunk` split into chunks of at most `size` characters (a quirk

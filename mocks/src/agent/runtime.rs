@@ -679,7 +679,7 @@ impl Agent {
             VersionField::Required
         };
         match decode_with_params::<Box<RawValue>>(line, version) {
-            Err(error) => self.bad_input(error).await,
+            Err(error) => self.bad_input(line, error).await,
             Ok((Message::Response(response), _)) => self.on_response(response).await,
             Ok((Message::Request(request), jsonrpc)) => {
                 self.on_call(Inbound {
@@ -719,7 +719,12 @@ impl Agent {
             .await;
     }
 
-    async fn bad_input(&self, error: DecodeError) {
+    async fn bad_input(self: &Arc<Self>, line: &[u8], error: DecodeError) {
+        if let Some(recording) = &self.config.script.recording
+            && super::replay::answer_malformed(self, recording, line).await
+        {
+            return;
+        }
         if self.config.personality == Personality::Intercom {
             self.log(&format!("skipping a malformed line: {error}"))
                 .await;
