@@ -4,7 +4,8 @@
 //! failures of `should` and `interop` rows are warnings unless `--strict`); 1 an unexpected
 //! failure or error of a row that decides the verdict, or a stale baseline entry; 2 a usage or
 //! configuration error (bad arguments, an invalid catalog, profile or baseline, nothing
-//! selected).
+//! selected); 130 or 143 a run interrupted by SIGINT or SIGTERM (the report of the rows that
+//! started is written, marked interrupted; a second signal ends the run at once without one).
 
 use ski::cli::output;
 use std::collections::BTreeSet;
@@ -33,6 +34,10 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_UNEXPECTED: u8 = 1;
 /// Exit code: a usage or configuration error.
 pub const EXIT_USAGE: u8 = 2;
+/// Exit code of a run interrupted by SIGINT (Ctrl-C); SIGTERM gives 143 (128 plus the signal).
+pub const EXIT_INTERRUPTED_SIGINT: u8 = 130;
+/// Exit code of a run interrupted by SIGTERM.
+pub const EXIT_INTERRUPTED_SIGTERM: u8 = 143;
 
 /// Runs the conformance catalog against a build and reports per scenario.
 #[derive(Debug, Parser)]
@@ -53,7 +58,8 @@ Examples:
 
 Exit codes: 0 as expected (a failed should or interop row is a warning unless --strict), 1 an
 unexpected failure of a must or capability row (of any asserted row with --strict) or a stale
-baseline entry, 2 a usage or configuration error.";
+baseline entry, 2 a usage or configuration error, 130/143 interrupted by SIGINT/SIGTERM (the
+rows in flight are ended and the report of what ran is written; a second signal ends at once).";
 
 const RUN_EXAMPLES: &str = "\
 Examples:
@@ -74,7 +80,8 @@ Examples:
 
 Exit codes: 0 as expected (a failed should or interop row is a warning unless --strict), 1 an
 unexpected failure of a must or capability row (of any asserted row with --strict) or a stale
-baseline entry, 2 a usage or configuration error.";
+baseline entry, 2 a usage or configuration error, 130/143 interrupted by SIGINT/SIGTERM (the
+rows in flight are ended and the report of what ran is written; a second signal ends at once).";
 
 const LIST_EXAMPLES: &str = "\
 Examples:
@@ -599,14 +606,25 @@ fn run(args: RunArgs) -> Result<u8> {
         .build()
         .context("cannot start the async runtime")?;
     let console = Console::new().quiet(args.quiet).strict(args.strict);
-    let mut report = runtime.block_on(runner::run_with(
-        plan,
-        Arc::new(target),
-        &options,
-        baseline.as_ref(),
-        &console,
-        gauge,
-    ));
+    let mut report = runtime.block_on(async {
+        let listener = options
+            .interrupt
+            .listen()
+            .context("cannot listen for SIGINT and SIGTERM")?;
+        let report = runner::run_with(
+            plan,
+            Arc::new(target),
+            &options,
+            baseline.as_ref(),
+            &console,
+            gauge,
+        )
+        .await;
+        // A second signal from here on ends the process as the first would have (the rows are
+        // over; what is left is writing the report).
+        listener.abort();
+        anyhow::Ok(report)
+    })?;
     report.selection = selection.describe();
     report.min_coverage = args.min_coverage;
     report.setup = setup;

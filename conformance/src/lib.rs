@@ -14,6 +14,7 @@
 //! - [`matrix`]: one selection against several targets, compared rows × targets.
 //! - [`coverage`]: every catalog row has a check and every check a row.
 //! - [`discover`]: what an ACP agent declares, found by starting it once.
+//! - [`interrupt`]: SIGINT and SIGTERM: a run stops starting rows, ends its processes, reports.
 //! - [`cli`]: the `ski-conformance` command line and its exit codes.
 //! - [`suites`]: the registry of suites and how to add one (start there to write checks).
 
@@ -24,6 +25,7 @@ pub mod cli;
 pub mod context;
 pub mod coverage;
 pub mod discover;
+pub mod interrupt;
 pub mod matrix;
 pub mod merge;
 pub mod port;

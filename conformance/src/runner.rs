@@ -23,6 +23,7 @@ use crate::baseline::{Baseline, BaselineEntry, Expectation, judge_without_baseli
 use crate::catalog::{CatalogSet, Category, Level, Scenario};
 use crate::check::{Check, CheckError, Failure, Outcome};
 use crate::context::{Ctx, CtxParts, Timeouts};
+use crate::interrupt::Interrupt;
 use crate::select::Selection;
 use crate::setup::SetupGauge;
 use crate::target::Target;
@@ -107,6 +108,9 @@ pub struct RunOptions {
     pub keep_temp: bool,
     /// Where temp dirs are created (default: the system's).
     pub temp_root: Option<PathBuf>,
+    /// Raised by SIGINT or SIGTERM (see [`crate::interrupt`]): no more rows start and the rows
+    /// in flight are ended.
+    pub interrupt: Interrupt,
 }
 
 impl Default for RunOptions {
@@ -118,6 +122,7 @@ impl Default for RunOptions {
             rerun: true,
             keep_temp: false,
             temp_root: None,
+            interrupt: Interrupt::new(),
         }
     }
 }
@@ -454,6 +459,17 @@ pub struct RunReport {
     /// `--strict`: `should` and `interop` failures fail the run too.
     #[serde(default)]
     pub strict: bool,
+    /// The signal that interrupted the run (`SIGINT`, `SIGTERM`); its results are then only the
+    /// rows that started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
+    /// Selected rows that never started because the run was interrupted.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_started: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// What a run found and decided before its first row: what discovery saw of the agent and how
@@ -582,10 +598,18 @@ impl RunReport {
             .is_some_and(|min| self.coverage().percent() < min)
     }
 
-    /// 0 when everything is as expected; 1 on an unexpected failure of a row whose level decides
+    /// 128 plus the signal's number when a signal interrupted the run (130 SIGINT, 143
+    /// SIGTERM); 0 when everything is as expected; 1 on an unexpected failure of a row whose level decides
     /// the verdict (`must`, `capability`; `should` and `interop` too when strict), a stale
     /// baseline entry or a coverage below `--min-coverage`.
     pub fn exit_code(&self) -> u8 {
+        if let Some(signal) = self
+            .interrupted
+            .as_deref()
+            .and_then(|name| name.parse::<nix::sys::signal::Signal>().ok())
+        {
+            return crate::interrupt::exit_code(signal);
+        }
         if self.unexpected().next().is_some() || !self.stale.is_empty() || self.below_min_coverage()
         {
             1
@@ -645,8 +669,9 @@ pub async fn run_with(
     let mut set = JoinSet::new();
     let mut next = 0;
     let mut in_flight = 0;
-    while next < entries.len() || in_flight > 0 {
-        while in_flight < jobs && next < entries.len() {
+    let interrupt = &options.interrupt;
+    while (next < entries.len() && interrupt.raised().is_none()) || in_flight > 0 {
+        while in_flight < jobs && next < entries.len() && interrupt.raised().is_none() {
             let entries = Arc::clone(&entries);
             let target = Arc::clone(&target);
             let options = options.clone();
@@ -670,9 +695,11 @@ pub async fn run_with(
             }
         }
     }
+    let not_started = entries.len() - next;
     let mut results: Vec<ScenarioResult> = slots
         .into_iter()
         .enumerate()
+        .take(next)
         .map(|(index, slot)| {
             slot.unwrap_or_else(|| {
                 let mut result = ScenarioResult::new(&entries[index].scenario, Outcome::Error);
@@ -688,7 +715,9 @@ pub async fn run_with(
         if result.expectation != Expectation::Unexpected {
             continue;
         }
-        let decision = if options.rerun {
+        let decision = if let Some(signal) = interrupt.raised() {
+            Err(format!("the run was interrupted by {signal}"))
+        } else if options.rerun {
             rerun_decision(result, &gauge)
         } else {
             Err("the run was asked not to re-run (--no-rerun)".to_owned())
@@ -702,6 +731,10 @@ pub async fn run_with(
         observer.rerunning(again.len());
     }
     for (index, why) in again {
+        if interrupt.raised().is_some() {
+            results[index].rerun = Some("not re-run: the run was interrupted".to_owned());
+            continue;
+        }
         let first = results[index].as_attempt();
         let mut second = run_in(&entries[index], Arc::clone(&target), options, &gauge).await;
         if second.outcome == Outcome::Pass {
@@ -746,6 +779,8 @@ pub async fn run_with(
         min_coverage: None,
         setup: RunSetup::default(),
         strict: false,
+        interrupted: interrupt.raised().map(|signal| signal.as_str().to_owned()),
+        not_started,
     }
 }
 
@@ -873,14 +908,22 @@ async fn run_in(
         setup: gauge.clone(),
     });
     let margin = options.timeouts.scale(CANCEL_MARGIN);
+    let _tracked = options.interrupt.track(ctx.tracker());
     let mut handle = tokio::spawn(check.start(ctx.clone()));
     // The budget grows while the check takes set-up steps: wait again until the deadline stops
     // moving.
+    let mut interrupted = None;
     let joined = loop {
-        match tokio::time::timeout_at(ctx.deadline() + margin, &mut handle).await {
-            Ok(joined) => break Some(joined),
-            Err(_) if Instant::now() < ctx.deadline() + margin => {}
-            Err(_) => break None,
+        tokio::select! {
+            waited = tokio::time::timeout_at(ctx.deadline() + margin, &mut handle) => match waited {
+                Ok(joined) => break Some(joined),
+                Err(_) if Instant::now() < ctx.deadline() + margin => {}
+                Err(_) => break None,
+            },
+            signal = options.interrupt.stopped() => {
+                interrupted = Some(signal);
+                break None;
+            }
         }
     };
     let mut undeclared = Vec::new();
@@ -914,6 +957,19 @@ async fn run_in(
                 "the check's task was cancelled".to_owned()
             };
             (Outcome::Error, None, Some(text), false)
+        }
+        None if interrupted.is_some() => {
+            handle.abort();
+            let _ = handle.await;
+            let signal = interrupted.map_or("a signal", |s| s.as_str());
+            (
+                Outcome::Error,
+                None,
+                Some(format!(
+                    "interrupted: the run was stopped by {signal} while this row ran; its processes were ended"
+                )),
+                false,
+            )
         }
         None => {
             handle.abort();

@@ -171,6 +171,7 @@ fn options(jobs: usize) -> RunOptions {
         rerun: true,
         keep_temp: false,
         temp_root: None,
+        ..RunOptions::default()
     }
 }
 

@@ -91,6 +91,7 @@ fn run_trial(
         rerun: false,
         keep_temp: false,
         temp_root: None,
+        ..RunOptions::default()
     };
     ski::transport::child::adopt_orphans();
     let result = runtime.block_on(run_one(&planned, target, &options));

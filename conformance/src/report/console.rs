@@ -244,6 +244,12 @@ pub fn summary(report: &RunReport) -> String {
             flaky.join(", ")
         ));
     }
+    if let Some(signal) = &report.interrupted {
+        out.push_str(&format!(
+            "\nINTERRUPTED by {signal}: the rows in flight were ended, {} selected row(s) never started; the counts below are of the rows that started\n",
+            report.not_started
+        ));
+    }
     out.push_str(&format!(
         "\n{} passed, {} failed, {} skipped, {}{} errors ({} flaky, {} excused by the baseline, {} warning(s), {} not tested) in {:.1}s against {}\n",
         counts.pass,

@@ -35,6 +35,13 @@ pub fn render(report: &RunReport) -> String {
         report.timeout_multiplier,
         report.baseline.as_deref().unwrap_or("none"),
     );
+    if let Some(signal) = &report.interrupted {
+        let _ = writeln!(
+            md,
+            "**Interrupted by {signal}**: the rows in flight were ended and count as errors; {} selected row(s) never started and are not in this report.\n",
+            report.not_started
+        );
+    }
     setup_lines(&mut md, report);
     let unexpected = report.unexpected().count();
     let coverage = report.coverage();

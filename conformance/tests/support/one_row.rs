@@ -38,6 +38,7 @@ pub fn run_row(
         rerun: false,
         keep_temp: false,
         temp_root: None,
+        ..RunOptions::default()
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
