@@ -27,6 +27,26 @@ use crate::target::split_words;
 /// How long discovery waits for one answer (slow-starting agents take a second or more).
 const ANSWER_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// How long discovery waits for the probe turn's answer once it has cancelled a turn that was
+/// still running after [`ANSWER_TIMEOUT`].
+const CANCELLED_TURN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The capability of an agent whose probe turn ran until discovery cancelled it.
+pub const CANCEL_TURN: &str = "cancel-turn";
+
+/// How long discovery waits for the probe turn: to end by itself, then to end once cancelled.
+#[derive(Debug, Clone, Copy)]
+struct TurnWaits {
+    turn: Duration,
+    cancelled: Duration,
+}
+
+/// The waits of every discovery.
+const TURN_WAITS: TurnWaits = TurnWaits {
+    turn: ANSWER_TIMEOUT,
+    cancelled: CANCELLED_TURN_TIMEOUT,
+};
+
 /// How many notifications before an answer discovery keeps (the rest are read and dropped).
 const KEPT_NOTIFICATIONS: usize = 1024;
 
@@ -58,6 +78,9 @@ pub struct Discovery {
     /// The auth method discovery chose by itself and authenticated with successfully; the run
     /// authenticates every connection with it.
     pub auth: Option<String>,
+    /// The auth method discovery used and why, or why it used none, in one sentence (the
+    /// console, `report.md` and `results.json` print it).
+    pub auth_choice: Option<String>,
 }
 
 /// What discovery is told about authentication.
@@ -174,11 +197,8 @@ impl Channel {
         }
     }
 
-    /// Sends request `id` and waits for its answer, answering the agent's own requests
-    /// meanwhile: a permission request is allowed (its first `allow_once` option, else
-    /// `allow_always`), anything else gets "method not found". Returns the answer and the
-    /// notifications that came before it; a response to an id discovery never sent (while it
-    /// waits for `id`, the only one outstanding) is an error.
+    /// Sends request `id` and waits for its answer (see [`Channel::answer`]) within
+    /// [`ANSWER_TIMEOUT`].
     async fn call(
         &mut self,
         id: u64,
@@ -187,18 +207,38 @@ impl Channel {
     ) -> Result<(Value, Vec<Value>), String> {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
             .await?;
+        self.answer(id, method, ANSWER_TIMEOUT, None).await
+    }
+
+    /// Waits `wait` for the answer to request `id`, answering the agent's own requests
+    /// meanwhile: a permission request is allowed (its first `allow_once` option, else
+    /// `allow_always`), anything else gets "method not found". Returns the answer and the
+    /// notifications that came before it. A response to an id discovery never sent (while it
+    /// waits for `id`, the only one outstanding) is an error, unless `strays` keeps it (the
+    /// answer an agent wrongly gives a notification).
+    async fn answer(
+        &mut self,
+        id: u64,
+        method: &str,
+        wait: Duration,
+        mut strays: Option<&mut Vec<Value>>,
+    ) -> Result<(Value, Vec<Value>), String> {
         let mut notifications = Vec::new();
-        let deadline = tokio::time::Instant::now() + ANSWER_TIMEOUT;
+        let deadline = tokio::time::Instant::now() + wait;
         loop {
             let message = tokio::time::timeout_at(deadline, self.next())
                 .await
-                .map_err(|_| format!("{NO_ANSWER} to {method} within {ANSWER_TIMEOUT:?}"))??;
+                .map_err(|_| format!("{NO_ANSWER} to {method} within {wait:?}"))??;
             let is_response = message.get("method").is_none()
                 && (message.get("result").is_some() || message.get("error").is_some());
             if is_response {
                 let answered = message.get("id").cloned().unwrap_or(Value::Null);
                 if answered == json!(id) {
                     return Ok((message, notifications));
+                }
+                if let Some(strays) = strays.as_deref_mut() {
+                    strays.push(message);
+                    continue;
                 }
                 return Err(format!(
                     "it answered {method} (id {id}) with id {answered}: {}",
@@ -300,6 +340,7 @@ pub async fn stdio_spec(spec: ChildSpec, auth: &AuthOptions) -> Result<Discovery
         started,
         discovery,
         auth,
+        TURN_WAITS,
     )
     .await;
     tracker.shutdown_all().await;
@@ -329,6 +370,7 @@ pub async fn websocket(url: &str, auth: &AuthOptions) -> Result<Discovery, Disco
         started,
         discovery,
         auth,
+        TURN_WAITS,
     )
     .await
 }
@@ -338,8 +380,9 @@ async fn run(
     started: Instant,
     mut discovery: Discovery,
     auth: &AuthOptions,
+    waits: TurnWaits,
 ) -> Result<Discovery, DiscoverError> {
-    explore(&mut channel, started, &mut discovery, auth).await;
+    explore(&mut channel, started, &mut discovery, auth, waits).await;
     channel.close().await;
     Ok(discovery)
 }
@@ -360,6 +403,7 @@ async fn explore(
     started: Instant,
     discovery: &mut Discovery,
     auth: &AuthOptions,
+    waits: TurnWaits,
 ) {
     // Whatever happens next, the agent is an ACP agent to be judged: an agent that cannot be
     // initialized fails the initialize rows instead of ending the run with nothing judged.
@@ -467,55 +511,125 @@ async fn explore(
         return;
     };
     let prompt = json!({"sessionId": session_id, "prompt": [{"type": "text", "text": PROBE_TEXT}]});
-    let answered = channel.call(3, "session/prompt", prompt).await;
+    let answered = match channel
+        .send(&json!({"jsonrpc": "2.0", "id": 3, "method": "session/prompt", "params": prompt}))
+        .await
+    {
+        Ok(()) => channel.answer(3, "session/prompt", waits.turn, None).await,
+        Err(message) => Err(message),
+    };
     for asked in channel.asked().drain(..) {
         discovery.notes.push(format!(
             "the probe turn asked for permission (session/request_permission): {asked}"
         ));
     }
     match answered {
-        Ok((answer, notifications)) => {
-            let stop = answer
-                .pointer("/result/stopReason")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            if stop.as_deref() == Some("end_turn") {
-                discovery.capabilities.insert("prompt".to_owned());
-                discovery
-                    .notes
-                    .push("a prompt turn ended with end_turn: prompt".to_owned());
-                let text: String = notifications
-                    .iter()
-                    .filter(|n| {
-                        n.pointer("/params/update/sessionUpdate")
-                            .and_then(Value::as_str)
-                            == Some("agent_message_chunk")
-                    })
-                    .filter_map(|n| {
-                        n.pointer("/params/update/content/text")
-                            .and_then(Value::as_str)
-                    })
-                    .collect();
-                if text == PROBE_TEXT {
-                    discovery.capabilities.insert("echo".to_owned());
-                    discovery
-                        .notes
-                        .push("the reply repeated the prompt exactly: echo".to_owned());
-                } else {
-                    discovery.notes.push(
-                        "the reply was not the prompt's text: rows that judge a model's answer (echo) are skipped; every protocol row still runs".to_owned(),
-                    );
-                }
-            } else {
-                discovery.problem(format!(
-                    "the probe prompt did not end with end_turn ({answer}): rows that need a completed turn (prompt) are skipped"
-                ));
-            }
+        Ok((answer, notifications)) => judge_probe_turn(&answer, &notifications, discovery),
+        Err(message) if message.starts_with(NO_ANSWER) => {
+            cancel_probe_turn(channel, session_id, discovery, waits).await;
         }
         Err(message) => discovery.problem(format!(
             "the probe prompt: {message}; rows that need a completed turn (prompt) are skipped"
         )),
     }
+}
+
+/// What a probe turn that ended by itself shows: `prompt` when it ended `end_turn`, `echo` when
+/// its reply repeated the prompt.
+fn judge_probe_turn(answer: &Value, notifications: &[Value], discovery: &mut Discovery) {
+    let stop = answer
+        .pointer("/result/stopReason")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    if stop.as_deref() != Some("end_turn") {
+        discovery.problem(format!(
+            "the probe prompt did not end with end_turn ({answer}): rows that need a completed turn (prompt) are skipped"
+        ));
+        return;
+    }
+    discovery.capabilities.insert("prompt".to_owned());
+    discovery
+        .notes
+        .push("a prompt turn ended with end_turn: prompt".to_owned());
+    let text: String = notifications
+        .iter()
+        .filter(|n| {
+            n.pointer("/params/update/sessionUpdate")
+                .and_then(Value::as_str)
+                == Some("agent_message_chunk")
+        })
+        .filter_map(|n| {
+            n.pointer("/params/update/content/text")
+                .and_then(Value::as_str)
+        })
+        .collect();
+    if text == PROBE_TEXT {
+        discovery.capabilities.insert("echo".to_owned());
+        discovery
+            .notes
+            .push("the reply repeated the prompt exactly: echo".to_owned());
+    } else {
+        discovery.notes.push(
+            "the reply was not the prompt's text: rows that judge a model's answer (echo) are skipped; every protocol row still runs".to_owned(),
+        );
+    }
+}
+
+/// The probe turn was still running after `waits.turn` (no model answers offline, or the agent
+/// ends turns only when cancelled): discovery cancels it with `session/cancel`, as ACP lets any
+/// client, and waits `waits.cancelled` for the answer. The agent is alive with a running turn,
+/// so it is declared `cancel-turn` whatever the cancel brings: how it ends a cancelled turn (the
+/// stop reason, an answer to the notification, updates after the answer) is what the cancel rows
+/// judge, not discovery.
+async fn cancel_probe_turn(
+    channel: &mut Channel,
+    session_id: &str,
+    discovery: &mut Discovery,
+    waits: TurnWaits,
+) {
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "session/cancel", "params": {"sessionId": session_id}});
+    if let Err(message) = channel.send(&cancel).await {
+        discovery.problem(format!(
+            "the probe prompt was not answered within {:?}, and session/cancel could not be sent ({message}); rows that need a completed turn (prompt) are skipped",
+            waits.turn
+        ));
+        return;
+    }
+    let mut strays = Vec::new();
+    let answered = channel
+        .answer(3, "session/prompt", waits.cancelled, Some(&mut strays))
+        .await;
+    let ended = match &answered {
+        Ok((answer, _)) => match answer.pointer("/result/stopReason") {
+            Some(reason) => format!("session/cancel ended it with stopReason {reason}"),
+            None => format!("session/cancel ended it with {}", clip(&answer.to_string())),
+        },
+        Err(message) if message.starts_with(NO_ANSWER) => format!(
+            "it was still unanswered {:?} after session/cancel",
+            waits.cancelled
+        ),
+        Err(message) => {
+            discovery.problem(format!(
+                "the probe prompt was not answered within {:?}, and after session/cancel: {message}; rows that need a completed turn (prompt) are skipped",
+                waits.turn
+            ));
+            return;
+        }
+    };
+    discovery.capabilities.insert(CANCEL_TURN.to_owned());
+    let mut note = format!(
+        "the probe turn ran until cancelled (no answer to session/prompt within {:?}); {ended}: {CANCEL_TURN}, the cancel rows judge its cancelled turns; rows that need a turn to end by itself (prompt) are not tested",
+        waits.turn
+    );
+    if !strays.is_empty() {
+        let listed: Vec<String> = strays.iter().map(|s| clip(&s.to_string())).collect();
+        note.push_str(&format!(
+            " (it also sent responses discovery never asked for: {})",
+            listed.join("; ")
+        ));
+    }
+    discovery.problem(note);
 }
 
 /// Authenticates after `initialize` with the method given, or one [`choose_auth`] picks;
@@ -532,25 +646,32 @@ async fn authenticate(
         .cloned()
         .unwrap_or_default();
     let (method, chosen) = match &auth.method {
-        Some(method) => (method.clone(), false),
+        Some(method) => {
+            discovery.auth_choice = Some(format!(
+                "method {method:?}, as the profile or --auth-method names it"
+            ));
+            (method.clone(), false)
+        }
         None => match choose_auth(&methods, |name| auth.has_env(name)) {
             Ok((method, why)) => {
-                discovery
-                    .notes
-                    .push(format!("auth: chose method {method:?} ({why})"));
+                discovery.auth_choice = Some(format!("chose method {method:?}: {why}"));
                 (method, true)
             }
             Err(why) => {
+                let choice = format!("no method chosen: {why}");
                 if !methods.is_empty() {
-                    discovery
-                        .notes
-                        .push(format!("auth: no method chosen ({why})"));
+                    discovery.notes.push(format!("auth: {choice}"));
                 }
+                discovery.auth_choice = Some(choice);
                 return false;
             }
         },
     };
-    match channel
+    if chosen {
+        let choice = discovery.auth_choice.clone().unwrap_or_default();
+        discovery.notes.push(format!("auth: {choice}"));
+    }
+    let outcome = match channel
         .call(1, "authenticate", json!({"methodId": method}))
         .await
     {
@@ -559,22 +680,28 @@ async fn authenticate(
                 .notes
                 .push(format!("authenticate with method {method:?} succeeded"));
             if chosen {
-                discovery.auth = Some(method);
+                discovery.auth = Some(method.clone());
             }
-            true
+            Ok(())
         }
-        Ok((answer, _)) => {
-            discovery.problem(format!(
-                "authenticate with method {method:?} was refused: {}",
-                clip(&answer.to_string())
-            ));
-            false
-        }
-        Err(message) => {
-            discovery.problem(format!("authenticate with method {method:?}: {message}"));
-            false
-        }
+        Ok((answer, _)) => Err(format!(
+            "authenticate with method {method:?} was refused: {}",
+            clip(&answer.to_string())
+        )),
+        Err(message) => Err(format!("authenticate with method {method:?}: {message}")),
+    };
+    let accepted = outcome.is_ok();
+    if let Some(choice) = discovery.auth_choice.as_mut() {
+        choice.push_str(if accepted {
+            "; the agent accepted it"
+        } else {
+            "; the agent did not accept it"
+        });
     }
+    if let Err(problem) = outcome {
+        discovery.problem(problem);
+    }
+    accepted
 }
 
 /// Picks an auth method that needs no person: not a `terminal` method (ACP: the client runs the
@@ -583,7 +710,7 @@ async fn authenticate(
 /// `vars[].name`; the form of earlier unstable schemas), or an agent method whose id, name or
 /// description names an environment variable (`Use OPENAI_API_KEY`, "Requires setting the
 /// `GEMINI_API_KEY` environment variable") or, naming none, the provider of the API key it takes
-/// ([`provider_key`]). Returns the method id and why, or why none.
+/// ([`provider_keys`]). Returns the method id and why, or why none.
 pub fn choose_auth(
     methods: &[Value],
     has_env: impl Fn(&str) -> bool,
@@ -624,7 +751,16 @@ pub fn choose_auth(
         } else {
             let named = env_names(&words);
             if named.is_empty() {
-                provider_key(method).into_iter().collect()
+                // Any one of the provider's variables will do: the first that is set.
+                let keys = provider_keys(method);
+                match keys.iter().find(|name| has_env(name)) {
+                    Some(set) => vec![set.clone()],
+                    None if keys.len() > 1 => {
+                        passed.push(format!("{id}: none of {} is set", keys.join(", ")));
+                        continue;
+                    }
+                    None => keys,
+                }
             } else {
                 named
             }
@@ -667,20 +803,41 @@ pub fn choose_auth(
     Err(passed.join("; "))
 }
 
-/// The key variable of an agent method that names no variable but the provider whose API key it
-/// takes (`"_meta": {"api-key": {"provider": "openai"}}`, codex-acp 2.x): `OPENAI_API_KEY`.
-fn provider_key(method: &Value) -> Option<String> {
-    let provider = method.pointer("/_meta/api-key/provider")?.as_str()?;
+/// The key variables an agent method that names no variable but the provider whose API key it
+/// takes (`"_meta": {"api-key": {"provider": "openai"}}`, codex-acp 2.x) may read, the one the
+/// provider's own tools read first: `google` and `gemini` read `GEMINI_API_KEY` (Gemini CLI,
+/// Google's SDKs) and then `GOOGLE_API_KEY`; `anthropic` `ANTHROPIC_API_KEY`; `openai`
+/// `OPENAI_API_KEY`; any other provider `<PROVIDER>_API_KEY`.
+fn provider_keys(method: &Value) -> Vec<String> {
+    let Some(provider) = method
+        .pointer("/_meta/api-key/provider")
+        .and_then(Value::as_str)
+    else {
+        return Vec::new();
+    };
     let plausible = !provider.is_empty()
         && provider
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
-    plausible.then(|| {
-        format!(
+    if !plausible {
+        return Vec::new();
+    }
+    let known: &[&str] = match provider.to_ascii_lowercase().as_str() {
+        "google" | "gemini" | "google-genai" | "google_genai" => {
+            &["GEMINI_API_KEY", "GOOGLE_API_KEY"]
+        }
+        "anthropic" | "claude" => &["ANTHROPIC_API_KEY"],
+        "openai" | "codex" => &["OPENAI_API_KEY"],
+        _ => &[],
+    };
+    if known.is_empty() {
+        vec![format!(
             "{}_API_KEY",
             provider.to_ascii_uppercase().replace('-', "_")
-        )
-    })
+        )]
+    } else {
+        known.iter().map(|name| (*name).to_owned()).collect()
+    }
 }
 
 /// The environment variable names in `text`: upper-case words of letters, digits and
@@ -853,6 +1010,125 @@ mod tests {
         assert!(why.contains("OPENAI_API_KEY is set"), "{why}");
         let why = choose_auth(&methods, |_| false).expect_err("no key, no method");
         assert!(why.contains("api-key: OPENAI_API_KEY is not set"), "{why}");
+    }
+
+    #[test]
+    fn a_google_key_method_reads_gemini_api_key_first_then_google_api_key() {
+        let methods = vec![
+            json!({"id": "gemini-api-key", "name": "API key", "_meta": {"api-key": {"provider": "google"}}}),
+        ];
+        let (_, why) = choose_auth(&methods, |name| {
+            name == "GEMINI_API_KEY" || name == "GOOGLE_API_KEY"
+        })
+        .expect("the API-key method is chosen");
+        assert!(why.contains("GEMINI_API_KEY is set"), "{why}");
+        let (_, why) = choose_auth(&methods, |name| name == "GOOGLE_API_KEY")
+            .expect("GOOGLE_API_KEY is read when GEMINI_API_KEY is not set");
+        assert!(why.contains("GOOGLE_API_KEY is set"), "{why}");
+        let why = choose_auth(&methods, |_| false).expect_err("no key, no method");
+        assert!(
+            why.contains("gemini-api-key: none of GEMINI_API_KEY, GOOGLE_API_KEY is set"),
+            "{why}"
+        );
+        for (provider, key) in [
+            ("anthropic", "ANTHROPIC_API_KEY"),
+            ("openai", "OPENAI_API_KEY"),
+            ("open-router", "OPEN_ROUTER_API_KEY"),
+        ] {
+            let methods = vec![json!({"id": "k", "_meta": {"api-key": {"provider": provider}}})];
+            let (_, why) = choose_auth(&methods, |name| name == key)
+                .unwrap_or_else(|e| panic!("{provider}: {e}"));
+            assert!(why.contains(&format!("{key} is set")), "{provider}: {why}");
+        }
+    }
+
+    /// An agent in `sh` that answers `initialize` and `session/new`, and the prompt only when it
+    /// is cancelled, with `stop_reason` (and, with `answer_cancel`, an error answer to the
+    /// `session/cancel` notification too).
+    fn turn_until_cancel_agent(
+        dir: &std::path::Path,
+        stop_reason: &str,
+        answer_cancel: bool,
+    ) -> ChildSpec {
+        let answer = if answer_cancel {
+            r#"printf '{"jsonrpc":"2.0","id":null,"error":{"code":-32601,"message":"no"}}\n'"#
+        } else {
+            ":"
+        };
+        let script = format!(
+            r#"while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  case "$line" in
+    *'"method":"initialize"'*) printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":1,"agentCapabilities":{{}},"authMethods":[]}}}}\n' "$id" ;;
+    *'"method":"session/new"'*) printf '{{"jsonrpc":"2.0","id":%s,"result":{{"sessionId":"s-1"}}}}\n' "$id" ;;
+    *'"method":"session/prompt"'*) prompt=$id ;;
+    *'"method":"session/cancel"'*) {answer}; printf '{{"jsonrpc":"2.0","id":%s,"result":{{"stopReason":"{stop_reason}"}}}}\n' "$prompt" ;;
+  esac
+done
+"#
+        );
+        let path = dir.join("agent.sh");
+        std::fs::write(&path, script).expect("the script is written");
+        ChildSpec::from_argv("agent", &["sh".to_owned(), path.display().to_string()])
+            .expect("a command")
+    }
+
+    async fn discover_with_short_turn_wait(spec: ChildSpec) -> Discovery {
+        let child = spawn(spec.grace(Duration::from_secs(2))).expect("the agent starts");
+        let waits = TurnWaits {
+            turn: Duration::from_millis(300),
+            cancelled: Duration::from_secs(20),
+        };
+        run(
+            Channel::Stdio(Box::new(child), Asked::new()),
+            Instant::now(),
+            Discovery::default(),
+            &AuthOptions::default(),
+            waits,
+        )
+        .await
+        .expect("discovery runs")
+    }
+
+    #[tokio::test]
+    async fn a_turn_that_runs_until_cancelled_is_declared_cancel_turn_not_prompt() {
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let found =
+            discover_with_short_turn_wait(turn_until_cancel_agent(dir.path(), "cancelled", false))
+                .await;
+        assert!(found.capabilities.contains(CANCEL_TURN), "{found:#?}");
+        assert!(!found.capabilities.contains("prompt"), "{found:#?}");
+        let note = found
+            .problems
+            .iter()
+            .find(|p| p.contains("ran until cancelled"))
+            .unwrap_or_else(|| panic!("a problem says so: {found:#?}"));
+        assert!(note.contains("stopReason \"cancelled\""), "{note}");
+        assert_eq!(
+            found.auth_choice.as_deref(),
+            Some("no method chosen: the agent advertises no authMethods"),
+        );
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_turn_that_ends_wrongly_is_still_left_to_the_cancel_rows() {
+        // What the agent does wrong with the cancel is for the rows to judge: discovery only
+        // says that a turn runs and can be cancelled.
+        let dir = tempfile::tempdir().expect("a temp dir");
+        let found =
+            discover_with_short_turn_wait(turn_until_cancel_agent(dir.path(), "end_turn", true))
+                .await;
+        assert!(found.capabilities.contains(CANCEL_TURN), "{found:#?}");
+        let note = found
+            .problems
+            .iter()
+            .find(|p| p.contains("ran until cancelled"))
+            .unwrap_or_else(|| panic!("a problem says so: {found:#?}"));
+        assert!(note.contains("stopReason \"end_turn\""), "{note}");
+        assert!(
+            note.contains("responses discovery never asked for"),
+            "{note}"
+        );
     }
 
     #[test]
