@@ -1,6 +1,7 @@
-//! `ski-fake-slack`: a fake Slack that real Slack clients accept unmodified — the Web API on
-//! hyper, Socket Mode on tokio-tungstenite, and a control API (in-process here, over HTTP in
-//! [`control`]) to inject user actions, read what the app did and inject faults.
+//! `ski-fake-slack`: a fake Slack that real Slack clients accept unmodified — the Web API behind
+//! a `wiremock::MockServer` that tests extend with their own `Mock`s, Socket Mode on
+//! tokio-tungstenite, and a control API (in-process here, over HTTP in [`control`]) to inject
+//! user actions, read what the app did and inject faults.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), ski_mocks::slack::FakeSlackError> {
@@ -14,6 +15,79 @@
 //! assert_eq!(posted.channel, "C0000000001");
 //! # Ok(()) }
 //! ```
+//!
+//! # Overriding the fake with wiremock
+//!
+//! Every Web API request (`/api/<method>`, the upload URLs, the `response_url`s) is put first to
+//! the `wiremock::MockServer` of [`FakeSlack::mock_server`]; a `Mock` mounted there answers the
+//! requests it matches, and everything else is answered from the fake's state, as if the mock
+//! were not there. wiremock tries mocks by priority (1 first, its default 5) and, at equal
+//! priority, in the order they were mounted; the fake's own place is the lowest priority, 255,
+//! so a mock mounted with any priority from 1 to 254 comes first. A request a mock answered does
+//! not reach the fake's state or its request log. `expect`s are verified when the fake is
+//! dropped (or by `mock_server().verify()`), and [`FakeSlack::reset_mocks`] takes the mocks
+//! away again. wiremock's request recording is off (it keeps every request, unbounded);
+//! [`config::RetentionConfig::wiremock_requests`] turns it on for `received_requests()`.
+//!
+//! A one-off error: the first `chat.update` is rate limited, the next ones reach the fake.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), ski_mocks::slack::FakeSlackError> {
+//! use ski_mocks::slack::{Config, FakeSlack};
+//! use wiremock::matchers::path;
+//! use wiremock::{Mock, ResponseTemplate};
+//! let slack = FakeSlack::start(Config::default()).await?;
+//! Mock::given(path("/api/chat.update"))
+//!     .respond_with(
+//!         ResponseTemplate::new(429)
+//!             .insert_header("retry-after", "1")
+//!             .set_body_json(serde_json::json!({"ok": false, "error": "ratelimited"})),
+//!     )
+//!     .up_to_n_times(1)
+//!     .mount(slack.mock_server())
+//!     .await;
+//! # Ok(()) }
+//! ```
+//!
+//! A delay: `users.info` answers after two seconds (the answer is the mock's).
+//!
+//! ```no_run
+//! # async fn demo(slack: ski_mocks::slack::FakeSlack) {
+//! use std::time::Duration;
+//! use wiremock::matchers::path;
+//! use wiremock::{Mock, ResponseTemplate};
+//! Mock::given(path("/api/users.info"))
+//!     .respond_with(
+//!         ResponseTemplate::new(200)
+//!             .set_body_json(serde_json::json!({"ok": false, "error": "user_not_found"}))
+//!             .set_delay(Duration::from_secs(2)),
+//!     )
+//!     .mount(slack.mock_server())
+//!     .await;
+//! # }
+//! ```
+//!
+//! To delay the fake's own answer instead, use [`FakeSlack::fail_next`] with [`Fault::Delay`].
+//!
+//! An `expect(1)`: the app must post exactly one message; dropping the fake (or `verify`)
+//! panics otherwise. Here the mock answers too, so the post is not stored in the fake.
+//!
+//! ```no_run
+//! # async fn demo(slack: ski_mocks::slack::FakeSlack) {
+//! use wiremock::matchers::{method, path};
+//! use wiremock::{Mock, ResponseTemplate};
+//! Mock::given(method("POST"))
+//!     .and(path("/api/chat.postMessage"))
+//!     .respond_with(ResponseTemplate::new(200).set_body_json(
+//!         serde_json::json!({"ok": true, "channel": "C0000000001", "ts": "1.000001"}),
+//!     ))
+//!     .expect(1)
+//!     .mount(slack.mock_server())
+//!     .await;
+//! // ... run the app ...
+//! slack.mock_server().verify().await;
+//! # }
+//! ```
 
 mod api;
 mod channel;
@@ -22,6 +96,7 @@ pub mod control;
 mod envelope;
 mod events_http;
 pub mod fault;
+pub mod overrides;
 mod params;
 mod rate;
 mod record;
@@ -47,6 +122,14 @@ pub use shared::{Ack, Message};
 pub use socket::DisconnectReason;
 
 use shared::Shared;
+
+/// The Web API parameter parser and the request it reads, reachable for the fuzz targets of
+/// `ski-fuzz`; not a stable interface.
+#[doc(hidden)]
+pub mod web_params {
+    pub use super::params::Params;
+    pub use super::web::Request;
+}
 
 /// The Web API coverage matrix as Markdown (what `ski-fake-slack methods --markdown` prints and
 /// `mocks/SLACK-METHODS.md` holds).
@@ -145,6 +228,8 @@ pub struct FakeSlack {
     tasks: Vec<tokio::task::JoinHandle<()>>,
     control_url: String,
     tls: Option<tls::Tls>,
+    /// Dropped last: dropping the mock server verifies the tests' `expect`s.
+    overrides: overrides::Overrides,
 }
 
 impl Drop for FakeSlack {
@@ -224,13 +309,16 @@ impl FakeSlack {
             "http://{}",
             control.local_addr().map_err(FakeSlackError::Bind)?
         );
+        let mocks = std::net::TcpListener::bind("127.0.0.1:0").map_err(FakeSlackError::Bind)?;
+        let overrides =
+            overrides::Overrides::start(mocks, config.retention.wiremock_requests).await;
         let shared = Arc::new(Shared::new(
             config,
             api::Site { origin, socket_url },
             transcript,
         ));
         let mut tasks = vec![
-            tokio::spawn(web::serve(api, shared.clone())),
+            tokio::spawn(web::serve(api, shared.clone(), overrides.router())),
             tokio::spawn(socket::serve(socket, shared.clone(), tls.clone())),
             tokio::spawn(control::serve(control, shared.clone())),
         ];
@@ -242,12 +330,27 @@ impl FakeSlack {
             tasks,
             control_url,
             tls,
+            overrides,
         })
     }
 
     /// The base URL for clients: `http://127.0.0.1:PORT/api` (add a `/` for slack_sdk and Node).
     pub fn api_base_url(&self) -> String {
         format!("{}/api", self.shared.site.origin)
+    }
+
+    /// The wiremock server every Web API request is put to first: mount `Mock`s on it to
+    /// override the fake for the requests they match (see [`overrides`] and the crate docs).
+    /// Mount with a priority from 1 to 254 (wiremock's default, 5, is fine): the fake's own
+    /// mock holds 255. Use [`FakeSlack::reset_mocks`] rather than `MockServer::reset`, which
+    /// would remove the fake's own mock too.
+    pub fn mock_server(&self) -> &wiremock::MockServer {
+        self.overrides.server()
+    }
+
+    /// Removes every mock the tests mounted; the fake answers everything from its state again.
+    pub async fn reset_mocks(&self) {
+        self.overrides.reset().await;
     }
 
     /// The Socket Mode URL `apps.connections.open` hands out (without its ticket).

@@ -98,6 +98,9 @@ pub struct RetentionConfig {
     pub max_requests: usize,
     /// Socket Mode frames, notes and envelopes (with their acks) kept.
     pub max_frames: usize,
+    /// Let the wiremock server record every request for `MockServer::received_requests` (off
+    /// by default: wiremock keeps each one, unbounded, until `reset_mocks`).
+    pub wiremock_requests: bool,
 }
 
 impl Default for RetentionConfig {
@@ -106,6 +109,7 @@ impl Default for RetentionConfig {
             max_messages: 100_000,
             max_requests: 10_000,
             max_frames: 10_000,
+            wiremock_requests: false,
         }
     }
 }

@@ -1,6 +1,8 @@
-//! The Web API front: an HTTP/1.1 server (keep-alive) that serves `/api/<method>` for any verb,
-//! the upload URLs of files v2 and the `response_url`s, records every call and applies injected
-//! faults. It keeps nothing of a request beyond what the log's retention allows.
+//! The Web API front: an HTTP/1.1 server (keep-alive) that puts each request to the tests'
+//! wiremock mocks first ([`super::overrides`]) and serves what none of them took from the fake's
+//! state: `/api/<method>` for any verb, the upload URLs of files v2 and the `response_url`s. It
+//! records every call, applies injected faults, and keeps nothing of a request beyond what the
+//! log's retention allows.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -16,6 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::api;
 use super::fault::Fault;
+use super::overrides::{Router, Upstream, Verdict};
 use super::params::{Params, TokenKind};
 use super::shared::Shared;
 use super::workspace::Stored;
@@ -71,7 +74,7 @@ impl ResponseTemplate {
 }
 
 /// Serves the Web API on `listener` until the task is aborted.
-pub async fn serve(listener: std::net::TcpListener, shared: Arc<Shared>) {
+pub async fn serve(listener: std::net::TcpListener, shared: Arc<Shared>, overrides: Arc<Router>) {
     let listener = match listener
         .set_nonblocking(true)
         .and_then(|()| tokio::net::TcpListener::from_std(listener))
@@ -92,6 +95,8 @@ pub async fn serve(listener: std::net::TcpListener, shared: Arc<Shared>) {
         let front = Arc::new(Front {
             shared: shared.clone(),
             origin: shared.site.origin.clone(),
+            overrides: overrides.clone(),
+            upstream: tokio::sync::Mutex::new(Upstream::default()),
         });
         tokio::spawn(async move {
             let service = service_fn(move |request| handle(front.clone(), request));
@@ -116,6 +121,13 @@ async fn handle(
             ));
         }
     };
+    let verdict = {
+        let mut upstream = front.upstream.lock().await;
+        front.overrides.ask(&mut upstream, &parts, &body).await
+    };
+    if let Verdict::Answered(response) = verdict {
+        return Ok(response);
+    }
     let path_and_query = parts.uri.path_and_query().map_or("/", |path| path.as_str());
     let Ok(url) = url::Url::parse(&format!("{}{path_and_query}", front.origin)) else {
         return Ok(to_hyper(
@@ -153,9 +165,12 @@ fn to_hyper(template: ResponseTemplate) -> hyper::Response<Full<Bytes>> {
     response
 }
 
+/// One connection's view of the fake: its state, and its own connection to the mock server.
 struct Front {
     shared: Arc<Shared>,
     origin: String,
+    overrides: Arc<Router>,
+    upstream: tokio::sync::Mutex<Upstream>,
 }
 
 /// The method a path names: `/api/<m>`, `/api//<m>` or `/<m>` (bases given without `/api`).
