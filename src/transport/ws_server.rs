@@ -71,8 +71,12 @@ const ACCEPT_BACKLOG: usize = 64;
 /// The default cap on live connections.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
 
-/// How many clients past the cap are refused with a close frame at a time.
-pub const MAX_REFUSALS_AT_ONCE: usize = 64;
+/// How many clients past the cap are refused with a close frame at a time (each costs a few KiB
+/// for at most the handshake timeout and [`REFUSAL_LINGER`]).
+pub const MAX_REFUSALS_AT_ONCE: usize = 1024;
+
+/// How long a refused client has to answer the close frame before its connection is dropped.
+pub const REFUSAL_LINGER: Duration = Duration::from_secs(1);
 
 /// The read buffer of a connection (tungstenite's default, 128 KiB, made every idle connection
 /// cost that much).
@@ -324,17 +328,31 @@ async fn admit(
 
 /// Upgrades a connection past the cap and closes it at once with code 1013 and a reason.
 async fn refuse(stream: TcpStream, remote: SocketAddr, options: WsServerOptions) {
-    let refusal = async {
-        let stream = GuardedStream::new(stream, None, options.liveness);
-        let mut connection = handshake(stream, remote, options).await?;
-        let frame = CloseFrame {
-            code: CloseCode::from(TRY_AGAIN_LATER),
-            reason: format!(
-                "the server has its limit of {} connections; try again later",
-                options.max_connections
-            )
-            .into(),
-        };
+    let stream = GuardedStream::new(stream, None, options.liveness);
+    let upgrade = tokio::time::timeout(
+        options.handshake_timeout,
+        handshake(stream, remote, options),
+    );
+    let mut connection = match upgrade.await {
+        Ok(Ok(connection)) => connection,
+        Ok(Err(error)) => {
+            tracing::info!(%remote, %error, "refusing a connection failed");
+            return;
+        }
+        Err(_) => {
+            tracing::info!(%remote, "refusing a connection timed out");
+            return;
+        }
+    };
+    let frame = CloseFrame {
+        code: CloseCode::from(TRY_AGAIN_LATER),
+        reason: format!(
+            "the server has its limit of {} connections; try again later",
+            options.max_connections
+        )
+        .into(),
+    };
+    let closing = async {
         connection
             .socket
             .send(WsMessage::Close(Some(frame)))
@@ -343,10 +361,12 @@ async fn refuse(stream: TcpStream, remote: SocketAddr, options: WsServerOptions)
         while let Some(Ok(_)) = futures::StreamExt::next(&mut connection.socket).await {}
         Ok::<_, tokio_tungstenite::tungstenite::Error>(())
     };
-    match tokio::time::timeout(options.handshake_timeout, refusal).await {
-        Ok(Ok(())) => tracing::info!(%remote, "connection refused: the server is at its cap"),
+    // A client that does not answer the close frame is dropped after a moment.
+    match tokio::time::timeout(REFUSAL_LINGER, closing).await {
         Ok(Err(error)) => tracing::info!(%remote, %error, "refusing a connection failed"),
-        Err(_) => tracing::info!(%remote, "refusing a connection timed out"),
+        Ok(Ok(())) | Err(_) => {
+            tracing::info!(%remote, "connection refused: the server is at its cap");
+        }
     }
 }
 
@@ -404,7 +424,7 @@ mod tests {
         });
         let connection = server.accept().await.unwrap();
         let socket = connection.into_socket();
-        assert!(socket.get_ref().nodelay().unwrap());
+        assert!(socket.get_ref().get_ref().nodelay().unwrap());
         drop(client.await.unwrap());
     }
 }
