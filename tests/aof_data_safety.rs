@@ -2,7 +2,9 @@
 //! is not created (a retry does not make a second task); a transition whose `task.transitioned`
 //! event cannot be written, or whose move into the new status directory fails, does not happen
 //! (readers keep seeing the old status, and a retry makes one transition with one event); and one
-//! batch line that is not UTF-8 is refused on its own while the lines after it are still answered.
+//! batch line that is not UTF-8 is refused on its own while the lines after it are still answered;
+//! the temp files of run-artifact writers killed mid-write are swept by the next open, and nothing
+//! else in the run directories is.
 
 mod aof_support;
 
@@ -315,5 +317,58 @@ fn a_transition_whose_move_fails_is_reported_as_not_done_and_readers_agree(#[cas
         transitions(&data),
         [(json!(TASK), json!("backlog"), json!("ready"))],
         "one transition, one event"
+    );
+}
+
+/// A process id no process ever has (above Linux's largest `pid_max`).
+const DEAD_PID: i32 = i32::MAX;
+
+#[test]
+fn the_next_open_sweeps_the_run_temporaries_of_killed_writers_and_only_those() {
+    let (_dir, data) = one_task("ready");
+    let runs = data.join("runs");
+    let run_dir = runs.join(TASK);
+    fs::create_dir_all(&run_dir).expect("run dir");
+    let live = std::process::id();
+    let left_by_killed_writers = [
+        format!(".tmp-run.json.{DEAD_PID}.0"),
+        format!(".tmp-run_heartbeat.json.{DEAD_PID}.3"),
+        format!(".tmp-run_result.json.{DEAD_PID}.12"),
+    ];
+    let kept = [
+        "run.json".to_owned(),
+        "run_result.json".to_owned(),
+        format!(".tmp-run.json.{live}.0"),
+        format!(".tmp-notes.md.{DEAD_PID}.0"),
+        format!(".tmp-run.json.{DEAD_PID}.draft"),
+        ".tmp-run.json".to_owned(),
+        "my-notes.txt".to_owned(),
+    ];
+    for name in left_by_killed_writers.iter().chain(&kept) {
+        fs::write(run_dir.join(name), "{}\n").expect("file");
+    }
+    let not_a_run = runs.join("scratch");
+    fs::create_dir_all(&not_a_run).expect("scratch dir");
+    let foreign = format!(".tmp-run.json.{DEAD_PID}.0");
+    fs::write(not_a_run.join(&foreign), "mine").expect("file");
+
+    let shown = aof(&data, NOW, &["task", "show", TASK], "");
+    assert!(shown.status.success(), "{shown:?}");
+
+    let mut left: Vec<String> = fs::read_dir(&run_dir)
+        .expect("run dir")
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    let mut expected = kept.to_vec();
+    expected.sort();
+    assert_eq!(
+        left, expected,
+        "only the killed writers' temporaries are gone"
+    );
+    assert!(
+        not_a_run.join(&foreign).exists(),
+        "a directory not named by a task id is left alone"
     );
 }

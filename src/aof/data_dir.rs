@@ -28,14 +28,18 @@ pub struct DataDir {
 }
 
 impl DataDir {
-    /// Opens `root`, creating the layout; `runs_dir` is relative to `root` unless absolute.
+    /// Opens `root`, creating the layout; `runs_dir` is relative to `root` unless absolute. The
+    /// temp files of writers killed mid-write are swept, in the task store and the run
+    /// directories alike.
     pub fn open(root: &Path, runs_dir: &Path) -> Result<Self, AofError> {
         let store = TaskStore::open(root)?;
+        let runs = RunStore::new(root.join(runs_dir));
+        runs.sweep_stale();
         Ok(Self {
             root: root.to_owned(),
             store,
             events: EventLog::new(root.join("events")),
-            runs: RunStore::new(root.join(runs_dir)),
+            runs,
         })
     }
 }

@@ -14,7 +14,7 @@ use super::envelope::{
 use super::task_id::TaskId;
 use super::timestamp::Timestamp;
 use super::validation::{Fields, Issue, IssueKind};
-use crate::storage::atomic_file::{create_dir_durable, sweep_stale_temps, write_atomic};
+use crate::storage::atomic_file::{create_dir_durable, sweep_stale_temps_of, write_atomic};
 
 /// File name of the run result.
 pub const RUN_RESULT_FILE: &str = "run_result.json";
@@ -22,6 +22,8 @@ pub const RUN_RESULT_FILE: &str = "run_result.json";
 pub const RUN_FILE: &str = "run.json";
 /// File name of the heartbeat.
 pub const HEARTBEAT_FILE: &str = "run_heartbeat.json";
+/// Every artifact file of a run directory: only their temp files are ever swept there.
+const ARTIFACT_FILES: &[&str] = &[RUN_FILE, HEARTBEAT_FILE, RUN_RESULT_FILE];
 /// The `handoffRef` every run result carries (E-AOF-19).
 pub const HANDOFF_REF: &str = "outputs/handoff.md";
 
@@ -301,6 +303,26 @@ impl RunStore {
         Self { root }
     }
 
+    /// Removes the temp files that writers killed mid-write left in the run directories
+    /// (`<taskId>/.tmp-<artifact>.<pid>.<n>` of a process that is gone). Only directories named
+    /// by a task id (not links) and only the temp names of the artifact files are touched, so a
+    /// file of anyone else stays.
+    pub fn sweep_stale(&self) {
+        let Ok(entries) = fs::read_dir(&self.root) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let is_dir = entry.file_type().is_ok_and(|kind| kind.is_dir());
+            let is_task = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|name| TaskId::parse(name).is_ok());
+            if is_dir && is_task {
+                sweep_stale_temps_of(&entry.path(), ARTIFACT_FILES);
+            }
+        }
+    }
+
     /// The directory of one task's artifacts.
     pub fn dir_of(&self, task_id: &TaskId) -> PathBuf {
         self.root.join(task_id.as_str())
@@ -322,7 +344,7 @@ impl RunStore {
             source,
         };
         create_dir_durable(&self.dir_of(task_id)).map_err(io_error)?;
-        sweep_stale_temps(&self.dir_of(task_id));
+        sweep_stale_temps_of(&self.dir_of(task_id), ARTIFACT_FILES);
         let mut text = serde_json::to_string_pretty(value)
             .map_err(|error| io_error(io::Error::other(error)))?;
         text.push('\n');

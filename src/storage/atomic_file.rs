@@ -81,17 +81,34 @@ pub fn is_temp_name(name: &str) -> bool {
     name.starts_with(TEMP_PREFIX)
 }
 
-/// The id of the process that wrote a temp file, from its name `.tmp-<name>.<pid>.<n>`.
-fn temp_owner(name: &str) -> Option<i32> {
+/// A temp file's name `.tmp-<target>.<pid>.<suffix>` taken apart: the target, the id of the
+/// process that wrote it, and the suffix ([`write_atomic`]'s counter, or a stage name such as
+/// AOF's `staged`); `None` for any other name.
+fn temp_parts(name: &str) -> Option<(&str, i32, &str)> {
     let rest = name.strip_prefix(TEMP_PREFIX)?;
     let mut parts = rest.rsplitn(3, '.');
-    let _counter = parts.next()?;
-    parts.next()?.parse().ok()
+    let suffix = parts.next().filter(|suffix| !suffix.is_empty())?;
+    let pid = parts.next()?.parse().ok()?;
+    let target = parts.next().filter(|target| !target.is_empty())?;
+    Some((target, pid, suffix))
 }
 
 /// Removes temp files in `dir` left by processes that no longer exist (killed mid-write).
 /// Files of live processes, and files whose owner cannot be told, are left alone.
 pub fn sweep_stale_temps(dir: &Path) {
+    sweep(dir, |_, _| true);
+}
+
+/// Removes, like [`sweep_stale_temps`], only the temp files [`write_atomic`] makes for the files
+/// named in `targets` (`.tmp-<target>.<pid>.<counter>`): a directory that may hold other files
+/// loses nothing else.
+pub fn sweep_stale_temps_of(dir: &Path, targets: &[&str]) {
+    sweep(dir, |target, suffix| {
+        targets.contains(&target) && suffix.bytes().all(|b| b.is_ascii_digit())
+    });
+}
+
+fn sweep(dir: &Path, wanted: impl Fn(&str, &str) -> bool) {
     let Ok(entries) = fs::read_dir(dir) else {
         return;
     };
@@ -99,17 +116,46 @@ pub fn sweep_stale_temps(dir: &Path) {
         let name = entry.file_name();
         let Some(pid) = name
             .to_str()
-            .filter(|n| is_temp_name(n))
-            .and_then(temp_owner)
+            .and_then(temp_parts)
+            .filter(|(target, pid, suffix)| *pid > 0 && wanted(target, suffix))
+            .map(|(_, pid, _)| pid)
         else {
             continue;
         };
+        let is_file = entry.file_type().is_ok_and(|kind| kind.is_file());
         let gone = matches!(
             nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
             Err(nix::errno::Errno::ESRCH)
         );
-        if gone && pid != 0 {
+        if gone && is_file {
             let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_names_are_taken_apart_and_other_names_are_not_temps() {
+        assert_eq!(
+            temp_parts(".tmp-run.json.42.7"),
+            Some(("run.json", 42, "7"))
+        );
+        assert_eq!(
+            temp_parts(".tmp-TASK-2026-02-09-001.md.42.staged"),
+            Some(("TASK-2026-02-09-001.md", 42, "staged"))
+        );
+        for other in [
+            ".tmp-run.json.x.7",
+            ".tmp-.42.7",
+            ".tmp-42.7",
+            ".tmp-run.json.42.",
+            "run.json.42.7",
+            ".tmp-notes",
+        ] {
+            assert_eq!(temp_parts(other), None, "{other}");
         }
     }
 }
