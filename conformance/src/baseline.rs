@@ -6,6 +6,10 @@
 //! assertion is excused, and any other failure of the scenario is unexpected. A skipped scenario
 //! neither uses nor invalidates its entry.
 //!
+//! A row that passes only when re-run alone is flaky, and a flaky pass counts against the
+//! verdict like a failure unless an entry with `flaky = true` lists the row: that entry excuses
+//! a flaky pass only (never a failure), and a row that passes at once does not make it stale.
+//!
 //! ```toml
 //! [[failure]]
 //! id = "WS-012"                 # the scenario
@@ -62,6 +66,10 @@ pub struct BaselineEntry {
     pub check: Option<String>,
     /// Why the target fails it (an issue link, a decision).
     pub reason: String,
+    /// The row is known to pass only sometimes at the first attempt: a pass on its re-run is
+    /// excused, a failure is not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub flaky: bool,
 }
 
 impl BaselineEntry {
@@ -127,6 +135,15 @@ impl Baseline {
             if !keys.insert(entry.key()) {
                 problems.push(format!("{}: listed twice", entry.key()));
             }
+            if entry.flaky {
+                if entry.check.is_some() {
+                    problems.push(format!(
+                        "{}: a flaky entry excuses a pass on re-run and names no check",
+                        entry.key()
+                    ));
+                }
+                continue;
+            }
             match entry.check {
                 Some(_) => scoped.insert(&entry.id),
                 None => whole.insert(&entry.id),
@@ -165,8 +182,14 @@ impl Baseline {
             .collect()
     }
 
+    /// The entries of `id` that excuse failures (not the `flaky` ones).
     fn entries_for(&self, id: &str) -> impl Iterator<Item = &BaselineEntry> {
-        self.entries.iter().filter(move |e| e.id == id)
+        self.entries.iter().filter(move |e| e.id == id && !e.flaky)
+    }
+
+    /// Whether an entry with `flaky = true` excuses a pass of `id` that came only on its re-run.
+    pub fn excuses_flaky(&self, id: &str) -> bool {
+        self.entries.iter().any(|e| e.id == id && e.flaky)
     }
 
     /// Whether the baseline excuses this outcome of scenario `id`.
@@ -217,6 +240,30 @@ pub fn judge_without_baseline(outcome: Outcome) -> Expectation {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flaky_entry_excuses_only_a_pass_on_re_run_and_is_never_stale() {
+        let baseline = Baseline::parse(
+            "b",
+            "[[failure]]\nid = \"A-1\"\nflaky = true\nreason = \"races under load\"\n",
+        )
+        .expect("valid");
+        assert!(baseline.excuses_flaky("A-1"));
+        assert!(!baseline.excuses_flaky("A-2"));
+        assert_eq!(
+            baseline.judge("A-1", Outcome::Pass, None),
+            Expectation::AsExpected
+        );
+        assert_eq!(
+            baseline.judge("A-1", Outcome::Fail, Some(&failure("x"))),
+            Expectation::Unexpected
+        );
+        let scoped = Baseline::parse(
+            "b",
+            "[[failure]]\nid = \"A-1\"\ncheck = \"x\"\nflaky = true\nreason = \"r\"\n",
+        );
+        assert!(scoped.is_err());
+    }
 
     fn failure(check: &str) -> Failure {
         Failure::new(check, "x").actual("y")

@@ -1,6 +1,7 @@
 //! Interrupting a run: the first SIGINT or SIGTERM asks the runner to start no more rows and to
 //! end the rows in flight (their processes torn down as every row's are, the report written and
-//! marked interrupted); a second one kills every process group the run still has and exits at once.
+//! marked interrupted); a second one kills every process group the run still has, puts back the
+//! files rows placed outside their temp dirs ([`crate::placed`]) and exits at once.
 
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -144,8 +145,9 @@ impl Interrupt {
                     }
                     Some(first) => {
                         let killed = interrupt.kill_live_groups();
+                        let restored = crate::placed::restore_all_now();
                         eprintln!(
-                            "ski-conformance: {signal} received again: {killed} process group(s) killed, no report written"
+                            "ski-conformance: {signal} received again: {killed} process group(s) killed, {restored} placed file(s) put back, no report written"
                         );
                         std::process::exit(i32::from(exit_code(first)));
                     }

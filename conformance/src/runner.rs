@@ -299,6 +299,11 @@ pub struct ScenarioResult {
     /// the runner needs to reach it, or the check skipped itself): *not tested*, never passed.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub not_tested: bool,
+    /// Files outside its temp dir the row wrote where the target reads them (the profile names
+    /// fixed paths): it could not be isolated there, so what was at each path was moved aside
+    /// for it and put back after it, and rows writing the same path ran one at a time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placed: Vec<String>,
     /// Every process started and how it ended.
     pub processes: Vec<ProcessRecord>,
     /// How many wire-log entries the row recorded.
@@ -349,6 +354,7 @@ impl ScenarioResult {
             message: None,
             undeclared: Vec::new(),
             not_tested: false,
+            placed: Vec::new(),
             processes: Vec::new(),
             wire_lines: 0,
             wire: Vec::new(),
@@ -744,6 +750,13 @@ pub async fn run_with(
         second.attempts += results[index].attempts;
         second.rerun = Some(format!("re-run alone: {why}"));
         second.expectation = judge(baseline, &second);
+        if second.flaky && !baseline.is_some_and(|b| b.excuses_flaky(&second.id)) {
+            // A pass that came only on the re-run does not erase the first attempt's failure.
+            second.expectation = Expectation::Unexpected;
+            second.message = Some(
+                "passed only when re-run alone: the first attempt failed (shown with this row), and a flaky pass counts against the verdict unless the baseline lists the row with flaky = true".to_owned(),
+            );
+        }
         observer.finished(&second, Phase::Rerun);
         results[index] = second;
     }
@@ -753,9 +766,10 @@ pub async fn run_with(
             .entries
             .iter()
             .filter(|entry| {
-                results
-                    .iter()
-                    .any(|r| r.id == entry.id && r.expectation == Expectation::Stale)
+                !entry.flaky
+                    && results
+                        .iter()
+                        .any(|r| r.id == entry.id && r.expectation == Expectation::Stale)
             })
             .cloned()
             .collect(),
@@ -785,13 +799,14 @@ pub async fn run_with(
 }
 
 /// Whether an unexpected failure or error is re-run alone after the parallel phase: `Ok` with
-/// why, or `Err` with why not.
+/// the harness-side cause it names, or `Err` with why not.
 ///
-/// A solo re-run helps only where load can have changed the result: a harness error, a check
-/// cancelled at its budget, a wait that ran out its deadline, or a mismatch late in the row's
-/// budget (a race). A mismatch found early in the budget is the target's definite answer and is
-/// not re-run, and neither is anything when the target has answered no set-up step of the run
-/// at all: it answers nothing, alone or not.
+/// A row is re-run only for a cause on the harness's side that contention between rows can
+/// produce: a harness error, its own budget running out (the check cancelled), or one of its
+/// waits running out its deadline. A row that observed the target answering what the document
+/// forbids (a wrong value, a lost message) keeps that failure however late in its budget it came:
+/// a re-run could only hide the observation. Nothing is re-run when the target answered no
+/// set-up step of the run at all: alone it would not either.
 pub fn rerun_decision(result: &ScenarioResult, gauge: &SetupGauge) -> Result<String, String> {
     if result.outcome == Outcome::Error {
         return Ok("a harness error, which contention between scenarios can cause".to_owned());
@@ -809,7 +824,7 @@ pub fn rerun_decision(result: &ScenarioResult, gauge: &SetupGauge) -> Result<Str
         ));
     }
     let Some(failure) = &result.failure else {
-        return Ok("it failed without saying how".to_owned());
+        return Err("it failed without naming a harness-side cause".to_owned());
     };
     if failure.deadline_passed {
         return Ok(format!(
@@ -817,19 +832,23 @@ pub fn rerun_decision(result: &ScenarioResult, gauge: &SetupGauge) -> Result<Str
             failure.check
         ));
     }
-    if result.duration > result.budget / 2.0 {
-        return Ok(format!(
-            "it failed late in its budget ({:.1} of {:.1} s), where a race can change what the target answers",
-            result.duration, result.budget
-        ));
-    }
     Err(format!(
-        "it failed at once ({:.1} of {:.1} s) with a definite mismatch, which does not depend on load",
-        result.duration, result.budget
+        "it observed the target ({}) after {:.1} of {:.1} s: an observation is kept, not re-run",
+        failure.check, result.duration, result.budget
     ))
 }
 
 fn judge(baseline: Option<&Baseline>, result: &ScenarioResult) -> Expectation {
+    // A required row the run could not exercise is a finding of the verdict, unless the
+    // baseline names it (its reason says why the target cannot be made to show it).
+    if result.not_tested {
+        let listed = baseline.is_some_and(|b| b.by_id().contains_key(result.id.as_str()));
+        return if listed {
+            Expectation::AsExpected
+        } else {
+            Expectation::Unexpected
+        };
+    }
     match baseline {
         Some(baseline) => baseline.judge(&result.id, result.outcome, result.failure.as_ref()),
         None => judge_without_baseline(result.outcome),
@@ -881,6 +900,23 @@ async fn run_in(
         return result;
     };
 
+    // Files the row writes where the target reads them, outside its temp dir: one row at a time,
+    // what was there moved aside and put back after the row (before its clock starts).
+    let mut claims = Vec::new();
+    for path in crate::placed::paths_of(&scenario.suite, section) {
+        match crate::placed::claim(&path).await {
+            Ok(claim) => claims.push(claim),
+            Err(e) => {
+                let mut result = ScenarioResult::new(scenario, Outcome::Error);
+                result.message = Some(e.to_string());
+                return result;
+            }
+        }
+    }
+    let placed: Vec<String> = claims
+        .iter()
+        .map(|c| c.path().display().to_string())
+        .collect();
     let started = Instant::now();
     let temp = {
         let mut builder = tempfile::Builder::new();
@@ -994,6 +1030,10 @@ async fn run_in(
     };
 
     let terminations = ctx.teardown().await;
+    let restore_errors: Vec<String> = claims
+        .into_iter()
+        .filter_map(|claim| claim.restore().err().map(|e| e.to_string()))
+        .collect();
     let survivors: Vec<String> = terminations
         .iter()
         .filter(|t| !t.group_gone)
@@ -1023,6 +1063,17 @@ async fn run_in(
             None => text,
         });
     }
+    if !restore_errors.is_empty() {
+        if result.outcome == Outcome::Pass {
+            result.outcome = Outcome::Error;
+        }
+        let text = restore_errors.join("; ");
+        result.message = Some(match result.message.take() {
+            Some(previous) => format!("{previous}; {text}"),
+            None => text,
+        });
+    }
+    result.placed = placed;
     result.processes = terminations.iter().map(ProcessRecord::from).collect();
     result.attempts = 1;
     result.budget = (ctx.budget().as_secs_f64() * 1000.0).round() / 1000.0;
@@ -1068,6 +1119,43 @@ fn sanitize(id: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn failed_row(duration: f64, failure: Failure) -> ScenarioResult {
+        let scenario: Scenario = serde_json::from_value(serde_json::json!({
+            "suite": "teams", "id": "TEAM-CC-03", "title": "t", "category": "concurrent",
+            "level": "must", "source": "s", "given": "g", "when": "w", "then": "t",
+            "timeout": "normal",
+        }))
+        .expect("a scenario");
+        let mut result = ScenarioResult::new(&scenario, Outcome::Fail);
+        result.failure = Some(failure);
+        result.duration = duration;
+        result.budget = 20.0;
+        result
+    }
+
+    #[test]
+    fn an_observation_late_in_the_budget_is_kept_and_a_wait_that_ran_out_is_re_run() {
+        let gauge = SetupGauge::new();
+        // 99 of 100 messages, seen at 19 of 20 s: what the target did, not a harness cause.
+        let lost = failed_row(
+            19.0,
+            Failure::new("messages injected plus left", "100").actual("99"),
+        );
+        let why = rerun_decision(&lost, &gauge).expect_err("an observation is not re-run");
+        assert!(why.contains("observed the target"), "{why}");
+        let waited = failed_row(
+            19.0,
+            Failure::new("a ready event", "within 20 s")
+                .actual("nothing")
+                .at_deadline(),
+        );
+        let why = rerun_decision(&waited, &gauge).expect("a wait that ran out is re-run");
+        assert!(why.contains("ran out its deadline"), "{why}");
+        let mut cancelled = failed_row(22.0, Failure::new("completes in time", "x"));
+        cancelled.timed_out = true;
+        assert!(rerun_decision(&cancelled, &gauge).is_ok());
+    }
 
     #[test]
     fn a_long_wire_line_is_cut_in_reports_and_says_so() {

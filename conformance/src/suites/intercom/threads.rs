@@ -46,7 +46,7 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "S042",
-            "Calls broadcast with a different thread_ts argument, then broadcasts again; expects the session row's thread_ts unchanged and every post in the original thread.",
+            "Calls broadcast with a different thread_ts argument (the attempt to update it), then broadcasts again; expects the session row's thread_ts unchanged and the later broadcast in the original thread. Where the attempt's own post goes is the broadcast tool's argument, not the row's subject, and is not judged.",
             s042,
         ),
     ]
@@ -193,7 +193,16 @@ async fn s041(ctx: Ctx) -> CheckResult {
     let server = world.start(None).await?;
     let a = server.connect("workspace_id=myproj").await?;
     let b = server.connect("workspace_id=myproj").await?;
-    let (ra, rb) = (world.session(0).await?, world.session(1).await?);
+    // Each row's thread_ts is written once the session's first post is out, a moment after the
+    // row itself: wait for it on both, as S036 does.
+    let (ra, rb) = (
+        world
+            .session_when(0, "has its thread_ts", |row| row.thread_ts.is_some())
+            .await?,
+        world
+            .session_when(1, "has its thread_ts", |row| row.thread_ts.is_some())
+            .await?,
+    );
     let (ta, tb) = (
         ra.thread_ts.clone().unwrap_or_default(),
         rb.thread_ts.clone().unwrap_or_default(),
@@ -236,18 +245,22 @@ async fn s042(ctx: Ctx) -> CheckResult {
         json!({"message": "after the attempt"}),
     )
     .await?;
-    for text in ["moved?", "after the attempt"] {
-        let posted = world.message("a broadcast", |m| shows(m, text)).await?;
-        ensure_eq!(
-            Some(thread_ts.as_str()),
-            posted.thread_ts(),
-            "the thread of {text:?}"
-        );
-    }
+    // The later broadcast is posted after the attempt was handled: by then any change the
+    // attempt made to the session's thread_ts is in its row.
+    let posted = world
+        .message("the broadcast after the attempt", |m| {
+            shows(m, "after the attempt")
+        })
+        .await?;
     ensure_eq!(
-        Some(thread_ts),
+        Some(thread_ts.clone()),
         world.session(0).await?.thread_ts,
-        "thread_ts after the attempt"
+        "the session's thread_ts after the attempt"
+    );
+    ensure_eq!(
+        Some(thread_ts.as_str()),
+        posted.thread_ts(),
+        "the thread of the broadcast after the attempt"
     );
     let _ = client.cancel().await;
     server.stop().await?;
