@@ -2,7 +2,8 @@
 //!
 //! Exit codes: 0 everything as expected (failures listed in the baseline are expected, and
 //! failures of `should` and `interop` rows are warnings unless `--strict`); 1 an unexpected
-//! failure or error of a row that decides the verdict, or a stale baseline entry; 2 a usage or
+//! failure or error of a row that decides the verdict, a `must` or `capability` row not tested
+//! that the baseline does not name, or a stale baseline entry; 2 a usage or
 //! configuration error (bad arguments, an invalid catalog, profile or baseline, nothing
 //! selected); 130 or 143 a run interrupted by SIGINT or SIGTERM (the report of the rows that
 //! started is written, marked interrupted; a second signal ends the run at once without one).
@@ -57,8 +58,8 @@ Examples:
   ski-conformance explain WS-001
 
 Exit codes: 0 as expected (a failed should or interop row is a warning unless --strict), 1 an
-unexpected failure of a must or capability row (of any asserted row with --strict) or a stale
-baseline entry, 2 a usage or configuration error, 130/143 interrupted by SIGINT/SIGTERM (the
+unexpected failure of a must or capability row (of any asserted row with --strict), a must or
+capability row not tested that the baseline does not name, or a stale baseline entry, 2 a usage or configuration error, 130/143 interrupted by SIGINT/SIGTERM (the
 rows in flight are ended and the report of what ran is written; a second signal ends at once).";
 
 const RUN_EXAMPLES: &str = "\
@@ -79,8 +80,8 @@ Examples:
       The second quarter of a run split across machines (then `ski-conformance merge`).
 
 Exit codes: 0 as expected (a failed should or interop row is a warning unless --strict), 1 an
-unexpected failure of a must or capability row (of any asserted row with --strict) or a stale
-baseline entry, 2 a usage or configuration error, 130/143 interrupted by SIGINT/SIGTERM (the
+unexpected failure of a must or capability row (of any asserted row with --strict), a must or
+capability row not tested that the baseline does not name, or a stale baseline entry, 2 a usage or configuration error, 130/143 interrupted by SIGINT/SIGTERM (the
 rows in flight are ended and the report of what ran is written; a second signal ends at once).";
 
 const LIST_EXAMPLES: &str = "\
@@ -477,6 +478,9 @@ fn run(args: RunArgs) -> Result<u8> {
                         .collect::<Vec<_>>()
                         .join(", ")
                 ));
+                if let Some(choice) = &found.auth_choice {
+                    output::line(format_args!("discovery: auth: {choice}"));
+                }
                 for problem in &found.problems {
                     output::line(format_args!("discovery: {problem}"));
                 }
@@ -777,6 +781,9 @@ fn discover_profile(
             .collect::<Vec<_>>()
             .join(", ")
     ));
+    if let Some(choice) = &found.auth_choice {
+        output::line(format_args!("discovery: auth: {choice}"));
+    }
     for problem in &found.problems {
         output::line(format_args!("discovery: {problem}"));
     }

@@ -659,18 +659,12 @@ async fn authenticate(
             }
             Err(why) => {
                 let choice = format!("no method chosen: {why}");
-                if !methods.is_empty() {
-                    discovery.notes.push(format!("auth: {choice}"));
-                }
+                discovery.notes.push(format!("auth: {choice}"));
                 discovery.auth_choice = Some(choice);
                 return false;
             }
         },
     };
-    if chosen {
-        let choice = discovery.auth_choice.clone().unwrap_or_default();
-        discovery.notes.push(format!("auth: {choice}"));
-    }
     let outcome = match channel
         .call(1, "authenticate", json!({"methodId": method}))
         .await
@@ -697,6 +691,8 @@ async fn authenticate(
         } else {
             "; the agent did not accept it"
         });
+        // The notes reach report.md and results.json (the run's discovery notes).
+        discovery.notes.push(format!("auth: {choice}"));
     }
     if let Err(problem) = outcome {
         discovery.problem(problem);
@@ -1104,9 +1100,11 @@ done
             .find(|p| p.contains("ran until cancelled"))
             .unwrap_or_else(|| panic!("a problem says so: {found:#?}"));
         assert!(note.contains("stopReason \"cancelled\""), "{note}");
-        assert_eq!(
-            found.auth_choice.as_deref(),
-            Some("no method chosen: the agent advertises no authMethods"),
+        let choice = "no method chosen: the agent advertises no authMethods";
+        assert_eq!(found.auth_choice.as_deref(), Some(choice));
+        assert!(
+            found.notes.iter().any(|n| *n == format!("auth: {choice}")),
+            "{found:#?}"
         );
     }
 

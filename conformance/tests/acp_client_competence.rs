@@ -284,7 +284,15 @@ async fn an_auth_gated_agent_without_its_key_has_session_rows_blocked_and_framin
         run.said()
     );
     assert_eq!(run.outcome("ACP-CORE-016"), "pass", "{}", run.said());
-    assert_eq!(run.output.code, Some(0), "{}", run.said());
+    // A blocked must row is not tested: a finding of the verdict, not "as expected".
+    assert_eq!(run.output.code, Some(1), "{}", run.said());
+    assert!(
+        run.output
+            .stdout
+            .contains("not tested: 1 must/capability row(s)"),
+        "{}",
+        run.said()
+    );
 }
 
 #[tokio::test]

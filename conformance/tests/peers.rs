@@ -125,7 +125,7 @@ async fn real_agents_from_npm_are_discovered_and_judged_without_credentials() {
 }
 
 /// Runs the profile's discovery, two rows every ACP agent must pass or skip honestly and one its
-/// baseline excuses (ACP-CORE-014: no answer to a batch), with its baseline: exit 0, which a
+/// baseline excuses (ACP-CORE-016: no answer to a malformed line), with its baseline: exit 0, which a
 /// stale entry would turn into 1.
 async fn judge_profile(name: &str, dir: &Path) {
     let baseline = workspace().join(format!("conformance/baselines/{name}.toml"));
@@ -140,7 +140,7 @@ async fn judge_profile(name: &str, dir: &Path) {
             "--id",
             "WS-038",
             "--id",
-            "ACP-CORE-014",
+            "ACP-CORE-016",
             "--baseline",
             baseline.to_str().expect("a path"),
             "--out",

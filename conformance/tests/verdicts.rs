@@ -64,6 +64,23 @@ fn results(dir: &Path, out: &str) -> serde_json::Value {
     serde_json::from_str(&text).expect("results.json is json")
 }
 
+/// Requires `run` to have failed nothing: as expected (0), or not as expected (1) only for the
+/// required rows it could not exercise, which are findings of the verdict.
+fn nothing_failed_but_rows_not_tested(run: &support::Output, dir: &Path, out: &str) {
+    let json = results(dir, out);
+    match run.code {
+        Some(0) => {}
+        Some(1) => assert!(
+            json["unexpected"] == json["not_tested"]
+                && json["not_tested"].as_array().is_some_and(|n| !n.is_empty()),
+            "only rows not tested may make the run not as expected: {}{}",
+            run.stdout,
+            run.stderr
+        ),
+        other => panic!("exit {other:?}: {}{}", run.stdout, run.stderr),
+    }
+}
+
 #[tokio::test]
 async fn a_run_says_how_much_ran_and_can_demand_a_minimum() {
     let dir = setup();
@@ -375,7 +392,7 @@ async fn an_ad_hoc_agent_is_discovered_and_its_rows_run() {
         "out",
     ];
     let run = ski_conformance(&base, dir.path()).await;
-    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    nothing_failed_but_rows_not_tested(&run, dir.path(), "out");
     assert!(run.stdout.contains("discovered: agent,"), "{}", run.stdout);
     let skipped = results(dir.path(), "out")["counts"]["skip"]
         .as_u64()
@@ -389,7 +406,7 @@ async fn an_ad_hoc_agent_is_discovered_and_its_rows_run() {
     let mut blind = base.to_vec();
     blind.push("--no-discover");
     let run = ski_conformance(&blind, dir.path()).await;
-    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    nothing_failed_but_rows_not_tested(&run, dir.path(), "out");
     let blind_skipped = results(dir.path(), "out")["counts"]["skip"]
         .as_u64()
         .expect("counts");
@@ -447,7 +464,7 @@ async fn a_probed_profile_and_a_discovering_profile_reproduce_the_ad_hoc_run() {
     let mut ad_hoc = vec!["run", "--agent-cmd", ski.as_str(), "--out", "ad-hoc"];
     ad_hoc.extend(select);
     let run = ski_conformance(&ad_hoc, dir.path()).await;
-    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    nothing_failed_but_rows_not_tested(&run, dir.path(), "ad-hoc");
 
     let probe = ski_conformance(&["probe", "--agent-cmd", &ski], dir.path()).await;
     assert_eq!(probe.code, Some(0), "{}", probe.stderr);
@@ -455,7 +472,7 @@ async fn a_probed_profile_and_a_discovering_profile_reproduce_the_ad_hoc_run() {
     let mut probed = vec!["run", "--target", "probed.toml", "--out", "probed"];
     probed.extend(select);
     let run = ski_conformance(&probed, dir.path()).await;
-    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    nothing_failed_but_rows_not_tested(&run, dir.path(), "probed");
     assert_eq!(outcomes("ad-hoc"), outcomes("probed"));
 
     std::fs::write(
@@ -472,7 +489,7 @@ async fn a_probed_profile_and_a_discovering_profile_reproduce_the_ad_hoc_run() {
     ];
     discovering.extend(select);
     let run = ski_conformance(&discovering, dir.path()).await;
-    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    nothing_failed_but_rows_not_tested(&run, dir.path(), "discovering");
     assert!(run.stdout.contains("discovered: agent,"), "{}", run.stdout);
     assert_eq!(outcomes("ad-hoc"), outcomes("discovering"));
 }
@@ -665,7 +682,13 @@ async fn a_must_row_the_run_could_not_exercise_is_not_tested_never_passed() {
         ("ACP-CORE-014", "interop", &["agent", "hold"]),
     ]);
     let run = run_tiers(dir.path(), &agent_ignoring_eof(), &["agent", "prompt"], &[]).await;
-    assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
+    // A must row that could not be exercised is a finding of the verdict, not "as expected".
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    assert!(
+        run.stdout.contains("result: NOT as expected"),
+        "{}",
+        run.stdout
+    );
     assert!(
         run.stdout.contains(
             "not tested: 1 must/capability row(s) the run could not exercise (each row says why): ACP-CORE-001"
@@ -689,6 +712,7 @@ async fn a_must_row_the_run_could_not_exercise_is_not_tested_never_passed() {
     );
     let json = results(dir.path(), "out");
     assert_eq!(json["not_tested"], serde_json::json!(["ACP-CORE-001"]));
+    assert_eq!(json["unexpected"], serde_json::json!(["ACP-CORE-001"]));
     assert_eq!(json["counts"]["not_tested"], 1);
     assert_eq!(json["counts"]["pass"], 0);
     assert_eq!(json["results"][0]["not_tested"], true);
@@ -701,4 +725,29 @@ async fn a_must_row_the_run_could_not_exercise_is_not_tested_never_passed() {
     let junit = std::fs::read_to_string(dir.path().join("out/junit.xml")).expect("junit.xml");
     assert!(junit.contains("name=\"not-tested\" value=\"1\""), "{junit}");
     assert!(junit.contains("NOT TESTED: a must row"), "{junit}");
+    // A baseline entry that says why the target cannot be made to show the row excuses it.
+    std::fs::write(
+        dir.path().join("baseline.toml"),
+        "[[failure]]\nid = \"ACP-CORE-001\"\nreason = \"no turn of this agent can be held\"\n",
+    )
+    .expect("a baseline");
+    let excused = run_tiers(
+        dir.path(),
+        &agent_ignoring_eof(),
+        &["agent", "prompt"],
+        &["--baseline", "baseline.toml"],
+    )
+    .await;
+    assert_eq!(
+        excused.code,
+        Some(0),
+        "{}{}",
+        excused.stdout,
+        excused.stderr
+    );
+    assert!(
+        excused.stdout.contains("[NOT TESTED: a must row]"),
+        "{}",
+        excused.stdout
+    );
 }

@@ -110,6 +110,10 @@ pub struct Entry {
     /// without that feature, such as a `hold` variant).
     #[serde(default)]
     pub without: Vec<String>,
+    /// Capabilities the entry's profile declares besides its base's (`cancel-turn` for an agent
+    /// whose turns end only when cancelled, as discovery declares it).
+    #[serde(default)]
+    pub with: Vec<String>,
 }
 
 impl Corpus {
@@ -201,6 +205,7 @@ impl Corpus {
             .capabilities
             .iter()
             .filter(|c| !entry.without.contains(c))
+            .chain(entry.with.iter().filter(|c| !base.capabilities.contains(c)))
             .map(|c| toml::Value::String(c.clone()))
             .collect();
         let settings: toml::Table = base

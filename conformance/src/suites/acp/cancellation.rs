@@ -9,6 +9,11 @@
 //! held turn. An agent that never asks is cancelled right after its prompt, and judged only when
 //! the turn was still running (it ends `cancelled`, or -32800 for `$/cancel_request`): one that
 //! ended `end_turn` may have finished before the cancel arrived, and the row skips saying so.
+//!
+//! An agent whose turns end only when cancelled (`cancel-turn`, discovered when no model answers
+//! its probe turn) gets no `prompt`, yet its turns are exactly what the `session/cancel` rows
+//! judge: every plain turn of it is a held turn. Those rows need a session and one of `prompt`,
+//! `hold` or `cancel-turn` ([`turn_to_cancel`]); without any, they are *not tested*.
 
 use serde_json::{Value, json};
 
@@ -29,6 +34,28 @@ pub const HOLD: &str = "hold";
 pub const DELAY: &str = "delay";
 /// The variant whose held turns end by the agent's prompt timeout.
 pub const PROMPT_TIMEOUT: &str = "prompt_timeout";
+
+/// The capability of an agent whose turns run until the client cancels them.
+pub const CANCEL_TURN: &str = crate::discover::CANCEL_TURN;
+
+/// Skips (the row is then *not tested*) unless the runner can get a turn of the target running
+/// to cancel: it completes turns (`prompt`), its `hold` variant holds them, or its turns run
+/// until cancelled (`cancel-turn`).
+pub fn turn_to_cancel(ctx: &Ctx) -> CheckResult {
+    if ctx.has("prompt") || ctx.has(HOLD) || ctx.has(CANCEL_TURN) {
+        return Ok(());
+    }
+    Err(CheckError::Skip(
+        "the runner cannot get a turn of the agent running to cancel: it declares none of \
+         prompt (a turn ends end_turn), hold or cancel-turn (a turn runs until cancelled)"
+            .to_owned(),
+    ))
+}
+
+/// Whether the target's plain turns run until they are cancelled and never end by themselves.
+pub fn turns_end_only_on_cancel(ctx: &Ctx) -> bool {
+    ctx.has(CANCEL_TURN) && !ctx.has("prompt")
+}
 
 /// The checks of this module.
 pub fn checks() -> Vec<Check> {
@@ -165,6 +192,20 @@ pub async fn hold_for_cancel(ctx: &Ctx) -> Result<Holding, CheckError> {
         let mut opened = open(ctx, HOLD).await?;
         let session = opened.session.clone();
         let (id, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
+        return Ok(Holding::Held(HeldTurn {
+            opened,
+            id,
+            start,
+            permission: None,
+        }));
+    }
+    if turns_end_only_on_cancel(ctx) {
+        // Every turn of the plain agent runs until it is cancelled: it is held as it starts.
+        let mut opened = open(ctx, PLAIN).await?;
+        let session = opened.session.clone();
+        let (id, start) =
+            start_prompt(&mut opened.conn, &session, text_prompt("hold this turn")).await?;
+        ctx.note("the agent's turns run until cancelled (cancel-turn): the plain turn is held");
         return Ok(Holding::Held(HeldTurn {
             opened,
             id,
@@ -527,11 +568,18 @@ pub async fn cancelled_turn(ctx: &Ctx) -> Result<(Opened, Turn), CheckError> {
 }
 
 async fn core_001(ctx: Ctx) -> CheckResult {
+    turn_to_cancel(&ctx)?;
     let (_opened, turn) = cancelled_turn(&ctx).await?;
     turn.expect_stop(
         "cancelled",
         "a turn cancelled with session/cancel ends with stopReason cancelled",
     )?;
+    if turns_end_only_on_cancel(&ctx) {
+        ctx.note(
+            "no turn of the agent ends by itself (cancel-turn): only the cancelled one is judged",
+        );
+        return Ok(());
+    }
     let mut plain = open(&ctx, PLAIN).await?;
     let normal = exchange::prompt(&mut plain.conn, &plain.session, "not cancelled").await?;
     ensure!(
@@ -544,14 +592,21 @@ async fn core_001(ctx: Ctx) -> CheckResult {
 }
 
 async fn core_002(ctx: Ctx) -> CheckResult {
-    let mut plain = open(&ctx, PLAIN).await?;
-    let turn = exchange::prompt(&mut plain.conn, &plain.session, "one answer").await?;
-    plain.conn.quiet(QUIET).await;
-    ensure_eq!(
-        1,
-        responses_to(&plain.conn, &turn.id),
-        "responses carrying the id of a normal turn's prompt"
-    );
+    turn_to_cancel(&ctx)?;
+    if turns_end_only_on_cancel(&ctx) {
+        ctx.note(
+            "no turn of the agent ends by itself (cancel-turn): only a cancelled one is judged",
+        );
+    } else {
+        let mut plain = open(&ctx, PLAIN).await?;
+        let turn = exchange::prompt(&mut plain.conn, &plain.session, "one answer").await?;
+        plain.conn.quiet(QUIET).await;
+        ensure_eq!(
+            1,
+            responses_to(&plain.conn, &turn.id),
+            "responses carrying the id of a normal turn's prompt"
+        );
+    }
     let (mut held, turn) = cancelled_turn(&ctx).await?;
     held.conn.quiet(QUIET).await;
     ensure_eq!(

@@ -6,7 +6,7 @@
 use serde_json::{Value, json};
 
 use super::agent::PLAIN;
-use super::cancellation::cancelled_turn;
+use super::cancellation::{cancelled_turn, turn_to_cancel, turns_end_only_on_cancel};
 use super::connection::{Connection, Frame};
 use super::exchange::{self, QUIET, Turn, cancel, new_session, open, prompt};
 use crate::check::{Check, CheckError, CheckResult};
@@ -109,6 +109,7 @@ async fn core_042(ctx: Ctx) -> CheckResult {
 }
 
 async fn core_043(ctx: Ctx) -> CheckResult {
+    turn_to_cancel(&ctx)?;
     let (mut opened, turn) = cancelled_turn(&ctx).await?;
     if let Some(fault) = turn.fault() {
         fail!(
@@ -205,6 +206,11 @@ fn stop_reason_is_defined(turn: &Turn) -> CheckResult {
 /// answered with an error fails only where discovery saw a turn complete; elsewhere (an agent that
 /// cannot work without set-up) it is *not tested*.
 async fn core_045(ctx: Ctx) -> CheckResult {
+    if turns_end_only_on_cancel(&ctx) {
+        // No turn ends by itself: the cancelled one is the only stop reason to judge.
+        let (_, cancelled) = cancelled_turn(&ctx).await?;
+        return stop_reason_is_defined(&cancelled);
+    }
     let mut opened = open(&ctx, PLAIN).await?;
     let turn = match prompt(&mut opened.conn, &opened.session, "say something").await {
         // An agent whose model is out of reach never ends the turn: there is no stop reason.

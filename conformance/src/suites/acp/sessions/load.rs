@@ -1,16 +1,23 @@
 //! Opening a session again: `session/load` (with the history replayed before its result) and
 //! `session/resume` (without), from a second connection on WebSocket.
+//!
+//! ACP asks the agent to replay "the entire conversation" before it answers `session/load`;
+//! ACP-CORE-005 requires the agent's part (its message chunks), ACP-CORE-048 (should) the user's
+//! prompts as `user_message_chunk`s, which ACP's example shows but its MUST does not name
+//! (E-ACP-35).
 
 use serde_json::Value;
 
 use super::super::agent::{Agent, PLAIN, Transport};
 use super::super::connection::Connection;
-use super::super::exchange::{self, QUIET, expect_result, initialize, open, prompt_ok};
+use super::super::exchange::{
+    self, AUTH_REQUIRED, QUIET, expect_result, initialize, open, prompt_ok,
+};
 use super::session_params;
 use super::state::state_problems;
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
-use crate::ensure;
+use crate::{ensure, fail};
 
 /// The checks of this module.
 pub(super) fn checks() -> Vec<Check> {
@@ -30,9 +37,16 @@ pub(super) fn checks() -> Vec<Check> {
         ),
         Check::new(
             "ACP-CORE-005",
-            "After a prompt turn, loads the session (from a second connection on ws); the user \
-             and agent message chunks must be replayed before the load result and none after.",
+            "After a prompt turn, loads the session (from a second connection on ws); the \
+             agent's message chunks must be replayed before the load result and no update of the \
+             session after it.",
             core_005,
+        ),
+        Check::new(
+            "ACP-CORE-048",
+            "After a prompt turn, loads the session (from a second connection on ws); the \
+             prompt must be replayed as a user_message_chunk before the load result.",
+            core_048,
         ),
     ]
 }
@@ -57,6 +71,17 @@ async fn ws_039(ctx: Ctx) -> CheckResult {
     let reply = conn
         .call("session/load", session_params(&ctx, &opened.session))
         .await?;
+    // -32000 is ACP's "authentication required", an answer the schema allows any request.
+    if let Err(fault) = &reply
+        && fault.code == Some(AUTH_REQUIRED)
+    {
+        return Err(CheckError::Blocked(format!(
+            "the agent refused session/load with -32000 (authentication required): {}; \
+             authenticate with --auth-method ID (and the key its method reads) or the profile's \
+             [suites.acp.auth]",
+            fault.raw
+        )));
+    }
     let result = expect_result(reply, "session/load of an existing session succeeds")?;
     ensure!(
         result.is_object(),
@@ -116,17 +141,21 @@ async fn ws_051(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
-async fn core_005(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let text = "replay this prompt";
-    prompt_ok(&mut opened.conn, &opened.session, text).await?;
+/// The prompt of the turn that [`load_replay`] loads again.
+const REPLAYED_PROMPT: &str = "replay this prompt";
+
+/// Runs a turn on a session, loads it (from a second connection on ws) and returns the updates
+/// of the session sent before the `session/load` result; fails when one arrives after it.
+async fn load_replay(ctx: &Ctx) -> Result<Vec<Value>, CheckError> {
+    let mut opened = open(ctx, PLAIN).await?;
+    prompt_ok(&mut opened.conn, &opened.session, REPLAYED_PROMPT).await?;
     opened.conn.quiet(QUIET).await;
     let session = opened.session.clone();
     let mut other = second(&mut opened.agent).await?;
     let conn = other.as_mut().unwrap_or(&mut opened.conn);
     let from = conn.cursor();
     let id = conn
-        .request("session/load", session_params(&ctx, &session))
+        .request("session/load", session_params(ctx, &session))
         .await?;
     let reply = conn.reply(&id, "session/load").await?;
     expect_result(reply, "session/load succeeds")?;
@@ -136,26 +165,11 @@ async fn core_005(ctx: Ctx) -> CheckResult {
         .iter()
         .position(|f| f.answers(&id))
         .unwrap_or_default();
-    let before: Vec<_> = conn.frames()[from..answer]
+    let before: Vec<Value> = conn.frames()[from..answer]
         .iter()
         .filter(|f| f.is_update_for(&session))
+        .filter_map(|f| f.update().cloned())
         .collect();
-    let user = before.iter().any(|f| {
-        f.update_kind() == Some("user_message_chunk")
-            && f.update()
-                .and_then(|u| u.pointer("/content/text"))
-                .and_then(Value::as_str)
-                .is_some_and(|t| t.contains(text))
-    });
-    let agent = before
-        .iter()
-        .any(|f| f.update_kind() == Some("agent_message_chunk"));
-    ensure!(
-        user && agent,
-        "the history (a user_message_chunk with the prompt and an agent_message_chunk) is replayed before the session/load result",
-        "before the result: {:?}",
-        exchange::kinds(&before)
-    );
     let after: Vec<_> = exchange::since(conn, answer + 1)
         .into_iter()
         .filter(|f| f.is_update_for(&session))
@@ -166,5 +180,45 @@ async fn core_005(ctx: Ctx) -> CheckResult {
         "{}",
         exchange::list(&after)
     );
+    Ok(before)
+}
+
+/// The `sessionUpdate` kinds of `updates`, in order.
+fn kinds_of(updates: &[Value]) -> Vec<&str> {
+    updates
+        .iter()
+        .filter_map(|u| u.get("sessionUpdate").and_then(Value::as_str))
+        .collect()
+}
+
+async fn core_005(ctx: Ctx) -> CheckResult {
+    let before = load_replay(&ctx).await?;
+    let agent = before
+        .iter()
+        .any(|u| u.get("sessionUpdate").and_then(Value::as_str) == Some("agent_message_chunk"));
+    ensure!(
+        agent,
+        "the conversation (the agent's reply, agent_message_chunk) is replayed before the session/load result",
+        "before the result: {:?}",
+        kinds_of(&before)
+    );
+    Ok(())
+}
+
+async fn core_048(ctx: Ctx) -> CheckResult {
+    let before = load_replay(&ctx).await?;
+    let user = before.iter().any(|u| {
+        u.get("sessionUpdate").and_then(Value::as_str) == Some("user_message_chunk")
+            && u.pointer("/content/text")
+                .and_then(Value::as_str)
+                .is_some_and(|t| t.contains(REPLAYED_PROMPT))
+    });
+    if !user {
+        fail!(
+            "the user's prompt is replayed as a user_message_chunk before the session/load result",
+            "before the result: {:?}",
+            kinds_of(&before)
+        );
+    }
     Ok(())
 }

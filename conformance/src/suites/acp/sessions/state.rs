@@ -1,5 +1,9 @@
 //! A session's state: the `modes`, `configOptions` and `models` of session results, and
 //! switching them with `session/set_mode`, `session/set_config_option` and `session/set_model`.
+//!
+//! ACP-CAP-008 and ACP-CAP-009 judge `session/set_mode` and `session/set_config_option` by ACP
+//! alone, on any agent whose session offers modes or config options; WS-031 and WS-032 add what
+//! the serve document asks beyond ACP (an update for every change, -32602 for an unknown id).
 
 use serde_json::{Value, json};
 
@@ -25,6 +29,21 @@ pub(super) fn checks() -> Vec<Check> {
             "Sets another value of a select config option; the result's configOptions must show \
              it and a config_option_update arrive; an unknown configId answers -32602.",
             ws_032,
+        ),
+        Check::new(
+            "ACP-CAP-008",
+            "Where session/new offers modes: session/set_mode with another of its \
+             availableModes (its current one when it offers one) answers a result object; a \
+             current_mode_update sent meanwhile names an offered mode.",
+            cap_008,
+        ),
+        Check::new(
+            "ACP-CAP-009",
+            "Where session/new offers configOptions with a select option: \
+             session/set_config_option with another of its values (its current one when it has \
+             one) answers {configOptions}, the full set: every option the session had, the one \
+             set with the value set.",
+            cap_009,
         ),
         Check::new(
             "WS-038",
@@ -114,6 +133,126 @@ async fn ws_031(ctx: Ctx) -> CheckResult {
         )
         .await?;
     expect_error(&reply, &[-32602], "an unknown modeId answers -32602")?;
+    Ok(())
+}
+
+async fn cap_008(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let modes = opened.created.get("modes").cloned().unwrap_or(Value::Null);
+    let offered: Vec<Value> = modes
+        .get("availableModes")
+        .and_then(Value::as_array)
+        .map(|m| m.iter().filter_map(|m| m.get("id").cloned()).collect())
+        .unwrap_or_default();
+    let current = modes.get("currentModeId").cloned();
+    let Some(mode) = offered
+        .iter()
+        .find(|id| Some(*id) != current.as_ref())
+        .or(offered.first())
+        .cloned()
+    else {
+        return Err(CheckError::Skip(format!(
+            "this session/new offers no mode to set (modes {modes})"
+        )));
+    };
+    let from = opened.conn.cursor();
+    let reply = opened
+        .conn
+        .call(
+            "session/set_mode",
+            json!({"sessionId": opened.session, "modeId": mode}),
+        )
+        .await?;
+    let result = expect_result(
+        reply,
+        "session/set_mode with an offered modeId answers a result",
+    )?;
+    ensure!(
+        result.is_object(),
+        "the session/set_mode result is an object (SetSessionModeResponse)",
+        "{result}"
+    );
+    let foreign: Vec<Value> = opened.conn.frames()[from..]
+        .iter()
+        .filter(|f| f.is_update_for(&opened.session))
+        .filter(|f| f.update_kind() == Some("current_mode_update"))
+        .filter_map(|f| f.update().and_then(|u| u.get("currentModeId")).cloned())
+        .filter(|id| !offered.contains(id))
+        .collect();
+    ensure!(
+        foreign.is_empty(),
+        "a current_mode_update names one of the session's availableModes",
+        "currentModeId {foreign:?}, offered {offered:?}"
+    );
+    Ok(())
+}
+
+/// The ids of the options of a `configOptions` list.
+fn option_ids(options: &Value) -> Vec<Value> {
+    options
+        .as_array()
+        .map(|o| o.iter().filter_map(|o| o.get("id").cloned()).collect())
+        .unwrap_or_default()
+}
+
+/// A select config option and a value of it: another than its current one where it has one.
+fn some_config_value(options: &Value) -> Option<(Value, Value)> {
+    other_config_value(options).or_else(|| {
+        let option = options
+            .as_array()?
+            .iter()
+            .find(|o| o.get("type").and_then(Value::as_str) == Some("select"))?;
+        Some((
+            option.get("id")?.clone(),
+            option.get("currentValue")?.clone(),
+        ))
+    })
+}
+
+async fn cap_009(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let options = opened
+        .created
+        .get("configOptions")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let Some((config, value)) = some_config_value(&options) else {
+        return Err(CheckError::Skip(format!(
+            "session/new offers no select config option to set (configOptions {options}); a \
+             boolean option is set only by a client that advertises session.configOptions.boolean"
+        )));
+    };
+    let reply = opened
+        .conn
+        .call(
+            "session/set_config_option",
+            json!({"sessionId": opened.session, "configId": config, "value": value}),
+        )
+        .await?;
+    let result = expect_result(
+        reply,
+        "session/set_config_option with an offered value answers a result",
+    )?;
+    let Some(answered) = result.get("configOptions").filter(|o| o.is_array()) else {
+        fail!(
+            "the session/set_config_option result carries configOptions (required)",
+            "{result}"
+        );
+    };
+    let missing: Vec<Value> = option_ids(&options)
+        .into_iter()
+        .filter(|id| !option_ids(answered).contains(id))
+        .collect();
+    ensure!(
+        missing.is_empty(),
+        "the set_config_option result's configOptions is the full set: every option of the session",
+        "missing {missing:?} from {answered}"
+    );
+    ensure_eq!(
+        Some(value),
+        current_value(answered, &config),
+        "the set option's currentValue in the set_config_option result"
+    );
     Ok(())
 }
 
