@@ -1,5 +1,8 @@
 //! SQLite persistence (rusqlite, WAL): sessions, pending approvals keyed by session and request
-//! id, and the steering queue; the schema bootstrap migrates an older database in place.
+//! id, and the steering queue; the schema bootstrap migrates an older database in place. A
+//! database holding what the server did not write is refused on open ([`audit`]).
+
+mod audit;
 
 use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
@@ -19,6 +22,16 @@ pub enum StoreError {
     },
     #[error("not found: {0}")]
     NotFound(String),
+    /// The database holds schema objects or values the server never writes.
+    #[error(
+        "database {path} holds what intercom did not write: {found}; move it aside or restore it"
+    )]
+    Foreign {
+        /// The file.
+        path: String,
+        /// What was found.
+        found: String,
+    },
 }
 
 /// A session row.
@@ -189,6 +202,72 @@ pub struct Leftovers {
     pub approvals: usize,
 }
 
+/// Creates the missing tables, adds the columns an older `session` table lacks, and creates the
+/// routing indexes; answers the columns added.
+fn bootstrap(tx: &Connection) -> rusqlite::Result<Vec<&'static str>> {
+    tx.execute_batch(SESSION_TABLE)?;
+    let existing: Vec<String> = {
+        let mut statement = tx.prepare("SELECT name FROM pragma_table_info('session')")?;
+        statement
+            .query_map([], |row| row.get(0))?
+            .collect::<Result<_, _>>()?
+    };
+    let mut added = Vec::new();
+    for (column, definition) in ADDED_SESSION_COLUMNS {
+        if !existing.iter().any(|name| name == column) {
+            tx.execute_batch(&format!(
+                "ALTER TABLE session ADD COLUMN {column} {definition}"
+            ))?;
+            added.push(*column);
+        }
+    }
+    tx.execute_batch(OTHER_TABLES)?;
+    tx.execute_batch(
+        "CREATE INDEX IF NOT EXISTS idx_session_channel ON session(channel_id, status);
+         CREATE INDEX IF NOT EXISTS idx_session_channel_thread ON session(channel_id, thread_ts);",
+    )?;
+    tx.execute(
+        "INSERT INTO schema_meta(key, value) VALUES ('schema_version', '1')
+         ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        [],
+    )?;
+    Ok(added)
+}
+
+/// Refuses a database with schema objects the bootstrap does not make (a trigger, a view, an
+/// unknown table or index) or with values of another type than their column's; reports the rows
+/// whose status the server never writes (E-INT-28).
+fn refuse_foreign(connection: &Connection, path: &Path) -> Result<(), StoreError> {
+    let expected = {
+        let memory = Connection::open_in_memory()?;
+        bootstrap(&memory)?;
+        crate::storage::sqlite_schema::objects(&memory)?
+    };
+    let foreign = |found: String| StoreError::Foreign {
+        path: path.display().to_string(),
+        found,
+    };
+    let schema = audit::schema_findings(connection, &expected)?;
+    if !schema.is_empty() {
+        return Err(foreign(format!(
+            "schema objects {}",
+            audit::listed(&schema)
+        )));
+    }
+    let rows = audit::row_report(connection)?;
+    if !rows.mistyped.is_empty() {
+        return Err(foreign(format!("rows {}", audit::listed(&rows.mistyped))));
+    }
+    if !rows.unknown_statuses.is_empty() {
+        tracing::warn!(
+            database = %path.display(),
+            "rows with a status intercom never writes are left as they are (never live): {}",
+            audit::listed(&rows.unknown_statuses)
+        );
+    }
+    Ok(())
+}
+
 impl Store {
     /// Opens (creating it and its directory if needed) the database at `path` in WAL mode and
     /// bootstraps the schema.
@@ -203,6 +282,7 @@ impl Store {
         connection.pragma_update(None, "journal_mode", "WAL")?;
         connection.pragma_update(None, "busy_timeout", 5000)?;
         connection.pragma_update(None, "foreign_keys", "ON")?;
+        refuse_foreign(&connection, path)?;
         let store = Store {
             connection: Mutex::new(connection),
         };
@@ -221,32 +301,7 @@ impl Store {
     pub fn bootstrap_schema(&self) -> Result<Vec<&'static str>, StoreError> {
         let mut db = self.db();
         let tx = db.transaction()?;
-        tx.execute_batch(SESSION_TABLE)?;
-        let existing: Vec<String> = {
-            let mut statement = tx.prepare("SELECT name FROM pragma_table_info('session')")?;
-            statement
-                .query_map([], |row| row.get(0))?
-                .collect::<Result<_, _>>()?
-        };
-        let mut added = Vec::new();
-        for (column, definition) in ADDED_SESSION_COLUMNS {
-            if !existing.iter().any(|name| name == column) {
-                tx.execute_batch(&format!(
-                    "ALTER TABLE session ADD COLUMN {column} {definition}"
-                ))?;
-                added.push(*column);
-            }
-        }
-        tx.execute_batch(OTHER_TABLES)?;
-        tx.execute_batch(
-            "CREATE INDEX IF NOT EXISTS idx_session_channel ON session(channel_id, status);
-             CREATE INDEX IF NOT EXISTS idx_session_channel_thread ON session(channel_id, thread_ts);",
-        )?;
-        tx.execute(
-            "INSERT INTO schema_meta(key, value) VALUES ('schema_version', '1')
-             ON CONFLICT(key) DO UPDATE SET value = excluded.value",
-            [],
-        )?;
+        let added = bootstrap(&tx)?;
         tx.commit()?;
         Ok(added)
     }

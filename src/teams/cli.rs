@@ -753,7 +753,12 @@ fn execute(args: &TeamsArgs, retries: &mut u32) -> TeamsResult<Printed> {
     let Some(name) = team_of(&args.command) else {
         return Err(TeamsError::InvalidArgument("no team named".into()));
     };
-    let mut team = if only_reads(&args.command) {
+    let mut team = if matches!(
+        args.command,
+        TeamsCommand::Maintenance(MaintenanceCommand::Check { .. })
+    ) {
+        teams.open_to_inspect(name)?
+    } else if only_reads(&args.command) {
         teams.open_read(name)?
     } else {
         teams.open(name)?

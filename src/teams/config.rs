@@ -1,6 +1,7 @@
 //! `<team>/config.json`: the team's identity and status, in the shape the upstream `team_create`
 //! writes (E-TEAM-25), replaced atomically (temp file, fsync, rename) under `<team>/.config.lock`.
 
+use std::io::Read;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -11,6 +12,8 @@ use crate::storage::file_lock::FileLock;
 
 /// The config file's name.
 pub const CONFIG_FILE: &str = "config.json";
+/// The largest config.json read (ski writes well under a kilobyte).
+pub const MAX_CONFIG_BYTES: u64 = 1024 * 1024;
 const CONFIG_LOCK: &str = ".config.lock";
 
 /// The team is working.
@@ -50,22 +53,37 @@ pub struct TeamConfig {
 }
 
 impl TeamConfig {
-    /// Reads `<dir>/config.json`; `None` when it does not exist.
+    /// Reads `<dir>/config.json`; `None` when it does not exist. Anything but a regular file of
+    /// at most [`MAX_CONFIG_BYTES`] holding a config is an error (a FIFO is never opened, so
+    /// reading cannot block).
     pub fn read(dir: &Path) -> TeamsResult<Option<Self>> {
         let path = dir.join(CONFIG_FILE);
-        match std::fs::read(&path) {
-            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| {
-                TeamsError::storage(
-                    format!("reading {}", path.display()),
-                    std::io::Error::new(std::io::ErrorKind::InvalidData, e),
-                )
-            }),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(TeamsError::storage(
-                format!("reading {}", path.display()),
-                e,
-            )),
+        let failure =
+            |e: std::io::Error| TeamsError::storage(format!("reading {}", path.display()), e);
+        let invalid =
+            |what: String| failure(std::io::Error::new(std::io::ErrorKind::InvalidData, what));
+        let meta = match std::fs::metadata(&path) {
+            Ok(meta) => meta,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(failure(e)),
+        };
+        if !meta.is_file() {
+            return Err(invalid("not a regular file".to_owned()));
         }
+        if meta.len() > MAX_CONFIG_BYTES {
+            return Err(invalid(format!(
+                "{} bytes, more than the {MAX_CONFIG_BYTES} a config may have",
+                meta.len()
+            )));
+        }
+        let file = std::fs::File::open(&path).map_err(failure)?;
+        let mut bytes = Vec::new();
+        file.take(MAX_CONFIG_BYTES + 1)
+            .read_to_end(&mut bytes)
+            .map_err(failure)?;
+        serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|e| invalid(e.to_string()))
     }
 
     /// Writes `<dir>/config.json` atomically.

@@ -10,9 +10,11 @@
 //! - [`schema`]: the DDL, the migrations and opening the file.
 //! - [`rows`]: tasks and members as Rust values, their statuses and roles as enums.
 //! - [`operations`]: claims, transitions, dependencies and queries.
+//! - [`audit`]: what the file holds that ski did not write (schema objects, rows).
 //!
 //! This module holds the connection and its retry discipline.
 
+mod audit;
 mod operations;
 mod rows;
 mod schema;
@@ -22,8 +24,11 @@ use std::time::{Duration, Instant};
 
 use rusqlite::{Connection, ErrorCode, Transaction, TransactionBehavior};
 
+pub use crate::storage::sqlite_schema::{RowFinding, SchemaFinding};
+pub use audit::MAX_ROW_FINDINGS;
 pub use rows::{
-    Counts, Member, MemberRole, MemberStatus, NewTask, Task, TaskFilter, TaskStatus, UnknownVariant,
+    Counts, ForeignRow, Member, MemberRole, MemberStatus, NewTask, Task, TaskFilter, TaskStatus,
+    UnknownVariant,
 };
 pub use schema::{LEDGER_FILE, schema_version, wal_path};
 
@@ -155,6 +160,13 @@ impl Ledger {
                 {
                     return Err(unusable(&self.path, &error));
                 }
+                Err(TeamsError::Sqlite(error)) if rows::foreign_value(&error).is_some() => {
+                    let found = rows::foreign_value(&error).unwrap_or_default();
+                    return Err(TeamsError::LedgerUnusable {
+                        path: self.path.display().to_string(),
+                        reason: format!("{found} (maintenance check lists every such row)"),
+                    });
+                }
                 other => return other,
             }
         }
@@ -185,6 +197,59 @@ impl Ledger {
             delay_ms = (delay_ms * 2).min(MAX_DELAY_MS);
         }
         Ok((before, size(&wal)))
+    }
+
+    /// Refuses a ledger whose schema is not the one ski's migrations make up to `version`: a
+    /// trigger, view, table or index ski did not create, or one of its own changed or missing.
+    fn refuse_foreign_schema(&mut self, version: i64) -> TeamsResult<()> {
+        let findings = self.schema_findings_at(version)?;
+        if findings.is_empty() {
+            return Ok(());
+        }
+        let listed: Vec<String> = findings.iter().map(ToString::to_string).collect();
+        Err(TeamsError::LedgerUnusable {
+            path: self.path.display().to_string(),
+            reason: format!(
+                "its schema is not the one ski writes: {} (maintenance check reports it; move the team aside or restore the ledger)",
+                listed.join(", ")
+            ),
+        })
+    }
+
+    fn schema_findings_at(&mut self, version: i64) -> TeamsResult<Vec<SchemaFinding>> {
+        self.retrying(|conn| audit::schema_findings(conn, version).map_err(TeamsError::Sqlite))
+    }
+
+    /// The schema objects that are not as ski's migrations make them.
+    pub fn schema_findings(&mut self) -> TeamsResult<Vec<SchemaFinding>> {
+        self.schema_findings_at(schema_version())
+    }
+
+    /// The rows holding values ski never writes (at most [`MAX_ROW_FINDINGS`], and whether there
+    /// were more), in the tables whose schema is ski's.
+    pub fn row_findings(
+        &mut self,
+        schema: &[SchemaFinding],
+    ) -> TeamsResult<(Vec<RowFinding>, bool)> {
+        self.read(|tx| Ok(audit::row_findings(tx, schema_version(), schema)?))
+    }
+
+    /// The inbox keys of the members as stored, skipping any row that holds no text there: what
+    /// `maintenance check` compares the inbox directories with, whatever else the rows hold.
+    pub fn stored_inbox_keys(&mut self) -> TeamsResult<Vec<String>> {
+        self.read(|tx| {
+            let mut statement =
+                tx.prepare("SELECT inboxKey FROM members WHERE typeof(inboxKey) = 'text'")?;
+            let rows = statement.query_map([], |row| {
+                Ok(match row.get_ref(0)? {
+                    rusqlite::types::ValueRef::Text(key) => {
+                        String::from_utf8_lossy(key).into_owned()
+                    }
+                    _ => String::new(),
+                })
+            })?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
     }
 
     /// `PRAGMA integrity_check`: `ok` or the problems found.

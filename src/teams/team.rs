@@ -178,7 +178,7 @@ impl Teams {
         }))
     }
 
-    /// The names of every team (directories holding a config.json), sorted.
+    /// The names of every team (directories holding a config.json, readable or not), sorted.
     pub fn team_names(&self) -> TeamsResult<Vec<String>> {
         let entries = match fs::read_dir(&self.root) {
             Ok(entries) => entries,
@@ -189,7 +189,7 @@ impl Teams {
             .flatten()
             .filter_map(|entry| entry.file_name().into_string().ok())
             .filter(|name| check_team_name(name).is_ok())
-            .filter(|name| self.root.join(name).join(CONFIG_FILE).is_file())
+            .filter(|name| fs::symlink_metadata(self.root.join(name).join(CONFIG_FILE)).is_ok())
             .collect();
         names.sort();
         Ok(names)
@@ -230,6 +230,12 @@ impl Teams {
     /// read-only root can be read (see [`Ledger::open_read`]).
     pub fn open_read(&self, name: &str) -> TeamsResult<OpenTeam> {
         self.open_with(name, Ledger::open_read)
+    }
+
+    /// Opens an existing team for `maintenance check`: read-only, and a ledger whose schema ski
+    /// did not make is kept, so the check can report it.
+    pub fn open_to_inspect(&self, name: &str) -> TeamsResult<OpenTeam> {
+        self.open_with(name, Ledger::open_to_inspect)
     }
 
     fn open_with(
@@ -795,29 +801,36 @@ impl OpenTeam {
         Ok(json!({ "walBytesBefore": before, "walBytesAfter": after }))
     }
 
-    /// `maintenance check`: SQLite's integrity check and inbox directories of no member.
+    /// `maintenance check`: SQLite's integrity check, schema objects and rows ski did not write
+    /// (E-TEAM-29), and inbox directories of no member. Healthy when it found none of these.
     pub fn check(&mut self) -> TeamsResult<Value> {
         let integrity = self.ledger.integrity_check()?;
-        let keys: Vec<String> = self
-            .ledger
-            .members()?
-            .into_iter()
-            .map(|m| m.inbox_key)
-            .collect();
+        let schema = self.ledger.schema_findings()?;
+        let (rows, more_rows) = self.ledger.row_findings(&schema)?;
+        let members_readable = !schema.iter().any(|f| f.name == "members");
         let mut orphaned = Vec::new();
-        if let Ok(entries) = fs::read_dir(self.dir.join("inbox")) {
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if !keys.iter().any(|k| k == &name) {
-                    orphaned.push(name);
+        if members_readable {
+            let keys = self.ledger.stored_inbox_keys()?;
+            if let Ok(entries) = fs::read_dir(self.dir.join("inbox")) {
+                for entry in entries.flatten() {
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    if !keys.iter().any(|k| k == &name) {
+                        orphaned.push(name);
+                    }
                 }
             }
         }
         orphaned.sort();
         let ok = integrity == ["ok"];
-        Ok(
-            json!({ "healthy": ok && orphaned.is_empty(), "integrity": integrity, "orphanedInboxes": orphaned }),
-        )
+        let healthy = ok && orphaned.is_empty() && schema.is_empty() && rows.is_empty();
+        Ok(json!({
+            "healthy": healthy,
+            "integrity": integrity,
+            "orphanedInboxes": orphaned,
+            "foreignSchema": schema,
+            "foreignRows": rows,
+            "foreignRowsTruncated": more_rows,
+        }))
     }
 
     /// `maintenance cleanup` (the lead): drops inbox messages older than `older_than_ms`,

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
+use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, Type, ValueRef};
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
@@ -281,8 +281,89 @@ pub(super) fn list_text(list: &[String]) -> String {
 /// The columns [`task_from_row`] reads, in its order.
 pub(super) const TASK_COLUMNS: &str = "id, subject, description, status, owner, blockedBy, blocks, dependsOn, createdAt, claimedAt, completedAt, deletedAt, activeForm, metadata, summary";
 
-/// A [`Task`] from a row selected with [`TASK_COLUMNS`].
+/// A row of ski's tables holding a value ski never writes, named by its key: what a command that
+/// meets it refuses (see [`foreign_value`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForeignRow {
+    /// `task "3"`, `member "agent:x"`.
+    pub row: String,
+    /// What is wrong with it.
+    pub problem: String,
+}
+
+impl fmt::Display for ForeignRow {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} holds a value ski does not write: {}",
+            self.row, self.problem
+        )
+    }
+}
+
+impl std::error::Error for ForeignRow {}
+
+/// What makes a stored value unreadable, when it is a value ski never writes.
+fn unreadable(error: &rusqlite::Error) -> Option<String> {
+    match error {
+        rusqlite::Error::FromSqlConversionFailure(_, _, inner) => Some(inner.to_string()),
+        rusqlite::Error::InvalidColumnType(_, column, found) => Some(format!(
+            "column {column} holds {} value",
+            match found {
+                Type::Null => "a null",
+                Type::Integer => "an integer",
+                Type::Real => "a real",
+                Type::Text => "a text",
+                Type::Blob => "a blob",
+            }
+        )),
+        rusqlite::Error::IntegralValueOutOfRange(_, n) => {
+            Some(format!("the integer {n} is out of range"))
+        }
+        rusqlite::Error::Utf8Error(_) => Some("a text that is not UTF-8".to_owned()),
+        _ => None,
+    }
+}
+
+/// Why a command cannot go on with what it read, when the ledger holds a value ski never writes:
+/// the row by name where the reader knew it, else the value; `None` for any other failure.
+pub fn foreign_value(error: &rusqlite::Error) -> Option<String> {
+    if let rusqlite::Error::FromSqlConversionFailure(_, _, inner) = error
+        && let Some(row) = inner.downcast_ref::<ForeignRow>()
+    {
+        return Some(row.to_string());
+    }
+    if let rusqlite::Error::SqliteFailure(_, Some(message)) = error
+        && message.contains("malformed JSON")
+    {
+        return Some("a task list is not JSON".to_owned());
+    }
+    unreadable(error).map(|problem| format!("a stored value ski does not write: {problem}"))
+}
+
+/// `error` of reading a `what` row, named by the row's key when the value is one ski never writes.
+fn in_row(row: &rusqlite::Row<'_>, what: &str, error: rusqlite::Error) -> rusqlite::Error {
+    let Some(problem) = unreadable(&error) else {
+        return error;
+    };
+    let row = match row.get_ref(0) {
+        Ok(ValueRef::Text(key)) => format!("{what} {:?}", String::from_utf8_lossy(key)),
+        Ok(key) => format!(
+            "the {what} keyed by {}",
+            crate::storage::sqlite_schema::shown(key)
+        ),
+        Err(_) => format!("a {what}"),
+    };
+    rusqlite::Error::FromSqlConversionFailure(0, Type::Null, Box::new(ForeignRow { row, problem }))
+}
+
+/// A [`Task`] from a row selected with [`TASK_COLUMNS`]; a value ski never writes is refused with
+/// the task's id.
 pub(super) fn task_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Task> {
+    read_task(row).map_err(|error| in_row(row, "task", error))
+}
+
+fn read_task(row: &rusqlite::Row<'_>) -> rusqlite::Result<Task> {
     let metadata: Option<String> = row.get(13)?;
     Ok(Task {
         id: row.get(0)?,
@@ -307,8 +388,13 @@ pub(super) fn task_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Task> {
 pub(super) const MEMBER_COLUMNS: &str =
     "sessionKey, agentId, name, role, agentType, status, currentTask, joinedAt, inboxKey";
 
-/// A [`Member`] from a row selected with [`MEMBER_COLUMNS`].
+/// A [`Member`] from a row selected with [`MEMBER_COLUMNS`]; a value ski never writes is refused
+/// with the member's session key.
 pub(super) fn member_from_row(row: &rusqlite::Row<'_>) -> rusqlite::Result<Member> {
+    read_member(row).map_err(|error| in_row(row, "member", error))
+}
+
+fn read_member(row: &rusqlite::Row<'_>) -> rusqlite::Result<Member> {
     Ok(Member {
         session_key: row.get(0)?,
         agent_id: row.get(1)?,

@@ -20,7 +20,7 @@ const JOURNAL_SIZE_LIMIT: i64 = 4 * 1024 * 1024;
 /// The forward migrations; `user_version` is the number applied. A migration, once released,
 /// never changes: its `CHECK` lists are the strings of [`super::TaskStatus`],
 /// [`super::MemberStatus`] and [`super::MemberRole`] (a test holds them together).
-const MIGRATIONS: &[&str] = &[
+pub(super) const MIGRATIONS: &[&str] = &[
     // 1: tasks, members, shutdown requests, the activity trail.
     "CREATE TABLE tasks (
         id TEXT PRIMARY KEY,
@@ -113,8 +113,12 @@ impl Ledger {
         let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).map_err(|e| unusable(path, &e))?;
         let mut ledger = Self::configure(conn, path, busy)?;
-        if ledger.user_version()? == 0 {
+        let version = ledger.user_version()?;
+        if version == 0 {
             return Err(no_schema(path));
+        }
+        if version <= schema_version() {
+            ledger.refuse_foreign_schema(version)?;
         }
         ledger.migrate()?;
         Ok(ledger)
@@ -126,6 +130,14 @@ impl Ledger {
     /// file there and no `-wal` holds changes, as an immutable file (no writer can be at work in a
     /// directory where the `-wal` cannot be created).
     pub fn open_read(path: &Path, busy: BusyPolicy) -> TeamsResult<Self> {
+        let mut ledger = Self::open_to_inspect(path, busy)?;
+        ledger.refuse_foreign_schema(schema_version())?;
+        Ok(ledger)
+    }
+
+    /// Opens an existing ledger to read it as [`Ledger::open_read`] does, but keeps a ledger whose
+    /// schema ski did not make, so `maintenance check` can say what it holds.
+    pub fn open_to_inspect(path: &Path, busy: BusyPolicy) -> TeamsResult<Self> {
         refuse_empty(path)?;
         let mut ways = vec![ReadWay::AsForWrite, ReadWay::ReadOnly];
         if !std::fs::metadata(wal_path(path)).is_ok_and(|meta| meta.len() > 0) {
