@@ -1,4 +1,5 @@
-//! `cargo xtask ci`: the project's test command, the same locally and in CI.
+//! `cargo xtask ci`: the project's test command, the same locally and in CI (format, clippy,
+//! tests, and a short fuzz campaign per target).
 
 use std::path::{Path, PathBuf};
 
@@ -15,7 +16,8 @@ pub struct CiArgs {
     pub tests_only: bool,
 }
 
-/// Runs the format check, clippy with `-D warnings`, and all tests of the workspace.
+/// Runs the format check, clippy with `-D warnings`, all tests of the workspace and a short fuzz
+/// campaign per target.
 pub fn run(args: &CiArgs) -> Result<()> {
     let sh = Shell::new()?;
     sh.change_dir(workspace_root());
@@ -44,8 +46,18 @@ pub fn run(args: &CiArgs) -> Result<()> {
     cmd!(sh, "cargo test --workspace --doc --locked")
         .run()
         .context("doc tests failed")?;
+    // Every fuzz target for a short, fixed budget from a fixed seed: the same inputs each run,
+    // so a finding here is reproducible with `cargo xtask fuzz --seed`.
+    let fuzz_options = ["--time", FUZZ_SECONDS_PER_TARGET, "--seed", FUZZ_SEED].map(str::to_owned);
+    crate::fuzz::campaign(&sh, &fuzz_options, true)?;
     Ok(())
 }
+
+/// Seconds CI fuzzes each target (six targets: one minute in all).
+const FUZZ_SECONDS_PER_TARGET: &str = "10";
+
+/// The seed of CI's fuzz campaigns.
+const FUZZ_SEED: &str = "20261207";
 
 /// The systems of `ski`, one Cargo feature each.
 const SYSTEMS: &[&str] = &["acp", "aof", "teams", "kiro", "intercom"];

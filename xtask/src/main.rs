@@ -3,6 +3,7 @@
 mod bench;
 mod ci;
 mod conformance;
+mod fuzz;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -23,6 +24,8 @@ enum Command {
     Conformance(conformance::ConformanceArgs),
     /// Run the benchmarks, write target/bench/report.json and print a table.
     Bench(bench::BenchArgs),
+    /// Fuzz the parsers for `--time` seconds per target; exits non-zero on a finding.
+    Fuzz(fuzz::FuzzArgs),
 }
 
 fn main() -> Result<()> {
@@ -32,6 +35,7 @@ fn main() -> Result<()> {
         Command::Ci(args) => ci::run(&args),
         Command::Conformance(args) => conformance::run(&args),
         Command::Bench(args) => bench::run(&args),
+        Command::Fuzz(args) => fuzz::run(&args),
     }
 }
 
