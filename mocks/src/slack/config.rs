@@ -77,13 +77,43 @@ impl Default for RateLimitConfig {
     }
 }
 
-/// Which tokens the Web API accepts. With no `tokens` listed (the default, for quick starts)
-/// any token of the right prefix works (`xoxb-`, `xoxp-`, `xapp-`); with a list, only those
-/// (any other answers `invalid_auth`). Either way a revoked token answers `token_revoked`.
-#[derive(Debug, Clone, Default, Deserialize)]
+/// Which tokens the Web API accepts. The workspace's own tokens (`bot_token`, `user_token`,
+/// `app_token`) always work. Beyond them: with no `tokens` listed and `strict` off (the
+/// default, for quick starts) any token of the right prefix works (`xoxb-`, `xoxp-`, `xapp-`);
+/// with a list, those; in `strict` mode with no list, no other (for tests of auth handling).
+/// Any other token answers `invalid_auth`, a revoked one `token_revoked`.
+#[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct AuthConfig {
     pub tokens: Vec<String>,
+    pub strict: bool,
+    pub bot_token: String,
+    pub user_token: String,
+    pub app_token: String,
+}
+
+impl Default for AuthConfig {
+    fn default() -> Self {
+        AuthConfig {
+            tokens: Vec::new(),
+            strict: false,
+            bot_token: "xoxb-ski-fake-bot".into(),
+            user_token: "xoxp-ski-fake-user".into(),
+            app_token: "xapp-ski-fake-app".into(),
+        }
+    }
+}
+
+impl AuthConfig {
+    /// Whether the workspace accepts `token` (its prefix is checked apart).
+    pub fn accepts(&self, token: &str) -> bool {
+        let own = [&self.bot_token, &self.user_token, &self.app_token];
+        if own.iter().any(|known| *known == token) || self.tokens.iter().any(|known| known == token)
+        {
+            return true;
+        }
+        self.tokens.is_empty() && !self.strict
+    }
 }
 
 /// How much the fake keeps, so that a long run stays within bounded memory: beyond each limit
@@ -98,6 +128,13 @@ pub struct RetentionConfig {
     pub max_requests: usize,
     /// Socket Mode frames, notes and envelopes (with their acks) kept.
     pub max_frames: usize,
+    /// The bytes (as JSON text) each of the logs keeps: Web API requests, Socket Mode frames,
+    /// notes, Events API deliveries; beyond it the oldest records are forgotten.
+    pub max_log_bytes: usize,
+    /// The most bytes one record keeps: a larger request has its largest parameters and answer
+    /// fields replaced by a note of their size (half the budget each), a larger frame, note or
+    /// delivery body is cut.
+    pub max_record_bytes: usize,
     /// Let the wiremock server record every request for `MockServer::received_requests` (off
     /// by default: wiremock keeps each one, unbounded, until `reset_mocks`).
     pub wiremock_requests: bool,
@@ -109,6 +146,8 @@ impl Default for RetentionConfig {
             max_messages: 100_000,
             max_requests: 10_000,
             max_frames: 10_000,
+            max_log_bytes: 16 << 20,
+            max_record_bytes: 64 << 10,
             wiremock_requests: false,
         }
     }
