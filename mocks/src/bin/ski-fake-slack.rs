@@ -168,6 +168,9 @@ async fn run(cli: Cli) -> CommandResult {
         "bot_user_id": slack.config().bot.user_id,
         "app_id": slack.config().bot.app_id,
         "signing_secret": slack.config().events_http.signing_secret,
+        "bot_token": slack.config().auth.bot_token,
+        "app_token": slack.config().auth.app_token,
+        "user_token": slack.config().auth.user_token,
     });
     if let Some(url) = slack.config().events_http.request_url {
         ready["request_url"] = json!(url);

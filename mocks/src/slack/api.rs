@@ -149,8 +149,8 @@ fn check_token(method: &str, kind: TokenKind) -> Result<(), &'static str> {
     }
 }
 
-/// Configured and revoked tokens: `token_revoked` for a revoked one, `invalid_auth` for one
-/// not configured when tokens are configured.
+/// Configured and revoked tokens: `token_revoked` for a revoked one, `invalid_auth` for one the
+/// workspace does not accept ([`super::config::AuthConfig::accepts`]).
 fn check_known_token(
     workspace: &Workspace,
     method: &str,
@@ -162,11 +162,11 @@ fn check_known_token(
     if workspace.revoked.contains(token) {
         return Err("token_revoked");
     }
-    let configured = &workspace.config.auth.tokens;
-    if !configured.is_empty() && !configured.iter().any(|known| known == token) {
-        return Err("invalid_auth");
+    if workspace.config.auth.accepts(token) {
+        Ok(())
+    } else {
+        Err("invalid_auth")
     }
-    Ok(())
 }
 
 /// `auth.revoke`: the calling token stops working (not with `test=true`).

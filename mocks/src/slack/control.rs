@@ -2,7 +2,8 @@
 //! JSON body, answered `{"ok":true,...}` or `{"ok":false,"error":...}`. Waiting operations take
 //! `timeout_ms` and answer when the thing happened (no polling). Bounded: a body larger than
 //! [`MAX_BODY_BYTES`] is answered 413 without being read further, a `timeout_ms` above
-//! [`MAX_WAIT_MS`] is refused with 400.
+//! [`MAX_WAIT_MS`] is refused with 400, and a request from a browser page that is not on a
+//! loopback name (its `Origin`) is refused with 403.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -45,10 +46,31 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
     }
 }
 
+/// Whether `origin` is a page on this machine's loopback names (any port), as the intercom
+/// MCP endpoint allows: `http(s)://localhost`, `127.0.0.1` or `[::1]`.
+pub fn is_loopback_origin(origin: &str) -> bool {
+    let Ok(url) = url::Url::parse(origin) else {
+        return false;
+    };
+    matches!(url.scheme(), "http" | "https")
+        && matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"))
+}
+
 async fn handle(
     shared: Arc<Shared>,
     request: hyper::Request<Incoming>,
 ) -> Result<hyper::Response<Full<Bytes>>, Infallible> {
+    // A browser page elsewhere must not drive the fake (a request without `Origin` is not from
+    // a page, and passes).
+    if let Some(origin) = request.headers().get(hyper::header::ORIGIN) {
+        let origin = String::from_utf8_lossy(origin.as_bytes()).into_owned();
+        if !is_loopback_origin(&origin) {
+            return Ok(reply(
+                403,
+                &json!({ "ok": false, "error": format!("origin {origin} is not allowed") }),
+            ));
+        }
+    }
     let operation = request.uri().path().trim_start_matches('/').to_string();
     let too_large = || {
         reply(

@@ -1,16 +1,22 @@
 //! What the fake observed, in order: every Web API request with its answer, every Socket Mode
 //! frame both ways, every POST of the Events API over HTTP, every ack and every note (late,
 //! missing, malformed or duplicate acks), and the optional NDJSON transcript of all of it. Bounded
-//! by the retention settings: beyond them the oldest records are forgotten (the transcript keeps
+//! by the retention settings, in bytes and in count: a record larger than `max_record_bytes` is
+//! shrunk, and beyond the limits the oldest records are forgotten (the transcript keeps
 //! everything, and per-method request counts stay exact).
 
-use std::collections::{HashMap, VecDeque};
+mod budget;
+
+use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
 use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
+
+pub use budget::Bounded;
+use budget::{json_size, shrink, shrink_text};
 
 use super::config::RetentionConfig;
 use super::params::TokenKind;
@@ -111,33 +117,28 @@ pub enum AfterTry {
 pub struct Log {
     started: Instant,
     seq: u64,
-    pub requests: VecDeque<RecordedRequest>,
-    pub frames: VecDeque<RecordedFrame>,
-    pub notes: VecDeque<String>,
-    pub deliveries: VecDeque<RecordedDelivery>,
+    pub requests: Bounded<RecordedRequest>,
+    pub frames: Bounded<RecordedFrame>,
+    pub notes: Bounded<String>,
+    pub deliveries: Bounded<RecordedDelivery>,
     /// Requests seen per method, forgotten ones included.
     counts: HashMap<String, usize>,
     retention: RetentionConfig,
     transcript: Option<File>,
 }
 
-/// Appends to a bounded list, forgetting the oldest entry beyond `max`.
-fn keep<T>(list: &mut VecDeque<T>, item: T, max: usize) {
-    list.push_back(item);
-    while list.len() > max.max(1) {
-        list.pop_front();
-    }
-}
+/// What a record costs besides its variable parts (its fixed fields, its place in the list).
+const RECORD_OVERHEAD: usize = 128;
 
 impl Log {
     pub fn new(transcript: Option<File>, retention: RetentionConfig) -> Log {
         Log {
             started: Instant::now(),
             seq: 0,
-            requests: VecDeque::new(),
-            frames: VecDeque::new(),
-            notes: VecDeque::new(),
-            deliveries: VecDeque::new(),
+            requests: Bounded::default(),
+            frames: Bounded::default(),
+            notes: Bounded::default(),
+            deliveries: Bounded::default(),
             counts: HashMap::new(),
             retention,
             transcript,
@@ -175,7 +176,7 @@ impl Log {
         response: Value,
     ) {
         let (seq, at_ms) = self.next();
-        let record = RecordedRequest {
+        let mut record = RecordedRequest {
             seq,
             at_ms,
             http_method: http_method.to_string(),
@@ -189,12 +190,33 @@ impl Log {
             self.write(&json!({ "kind": "request", "record": record }));
         }
         *self.counts.entry(record.method.clone()).or_default() += 1;
-        keep(&mut self.requests, record, self.retention.max_requests);
+        // Half of a record's budget each for the parameters and the answer.
+        let half = self.retention.max_record_bytes / 2;
+        let params = std::mem::take(&mut record.params);
+        record.params = match shrink(Value::Object(params), half) {
+            Value::Object(params) => params,
+            _ => Map::new(),
+        };
+        record.response = shrink(std::mem::take(&mut record.response), half);
+        let size = RECORD_OVERHEAD
+            + record.method.len()
+            + json_size(&record.response)
+            + record
+                .params
+                .iter()
+                .map(|(key, value)| key.len() + json_size(value))
+                .sum::<usize>();
+        self.requests.push(
+            record,
+            size,
+            self.retention.max_requests,
+            self.retention.max_log_bytes,
+        );
     }
 
     pub fn frame(&mut self, connection: u64, direction: Direction, kind: &str, text: String) {
         let (seq, at_ms) = self.next();
-        let record = RecordedFrame {
+        let mut record = RecordedFrame {
             seq,
             at_ms,
             connection,
@@ -205,22 +227,53 @@ impl Log {
         if self.transcript.is_some() {
             self.write(&json!({ "kind": "frame", "record": record }));
         }
-        keep(&mut self.frames, record, self.retention.max_frames);
+        record.text = shrink_text(
+            std::mem::take(&mut record.text),
+            self.retention.max_record_bytes,
+        );
+        let size = RECORD_OVERHEAD + record.text.len();
+        self.frames.push(
+            record,
+            size,
+            self.retention.max_frames,
+            self.retention.max_log_bytes,
+        );
     }
 
     pub fn note(&mut self, text: String) {
         let (seq, at_ms) = self.next();
         let line = json!({ "kind": "note", "seq": seq, "at_ms": at_ms, "text": text });
         self.write(&line);
-        keep(&mut self.notes, text, self.retention.max_frames);
+        let text = shrink_text(text, self.retention.max_record_bytes);
+        let size = RECORD_OVERHEAD + text.len();
+        self.notes.push(
+            text,
+            size,
+            self.retention.max_frames,
+            self.retention.max_log_bytes,
+        );
     }
 
     /// Records an Events API POST (`seq` and `at_ms` are set here).
     pub fn delivery(&mut self, mut record: RecordedDelivery) {
         (record.seq, record.at_ms) = self.next();
-        let line = json!({ "kind": "delivery", "record": record });
-        self.write(&line);
-        keep(&mut self.deliveries, record, self.retention.max_frames);
+        if self.transcript.is_some() {
+            self.write(&json!({ "kind": "delivery", "record": record }));
+        }
+        record.body = shrink_text(
+            std::mem::take(&mut record.body),
+            self.retention.max_record_bytes,
+        );
+        let size = RECORD_OVERHEAD
+            + record.url.len()
+            + record.body.len()
+            + record.response.as_ref().map_or(0, String::len);
+        self.deliveries.push(
+            record,
+            size,
+            self.retention.max_frames,
+            self.retention.max_log_bytes,
+        );
     }
 
     /// Forgets everything recorded (the transcript file keeps what it has).
