@@ -454,3 +454,47 @@ async fn models_are_listed_in_each_providers_shape() {
     assert_eq!(none.status, 404);
     assert_eq!(none.json().await["error"]["type"], "not_found_error");
 }
+
+#[tokio::test]
+async fn a_tool_result_matches_a_turn_and_counting_tokens_takes_none() {
+    let model = start(vec![
+        Turn::text("saw the result").when_user_says("sunny-from-tool"),
+        Turn::text("first"),
+    ])
+    .await;
+    let count = send(
+        model.address(),
+        "POST",
+        "/v1/messages/count_tokens",
+        &[("x-api-key", ski_mocks::model::DEFAULT_API_KEY)],
+        json!({"model": "m", "messages": [{"role": "user", "content": "three words here"}]})
+            .to_string(),
+    )
+    .await;
+    assert_eq!(count.status, 200);
+    assert_eq!(count.json().await, json!({"input_tokens": 3}));
+    assert_eq!(model.turns_left(), 2);
+    let request = json!({"model": "m", "max_tokens": 64, "messages": [
+        {"role": "user", "content": "weather?"},
+        {"role": "assistant", "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {}}]},
+        {"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "toolu_1", "content": "sunny-from-tool"}]}
+    ]});
+    let answer = anthropic(model.address(), &request).await.json().await;
+    assert_eq!(answer["content"][0]["text"], "saw the result");
+    let chat_request = json!({"model": "m", "messages": [
+        {"role": "user", "content": "weather?"},
+        {"role": "tool", "tool_call_id": "call_1", "content": "rainy"}
+    ]});
+    let answer = openai(model.address(), "/v1/chat/completions", &chat_request)
+        .await
+        .json()
+        .await;
+    assert_eq!(answer["choices"][0]["message"]["content"], "first");
+    let apis: Vec<_> = model.requests().iter().map(|request| request.api).collect();
+    assert_eq!(
+        apis,
+        [Api::CountTokens, Api::Messages, Api::ChatCompletions]
+    );
+}

@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 use serde_json::json;
 use ski::cli::output;
@@ -18,6 +19,7 @@ Examples:
   ski-fake-model serve --script turns.toml    answers turn by turn (text, tool calls, refusal,
                                               error, hang; see the ski-mocks README)
   ski-fake-model serve --listen 127.0.0.1:8089 --api-key sk-test
+  ski-fake-model serve --record requests.ndjson   every request, written on exit
   OPENAI_BASE_URL=$OPENAI_BASE_URL OPENAI_API_KEY=ski-fake-model-key my-agent
   ANTHROPIC_BASE_URL=$ANTHROPIC_BASE_URL ANTHROPIC_API_KEY=ski-fake-model-key my-agent
   curl -s \"$OPENAI_BASE_URL/chat/completions\" -H 'authorization: Bearer ski-fake-model-key' \\
@@ -53,6 +55,9 @@ enum Command {
         /// Accept any request, with any key or none.
         #[arg(long, conflicts_with = "api_keys")]
         any_key: bool,
+        /// On exit, write the request log (bounded, oldest first) to this file as NDJSON.
+        #[arg(long, value_name = "FILE")]
+        record: Option<PathBuf>,
     },
 }
 
@@ -81,6 +86,7 @@ async fn run(cli: Cli) -> CommandResult {
         listen,
         api_keys,
         any_key,
+        record,
     } = cli.command;
     if !listen.ip().is_loopback() {
         return Err(CommandError::invalid_input(anyhow::anyhow!(
@@ -123,6 +129,16 @@ async fn run(cli: Cli) -> CommandResult {
             },
             _ = terminate.recv() => break,
         }
+    }
+    if let Some(path) = record {
+        let mut lines = String::new();
+        for request in model.requests() {
+            lines.push_str(&json!(request).to_string());
+            lines.push('\n');
+        }
+        std::fs::write(&path, lines)
+            .with_context(|| format!("cannot write the request log to {}", path.display()))
+            .map_err(CommandError::internal)?;
     }
     drop(model);
     Ok(())

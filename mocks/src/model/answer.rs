@@ -99,7 +99,14 @@ fn words(text: &str) -> u64 {
 }
 
 /// Fields whose strings are names, not words a model reads.
-const NOT_WORDS: [&str; 6] = ["role", "type", "id", "call_id", "tool_call_id", "tool_use_id"];
+const NOT_WORDS: [&str; 6] = [
+    "role",
+    "type",
+    "id",
+    "call_id",
+    "tool_call_id",
+    "tool_use_id",
+];
 
 /// One token per word in every string of the request's conversation (`messages`, `input`,
 /// `system`, `instructions`, `tools`) but its roles, kinds and ids, at least one.
@@ -124,38 +131,60 @@ pub fn input_tokens(request: &Value) -> u64 {
         .max(1)
 }
 
-/// The text of the last user message of a request to `api` (the text parts joined), empty when
-/// there is none.
+/// The text of the last thing the client's side said in a request to `api`: a user message's
+/// text parts or a tool's result (Chat `role: "tool"`, Responses `function_call_output`,
+/// Messages `tool_result` blocks), joined by newlines; empty when there is none.
 pub fn last_user_text(api: Api, request: &Value) -> String {
-    let (list, text_kinds): (&Value, &[&str]) = match api {
-        Api::ChatCompletions | Api::Messages => (&request["messages"], &["text"]),
+    let list = match api {
+        Api::ChatCompletions | Api::Messages => &request["messages"],
         Api::Responses => match &request["input"] {
             Value::String(text) => return text.clone(),
-            input => (input, &["input_text", "text"]),
+            input => input,
         },
-        Api::Models | Api::Unknown => return String::new(),
+        Api::CountTokens | Api::Models | Api::Unknown => return String::new(),
     };
     let Some(last) = list.as_array().and_then(|items| {
         items.iter().rev().find(|item| {
-            item.get("role").and_then(Value::as_str) == Some("user")
-                && item.get("type").is_none_or(|kind| kind == "message")
+            let role = item.get("role").and_then(Value::as_str);
+            let kind = item.get("type").and_then(Value::as_str);
+            matches!(role, Some("user") | Some("tool")) || kind == Some("function_call_output")
         })
     }) else {
         return String::new();
     };
-    match &last["content"] {
-        Value::String(text) => text.clone(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter(|part| {
-                part.get("type")
-                    .and_then(Value::as_str)
-                    .is_some_and(|kind| text_kinds.contains(&kind))
-            })
-            .filter_map(|part| part.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
+    let mut texts = Vec::new();
+    if let Some(output) = last.get("output") {
+        collect_text(output, &mut texts);
+    }
+    if let Some(content) = last.get("content") {
+        collect_text(content, &mut texts);
+    }
+    texts.join("\n")
+}
+
+/// The text of a content value: a string, or the `text` of text parts and the content of
+/// `tool_result` blocks, in order.
+fn collect_text(content: &Value, texts: &mut Vec<String>) {
+    match content {
+        Value::String(text) => texts.push(text.clone()),
+        Value::Array(parts) => {
+            for part in parts {
+                match part.get("type").and_then(Value::as_str) {
+                    Some("text" | "input_text" | "output_text") => {
+                        if let Some(text) = part.get("text").and_then(Value::as_str) {
+                            texts.push(text.to_string());
+                        }
+                    }
+                    Some("tool_result") => {
+                        if let Some(inner) = part.get("content") {
+                            collect_text(inner, texts);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -173,12 +202,14 @@ mod tests {
             {"role": "user", "content": [{"type": "text", "text": "second"}]},
             {"role": "tool", "content": "42", "tool_call_id": "call_1"}
         ]});
-        assert_eq!(last_user_text(Api::ChatCompletions, &chat), "second");
+        assert_eq!(last_user_text(Api::ChatCompletions, &chat), "42");
+        let before_tool = json!({"messages": chat["messages"].as_array().unwrap()[..3]});
+        assert_eq!(last_user_text(Api::ChatCompletions, &before_tool), "second");
         let responses = json!({"input": [
             {"role": "user", "content": [{"type": "input_text", "text": "hello"}]},
             {"type": "function_call_output", "call_id": "c", "output": "x"}
         ]});
-        assert_eq!(last_user_text(Api::Responses, &responses), "hello");
+        assert_eq!(last_user_text(Api::Responses, &responses), "x");
         assert_eq!(
             last_user_text(Api::Responses, &json!({"input": "plain"})),
             "plain"
@@ -187,7 +218,7 @@ mod tests {
             {"type": "tool_result", "tool_use_id": "t", "content": "r"},
             {"type": "text", "text": "go on"}
         ]}]});
-        assert_eq!(last_user_text(Api::Messages, &messages), "go on");
+        assert_eq!(last_user_text(Api::Messages, &messages), "r\ngo on");
         assert_eq!(last_user_text(Api::Messages, &json!({})), "");
     }
 

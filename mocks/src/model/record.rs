@@ -21,6 +21,8 @@ pub enum Api {
     Responses,
     /// Anthropic's `POST /v1/messages`.
     Messages,
+    /// Anthropic's `POST /v1/messages/count_tokens` (answered, no turn taken).
+    CountTokens,
     /// `GET /v1/models` and `GET /v1/models/{id}`.
     Models,
     /// Anything else (answered 404).

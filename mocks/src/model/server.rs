@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::answer::{Answer, last_user_text};
+use super::answer::{Answer, input_tokens, last_user_text};
 use super::errors::{self, ErrorAnswer, Provider, Refusal};
 use super::record::{Api, Outcome, RecordedRequest, RequestLog};
 use super::script::{ErrorKind, Reply, Script};
@@ -123,6 +123,7 @@ fn route(method: &hyper::Method, path: &str) -> Api {
         ("POST", "/chat/completions") => Api::ChatCompletions,
         ("POST", "/responses") => Api::Responses,
         ("POST", "/messages") => Api::Messages,
+        ("POST", "/messages/count_tokens") => Api::CountTokens,
         ("GET", "/models") => Api::Models,
         ("GET", path) if path.starts_with("/models/") => Api::Models,
         _ => Api::Unknown,
@@ -131,7 +132,7 @@ fn route(method: &hyper::Method, path: &str) -> Api {
 
 fn provider(api: Api, headers: &HeaderMap) -> Provider {
     match api {
-        Api::Messages => Provider::Anthropic,
+        Api::Messages | Api::CountTokens => Provider::Anthropic,
         Api::ChatCompletions | Api::Responses => Provider::OpenAi,
         Api::Models | Api::Unknown => {
             if headers.contains_key("x-api-key") || headers.contains_key("anthropic-version") {
@@ -218,6 +219,23 @@ async fn handle(
             Ok(refuse(&shared, record, body_bytes, error, provider, number))
         }
         Api::Models => Ok(models(&shared, record, body_bytes, &path, provider, number)),
+        Api::CountTokens => match check_body(api, &body) {
+            Ok(request) => {
+                shared.log.push(record, body_bytes);
+                let count = json!({"input_tokens": input_tokens(&request)});
+                Ok(json_response(200, &count, provider, number))
+            }
+            Err(message) => {
+                let error = errors::answer(
+                    provider,
+                    Refusal::Scripted(ErrorKind::InvalidRequest),
+                    Some(&message),
+                    None,
+                    number,
+                );
+                Ok(refuse(&shared, record, body_bytes, error, provider, number))
+            }
+        },
         Api::ChatCompletions | Api::Responses | Api::Messages => {
             let request = match check_body(api, &body) {
                 Ok(request) => request,
@@ -262,6 +280,7 @@ fn check_body(api: Api, body: &[u8]) -> Result<Value, String> {
     let required: &[&str] = match api {
         Api::ChatCompletions => &["messages"],
         Api::Messages => &["messages", "max_tokens"],
+        Api::CountTokens => &["messages"],
         _ => &[],
     };
     for field in required {
