@@ -416,11 +416,8 @@ async fn an_ad_hoc_agent_is_discovered_and_its_rows_run() {
     let mut less = base.to_vec();
     less.extend(["--no-capability", "prompt"]);
     let run = ski_conformance(&less, dir.path()).await;
-    assert!(
-        !run.stdout.contains("discovered: ") || run.code == Some(0),
-        "{}",
-        run.stdout
-    );
+    assert!(run.stdout.contains("discovered: "), "{}", run.stdout);
+    nothing_failed_but_rows_not_tested(&run, dir.path(), "out");
     let fewer = results(dir.path(), "out")["counts"]["pass"]
         .as_u64()
         .expect("counts");
