@@ -243,7 +243,8 @@ struct RunArgs {
     shard: Option<Shard>,
     #[command(flatten, next_help_heading = "Selection")]
     catalog: CatalogArgs,
-    /// Scenarios run at once; default: the number of CPUs.
+    /// Scenarios run at once; default: paced, from one per CPU up to four per CPU as the rows'
+    /// measured CPU use allows (rows mostly wait).
     #[arg(long, short = 'j', value_name = "N", help_heading = "Execution")]
     jobs: Option<usize>,
     /// Multiply every timeout class (short 5 s, normal 20 s, long 60 s) by this.
@@ -604,6 +605,8 @@ fn run(args: RunArgs) -> Result<u8> {
             bail!("--jobs must be at least 1");
         }
         options.jobs = jobs;
+    } else {
+        options.paced = true;
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -234,6 +234,11 @@ impl Ctx {
         &self.inner.wire
     }
 
+    /// What the run has seen of its target's set-up steps and refusals (shared by every row).
+    pub fn setup_gauge(&self) -> &SetupGauge {
+        &self.inner.setup
+    }
+
     /// Records a harness note in the wire log.
     pub fn note(&self, text: impl AsRef<str>) {
         self.inner.wire.note(HARNESS_CHANNEL, text.as_ref());

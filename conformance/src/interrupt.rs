@@ -16,6 +16,10 @@ pub fn exit_code(signal: Signal) -> u8 {
     u8::try_from(128 + signal as i32).unwrap_or(u8::MAX)
 }
 
+/// A signal within this time of the first is the same stop delivered twice (to the process and
+/// to its group), not a second signal.
+pub const REPEAT_IS_SAME: std::time::Duration = std::time::Duration::from_millis(300);
+
 /// Whether, and by which signal, a run was asked to stop; shared by the runner, its rows and the
 /// signal listener. The default is never raised unless [`Interrupt::raise`] is called.
 #[derive(Debug, Clone)]
@@ -131,13 +135,21 @@ impl Interrupt {
         let mut terminate_signal = signal(SignalKind::terminate())?;
         let interrupt = self.clone();
         Ok(tokio::spawn(async move {
+            let mut first_at = None;
             loop {
                 let signal = tokio::select! {
                     _ = interrupt_signal.recv() => Signal::SIGINT,
                     _ = terminate_signal.recv() => Signal::SIGTERM,
                 };
                 match interrupt.raised() {
+                    // `timeout` and CI runners signal the process and then its group: the same
+                    // stop delivered twice within moments is one signal, not a second one.
+                    Some(_)
+                        if first_at.is_some_and(|at: std::time::Instant| {
+                            at.elapsed() < REPEAT_IS_SAME
+                        }) => {}
                     None => {
+                        first_at = Some(std::time::Instant::now());
                         eprintln!(
                             "ski-conformance: {signal} received: no more rows start, the rows in flight are ended and the report is written (a second signal ends the run at once)"
                         );

@@ -10,6 +10,7 @@
 //! - [`baseline`]: strict baselines of known failures.
 //! - [`report`]: console, JUnit XML, `results.json` and `report.md`, and how much of a
 //!   selection ran.
+//! - [`pace`]: how many rows run at once without `-j`, from their measured CPU use.
 //! - [`placed`]: files rows write outside their temp dirs, saved, serialised and put back.
 //! - [`merge`]: `results.json` read back: shards merged into one report, baselines drafted.
 //! - [`matrix`]: one selection against several targets, compared rows × targets.
@@ -29,6 +30,7 @@ pub mod discover;
 pub mod interrupt;
 pub mod matrix;
 pub mod merge;
+pub mod pace;
 pub mod placed;
 pub mod port;
 pub mod report;

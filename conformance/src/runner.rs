@@ -96,8 +96,11 @@ impl Plan {
 /// How to run.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// Scenarios run at once (at least 1).
+    /// Scenarios run at once (at least 1); with `paced`, the start.
     pub jobs: usize,
+    /// Choose the rows run at once from how they spend their time ([`crate::pace`]), starting at
+    /// `jobs`: the default of `ski-conformance run` without `-j`.
+    pub paced: bool,
     /// Timeout scaling.
     pub timeouts: Timeouts,
     /// Where the binaries under test are.
@@ -123,6 +126,7 @@ impl Default for RunOptions {
             keep_temp: false,
             temp_root: None,
             interrupt: Interrupt::new(),
+            paced: false,
         }
     }
 }
@@ -448,8 +452,11 @@ pub struct RunReport {
     pub selection: String,
     /// The timeout multiplier.
     pub timeout_multiplier: f64,
-    /// Scenarios run at once.
+    /// Scenarios run at once (the most a paced run reached).
     pub jobs: usize,
+    /// Whether the runner chose `jobs` from how the rows spent their time (no `-j`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub paced: bool,
     /// The baseline used, if any.
     pub baseline: Option<String>,
     /// Every result, in catalog order.
@@ -671,7 +678,9 @@ pub async fn run_with(
     let entries: Arc<Vec<Planned>> = Arc::new(plan.entries);
     let mut slots: Vec<Option<ScenarioResult>> = vec![None; entries.len()];
 
-    let jobs = options.jobs.max(1);
+    let mut jobs = options.jobs.max(1);
+    let mut pace = options.paced.then(|| crate::pace::Pace::new(jobs));
+    let mut most_jobs = jobs;
     let mut set = JoinSet::new();
     let mut next = 0;
     let mut in_flight = 0;
@@ -695,6 +704,12 @@ pub async fn run_with(
             // `run_one` catches the check's panics itself; a panic here is a runner bug, and the
             // slot stays empty and is reported as an error below.
             if let Ok((index, mut result)) = joined {
+                if let Some(pace) = pace.as_mut()
+                    && result.attempts > 0
+                {
+                    jobs = pace.row_finished(Duration::from_secs_f64(result.duration));
+                    most_jobs = most_jobs.max(jobs);
+                }
                 result.expectation = judge(baseline, &result);
                 observer.finished(&result, Phase::Main);
                 slots[index] = Some(result);
@@ -786,7 +801,8 @@ pub async fn run_with(
         duration: started.elapsed().as_secs_f64(),
         selection: String::new(),
         timeout_multiplier: options.timeouts.multiplier(),
-        jobs,
+        jobs: most_jobs,
+        paced: options.paced,
         baseline: baseline.map(|b| b.origin.clone()),
         results,
         stale,
@@ -814,6 +830,12 @@ pub fn rerun_decision(result: &ScenarioResult, gauge: &SetupGauge) -> Result<Str
     if gauge.silent() {
         return Err(
             "the target answered no set-up step in this run, so alone it would not either"
+                .to_owned(),
+        );
+    }
+    if gauge.refused() {
+        return Err(
+            "the target refused requests in this run (its MCP endpoint answered with errors), so alone it would too"
                 .to_owned(),
         );
     }

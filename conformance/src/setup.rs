@@ -36,6 +36,7 @@ impl Default for SetupGauge {
 struct Counts {
     answered: AtomicUsize,
     ran_out: AtomicUsize,
+    refused: AtomicUsize,
 }
 
 impl SetupGauge {
@@ -72,6 +73,18 @@ impl SetupGauge {
             &self.counts.ran_out
         };
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records that the target, ready, refused a request any working build answers (its MCP
+    /// endpoint answered HTTP 5xx or dropped the connection): the row failed at that refusal.
+    pub fn record_refusal(&self) {
+        self.counts.refused.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Whether the target refused a request in this run ([`SetupGauge::record_refusal`]): its
+    /// failures are the target's answer, and a solo re-run would meet the same refusal.
+    pub fn refused(&self) -> bool {
+        self.counts.refused.load(Ordering::Relaxed) > 0
     }
 
     /// The allowance of the next set-up step before the run's `--timeout-multiplier`:

@@ -1,9 +1,9 @@
-//! A run interrupted by SIGTERM (a CI timeout or cancel) while it runs the intercom suite: it
-//! exits with 143, leaves no process it started, and writes the report of what ran, marked
-//! interrupted. The test is this program's only one: it adopts orphans (a child subreaper), so a
+//! A run interrupted by SIGTERM (a CI timeout or cancel, sent to the process and its group) while
+//! it runs the intercom suite: it exits with 143, leaves no process it started, and writes the
+//! report of what ran, marked interrupted. The test is this program's only one: it adopts orphans (a child subreaper), so a
 //! process the run left behind becomes its child and is seen.
 
-use nix::sys::signal::{Signal, kill};
+use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use ski::transport::child::{ChildSpec, adopt_orphans, group_exists, process_exists, spawn};
 
@@ -71,12 +71,11 @@ async fn sigterm_ends_every_process_of_the_run_and_leaves_a_report_marked_interr
         }
     }
     let first_row = first_row.expect("the run printed a row's result before it ended");
-    // The runner alone gets the signal, as `kill PID` or a CI runner's cancel sends it.
-    kill(
-        Pid::from_raw(i32::try_from(runner_pid).expect("a pid")),
-        Signal::SIGTERM,
-    )
-    .expect("SIGTERM is sent");
+    // As `timeout` and CI runners stop a command: SIGTERM to the process, then to its group at
+    // once. The same stop delivered twice is one signal: the run still writes its report.
+    let pid = Pid::from_raw(i32::try_from(runner_pid).expect("a pid"));
+    kill(pid, Signal::SIGTERM).expect("SIGTERM is sent");
+    killpg(pid, Signal::SIGTERM).expect("SIGTERM is sent to the group");
     let status = run.wait().await.expect("the run ends");
     assert_eq!(
         status.code(),

@@ -23,6 +23,7 @@ pub mod lifecycle;
 pub mod netns;
 pub mod persistence;
 pub mod profile;
+pub mod refusal;
 pub mod routing;
 pub mod slack_hosts;
 pub mod slack_record;

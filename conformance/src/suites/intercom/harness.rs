@@ -295,7 +295,11 @@ impl World {
             (None, None) => None,
         };
         let mcp_url = match mcp_url {
-            Some(url) => Some(self.reachable(&url).await?),
+            Some(url) => {
+                let url = self.reachable(&url).await?;
+                super::refusal::ensure_mcp_answers(&self.ctx, &url).await?;
+                Some(url)
+            }
             None => None,
         };
         Ok(Server {
