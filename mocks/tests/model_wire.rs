@@ -498,3 +498,51 @@ async fn a_tool_result_matches_a_turn_and_counting_tokens_takes_none() {
         [Api::CountTokens, Api::Messages, Api::ChatCompletions]
     );
 }
+
+#[tokio::test]
+async fn an_error_in_the_stream_follows_the_streams_opening_in_each_apis_shape() {
+    let overloaded = || Turn::error(ErrorKind::Overloaded, None).in_stream();
+    let model = start(vec![overloaded(), overloaded(), overloaded(), overloaded()]).await;
+    let address = model.address();
+
+    let events = anthropic(address, &message("a", true)).await.events().await;
+    let names: Vec<_> = events
+        .iter()
+        .map(|(name, _)| name.as_deref().unwrap())
+        .collect();
+    assert_eq!(names, ["message_start", "error"]);
+    assert_eq!(
+        events[1].1,
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    );
+
+    let events = openai(address, "/v1/chat/completions", &chat("b", true))
+        .await
+        .events()
+        .await;
+    assert_eq!(events.len(), 2);
+    assert_eq!(events[0].1["choices"][0]["delta"]["role"], "assistant");
+    assert_eq!(events[1].1["error"]["type"], "server_error");
+
+    let request = json!({"model": "m", "input": "c", "stream": true});
+    let events = openai(address, "/v1/responses", &request)
+        .await
+        .events()
+        .await;
+    let names: Vec<_> = events
+        .iter()
+        .map(|(name, _)| name.as_deref().unwrap())
+        .collect();
+    assert_eq!(names, ["response.created", "response.in_progress", "error"]);
+    assert_eq!(events[2].1["sequence_number"], 2);
+
+    // A request that does not stream gets the error as its HTTP status.
+    let whole = anthropic(address, &message("d", false)).await;
+    assert_eq!(whole.status, 529);
+    let statuses: Vec<_> = model
+        .requests()
+        .iter()
+        .map(|request| request.status)
+        .collect();
+    assert_eq!(statuses, [200, 200, 200, 529]);
+}

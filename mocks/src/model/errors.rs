@@ -5,7 +5,9 @@
 
 use serde_json::{Value, json};
 
+use super::record::Api;
 use super::script::ErrorKind;
+use super::sse::Event;
 
 /// Whose error shape an answer takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -126,5 +128,35 @@ pub fn answer(
         status: refusal.status(provider),
         body,
         retry_after,
+    }
+}
+
+/// The event that ends a stream which fails after it began, in the shape of `api`'s streams.
+pub fn stream_error(api: Api, kind: ErrorKind, message: Option<&str>, sequence: usize) -> Event {
+    let refusal = Refusal::Scripted(kind);
+    match api {
+        Api::ChatCompletions => {
+            let message = message.unwrap_or(refusal.default_message(Provider::OpenAi));
+            let (kind, code) = refusal.openai_kind();
+            Event::data(&json!({"error": {
+                "message": message, "type": kind, "param": null, "code": code
+            }}))
+        }
+        Api::Responses => {
+            let message = message.unwrap_or(refusal.default_message(Provider::OpenAi));
+            let (kind, code) = refusal.openai_kind();
+            Event::named(
+                "error",
+                &json!({"type": "error", "code": code.unwrap_or(kind), "message": message,
+                        "param": null, "sequence_number": sequence}),
+            )
+        }
+        _ => Event::named(
+            "error",
+            &json!({"type": "error", "error": {
+                "type": refusal.anthropic_kind(),
+                "message": message.unwrap_or(refusal.default_message(Provider::Anthropic))
+            }}),
+        ),
     }
 }

@@ -91,6 +91,10 @@ pub struct ErrorReply {
     pub retry_after: Option<u64>,
     /// The error's message; each kind has a default.
     pub message: Option<String>,
+    /// For a streaming request: status 200, the stream's first events, then the error as an
+    /// event (Chat: a chunk with `error`; Responses and Messages: an `error` event), as a
+    /// provider that fails after it began answering does.
+    pub in_stream: bool,
 }
 
 /// The errors the fake can answer with.
@@ -144,6 +148,7 @@ impl Turn {
             kind,
             retry_after,
             message: None,
+            in_stream: false,
         }))
     }
 
@@ -162,6 +167,14 @@ impl Turn {
     /// Taken only by a request whose last user message contains `text`.
     pub fn when_user_says(mut self, text: impl Into<String>) -> Turn {
         self.when_user_says = Some(text.into());
+        self
+    }
+
+    /// An error that a streaming request gets inside its stream (see [`ErrorReply::in_stream`]).
+    pub fn in_stream(mut self) -> Turn {
+        if let Reply::Error(error) = &mut self.reply {
+            error.in_stream = true;
+        }
         self
     }
 
@@ -261,6 +274,8 @@ struct ErrorFile {
     kind: ErrorKind,
     retry_after: Option<u64>,
     message: Option<String>,
+    #[serde(default)]
+    in_stream: bool,
 }
 
 fn empty_object() -> toml::Value {
@@ -320,6 +335,7 @@ impl TurnFile {
                 kind: error.kind,
                 retry_after: error.retry_after,
                 message: error.message,
+                in_stream: error.in_stream,
             })
         } else if self.hang {
             Reply::Hang

@@ -400,6 +400,44 @@ fn answer(
     reply: Reply,
     number: u64,
 ) -> hyper::Response<Body> {
+    let stream = record.stream;
+    if let Reply::Error(error) = &reply
+        && error.in_stream
+        && stream
+    {
+        // The stream's opening (an empty answer's first events), then the error as an event.
+        let opening = Reply::Text {
+            text: String::new(),
+            stream: Default::default(),
+        };
+        let mut events = Answer::plan(&opening, request, number, now())
+            .map(|empty| match api {
+                Api::ChatCompletions => chat::stream(&empty, false),
+                Api::Responses => responses::stream(&empty, request),
+                _ => messages::stream(&empty),
+            })
+            .unwrap_or_default();
+        let kept = match api {
+            Api::Responses => 2,
+            _ => 1,
+        };
+        events.truncate(kept);
+        events.push(errors::stream_error(
+            api,
+            error.kind,
+            error.message.as_deref(),
+            kept,
+        ));
+        return stream_events(
+            shared,
+            record,
+            body_bytes,
+            events,
+            Duration::ZERO,
+            provider,
+            number,
+        );
+    }
     if let Reply::Error(error) = &reply {
         let error = errors::answer(
             provider,
@@ -410,7 +448,6 @@ fn answer(
         );
         return refuse(shared, record, body_bytes, error, provider, number);
     }
-    let stream = record.stream;
     let Some(answer) = Answer::plan(&reply, request, number, now()) else {
         // A hang: headers now, then nothing until the client goes away.
         record.outcome = Outcome::InProgress;
@@ -443,11 +480,31 @@ fn answer(
         Api::Responses => responses::stream(&answer, request),
         _ => messages::stream(&answer),
     };
+    stream_events(
+        shared,
+        record,
+        body_bytes,
+        events,
+        answer.delay,
+        provider,
+        number,
+    )
+}
+
+/// Answers `events` as a stream, recording the request in progress and then how it ended.
+fn stream_events(
+    shared: &Arc<Shared>,
+    mut record: RecordedRequest,
+    body_bytes: usize,
+    events: Vec<Event>,
+    delay: Duration,
+    provider: Provider,
+    number: u64,
+) -> hyper::Response<Body> {
     record.outcome = Outcome::InProgress;
     let seq = shared.log.push(record, body_bytes);
     let (sender, body) = channel_body();
     let shared = shared.clone();
-    let delay = answer.delay;
     tokio::spawn(async move {
         let outcome = write_events(&sender, events, delay).await;
         shared.log.set_outcome(seq, outcome);

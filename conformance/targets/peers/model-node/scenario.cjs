@@ -189,6 +189,18 @@ async function anthropicSteps() {
     { maxRetries: 1 },
   );
   assert.equal(retried.content[0].text, 'After the overload.');
+
+  // An overloaded_error event after the stream began: the client rejects with it.
+  const failing = client.messages.stream({
+    model: 'claude-test',
+    max_tokens: 10,
+    messages: user('overload mid-stream'),
+  });
+  failing.on('error', () => {});
+  await assert.rejects(failing.finalMessage(), (error) => {
+    assert.equal(error.error.error.type, 'overloaded_error');
+    return true;
+  });
 }
 
 openaiSteps()

@@ -181,4 +181,12 @@ retried = ant.with_options(max_retries=1).messages.create(
 )
 check("anthropic retry", retried.content[0].text, "After the overload.")
 
+# An overloaded_error event after the stream began: the client raises it.
+try:
+    with ant.messages.stream(model="claude-test", max_tokens=10, messages=user("overload mid-stream")) as stream:
+        stream.get_final_message()
+    raise SystemExit("an overloaded_error event was not raised")
+except anthropic.APIStatusError as error:
+    check("anthropic stream error", error.body["error"]["type"], "overloaded_error")
+
 print("model-python: ok")
