@@ -45,12 +45,19 @@ fn uint16_version(result: &Value) -> Option<u64> {
         .filter(|v| *v <= u64::from(u16::MAX))
 }
 
+/// The params of ACP-CORE-040's `initialize`: an ordinary one but for `protocolVersion`, the
+/// largest uint16, which no agent supports and the newest schema accepts (an agent that
+/// validates its params strictly must still get to answer the version).
+fn unsupported_version_probe() -> Value {
+    let mut params = initialize_params(super::exchange::bare_capabilities());
+    params["protocolVersion"] = json!(UNSUPPORTED_VERSION);
+    params
+}
+
 async fn core_040(ctx: Ctx) -> CheckResult {
     let mut agent = Agent::start(&ctx, PLAIN).await?;
     let mut conn = agent.connect().await?;
-    let mut params = initialize_params(super::exchange::bare_capabilities());
-    params["protocolVersion"] = json!(UNSUPPORTED_VERSION);
-    let reply = conn.call("initialize", params).await?;
+    let reply = conn.call("initialize", unsupported_version_probe()).await?;
     let result = expect_result(
         reply,
         "initialize with an unsupported protocolVersion answers a result with the agent's \
@@ -102,4 +109,34 @@ async fn core_041(ctx: Ctx) -> CheckResult {
         "sessionIds {ids:?}"
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::super::oracle::{Oracle, Sender};
+    use super::*;
+
+    /// The problems the schema oracle finds in `params` sent by a client as `initialize`.
+    fn client_problems(params: Value) -> Vec<String> {
+        let frame = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params});
+        let mut oracle = Oracle::new(Sender::Client);
+        oracle.inspect(&frame.to_string(), false, Some(&frame), &HashMap::new());
+        oracle.problems().iter().map(|p| p.error.clone()).collect()
+    }
+
+    #[test]
+    fn every_initialize_probe_is_a_message_the_schema_accepts_in_full() {
+        let plain = initialize_params(super::super::exchange::bare_capabilities());
+        assert_eq!(client_problems(plain), Vec::<String>::new());
+        assert_eq!(
+            client_problems(unsupported_version_probe()),
+            Vec::<String>::new()
+        );
+        // The oracle does refuse a version outside uint16, so the probe's is checked.
+        let mut beyond = unsupported_version_probe();
+        beyond["protocolVersion"] = json!(65536);
+        assert!(!client_problems(beyond).is_empty());
+    }
 }
