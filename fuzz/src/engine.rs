@@ -359,8 +359,8 @@ fn run_watched(target: &Target, input: &[u8], shared: &Shared, began: Instant) -
     shared.started_ms.store(0, Ordering::Release);
     Run {
         outcome,
-        peak_growth: alloc::peak().saturating_sub(before),
-        left_live: alloc::live().saturating_sub(before),
+        peak_growth: alloc::peak().saturating_sub(before).max(0) as usize,
+        left_live: alloc::live().saturating_sub(before).max(0) as usize,
     }
 }
 
@@ -519,4 +519,140 @@ pub fn replay_inputs(root: &Path) -> Vec<(String, Vec<u8>)> {
         }
     }
     inputs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Panics on any input holding the byte 0xff.
+    static PANICS_ON_FF: Target = Target {
+        name: "test-panics",
+        about: "",
+        run: |data| {
+            assert!(!data.contains(&0xff), "found 0xff");
+            0
+        },
+        seeds: |_| vec![b"a quiet seed".to_vec()],
+        words: &[],
+    };
+
+    /// Never returns on an input starting with `h`.
+    static HANGS_ON_H: Target = Target {
+        name: "test-hangs",
+        about: "",
+        run: |data| {
+            while data.first() == Some(&b'h') {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+            0
+        },
+        seeds: |_| vec![b"h".to_vec()],
+        words: &[],
+    };
+
+    /// Makes 64 MiB live on an input holding `m`.
+    static ALLOCATES_ON_M: Target = Target {
+        name: "test-memory",
+        about: "",
+        run: |data| {
+            if data.contains(&b'm') {
+                let block = vec![1u8; 64 << 20];
+                return u64::from(block[block.len() / 2]);
+            }
+            0
+        },
+        seeds: |_| vec![b"m".to_vec()],
+        words: &[],
+    };
+
+    fn settings(name: &str, time: Duration) -> Settings {
+        let root = std::env::temp_dir().join(format!("ski-fuzz-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        Settings {
+            time,
+            seed: 5,
+            max_len: 256,
+            exec_timeout: Duration::from_millis(300),
+            alloc_limit: 16 << 20,
+            rss_limit: u64::MAX,
+            root,
+            save_corpus: false,
+        }
+    }
+
+    #[test]
+    fn a_panic_is_found_minimised_and_saved_with_its_seed() {
+        let settings = settings("panic", Duration::from_secs(3));
+        let summary = fuzz(&PANICS_ON_FF, &settings);
+        assert!(!summary.stuck);
+        assert!(summary.executions > 100);
+        assert_eq!(summary.findings.len(), 1, "{:?}", summary.findings);
+        let finding = &summary.findings[0];
+        assert_eq!(finding.kind, "panic");
+        assert!(
+            finding.message.contains("found 0xff"),
+            "{}",
+            finding.message
+        );
+        let saved = finding.saved.clone().expect("the input is saved");
+        assert_eq!(
+            std::fs::read(&saved).unwrap(),
+            vec![0xff],
+            "minimised to the one byte"
+        );
+        let note = std::fs::read_to_string(saved.with_extension("txt")).unwrap();
+        assert!(note.contains("seed: 5"), "{note}");
+        assert!(
+            note.contains("--reproduce fuzz/artifacts/test-panics/"),
+            "{note}"
+        );
+        // The saved finding is replayed, and fails again.
+        let replayed = replay(
+            &PANICS_ON_FF,
+            vec![("saved".to_owned(), vec![0xff])],
+            Duration::from_secs(5),
+        );
+        assert_eq!(replayed.len(), 1);
+        std::fs::remove_dir_all(&settings.root).unwrap();
+    }
+
+    #[test]
+    fn an_input_past_the_time_limit_is_a_hang_and_stops_the_campaign() {
+        let settings = settings("hang", Duration::from_secs(30));
+        let began = Instant::now();
+        let summary = fuzz(&HANGS_ON_H, &settings);
+        assert!(began.elapsed() < Duration::from_secs(10));
+        assert!(summary.stuck);
+        assert_eq!(summary.findings.len(), 1);
+        assert_eq!(summary.findings[0].kind, "hang");
+        let saved = summary.findings[0]
+            .saved
+            .clone()
+            .expect("the input is saved");
+        assert_eq!(std::fs::read(&saved).unwrap(), b"h");
+        let replayed = replay(
+            &HANGS_ON_H,
+            vec![("h".to_owned(), b"h".to_vec())],
+            Duration::from_millis(200),
+        );
+        assert!(replayed[0].message.contains("a hang"), "{:?}", replayed);
+        std::fs::remove_dir_all(&settings.root).unwrap();
+    }
+
+    #[test]
+    fn an_input_that_allocates_past_the_limit_is_a_memory_finding() {
+        assert!(alloc::installed(), "the test build counts allocations");
+        let settings = settings("memory", Duration::from_millis(500));
+        let summary = fuzz(&ALLOCATES_ON_M, &settings);
+        assert!(!summary.stuck);
+        let kinds: Vec<&str> = summary.findings.iter().map(|f| f.kind).collect();
+        assert_eq!(kinds, ["memory"], "{:?}", summary.findings);
+        assert!(
+            summary.findings[0].message.contains("64 MiB"),
+            "{}",
+            summary.findings[0].message
+        );
+        std::fs::remove_dir_all(&settings.root).unwrap();
+    }
 }

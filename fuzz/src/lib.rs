@@ -15,3 +15,8 @@ pub mod engine;
 pub mod mutate;
 pub mod rng;
 pub mod targets;
+
+/// Unit tests count allocations as `ski-fuzz` does.
+#[cfg(test)]
+#[global_allocator]
+static ALLOCATOR: alloc::CountingAllocator = alloc::CountingAllocator;

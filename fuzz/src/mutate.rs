@@ -375,7 +375,7 @@ fn mutate_json(rng: &mut Rng, root: &mut Value, keys: &[String], words: &[&[u8]]
 fn pick_key(rng: &mut Rng, keys: &[String], words: &[&[u8]]) -> String {
     match rng.below(3) {
         0 if !keys.is_empty() => rng.pick(keys).clone(),
-        1 if !words.is_empty() => String::from_utf8_lossy(*rng.pick(words)).into_owned(),
+        1 if !words.is_empty() => String::from_utf8_lossy(rng.pick::<&[u8]>(words)).into_owned(),
         _ => ["_meta", "type", "sessionId", "id", "", "\u{0}", "é"][rng.below(7)].to_owned(),
     }
 }
@@ -426,7 +426,7 @@ fn mutate_toml_table(rng: &mut Rng, table: &mut toml::Table, words: &[&[u8]], de
         let key = if words.is_empty() || rng.one_in(3) {
             "x".to_owned()
         } else {
-            String::from_utf8_lossy(*rng.pick(words)).into_owned()
+            String::from_utf8_lossy(rng.pick::<&[u8]>(words)).into_owned()
         };
         table.insert(key, random_toml(rng, 0));
         return;
