@@ -2,8 +2,6 @@
 //!
 //! - [`child`]: child processes in their own process group, killed as a group, with piped stdio.
 //! - [`stdio`]: this process's own stdin and stdout, non-blocking on pipes and sockets.
-//! - [`spool`]: a writer that queues a bounded number of bytes at once and writes them on from a
-//!   task, so its owner keeps reading a far end that does not read.
 //! - [`ws_client`]: the WebSocket client side: connecting, heartbeat, reconnect policy and the
 //!   connection-factory seam.
 //! - [`ws_server`]: the WebSocket listener, with its connection cap; [`ws_guard`] holds each of
@@ -18,7 +16,6 @@
 //! stderr, a WebSocket, harness notes) records into the same log, which keeps their relative order.
 
 pub mod child;
-pub mod spool;
 pub mod stdio;
 pub mod ws_client;
 pub mod ws_frames;

@@ -18,7 +18,11 @@
 //!   that falls [`UPDATE_BUFFER_LIMIT`] updates behind stops the reading of the connection
 //!   instead of a queue growing without bound; updates that do not decode (a kind missing a
 //!   required field) are dropped and logged; unknown kinds are kept as
-//!   `SessionUpdate::Unknown`; unknown notifications are ignored.
+//!   `SessionUpdate::Unknown`; unknown notifications are ignored;
+//! - answers the agent's requests through a queue of [`ANSWER_QUEUE_BYTES`] apart from its own
+//!   sends, and keeps reading the agent while its own requests wait for the send gate: an agent
+//!   that writes before it reads never waits on the client for full pipes (past that many bytes
+//!   of unread answers the client stops reading too).
 //!
 //! What the peer underneath guarantees: responses are matched by id only (out-of-order,
 //! duplicate and unknown-id responses are harmless), string and integer ids are echoed as they
@@ -568,12 +572,17 @@ impl Client {
     }
 }
 
+/// The most bytes of answers to the agent's requests that wait unwritten while the client reads
+/// on (16 MiB).
+pub const ANSWER_QUEUE_BYTES: usize = 16 * 1024 * 1024;
+
 /// Builds one connection's peer with the client's handlers.
 fn build_peer(config: &ClientConfig, services: &Arc<Services>, transport: Transport) -> Peer {
     let mut builder = Peer::builder()
         .first_id(1)
         .request_timeout(config.request_timeout)
-        .max_in_flight_sends(config.max_in_flight_sends);
+        .max_in_flight_sends(config.max_in_flight_sends)
+        .read_while_answers_wait(ANSWER_QUEUE_BYTES);
     for observer in &config.observers {
         let observer = observer.clone();
         builder = builder.observer(move |event: &WireEvent<'_>| observer.observe(event));

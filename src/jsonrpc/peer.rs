@@ -33,6 +33,8 @@
 //!   loop reads nothing more (backpressure): a remote that writes without reading what it is
 //!   sent finds its own pipe or socket full instead of growing this process's memory. Answers the
 //!   read loop owes itself (parse errors, invalid and oversize messages) queue at the gate too.
+//!   With [`PeerBuilder::read_while_answers_wait`] answers queue apart, bounded in bytes, and the
+//!   read loop waits only for their room: the peer reads on while its own sends wait.
 //!
 //! ```no_run
 //! use ski::jsonrpc::{Peer, Transport, RpcError};
@@ -84,7 +86,7 @@ use super::error::RpcError;
 use super::framing::DEFAULT_MAX_LINE_BYTES;
 use super::id::RequestId;
 use super::message::{
-    EncodeError, Message, Notification, Request, VersionField, encode_into,
+    EncodeError, Message, Notification, Request, Response, VersionField, encode_into,
     encode_notification_into, encode_result_into,
 };
 use super::transport::Transport;
@@ -245,6 +247,7 @@ pub struct PeerBuilder {
     version: VersionField,
     ordered_responses: bool,
     close_grace: Duration,
+    answer_queue_bytes: Option<usize>,
 }
 
 impl fmt::Debug for PeerBuilder {
@@ -274,6 +277,7 @@ impl Default for PeerBuilder {
             version: VersionField::Required,
             ordered_responses: true,
             close_grace: DEFAULT_CLOSE_GRACE,
+            answer_queue_bytes: None,
         }
     }
 }
@@ -326,6 +330,19 @@ impl PeerBuilder {
     #[must_use]
     pub fn ordered_responses(mut self, ordered: bool) -> Self {
         self.ordered_responses = ordered;
+        self
+    }
+
+    /// Answers to inbound requests (and the read loop's own error answers) queue apart from the
+    /// send gate, up to `max_bytes` of them unwritten, and the read loop waits only for that
+    /// room, not for the send gate: a peer whose own requests and notifications wait for a
+    /// remote that does not read goes on reading that remote, so two peers that both write before
+    /// they read never wait for each other on full pipes. Past `max_bytes` (or while an answer
+    /// waits for room) the read loop reads nothing more, as it does behind a full gate otherwise.
+    /// Default: off (answers pass the send gate like every other message).
+    #[must_use]
+    pub fn read_while_answers_wait(mut self, max_bytes: usize) -> Self {
+        self.answer_queue_bytes = Some(max_bytes.clamp(1, u32::MAX as usize));
         self
     }
 
@@ -434,6 +451,9 @@ impl PeerBuilder {
             pending: PendingTable::default(),
             inbound: Mutex::new(InboundTable::default()),
             gate: Arc::new(Semaphore::new(self.max_in_flight_sends)),
+            answer_room: self
+                .answer_queue_bytes
+                .map(|bytes| (Arc::new(Semaphore::new(bytes)), bytes)),
             writes,
             closed: AtomicBool::new(false),
             closing: CancellationToken::new(),
@@ -629,8 +649,23 @@ impl Peer {
         self.queue_encoded(bytes).await
     }
 
-    /// Queues a success response whose result is already JSON text, written as it is.
-    pub(crate) async fn queue_result_text(
+    /// Queues the answer to an inbound request (or an error answer the read loop owes): through
+    /// the answer room when the peer has one, else like any message.
+    pub(crate) async fn queue_answer(&self, response: Response) -> Result<(), SendError> {
+        if self.is_closed() {
+            return Err(SendError::NotConnected);
+        }
+        let mut bytes = Vec::with_capacity(256);
+        encode_into(
+            &Message::Response(response),
+            self.shared.config.version,
+            &mut bytes,
+        )?;
+        self.queue_answer_encoded(bytes).await
+    }
+
+    /// As [`Peer::queue_answer`], for a success whose result is already JSON text.
+    pub(crate) async fn queue_answer_text(
         &self,
         id: &RequestId,
         result: &RawValue,
@@ -640,7 +675,21 @@ impl Peer {
         }
         let mut bytes = Vec::with_capacity(64 + result.get().len());
         encode_result_into(id, result, self.shared.config.version, &mut bytes)?;
-        self.queue_encoded(bytes).await
+        self.queue_answer_encoded(bytes).await
+    }
+
+    async fn queue_answer_encoded(&self, bytes: Vec<u8>) -> Result<(), SendError> {
+        let Some((room, bound)) = &self.shared.answer_room else {
+            return self.queue_encoded(bytes).await;
+        };
+        // An answer longer than the whole room takes all of it.
+        let wanted = u32::try_from(bytes.len().clamp(1, *bound)).unwrap_or(u32::MAX);
+        let permit = room
+            .clone()
+            .acquire_many_owned(wanted)
+            .await
+            .map_err(|_| SendError::NotConnected)?;
+        self.shared.enqueue(bytes, false, permit, WriteDone::Nobody)
     }
 
     /// Queues an encoded message (one line without its terminator) for writing.
@@ -916,6 +965,9 @@ struct Shared {
     pending: PendingTable,
     inbound: Mutex<InboundTable>,
     gate: Arc<Semaphore>,
+    /// With [`PeerBuilder::read_while_answers_wait`]: the bytes of answers that may wait
+    /// unwritten (one permit a byte), and that bound.
+    answer_room: Option<(Arc<Semaphore>, usize)>,
     writes: mpsc::UnboundedSender<WriteCommand>,
     /// Set once by `close()` or a failed write.
     closed: AtomicBool,
@@ -999,6 +1051,9 @@ impl Shared {
         self.closing.cancel();
         self.pending.close(|| CallError::Eof);
         self.gate.close();
+        if let Some((room, _)) = &self.answer_room {
+            room.close();
+        }
         let _ = self.writes.send(WriteCommand::Shutdown);
     }
 

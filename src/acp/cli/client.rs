@@ -8,9 +8,9 @@
 //! `{"sessionId","stopReason","type":"prompt_result"}` after each turn and
 //! `{"sessionId","type":"session_stop"}` for `stop`. Diagnostics and the agent's own stderr go to
 //! stderr. Output nobody reads stops the client: past its bounded queues it reads no more from
-//! the agent, whose writes then block; nothing is dropped. A spawned agent that does not read
-//! its stdin does not stop the client: its answers wait in a queue of up to 16 MiB (then the
-//! client waits too) while it reads on. Exit codes: 0 ok, 2 invalid input,
+//! the agent, whose writes then block; nothing is dropped. An agent that does not read what the
+//! client sends does not stop the client reading: its answers wait in a queue of up to 16 MiB
+//! (then the client waits too, see [`crate::acp::client`]). Exit codes: 0 ok, 2 invalid input,
 //! 3 configuration, 4 the agent or the connection failed, 5 internal error.
 
 use std::path::{Path, PathBuf};
@@ -37,7 +37,6 @@ use crate::exit::{CommandError, CommandResult};
 use crate::jsonrpc::{CallError, ErrorCode, Transport};
 use crate::storage::inside_root::Root;
 use crate::transport::child::{self, ChildSpec};
-use crate::transport::spool::{DEFAULT_SPOOL_BYTES, SpooledWrite};
 use crate::transport::ws_client::{
     ConnectError, DEFAULT_HEARTBEAT, DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_BASE_DELAY,
     ReconnectPolicy, WsConnector,
@@ -583,10 +582,6 @@ impl AgentProcess {
                 Err(error) => tracing::warn!(%error, "ending the agent failed"),
             }
         });
-        // The client's answers queue in memory (bounded) while the agent does not read them, so
-        // the client goes on reading the agent: two peers that both write before they read never
-        // wait for each other on full pipes.
-        let stdin = SpooledWrite::new(stdin, DEFAULT_SPOOL_BYTES);
         Ok((Transport::bytes(stdout, stdin), AgentProcess { stop, task }))
     }
 

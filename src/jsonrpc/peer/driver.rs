@@ -15,7 +15,8 @@
 //! time, in arrival order.
 //!
 //! Bounds: the read loop takes in no further message (responses and `$/cancel_request` included)
-//! while the send gate is full, nor while [`MAX_QUEUED_NOTIFICATIONS`] notifications it read
+//! while the send gate is full (with an answer room: while the room is full or an answer waits
+//! for it), nor while [`MAX_QUEUED_NOTIFICATIONS`] notifications it read
 //! wait to be handled: a handler that waits, say for a slow consumer of what it hands on, thus
 //! stops the reading, and a remote that floods notifications fills its own pipe or socket. The
 //! one exception: while a notification handler waits for the answer to a request it sent the
@@ -228,6 +229,12 @@ fn poll_once(mut task: BoxFuture<()>) -> Option<BoxFuture<()>> {
 /// instead of this process's memory, since every message read adds at most one sender waiting at
 /// the gate, ahead of the read loop.
 async fn writer_has_room(shared: &Shared) {
+    if let Some((room, _)) = &shared.answer_room {
+        // Fair: this waits behind every answer already waiting for room. The permit goes back
+        // at once; an error means the room closed with the peer.
+        let _ = room.acquire().await;
+        return;
+    }
     if shared.gate.available_permits() == 0 {
         // The permit goes back at once; an error means the gate closed with the peer.
         let _ = shared.gate.acquire().await;
@@ -318,7 +325,7 @@ fn deliver(
 /// Queues the answer to a message the read loop could not dispatch (not flushed: it leaves with
 /// the next write), waiting for a send permit like any other sender.
 async fn queue_answer(peer: &Peer, response: Response) {
-    if let Err(error) = peer.queue_message(&Message::Response(response)).await {
+    if let Err(error) = peer.queue_answer(response).await {
         tracing::debug!(%error, "could not send an error response");
     }
 }
@@ -423,15 +430,9 @@ fn dispatch_request(peer: &Peer, request: Request<Params>) -> BoxFuture<()> {
         // Queued, not flushed: a handler that finishes at its first poll then needs no task of
         // its own. A write that fails later closes the connection (and is logged there).
         let queued = match result {
-            Ok(Answer::Text(text)) => peer.queue_result_text(&id, &text).await,
-            Ok(Answer::Value(value)) => {
-                peer.queue_message(&Message::Response(Response::success(id, value)))
-                    .await
-            }
-            Err(error) => {
-                peer.queue_message(&Message::Response(Response::error(id, error)))
-                    .await
-            }
+            Ok(Answer::Text(text)) => peer.queue_answer_text(&id, &text).await,
+            Ok(Answer::Value(value)) => peer.queue_answer(Response::success(id, value)).await,
+            Err(error) => peer.queue_answer(Response::error(id, error)).await,
         };
         match queued {
             Ok(()) | Err(SendError::NotConnected) => {}
