@@ -1144,7 +1144,7 @@ mod tests {
 
     fn failed_row(duration: f64, failure: Failure) -> ScenarioResult {
         let scenario: Scenario = serde_json::from_value(serde_json::json!({
-            "suite": "teams", "id": "TEAM-CC-03", "title": "t", "category": "concurrent",
+            "id": "TEAM-CC-03", "title": "t", "category": "concurrent",
             "level": "must", "source": "s", "given": "g", "when": "w", "then": "t",
             "timeout": "normal",
         }))

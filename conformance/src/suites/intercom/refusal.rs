@@ -77,3 +77,35 @@ pub async fn ensure_mcp_answers(ctx: &Ctx, url: &str) -> Result<(), CheckError> 
     ))
     .into())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+
+    /// A server on a loopback port that answers one request with `answer` (or closes at once).
+    async fn answering(answer: &'static [u8]) -> String {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut buf = [0u8; 1024];
+            let _ = socket.read(&mut buf).await;
+            let _ = socket.write_all(answer).await;
+        });
+        format!("http://{addr}/mcp")
+    }
+
+    #[tokio::test]
+    async fn the_probe_reads_the_status_or_says_why_there_is_none() {
+        let url =
+            answering(b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\n\r\n").await;
+        assert_eq!(status_of(&url).await, Ok(500));
+        let url = answering(b"HTTP/1.1 405 Method Not Allowed\r\ncontent-length: 0\r\n\r\n").await;
+        assert_eq!(status_of(&url).await, Ok(405));
+        let url = answering(b"").await;
+        let why = status_of(&url).await.unwrap_err();
+        assert!(why.contains("without an HTTP answer"), "{why}");
+        assert!(status_of("https://example.invalid/").await.is_err());
+    }
+}
