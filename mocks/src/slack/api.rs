@@ -6,10 +6,12 @@ mod chat;
 mod conversations;
 mod cursor;
 mod directory;
+mod emoji;
 mod files;
 mod items;
 mod membership;
 pub mod methods;
+mod personal;
 mod scheduled;
 mod views;
 
@@ -133,11 +135,23 @@ pub fn call(workspace: &mut Workspace, site: &Site, method: &str, params: &Param
         "dnd.info" => directory::dnd_info(workspace, params),
         "dnd.teamInfo" => directory::dnd_team_info(workspace, params),
         "search.messages" => directory::search_messages(workspace, params),
+        "users.profile.set" => personal::profile_set(workspace, params),
+        "stars.add" => personal::star(workspace, params, true),
+        "stars.remove" => personal::star(workspace, params, false),
+        "stars.list" => personal::stars_list(workspace, params),
+        "files.sharedPublicURL" => personal::public_url(workspace, params, true),
+        "files.revokePublicURL" => personal::public_url(workspace, params, false),
+        "dnd.setSnooze" => personal::set_snooze(workspace, params),
+        "dnd.endSnooze" => personal::end_snooze(workspace, params),
+        "reminders.add" => personal::reminder_add(workspace, params),
+        "reminders.list" => personal::reminders_list(workspace, params),
+        "reminders.delete" => personal::reminder_delete(workspace, params),
         _ => Err("unknown_method"),
     }
 }
 
-/// Slack's token rules: app tokens only for `apps.connections.open`, which takes nothing else.
+/// Slack's token rules: app tokens only for `apps.connections.open`, which takes nothing else;
+/// user tokens only for the methods of [`personal::USER_ONLY`].
 fn check_token(method: &str, kind: TokenKind) -> Result<(), &'static str> {
     match (method, kind) {
         ("api.test", _) => Ok(()),
@@ -145,6 +159,9 @@ fn check_token(method: &str, kind: TokenKind) -> Result<(), &'static str> {
         (_, TokenKind::Other) => Err("invalid_auth"),
         ("apps.connections.open", TokenKind::App) => Ok(()),
         ("apps.connections.open", _) | (_, TokenKind::App) => Err("not_allowed_token_type"),
+        (method, TokenKind::Bot) if personal::USER_ONLY.contains(&method) => {
+            Err("not_allowed_token_type")
+        }
         _ => Ok(()),
     }
 }

@@ -53,6 +53,14 @@ pub struct Items {
     pub streams: HashMap<String, String>,
     /// Shared files by id (from `files.completeUploadExternal`).
     pub files: HashMap<String, Value>,
+    /// Profile fields users set (`users.profile.set`), by user id.
+    pub profiles: HashMap<String, serde_json::Map<String, Value>>,
+    /// Starred items of the user token's owner, oldest first.
+    pub stars: Vec<Value>,
+    /// When the user token owner's snooze ends (Unix seconds), while one is on.
+    pub snooze_until: Option<u64>,
+    /// Reminders, oldest first.
+    pub reminders: Vec<Value>,
 }
 
 /// The workspace: configuration plus everything the API has changed.

@@ -145,10 +145,8 @@ pub(super) fn post_ephemeral(workspace: &mut Workspace, params: &Params) -> Answ
         .ok_or("channel_not_found")?
         .clone();
     let user = params.str("user").ok_or("user_not_found")?;
-    if workspace.user(&user).is_none() {
-        return Err("user_not_found");
-    }
-    if !channel.is_member(&user) {
+    // Slack answers an id it does not know as it answers a stranger to the channel.
+    if workspace.user(&user).is_none() || !channel.is_member(&user) {
         return Err("user_not_in_channel");
     }
     check_content(params)?;
@@ -190,6 +188,9 @@ pub(super) fn react(workspace: &mut Workspace, params: &Params, add: bool) -> An
     let channel = channel_id(workspace, params, "channel")?;
     let ts = params.str("timestamp").ok_or("message_not_found")?;
     let name = params.str("name").ok_or("invalid_name")?;
+    if add && !super::emoji::exists(&name) {
+        return Err("invalid_name");
+    }
     let user = workspace.config.bot.user_id.clone();
     workspace
         .messages

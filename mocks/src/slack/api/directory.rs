@@ -47,8 +47,12 @@ pub(super) fn bots_info(workspace: &mut Workspace, params: &Params) -> Answer {
 }
 
 pub(super) fn emoji_list(_workspace: &mut Workspace, _params: &Params) -> Answer {
+    let emoji: serde_json::Map<String, Value> = super::emoji::CUSTOM
+        .iter()
+        .map(|(name, image)| ((*name).to_string(), json!(image)))
+        .collect();
     Ok(object(json!({
-        "emoji": { "ski": "https://emoji.slack-edge.com/T0/ski/0.png", "shipit": "alias:squirrel" },
+        "emoji": emoji,
         "cache_ts": "1700000000.000000",
     })))
 }
@@ -87,8 +91,17 @@ pub(super) fn set_presence(_workspace: &mut Workspace, params: &Params) -> Answe
 }
 
 pub(super) fn profile_get(workspace: &mut Workspace, params: &Params) -> Answer {
-    let user = user_of(workspace, params)?;
-    Ok(object(json!({ "profile": user["profile"] })))
+    let user = match (params.str("user"), params.token_kind()) {
+        (None, TokenKind::User) => {
+            let owner = super::personal::token_owner(workspace)?;
+            workspace.user(&owner).ok_or("user_not_found")?
+        }
+        _ => user_of(workspace, params)?,
+    };
+    let id = user["id"].as_str().unwrap_or_default().to_string();
+    Ok(object(
+        json!({ "profile": super::personal::profile_of(workspace, &id, user["profile"].clone()) }),
+    ))
 }
 
 pub(super) fn identity(workspace: &mut Workspace, params: &Params) -> Answer {
@@ -105,10 +118,16 @@ pub(super) fn identity(workspace: &mut Workspace, params: &Params) -> Answer {
 
 pub(super) fn dnd_info(workspace: &mut Workspace, params: &Params) -> Answer {
     user_of(workspace, params)?;
-    Ok(object(
-        json!({ "dnd_enabled": false, "next_dnd_start_ts": 1, "next_dnd_end_ts": 1,
-        "snooze_enabled": false }),
-    ))
+    let mut answer = object(json!({ "dnd_enabled": false, "next_dnd_start_ts": 1,
+        "next_dnd_end_ts": 1, "snooze_enabled": false }));
+    if params.token_kind() == TokenKind::User
+        && params.str("user").is_none()
+        && let Some(until) = workspace.items.snooze_until
+    {
+        answer.insert("snooze_enabled".into(), json!(true));
+        answer.insert("snooze_endtime".into(), json!(until));
+    }
+    Ok(answer)
 }
 
 pub(super) fn dnd_team_info(workspace: &mut Workspace, params: &Params) -> Answer {

@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::{Answer, Site, object};
+use crate::slack::channel::Kind;
 use crate::slack::params::Params;
 use crate::slack::workspace::{Upload, Workspace};
 
@@ -69,14 +70,16 @@ pub(super) fn complete(workspace: &mut Workspace, site: &Site, params: &Params) 
         upload.title = entry["title"].as_str().map(str::to_string);
         let title = upload.title.clone().unwrap_or_else(|| upload.name.clone());
         let size = upload.received.unwrap_or_default();
+        let kind = file_kind(&upload.name);
         answered.push(json!({
             "id": id,
             "created": 1_700_000_000,
             "timestamp": 1_700_000_000,
             "name": upload.name,
             "title": title,
-            "mimetype": "application/octet-stream",
-            "filetype": "binary",
+            "mimetype": kind.mimetype,
+            "filetype": kind.filetype,
+            "pretty_type": kind.pretty_type,
             "user": user,
             "size": size,
             "url_private": format!("{}/files/{id}/{}", site.origin, upload.name),
@@ -104,8 +107,97 @@ pub(super) fn complete(workspace: &mut Workspace, site: &Site, params: &Params) 
         let ts = workspace.next_ts();
         let message = workspace.bot_message(&ts, fields);
         workspace.store(&channel, message);
+        record_share(workspace, &answered, &channel, &ts);
     }
     Ok(object(json!({ "files": answered })))
+}
+
+/// Notes in each stored file where it was shared: `shares.public` or `shares.private` by
+/// channel, and the channel in `channels`, `groups` or `ims`.
+fn record_share(workspace: &mut Workspace, files: &[Value], channel: &str, ts: &str) {
+    let Some(conversation) = workspace.channel(channel).cloned() else {
+        return;
+    };
+    let (visibility, list) = match conversation.kind {
+        Kind::Public => ("public", "channels"),
+        Kind::Private | Kind::Mpim => ("private", "groups"),
+        Kind::Im => ("private", "ims"),
+    };
+    let share = json!({
+        "ts": ts,
+        "channel_name": conversation.name,
+        "team_id": workspace.config.team.id,
+        "share_user_id": workspace.config.bot.user_id,
+        "reply_users": [],
+        "reply_users_count": 0,
+        "reply_count": 0,
+    });
+    for file in files {
+        let Some(stored) = file["id"]
+            .as_str()
+            .and_then(|id| workspace.items.files.get_mut(id))
+            .and_then(Value::as_object_mut)
+        else {
+            continue;
+        };
+        let shares = stored.entry("shares").or_insert_with(|| json!({}));
+        if let Some(entries) = shares[visibility][channel].as_array_mut() {
+            entries.push(share.clone());
+        } else {
+            shares[visibility][channel] = json!([share]);
+        }
+        for name in ["channels", "groups", "ims"] {
+            stored.entry(name).or_insert_with(|| json!([]));
+        }
+        if let Some(ids) = stored[list].as_array_mut()
+            && !ids.contains(&json!(channel))
+        {
+            ids.push(json!(channel));
+        }
+    }
+}
+
+/// What Slack derives from a file's name.
+struct FileKind {
+    mimetype: &'static str,
+    filetype: &'static str,
+    pretty_type: &'static str,
+}
+
+/// The type Slack gives a file, from the extension of its name.
+fn file_kind(name: &str) -> FileKind {
+    let extension = name
+        .rsplit_once('.')
+        .map(|(_, extension)| extension.to_ascii_lowercase())
+        .unwrap_or_default();
+    let (mimetype, filetype, pretty_type) = match extension.as_str() {
+        "txt" | "log" => ("text/plain", "text", "Plain Text"),
+        "md" | "markdown" => ("text/plain", "markdown", "Markdown (raw)"),
+        "csv" => ("text/csv", "csv", "CSV"),
+        "json" => ("application/json", "json", "JSON"),
+        "html" | "htm" => ("text/html", "html", "HTML"),
+        "xml" => ("text/xml", "xml", "XML"),
+        "yaml" | "yml" => ("text/plain", "yaml", "YAML"),
+        "py" => ("text/plain", "python", "Python"),
+        "rs" => ("text/plain", "rust", "Rust"),
+        "js" => ("text/javascript", "javascript", "JavaScript"),
+        "ts" => ("text/plain", "typescript", "TypeScript"),
+        "sh" => ("text/plain", "shell", "Shell"),
+        "diff" | "patch" => ("text/plain", "diff", "Diff"),
+        "png" => ("image/png", "png", "PNG"),
+        "jpg" | "jpeg" => ("image/jpeg", "jpg", "JPEG"),
+        "gif" => ("image/gif", "gif", "GIF"),
+        "svg" => ("image/svg+xml", "svg", "SVG"),
+        "pdf" => ("application/pdf", "pdf", "PDF"),
+        "zip" => ("application/zip", "zip", "Zip"),
+        "gz" => ("application/gzip", "gzip", "GZip"),
+        _ => ("application/octet-stream", "binary", "Binary"),
+    };
+    FileKind {
+        mimetype,
+        filetype,
+        pretty_type,
+    }
 }
 
 pub(super) fn info(workspace: &mut Workspace, params: &Params) -> Answer {

@@ -543,6 +543,76 @@ pub const METHODS: &[Method] = &[
     full("files.list", 3, &[]),
     full("files.delete", 3, &["file_not_found"]),
     full("files.upload", 2, &["method_deprecated"]),
+    full(
+        "files.sharedPublicURL",
+        3,
+        &["not_allowed_token_type", "file_not_found"],
+    ),
+    full(
+        "files.revokePublicURL",
+        3,
+        &["not_allowed_token_type", "file_not_found"],
+    ),
+    partial(
+        "users.profile.set",
+        3,
+        "the fields are kept and read back by users.profile.get",
+        &[
+            "not_allowed_token_type",
+            "invalid_profile",
+            "invalid_arguments",
+        ],
+    ),
+    full(
+        "stars.add",
+        2,
+        &[
+            "not_allowed_token_type",
+            "already_starred",
+            "channel_not_found",
+            "message_not_found",
+            "file_not_found",
+        ],
+    ),
+    full(
+        "stars.remove",
+        2,
+        &[
+            "not_allowed_token_type",
+            "not_starred",
+            "channel_not_found",
+            "message_not_found",
+            "file_not_found",
+        ],
+    ),
+    partial("stars.list", 3, "one page", &["not_allowed_token_type"]),
+    full(
+        "dnd.setSnooze",
+        2,
+        &["not_allowed_token_type", "invalid_arguments"],
+    ),
+    full(
+        "dnd.endSnooze",
+        2,
+        &["not_allowed_token_type", "snooze_not_active"],
+    ),
+    partial(
+        "reminders.add",
+        2,
+        "times as Unix seconds, seconds from now or `in N minutes/hours/days`; never fired",
+        &[
+            "not_allowed_token_type",
+            "no_text",
+            "cannot_parse",
+            "user_not_found",
+        ],
+    ),
+    full("reminders.list", 2, &["not_allowed_token_type"]),
+    full(
+        "reminders.delete",
+        2,
+        &["not_allowed_token_type", "not_found"],
+    ),
 ];
 
 /// The table entry of a method.
