@@ -1,7 +1,7 @@
 //! How the runner spends time on failures, read from `results.json` (never from the clock): a
-//! definite mismatch is run once, a wait that ran out is re-run alone, a target that answers
-//! nothing is not re-run, and each set-up step (`initialize`, `session/new`) adds an allowance to
-//! its row's budget.
+//! mismatch (an observation of the target) is run once, a wait that ran out is re-run alone, a
+//! target that answers nothing is not re-run, and each set-up step (`initialize`, `session/new`)
+//! adds an allowance to its row's budget.
 
 #[path = "support/acp_rows.rs"]
 mod acp_rows;
@@ -62,12 +62,12 @@ async fn a_definite_mismatch_is_run_once() {
     assert_eq!(result["attempts"], 1, "{result:#}");
     assert!(result.get("first_attempt").is_none(), "{result:#}");
     assert!(
-        text(&result["rerun"]).starts_with("not re-run: it failed at once"),
+        text(&result["rerun"]).starts_with("not re-run: it observed the target"),
         "{result:#}"
     );
     let report = std::fs::read_to_string(dir.path().join("out/report.md")).expect("report.md");
     assert!(
-        report.contains("- **Attempts**: 1 (not re-run: it failed at once"),
+        report.contains("- **Attempts**: 1 (not re-run: it observed the target"),
         "{report}"
     );
 }
