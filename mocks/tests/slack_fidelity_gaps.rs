@@ -67,7 +67,7 @@ async fn an_unknown_emoji_name_is_invalid_name_and_a_known_one_works() {
 /// Uploads `name` with `content` through files v2, shared to #general; answers the file id.
 async fn upload(slack: &FakeSlack, name: &str, content: &[u8]) -> String {
     let url = call(
-        &slack,
+        slack,
         "files.getUploadURLExternal",
         json!({"filename": name, "length": content.len()}),
     )
@@ -77,7 +77,7 @@ async fn upload(slack: &FakeSlack, name: &str, content: &[u8]) -> String {
     assert_eq!(status, 200);
     let id = url["file_id"].as_str().expect("file_id").to_string();
     let done = call(
-        &slack,
+        slack,
         "files.completeUploadExternal",
         json!({"files": [{"id": id}], "channel_id": GENERAL}),
     )
