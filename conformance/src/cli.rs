@@ -173,6 +173,9 @@ enum Fixture {
         /// The address to bind.
         addr: std::net::SocketAddr,
     },
+    /// An intercom server that gets ready and answers every HTTP request with 500: print
+    /// `{"mcp_url": …}` for a loopback port, then serve until a signal ends the process.
+    HttpErrors,
 }
 
 #[derive(Debug, Args)]
@@ -1030,7 +1033,64 @@ fn run_fixture(fixture: Fixture) -> u8 {
             }
             EXIT_OK
         }
+        Fixture::HttpErrors => serve_http_errors(),
     }
+}
+
+/// [`Fixture::HttpErrors`]: every request, whatever it asks, gets `500 Internal Server Error`.
+fn serve_http_errors() -> u8 {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = match std::net::TcpListener::bind("127.0.0.1:0") {
+        Ok(listener) => listener,
+        Err(e) => {
+            eprintln!("error: cannot bind a loopback port: {e}");
+            return EXIT_USAGE;
+        }
+    };
+    let Ok(addr) = listener.local_addr() else {
+        return EXIT_USAGE;
+    };
+    output::line(format_args!("{{\"mcp_url\":\"http://{addr}/mcp\"}}"));
+    for stream in listener.incoming().flatten() {
+        std::thread::spawn(move || {
+            let Ok(reader_half) = stream.try_clone() else {
+                return;
+            };
+            let mut reader = BufReader::new(reader_half);
+            let mut writer = stream;
+            loop {
+                let mut length = 0usize;
+                let mut line = String::new();
+                if reader.read_line(&mut line).map_or(true, |n| n == 0) {
+                    return;
+                }
+                loop {
+                    line.clear();
+                    if reader.read_line(&mut line).map_or(true, |n| n == 0) {
+                        return;
+                    }
+                    let header = line.trim_end();
+                    if header.is_empty() {
+                        break;
+                    }
+                    if let Some((name, value)) = header.split_once(':')
+                        && name.eq_ignore_ascii_case("content-length")
+                    {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0u8; length.min(1 << 20)];
+                if reader.read_exact(&mut body).is_err() {
+                    return;
+                }
+                let answer = b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain\r\ncontent-length: 14\r\n\r\ninternal error";
+                if writer.write_all(answer).is_err() {
+                    return;
+                }
+            }
+        });
+    }
+    EXIT_OK
 }
 
 #[cfg(test)]

@@ -30,6 +30,9 @@ const ACP_SILENT_GOAL: f64 = 60.0;
 
 /// The most the intercom suite may take against a server that never gets ready, in seconds.
 const INTERCOM_SILENT_GOAL: f64 = 120.0;
+/// The intercom suite against a ready server that answers every MCP request with HTTP 500, in
+/// seconds at `-j 2`: each row fails at the first refusal.
+const INTERCOM_ERRORING_GOAL: f64 = 60.0;
 
 /// The most time a real agent's failing rows may take, as a multiple of its passing rows' time.
 const FAILING_SHARE_GOAL: f64 = 3.0;
@@ -135,6 +138,32 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
         &timed,
         timed.wall,
         INTERCOM_SILENT_GOAL,
+        "s",
+    );
+
+    // A server that gets ready and then answers every MCP request with HTTP 500.
+    let erroring = out_root.join("erroring-intercom.toml");
+    let reference = fs::read_to_string(root.join("conformance/targets/reference.toml"))
+        .context("cannot read the reference profile")?;
+    let command = format!("{} fixture http-errors", runner.display());
+    fs::write(
+        &erroring,
+        silent_profile(&reference, &command).replace("silent-intercom", "erroring-intercom"),
+    )
+    .with_context(|| format!("cannot write {}", erroring.display()))?;
+    let erroring_arg = erroring.display().to_string();
+    let timed = time_run(
+        sh,
+        &runner,
+        &out_root.join("intercom-erroring"),
+        &["--target", &erroring_arg, "--suite", "intercom"],
+    )?;
+    goal(
+        "intercom-erroring",
+        "intercom suite, server that is ready and answers every MCP request with HTTP 500",
+        &timed,
+        timed.wall,
+        INTERCOM_ERRORING_GOAL,
         "s",
     );
 
