@@ -472,7 +472,10 @@ async fn reactions_ephemerals_permalinks_and_deletes() {
         json!({"channel": GENERAL, "user": "U404", "text": "psst"}),
     )
     .await;
-    assert_eq!(missing["error"], "user_not_found");
+    assert_eq!(
+        missing["error"], "user_not_in_channel",
+        "Slack answers an unknown id as a stranger to the channel"
+    );
 
     let link = call(
         "chat.getPermalink",
