@@ -210,12 +210,9 @@ async fn updates_go_to_the_connection_that_last_named_the_session() {
     let seen_by_a = a.updates(&session).len();
     assert!(seen_by_a > 0);
     assert!(b.all_updates().is_empty());
-    b.call(
-        "session/resume",
-        json!({"sessionId": session, "cwd": "/"}),
-    )
-    .await
-    .unwrap();
+    b.call("session/resume", json!({"sessionId": session, "cwd": "/"}))
+        .await
+        .unwrap();
     b.prompt(&session, "two").await.unwrap();
     assert_eq!(reply_text(&b.updates(&session)).as_deref(), Some("two"));
     assert_eq!(
@@ -430,10 +427,7 @@ async fn connections_closing_mid_prompt_leave_the_agent_consistent() {
     let client = connected(&served.url).await;
     for session in &sessions {
         client
-            .call(
-                "session/resume",
-                json!({"sessionId": session, "cwd": "/"}),
-            )
+            .call("session/resume", json!({"sessionId": session, "cwd": "/"}))
             .await
             .unwrap();
         let result = client.prompt(session, "back").await.unwrap();
