@@ -136,10 +136,21 @@ async fn the_three_examples_run_as_written() {
 fn the_script_snippets_in_the_package_readme_are_valid() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md");
     let text = std::fs::read_to_string(&path).expect("mocks/README.md");
-    let snippets = blocks(&text, "toml");
+    // The mock agent's scripts come first; the fake model provider's section holds its own.
+    let (agent_part, model_part) = text
+        .split_once("\n## Fake model provider")
+        .expect("the README has a fake model provider section");
+    let snippets = blocks(agent_part, "toml");
     assert!(!snippets.is_empty());
     for snippet in snippets {
         if let Err(error) = Script::parse(&snippet, "README snippet") {
+            panic!("{error}\n{snippet}");
+        }
+    }
+    let model_snippets = blocks(model_part, "toml");
+    assert!(!model_snippets.is_empty());
+    for snippet in model_snippets {
+        if let Err(error) = ski_mocks::model::Script::parse(&snippet) {
             panic!("{error}\n{snippet}");
         }
     }

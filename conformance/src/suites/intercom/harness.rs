@@ -297,7 +297,11 @@ impl World {
         let mcp_url = match mcp_url {
             Some(url) => {
                 let url = self.reachable(&url).await?;
-                super::refusal::ensure_mcp_answers(&self.ctx, &url).await?;
+                // In ACP mode the server speaks to its agents on their stdio: its MCP endpoint,
+                // if it keeps one, is no channel the row needs, so it is not probed.
+                if mode != Some("acp") {
+                    super::refusal::ensure_mcp_answers(&self.ctx, &url).await?;
+                }
                 Some(url)
             }
             None => None,
