@@ -96,6 +96,7 @@ pub mod control;
 mod envelope;
 mod events_http;
 pub mod fault;
+mod limits;
 pub mod overrides;
 mod params;
 mod rate;
@@ -323,7 +324,13 @@ impl FakeSlack {
             tokio::spawn(control::serve(control, shared.clone())),
         ];
         if let (Some(front), Some(tls)) = (front, &tls) {
-            tasks.push(tokio::spawn(tls::front(front, api_address, tls.clone())));
+            let limits = shared.config().limits;
+            tasks.push(tokio::spawn(tls::front(
+                front,
+                api_address,
+                tls.clone(),
+                limits,
+            )));
         }
         Ok(FakeSlack {
             shared,

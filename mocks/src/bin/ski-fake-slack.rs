@@ -41,7 +41,8 @@ enum Command {
     /// SIGTERM. The first stdout line is JSON with the URLs.
     #[command(after_help = AFTER_HELP)]
     Serve {
-        /// A workspace TOML file (team, bot, users, channels, socket_mode timings).
+        /// A workspace TOML file (team, bot, users, channels, socket_mode timings, retention, auth,
+        /// listener limits).
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// Write every request, response, frame and note as NDJSON to this file.

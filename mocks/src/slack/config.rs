@@ -26,6 +26,44 @@ pub struct Config {
     pub auth: AuthConfig,
     pub rate_limits: RateLimitConfig,
     pub events_http: EventsHttpConfig,
+    pub limits: LimitsConfig,
+}
+
+/// What each listener (Web API, its TLS front, Socket Mode, control API) accepts and how long it
+/// waits, so that idle or slow clients cannot hold the fake's memory or descriptors.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LimitsConfig {
+    /// Open connections per listener; one more is answered 503 with `Retry-After` and closed.
+    pub max_connections: usize,
+    /// A request's headers, a kept-alive connection's next request, and a TLS or Socket Mode
+    /// handshake must arrive within this many milliseconds; else the connection is closed.
+    pub header_timeout_ms: u64,
+    /// A Socket Mode connection from which nothing (not even a pong) arrives for this many
+    /// milliseconds is closed with code 1001; 0 never closes it.
+    pub idle_timeout_ms: u64,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        LimitsConfig {
+            max_connections: 512,
+            header_timeout_ms: 10_000,
+            idle_timeout_ms: 120_000,
+        }
+    }
+}
+
+impl LimitsConfig {
+    /// [`LimitsConfig::header_timeout_ms`] as a duration (at least 1 ms).
+    pub fn header_timeout(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.header_timeout_ms.max(1))
+    }
+
+    /// [`LimitsConfig::idle_timeout_ms`] as a duration, `None` for 0.
+    pub fn idle_timeout(&self) -> Option<std::time::Duration> {
+        (self.idle_timeout_ms > 0).then(|| std::time::Duration::from_millis(self.idle_timeout_ms))
+    }
 }
 
 /// The Events API over HTTP: with a `request_url`, events, slash commands and interactivity
@@ -242,6 +280,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             rate_limits: RateLimitConfig::default(),
             events_http: EventsHttpConfig::default(),
+            limits: LimitsConfig::default(),
         }
     }
 }

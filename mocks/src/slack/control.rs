@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde::Deserialize;
@@ -20,6 +19,7 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 
 use super::fault::Fault;
+use super::limits::{Gate, after_accept_error, http1_builder};
 use super::shared::Shared;
 use super::socket::DisconnectReason;
 use super::{Click, SlashCommand, UserMessage};
@@ -32,14 +32,23 @@ pub const MAX_WAIT_MS: u64 = 300_000;
 
 /// Serves the control API until the task is aborted.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>) {
+    let limits = shared.config().limits;
+    let gate = Gate::new(limits.max_connections);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
+            after_accept_error().await;
+            continue;
+        };
+        let Some(permit) = gate.admit() else {
+            gate.refuse(stream, "control");
             continue;
         };
         let shared = shared.clone();
+        let builder = http1_builder(&limits);
         tokio::spawn(async move {
+            let _permit = permit;
             let service = service_fn(move |request| handle(shared.clone(), request));
-            let _ = http1::Builder::new()
+            let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });

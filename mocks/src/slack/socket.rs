@@ -13,8 +13,12 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message as Frame;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 
+use super::config::LimitsConfig;
 use super::envelope::{self, EnvelopeKind};
+use super::limits::{Gate, after_accept_error};
 use super::record::Direction;
 use super::shared::{Ack, Shared};
 use super::workspace::Stored;
@@ -363,32 +367,41 @@ const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 /// built-in Socket Mode client (`slack_sdk.socket_mode.builtin`) uses TLS only on port 443,
 /// whatever the URL's scheme, so on the fake's `wss://` port it speaks plain HTTP.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, tls: Option<super::tls::Tls>) {
+    let limits = shared.config().limits;
+    let gate = Gate::new(limits.max_connections);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
+            after_accept_error().await;
+            continue;
+        };
+        let Some(permit) = gate.admit() else {
+            gate.refuse(stream, "socket_mode");
             continue;
         };
         let shared = shared.clone();
-        match &tls {
-            Some(tls) => {
-                let tls = tls.clone();
-                tokio::spawn(async move {
-                    let mut first = [0u8; 1];
-                    // A client that closes before its first byte is simply gone.
-                    if !matches!(stream.peek(&mut first).await, Ok(1)) {
-                        return;
-                    }
-                    if first[0] != TLS_HANDSHAKE_RECORD {
-                        connection(stream, shared).await;
-                    } else if let Ok(secure) = tls.acceptor().accept(stream).await {
-                        // A client that gives up during the handshake is simply gone.
-                        connection(secure, shared).await;
-                    }
-                });
+        let limits = limits.clone();
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let _permit = permit;
+            let Some(tls) = tls else {
+                connection(stream, shared, &limits).await;
+                return;
+            };
+            let mut first = [0u8; 1];
+            // A client that closes (or says nothing) before its first byte is simply gone.
+            let peeked = tokio::time::timeout(limits.header_timeout(), stream.peek(&mut first));
+            if !matches!(peeked.await, Ok(Ok(1))) {
+                return;
             }
-            None => {
-                tokio::spawn(connection(stream, shared));
+            if first[0] != TLS_HANDSHAKE_RECORD {
+                connection(stream, shared, &limits).await;
+            } else if let Ok(Ok(secure)) =
+                tokio::time::timeout(limits.header_timeout(), tls.acceptor().accept(stream)).await
+            {
+                // A client that gives up during the handshake, or takes too long, is gone.
+                connection(secure, shared, &limits).await;
             }
-        }
+        });
     }
 }
 
@@ -403,11 +416,12 @@ fn check_path(request: &Request, response: Response) -> Result<Response, ErrorRe
     }
 }
 
-async fn connection<S>(stream: S, shared: Arc<Shared>)
+async fn connection<S>(stream: S, shared: Arc<Shared>, limits: &LimitsConfig)
 where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
-    let Ok(socket) = tokio_tungstenite::accept_hdr_async(stream, check_path).await else {
+    let handshake = tokio_tungstenite::accept_hdr_async(stream, check_path);
+    let Ok(Ok(socket)) = tokio::time::timeout(limits.header_timeout(), handshake).await else {
         return;
     };
     let (mut sink, mut source) = socket.split();
@@ -426,9 +440,25 @@ where
     let mut pings = tokio::time::interval(Duration::from_millis(interval.max(1)));
     pings.tick().await;
     let mut ping_count = 0u64;
+    let idle = limits.idle_timeout();
+    let mut last_heard = tokio::time::Instant::now();
     loop {
+        // Nothing heard for `idle` (a frame trickled byte by byte never completes): the
+        // connection is closed, as a server does with a peer that stopped answering its pings.
+        let deaf = async {
+            match idle {
+                Some(idle) => tokio::time::sleep_until(last_heard + idle).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
-            incoming = source.next() => match incoming {
+            () = deaf => {
+                shared.log().note(format!("connection {id}: nothing heard for {} ms; closed (1001)", limits.idle_timeout_ms));
+                let close = CloseFrame { code: CloseCode::Away, reason: "idle".into() };
+                let _ = tokio::time::timeout(limits.header_timeout(), sink.send(Frame::Close(Some(close)))).await;
+                break;
+            }
+            incoming = source.next() => { last_heard = tokio::time::Instant::now(); match incoming {
                 Some(Ok(Frame::Text(text))) => shared.receive(id, text.as_str()),
                 Some(Ok(Frame::Ping(payload))) => {
                     shared.log().frame(id, Direction::In, "ping", String::from_utf8_lossy(&payload).into_owned());
@@ -447,7 +477,7 @@ where
                 }
                 None | Some(Err(_)) => break,
                 Some(Ok(_)) => shared.log().note(format!("connection {id}: a binary frame")),
-            },
+            }},
             out = outgoing.recv() => match out {
                 Some(Outgoing::Text(text)) => {
                     if sink.send(Frame::text(text)).await.is_err() {

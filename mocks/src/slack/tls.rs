@@ -12,6 +12,9 @@ use tokio_rustls::TlsAcceptor;
 use tokio_rustls::rustls::ServerConfig;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
+use super::config::LimitsConfig;
+use super::limits::{Gate, after_accept_error};
+
 /// The host names the server certificate is valid for, besides `127.0.0.1`: the loopback name,
 /// and Slack's own names, so that a program whose Slack URL cannot be changed can be sent to the
 /// fake by name resolution (a hosts entry, a resolver in a test container) and trust it through
@@ -99,15 +102,24 @@ impl Tls {
 
 /// Accepts TLS connections on `listener` and relays each, decrypted, to the plain server at
 /// `backend` (the Web API's server), until the task is aborted.
-pub async fn front(listener: TcpListener, backend: SocketAddr, tls: Tls) {
+pub async fn front(listener: TcpListener, backend: SocketAddr, tls: Tls, limits: LimitsConfig) {
+    let gate = Gate::new(limits.max_connections);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
+            after_accept_error().await;
+            continue;
+        };
+        let Some(permit) = gate.admit() else {
+            gate.refuse(stream, "web_api");
             continue;
         };
         let tls = tls.clone();
+        let handshake_timeout = limits.header_timeout();
         tokio::spawn(async move {
-            // A client that gives up during the handshake is simply gone.
-            let Ok(mut secure) = tls.acceptor().accept(stream).await else {
+            let _permit = permit;
+            // A client that gives up during the handshake, or takes too long, is gone.
+            let handshake = tokio::time::timeout(handshake_timeout, tls.acceptor().accept(stream));
+            let Ok(Ok(mut secure)) = handshake.await else {
                 return;
             };
             let Ok(mut plain) = TcpStream::connect(backend).await else {

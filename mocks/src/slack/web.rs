@@ -11,13 +11,13 @@ use std::time::Duration;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::HeaderMap;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value, json};
 
 use super::api;
 use super::fault::Fault;
+use super::limits::{Gate, after_accept_error, http1_builder};
 use super::overrides::{Router, Upstream, Verdict};
 use super::params::{Params, TokenKind};
 use super::shared::Shared;
@@ -87,11 +87,19 @@ pub async fn serve(listener: std::net::TcpListener, shared: Arc<Shared>, overrid
             return;
         }
     };
+    let limits = shared.config().limits;
+    let gate = Gate::new(limits.max_connections);
     loop {
         let Ok((stream, _)) = listener.accept().await else {
+            after_accept_error().await;
+            continue;
+        };
+        let Some(permit) = gate.admit() else {
+            gate.refuse(stream, "web_api");
             continue;
         };
         let _ = stream.set_nodelay(true);
+        let builder = http1_builder(&limits);
         let front = Arc::new(Front {
             shared: shared.clone(),
             origin: shared.site.origin.clone(),
@@ -99,8 +107,9 @@ pub async fn serve(listener: std::net::TcpListener, shared: Arc<Shared>, overrid
             upstream: tokio::sync::Mutex::new(Upstream::default()),
         });
         tokio::spawn(async move {
+            let _permit = permit;
             let service = service_fn(move |request| handle(front.clone(), request));
-            let _ = http1::Builder::new()
+            let _ = builder
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
         });
