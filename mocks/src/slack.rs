@@ -128,7 +128,7 @@ use shared::Shared;
 /// `ski-fuzz`; not a stable interface.
 #[doc(hidden)]
 pub mod web_params {
-    pub use super::params::Params;
+    pub use super::params::{JSON_FIELDS, Params};
     pub use super::web::Request;
 }
 

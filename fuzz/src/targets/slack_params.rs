@@ -9,7 +9,7 @@ use std::path::Path;
 use hyper::body::Bytes;
 use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue};
 use serde_json::Value;
-use ski_mocks::slack::web_params::{Params, Request};
+use ski_mocks::slack::web_params::{JSON_FIELDS, Params, Request};
 
 use super::{Target, message_class};
 use crate::corpus::{files_under, snapshot_body};
@@ -51,16 +51,6 @@ const CONTENT_TYPES: [&str; 8] = [
     "text/plain",
     "APPLICATION/JSON",
     "application/x-www-form-urlencoded; charset=utf-8",
-];
-
-/// JSON fields the parser decodes from strings (as `params.rs` lists them).
-const JSON_FIELDS: [&str; 6] = [
-    "blocks",
-    "attachments",
-    "view",
-    "files",
-    "metadata",
-    "unfurls",
 ];
 
 fn run(data: &[u8]) -> u64 {

@@ -5,7 +5,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// Fields whose string values are JSON documents (the Node SDK and forms send them so).
-const JSON_FIELDS: [&str; 6] = [
+pub const JSON_FIELDS: [&str; 6] = [
     "blocks",
     "attachments",
     "view",
