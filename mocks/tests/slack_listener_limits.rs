@@ -25,11 +25,13 @@ const CONTROL_STATE: &[u8] =
     b"POST /ephemerals HTTP/1.1\r\nhost: fake\r\ncontent-length: 0\r\n\r\n";
 
 async fn fake(max_connections: usize, header_timeout_ms: u64, idle_timeout_ms: u64) -> FakeSlack {
-    let mut config = Config::default();
-    config.limits = LimitsConfig {
-        max_connections,
-        header_timeout_ms,
-        idle_timeout_ms,
+    let mut config = Config {
+        limits: LimitsConfig {
+            max_connections,
+            header_timeout_ms,
+            idle_timeout_ms,
+        },
+        ..Config::default()
     };
     config.socket_mode.ping_interval_ms = 0;
     FakeSlack::start(config).await.expect("the fake starts")
