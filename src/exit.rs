@@ -87,7 +87,6 @@ impl fmt::Display for CommandError {
     }
 }
 
-/// An error and its causes as one line, `outer: cause: …`, each text once: a cause is left out
 /// A parse error of a text file (TOML, JSON) as one line: `line L, column C: MESSAGE`, where the
 /// parser's `span` (byte offsets) falls in `text`; parsers' own multi-line renderings (a snippet
 /// with a caret) do not fit the one-line `error: …` every program prints.
@@ -102,6 +101,7 @@ pub fn parse_error_line(message: &str, span: Option<std::ops::Range<usize>>, tex
     format!("line {line}, column {column}: {message}")
 }
 
+/// An error and its causes as one line, `outer: cause: …`, each text once: a cause is left out
 /// when the line so far already ends with it or holds it after a `: `.
 pub fn render(error: &anyhow::Error) -> String {
     join_chain(error.chain())
