@@ -2,7 +2,7 @@
 //! of the standard methods, every `session/update` of a turn with tool calls, and every request
 //! the agent makes of the client.
 
-mod acp_agent_support;
+use crate::acp_agent_support;
 
 use acp_agent_support::{TestClient, duplex_client};
 use agent_client_protocol_schema::v1 as official;

@@ -2,7 +2,7 @@
 //! authentication, new/load/list/resume/fork/delete/close/export, modes, models and config
 //! options, list pagination with cursors, and session TTL with an injected clock.
 
-mod acp_agent_support;
+use crate::acp_agent_support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! prompt, execution states, retries, timeouts, the permission bridge and policy memory, and
 //! tool calls through the client.
 
-mod acp_agent_support;
+use crate::acp_agent_support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! owner routing, cancellation, a lost connection during a permission request, sending with
 //! no client connected, and stdio/ws consistency.
 
-mod acp_agent_support;
+use crate::acp_agent_support;
 
 use std::time::{Duration, Instant};
 

@@ -4,7 +4,7 @@
 //! queues, and once its output is read again every update is printed, in order, and the turn
 //! ends.
 
-mod acp_backpressure_support;
+use crate::acp_backpressure_support;
 
 use std::sync::Arc;
 

@@ -4,7 +4,7 @@
 //! waits for the other on full pipes; every request is answered once the agent reads, and the
 //! turn ends.
 
-mod acp_backpressure_support;
+use crate::acp_backpressure_support;
 
 use acp_backpressure_support::{CAT_BUFFER_ALLOWANCE, PATIENCE, pipe_capacity};
 use ski::acp::client::ANSWER_QUEUE_BYTES;

@@ -2,7 +2,7 @@
 //! server stops reading once its writer is backed up, so what it takes in is bounded by its pipes
 //! and its send queue, and once the answers are read again every request is answered.
 
-mod acp_backpressure_support;
+use crate::acp_backpressure_support;
 
 use std::sync::Arc;
 

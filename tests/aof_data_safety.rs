@@ -6,7 +6,7 @@
 //! the temp files of run-artifact writers killed mid-write are swept by the next open, and nothing
 //! else in the run directories is.
 
-mod aof_support;
+use crate::aof_support;
 
 use std::fs;
 use std::io::Write;

@@ -19,7 +19,7 @@
 //!
 //! 64 cases of up to 64 steps, or `PROPTEST_CASES`.
 
-mod ledger_history;
+use crate::ledger_history;
 
 use std::collections::BTreeMap;
 use std::fs;

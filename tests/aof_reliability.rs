@@ -8,7 +8,7 @@
 //!
 //! Set `SKI_AOF_KILL_SEED` to replay another sequence of kill points.
 
-mod aof_support;
+use crate::aof_support;
 
 use std::collections::BTreeSet;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! the conformance suite drives a target: messages in, then the data dir, the printed report and
 //! the event log are inspected. Scenario IDs are those of `conformance/catalog/aof.toml`.
 
-mod aof_support;
+use crate::aof_support;
 
 use std::fs;
 use std::path::PathBuf;

@@ -2,7 +2,7 @@
 //! is a symbolic link out of the task's companion directory counts as missing (the warning is
 //! logged), as an absolute path or `..` does; a link that stays inside counts as found.
 
-mod aof_support;
+use crate::aof_support;
 
 use std::os::unix::fs::symlink;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! the standard ACP dialect, and shell agents that misbehave (ignore SIGTERM, fork, flood their
 //! stdout) or outlive a killed server.
 
-mod intercom_support;
+use crate::intercom_support;
 
 use std::path::Path;
 use std::time::Duration;

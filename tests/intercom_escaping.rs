@@ -2,7 +2,7 @@
 //! formatting rules), so it cannot mention `@channel` or a user, or hide a link behind a label;
 //! the mentions ski writes itself stay live. Both ways in: MCP tools and an ACP agent's stream.
 
-mod intercom_support;
+use crate::intercom_support;
 
 use intercom_support::*;
 use serde_json::{Value, json};

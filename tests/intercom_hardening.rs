@@ -2,7 +2,7 @@
 //! outbox), tokens kept out of logs and argv at trace level, a SIGKILL mid-approval and the
 //! restart that recovers, and one MCP session over the process's own stdin and stdout.
 
-mod intercom_support;
+use crate::intercom_support;
 
 use intercom_support::*;
 use nix::sys::signal::Signal;

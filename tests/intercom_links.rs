@@ -4,7 +4,7 @@
 //! `check_diff` and nothing outside changes; `auto_check` reads no policy through a link out of
 //! the workspace and does not block on a FIFO in its place.
 
-mod intercom_support;
+use crate::intercom_support;
 
 use std::os::unix::fs::symlink;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! `ski intercom` as a real process against the in-process fake Slack, driven by slash commands
 //! and clicks through the fake's control API and by the rmcp client over streamable HTTP.
 
-mod intercom_support;
+use crate::intercom_support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! `[mcp] max_connections` open connections at most (idle ones count), one more answered 503
 //! and the next one after a close served; `/health` answers without the bearer token.
 
-mod intercom_support;
+use crate::intercom_support;
 
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,7 @@
 //! live sessions (an `initialize` beyond it is refused, nothing posted). Refused requests are
 //! raw HTTP; accepted sessions are real rmcp clients.
 
-mod intercom_support;
+use crate::intercom_support;
 
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 //! row; an approval with a status the server never writes is reported and the server starts
 //! (E-INT-28).
 
-mod intercom_support;
+use crate::intercom_support;
 
 use std::path::{Path, PathBuf};
 

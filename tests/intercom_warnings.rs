@@ -2,7 +2,7 @@
 //! warnings are logged whole, the rest counted and reported in a summary line, and no junk line
 //! goes uncounted.
 
-mod intercom_support;
+use crate::intercom_support;
 
 use intercom_support::*;
 use serde_json::Value;

@@ -17,7 +17,7 @@ use ski::jsonrpc::{
 use ski::transport::WireLog;
 use tokio::sync::Notify;
 
-mod jsonrpc_support;
+use crate::jsonrpc_support;
 
 use jsonrpc_support::{Lcg, connected_pair, echo_server, peer_with_remote, response_of};
 

@@ -8,7 +8,7 @@ use serde_json::json;
 use ski::jsonrpc::{CallError, ErrorCode, IdStyle, Message, Peer, RequestId, RequestOptions};
 use tokio::io::AsyncWriteExt;
 
-mod jsonrpc_support;
+use crate::jsonrpc_support;
 
 use jsonrpc_support::{Lcg, connected_pair, echo_server, peer_with_remote, request_of};
 

@@ -4,7 +4,7 @@
 //! once its output is read again every chunk is printed, in order, the turn ends and kiro-cli is
 //! closed cleanly.
 
-mod acp_backpressure_support;
+use crate::acp_backpressure_support;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

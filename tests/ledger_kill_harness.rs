@@ -36,8 +36,8 @@
 //! the clock), and `SKI_KILL_HARNESS_BIN`: another `ski` build to run instead of this one's (an
 //! older commit's, or one broken on purpose to see the harness catch it).
 
-mod ledger_history;
-mod teams_support;
+use crate::ledger_history;
+use crate::teams_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Read;

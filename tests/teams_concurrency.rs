@@ -3,7 +3,7 @@
 //! holds the ledger's write lock until every claimant reported a busy wait, so a claim that reads
 //! before it writes would see the task pending in all ten processes.
 
-mod teams_support;
+use crate::teams_support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc;

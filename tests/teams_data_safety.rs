@@ -4,7 +4,7 @@
 //! an empty `ledger.db` is a damaged ledger, not a new one; reads work on a read-only root; and one
 //! team's broken `config.json` does not hide the other teams from `team list`.
 
-mod teams_support;
+use crate::teams_support;
 
 use std::fs;
 use std::io::Read;

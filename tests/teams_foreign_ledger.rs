@@ -7,7 +7,7 @@
 //! (garbage, a directory, a FIFO) is listed per team by `team list` while the others stay listed
 //! (E-TEAM-27, E-TEAM-29).
 
-mod teams_support;
+use crate::teams_support;
 
 use rstest::rstest;
 use rusqlite::Connection;

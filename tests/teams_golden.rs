@@ -5,7 +5,7 @@
 //!
 //! After an intended change: `cargo insta review` (CI never writes snapshots).
 
-mod teams_support;
+use crate::teams_support;
 
 use std::path::Path;
 

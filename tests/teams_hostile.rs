@@ -2,7 +2,7 @@
 //! oversize and non-UTF-8 messages, XML metacharacters, a corrupt ledger, and SIGKILL in the
 //! middle of claims, completions and appends. Each gets a clear error and changes nothing else.
 
-mod teams_support;
+use crate::teams_support;
 
 use std::time::{Duration, Instant};
 

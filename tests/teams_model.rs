@@ -15,7 +15,7 @@
 //!
 //! 64 cases of up to 65 steps, or `PROPTEST_CASES`.
 
-mod ledger_history;
+use crate::ledger_history;
 
 use std::collections::HashMap;
 use std::fs::{self, OpenOptions};

@@ -2,8 +2,6 @@
 //! `session/update` and every request the agent makes, answers permission requests as told,
 //! and serves `fs/*` and `terminal/*` from memory.
 
-#![allow(dead_code)]
-
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::{Arc, Mutex};

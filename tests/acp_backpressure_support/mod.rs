@@ -4,8 +4,6 @@
 //! failing as soon as more than a bound was taken in; and the flooding ACP agent both clients are
 //! tested against.
 
-#![allow(dead_code)]
-
 use std::future::poll_fn;
 use std::os::fd::AsFd;
 use std::path::Path;

@@ -1,8 +1,6 @@
 //! Shared helpers of the AOF integration tests: the one place that starts `ski`, message builders
 //! and the on-disk consistency check.
 
-#![allow(dead_code)]
-
 use std::collections::BTreeMap;
 use std::fs;
 use std::io::Write;

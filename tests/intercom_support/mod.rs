@@ -1,8 +1,6 @@
 //! Helpers the intercom tests share: the in-process fake Slack, `ski intercom` as a real process
 //! (its readiness line, its stderr log, its exit code), and the rmcp client.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

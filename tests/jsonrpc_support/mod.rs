@@ -1,8 +1,6 @@
 //! Helpers shared by the `jsonrpc_*` tests: a peer with the raw other end of its pipe, a
 //! connected pair of peers, and a deterministic random generator.
 
-#![allow(dead_code)]
-
 use serde_json::Value;
 use ski::jsonrpc::{LineReader, Message, Peer, PeerBuilder, Transport, VersionField, decode};
 use tokio::io::{AsyncWriteExt, DuplexStream, ReadHalf, WriteHalf};

@@ -2,8 +2,6 @@
 //! (`teams_model`, `aof_model`) and the seeded generator of the multi-process kill harness
 //! (`ledger_kill_harness`).
 
-#![allow(dead_code)]
-
 use proptest::test_runner::Config;
 
 /// The cases each model test runs unless `PROPTEST_CASES` says otherwise.

@@ -2,8 +2,6 @@
 //! and gated processes whose stderr events are watched from a thread. Every child runs in its own
 //! process group and is killed with it when its guard drops.
 
-#![allow(dead_code)]
-
 use std::io::{BufRead, BufReader, Read};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
