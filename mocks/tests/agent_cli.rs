@@ -1,6 +1,6 @@
 //! The command line: help, script checks, ready scripts, and clear errors for bad input.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::Agent;
 use rstest::rstest;

@@ -1,6 +1,6 @@
 //! The test agent's prompt vocabulary, through a real pipe to the built binary.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::{Agent, chunk_text};
 use serde_json::{Value, json};

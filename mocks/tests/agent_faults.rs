@@ -1,6 +1,6 @@
 //! Every fault, driven through a real pipe to the built binary, with the bytes asserted.
 
-mod agent_support;
+use crate::agent_support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! malformed, non-UTF-8, oversize and wrongly typed lines each get a clear JSON-RPC error, the
 //! agent goes on answering, and a client that goes away ends it cleanly (no panic, exit 0).
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::{Agent, PATIENCE, Start};
 use serde_json::{Value, json};

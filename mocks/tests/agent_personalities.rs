@@ -1,7 +1,7 @@
 //! The personalities (standard ACP v1, kiro-cli, intercom in both handshakes), driven through a
 //! real pipe to the built binary, with the bytes asserted.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::{Agent, Control, Start, chunk_text, transcript};
 use serde_json::{Value, json};

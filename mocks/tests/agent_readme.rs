@@ -3,7 +3,7 @@
 //! `## ski-fake-slack` section is the test `slack_readme.rs` (its Python example runs in
 //! `slack_peers.rs`); and every `toml` block of `mocks/README.md` is a valid script.
 
-mod agent_support;
+use crate::agent_support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! The transcript (every line both ways, start and exit records) and the control channel
 //! (listening and connecting), through the built binary.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::{Agent, Control, Start, chunk_text, texts, transcript};
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! after the result), a live holder's lock refuses the load with kiro-cli's error, a killed
 //! holder's lock is stale, and a scripted answer depends on the session's earlier prompt.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::{Agent, Start, chunk_text};
 use nix::sys::signal::Signal;

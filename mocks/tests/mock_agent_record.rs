@@ -2,7 +2,7 @@
 //! nothing needs installing): lines pass through unchanged, the recording holds every exchange
 //! with its provenance, and no planted secret reaches the file.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::{Agent, Start, binary};
 use serde_json::{Value, json};

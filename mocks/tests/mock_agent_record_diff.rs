@@ -2,7 +2,7 @@
 //! nothing and exits 0; against an agent whose answers changed shape, or another release of it,
 //! it names the change and exits 1.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::{Agent, PATIENCE, Start, binary};
 use serde_json::json;

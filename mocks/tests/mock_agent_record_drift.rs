@@ -5,8 +5,8 @@
 //! peer scripts (`conformance/targets/peers/claude-code-acp*`); when `node`/`npm` is missing, or
 //! an install cannot reach its registry, the test says plainly that it did not run.
 
-mod agent_support;
-mod peer_support;
+use crate::agent_support;
+use crate::peer_support;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! recorded agent is installed (`conformance/targets/peers/`), the live agent gives the client
 //! the same shape and `ski-mock-agent diff` finds no drift. The replay half always runs.
 
-mod agent_support;
+use crate::agent_support;
 
 use std::path::{Path, PathBuf};
 

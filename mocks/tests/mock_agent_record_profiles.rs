@@ -1,7 +1,7 @@
 //! Quirk profiles: kiro-cli's quirks switched on by name for any personality, in a script, a
 //! recording or on the command line.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::{Agent, Start};
 use serde_json::json;

@@ -3,7 +3,7 @@
 //! a message the recording does not hold gets the configured answer, reported on the control
 //! socket and in the transcript.
 
-mod agent_support;
+use crate::agent_support;
 
 use agent_support::{Agent, Control, Start, texts, transcript};
 use serde_json::{Value, json};

@@ -3,7 +3,7 @@
 //! ski's own client sees the same turns through the recorder as straight from `ski acp serve`,
 //! and the recording replays to that client with the same transcript shape.
 
-mod agent_support;
+use crate::agent_support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

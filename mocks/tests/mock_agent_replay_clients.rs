@@ -6,8 +6,8 @@
 //! agent. When `node`/`npm` is missing, or an install cannot reach its registry, the test says
 //! plainly that the client did not run.
 
-mod agent_support;
-mod peer_support;
+use crate::agent_support;
+use crate::peer_support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

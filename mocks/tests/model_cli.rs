@@ -1,7 +1,7 @@
 //! `ski-fake-model` as a program: the readiness line, a scripted answer through its URL, the
 //! exit on stdin's end, and the exit codes of bad arguments and scripts.
 
-mod model_support;
+use crate::model_support;
 
 use std::time::Duration;
 

@@ -7,7 +7,7 @@
 //! the target directory; when `python3` or `node`/`npm` is missing, or the install cannot reach
 //! its registry, the test says plainly that the peer did not run.
 
-mod peer_support;
+use crate::peer_support;
 
 use std::path::Path;
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! each API's stream events in their documented order, the error shapes, hangs and slow streams
 //! a client leaves (recorded as cancelled), bad bodies, the log's bound and the model listing.
 
-mod model_support;
+use crate::model_support;
 
 use std::time::{Duration, Instant};
 

@@ -2,7 +2,7 @@
 //! token of the right prefix by default, and no other in strict mode; the control API refuses a
 //! browser page that is not on a loopback name.
 
-mod slack_support;
+use crate::slack_support;
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;

@@ -1,7 +1,7 @@
 //! The `ski-fake-slack` binary: readiness line, the HTTP control API, the NDJSON transcript, and
 //! shutdown on stdin close and on SIGTERM.
 
-mod slack_support;
+use crate::slack_support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! `MAX_BODY_BYTES` is answered 413 without being read to its end, and a waiting operation with a
 //! `timeout_ms` above `MAX_WAIT_MS` is refused with 400 instead of waiting (almost) forever.
 
-mod slack_support;
+use crate::slack_support;
 
 use std::time::Duration;
 

@@ -1,7 +1,7 @@
 //! The fake behaves as Slack's documentation says where a real bot notices first: live `ts`
 //! values, threads, cursors, and a store that stays bounded through a long run.
 
-mod slack_support;
+use crate::slack_support;
 
 use std::time::{Duration, SystemTime};
 

@@ -2,7 +2,7 @@
 //! ephemeral message to a user outside the channel, a file's shares, and the methods Slack
 //! answers a bot token with `not_allowed_token_type` and a user token with their result.
 
-mod slack_support;
+use crate::slack_support;
 
 use serde_json::{Value, json};
 use ski_mocks::slack::{Config, FakeSlack};

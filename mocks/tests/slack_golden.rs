@@ -3,7 +3,7 @@
 //!
 //! After an intended change: `cargo insta review` (CI never writes snapshots).
 
-mod slack_support;
+use crate::slack_support;
 
 use std::time::Duration;
 

@@ -4,7 +4,7 @@
 //! retries with their headers after an error and after no answer (a receiver the test holds, a
 //! short configured timeout), and `response_url`.
 
-mod slack_support;
+use crate::slack_support;
 
 use std::time::Duration;
 

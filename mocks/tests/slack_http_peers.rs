@@ -8,7 +8,7 @@
 //! into the target directory; when `python3` or `node`/`npm` is missing, or the install cannot
 //! reach its registry, the test says plainly that the peer did not run.
 
-mod peer_support;
+use crate::peer_support;
 
 use peer_support::{Transport, node_peer, python_peer, run_against_fake_slack};
 

@@ -2,7 +2,7 @@
 //! --markdown` prints now, it lists at least 80 methods, each of them is served, and any other
 //! method answers `unknown_method`.
 
-mod slack_support;
+use crate::slack_support;
 
 use std::process::Command;
 

@@ -11,7 +11,7 @@
 //! or `node`/`npm` is missing, or the install cannot reach its registry, the test says plainly
 //! that the peer did not run.
 
-mod peer_support;
+use crate::peer_support;
 
 use std::path::Path;
 

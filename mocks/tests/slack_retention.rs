@@ -2,7 +2,7 @@
 //! replaced by a note of their size), and beyond `max_log_bytes` the oldest records are
 //! forgotten while per-method counts stay exact.
 
-mod slack_support;
+use crate::slack_support;
 
 use std::time::Duration;
 

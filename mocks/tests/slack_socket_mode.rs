@@ -2,7 +2,7 @@
 //! and an event; a raw WebSocket client checks `hello`, redelivery, pings, `disconnect`, and the
 //! notes about acks.
 
-mod slack_support;
+use crate::slack_support;
 
 use std::sync::Arc;
 use std::time::Duration;

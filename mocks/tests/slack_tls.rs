@@ -6,8 +6,8 @@
 //! The same port serves a plain WebSocket client (slack_sdk's built-in client speaks plain
 //! HTTP on any port but 443).
 //!
-//! The client runs in a process of its own, this test binary started again with `SSL_CERT_FILE`
-//! in its environment from the start (the variable is read when the connector is made, and a
+//! The client runs in a process of its own, this test binary started again (filtered to the judge's
+//! test, which then plays the client) with `SSL_CERT_FILE` in its environment from the start (the variable is read when the connector is made, and a
 //! running test may not change its own environment). The test side runs the fake, judges what it
 //! recorded, injects the Socket Mode envelopes and requires the client to exit 0.
 
@@ -26,32 +26,27 @@ const WAIT: Duration = Duration::from_secs(10);
 /// Set in the client process's environment to the fake's API base URL.
 const CLIENT_ROLE: &str = "SKI_FAKE_SLACK_TLS_CLIENT_API";
 
-fn main() {
+/// The judge's test: in the client process (this test binary started again with [`CLIENT_ROLE`]
+/// set and this test's exact name as its filter) it is the client instead, and exits with its code.
+#[test]
+fn slack_morphism_default_connector_works_over_https_and_wss() {
     if let Ok(api_base_url) = std::env::var(CLIENT_ROLE) {
         std::process::exit(client::run(&api_base_url));
     }
-    let arguments = libtest_mimic::Arguments::from_args();
-    let trial = libtest_mimic::Trial::test(
-        "slack_morphism_default_connector_works_over_https_and_wss",
-        || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|error| error.to_string())?
-                .block_on(judge());
-            Ok(())
-        },
-    );
-    let plain =
-        libtest_mimic::Trial::test("the_wss_port_serves_a_plain_websocket_client_too", || {
-            tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .map_err(|error| error.to_string())?
-                .block_on(plain_websocket_on_the_wss_port());
-            Ok(())
-        });
-    libtest_mimic::run(&arguments, vec![trial, plain]).exit();
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(judge());
+}
+
+#[test]
+fn the_wss_port_serves_a_plain_websocket_client_too() {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime")
+        .block_on(plain_websocket_on_the_wss_port());
 }
 
 /// slack_sdk's built-in Socket Mode client uses TLS only on port 443, whatever the scheme, so on
@@ -108,16 +103,37 @@ async fn judge() {
     let ca_file = dir.path().join("ca.pem");
     std::fs::write(&ca_file, slack.ca_pem().expect("a CA in TLS mode")).expect("write CA");
     let program = std::env::current_exe().expect("this test binary");
+    // This test alone, in one thread, its output not captured, in the terse format (which prints
+    // no test name before the client's first line): the client's lines reach us.
+    let this_test = concat!(
+        module_path!(),
+        "::slack_morphism_default_connector_works_over_https_and_wss"
+    );
+    let this_test = this_test
+        .split_once("::")
+        .map_or(this_test, |(_, path)| path);
     let mut client = spawn(
         ChildSpec::new("slack-morphism client", program)
+            .args([
+                "--exact",
+                this_test,
+                "--nocapture",
+                "--quiet",
+                "--test-threads",
+                "1",
+            ])
             .env(CLIENT_ROLE, slack.api_base_url())
             .env("SSL_CERT_FILE", &ca_file)
             .grace(Duration::from_secs(2)),
     )
     .expect("spawn the client");
-    let mut next = async || match client.next_output_line().await {
-        Some((_, line)) => line,
-        None => panic!("the client ended early: {:?}", client.wait().await),
+    // The test harness's own header ("running 1 test" and blank lines) comes before the client's.
+    let mut next = async || loop {
+        match client.next_output_line().await {
+            Some((_, line)) if line.is_empty() || line.starts_with("running ") => continue,
+            Some((_, line)) => break line,
+            None => panic!("the client ended early: {:?}", client.wait().await),
+        }
     };
 
     let line = next().await;

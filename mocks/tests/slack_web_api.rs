@@ -1,7 +1,7 @@
 //! The fake's Web API driven by the real slack-morphism client (and, for the request shapes other
 //! clients send, by a plain HTTP client): state, Slack's field names, Slack's errors, faults.
 
-mod slack_support;
+use crate::slack_support;
 
 use std::time::Duration;
 

@@ -2,7 +2,7 @@
 //! before the fake's state does, their `expect`s are verified (on drop too), and what they do not
 //! match reaches the fake unchanged.
 
-mod slack_support;
+use crate::slack_support;
 
 use std::time::{Duration, Instant};
 

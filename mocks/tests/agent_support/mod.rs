@@ -1,8 +1,6 @@
 //! Test support: the built `ski-mock-agent` spawned through `ski::transport::child`, read as raw
 //! bytes, with helpers for JSON-RPC exchanges, control commands and transcripts.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::time::Duration;

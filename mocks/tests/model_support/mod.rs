@@ -1,8 +1,6 @@
 //! What the fake model's tests share: one HTTP/1.1 exchange with the fake on a connection of its
 //! own (so a test can hang up mid-answer), read whole or frame by frame.
 
-#![allow(dead_code)]
-
 use std::net::SocketAddr;
 
 use http_body_util::{BodyExt, Full};

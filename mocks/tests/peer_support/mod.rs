@@ -3,8 +3,6 @@
 //! running a program (or a scenario against the fake Slack, plain or over TLS) to its end. Not
 //! every test that includes it uses every part.
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

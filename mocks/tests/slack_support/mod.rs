@@ -1,8 +1,6 @@
 //! Helpers the fake Slack tests share: the slack-morphism client pointed at the fake, and a plain
 //! HTTP client for the request shapes other clients send.
 
-#![allow(dead_code)]
-
 use std::sync::Arc;
 
 use http_body_util::{BodyExt, Full};
