@@ -1,16 +1,22 @@
 //! The fake Slack's speed: `chat.postMessage` requests per second through a plain HTTP/1.1
-//! client and through slack-morphism (one keep-alive connection each), envelope round trips per
-//! second over Socket Mode (inject, client ack, ack seen), the store under load (with
-//! `SKI_BENCH_STORED` messages stored, default 100k: a thread reply's and a
-//! `conversations.history` page's latency, threaded posting, RSS), and `ski-fake-slack serve`
-//! start to readiness line (median of `SKI_BENCH_RUNS` runs, default 50). With
-//! `SKI_BENCH_OTHER_SLACK` set to another fake Slack's Web API base URL (`http://host:port/api`,
-//! started by the user; `SKI_BENCH_OTHER_SLACK_CHANNEL` a channel it knows,
-//! `SKI_BENCH_OTHER_SLACK_POSTS` how many posts), the plain client measures it too in the same
-//! run, and the plain row gets the ratio. Rows go to `$SKI_BENCH_DIR/rows/slack.json` (group
-//! `fake_slack`) for `cargo xtask bench`. Without `--bench` (as `cargo test --benches` runs it)
-//! it only checks that a short run works; in a debug build (`cargo test -p ski-mocks --bench
-//! slack -- --bench`) it measures the build tests use.
+//! client on one keep-alive connection and on `SKI_BENCH_CONNECTIONS` (32) at once, each with a
+//! token of its own and warmed up by `SKI_BENCH_WARM_UP` (250) posts before the clock starts, and
+//! through slack-morphism; envelope round trips per second over Socket Mode (inject, client ack,
+//! ack seen); the store under load (with `SKI_BENCH_STORED` messages stored, default 100k: a
+//! thread reply's latency, a `conversations.history` page's over `SKI_BENCH_READS` (10k) reads,
+//! threaded posting, RSS after the posts and after the reads); and `ski-fake-slack serve` start
+//! to readiness line (median of `SKI_BENCH_RUNS` runs, default 50).
+//!
+//! With `SKI_BENCH_OTHER_SLACK` set to another fake Slack's Web API base URL
+//! (`http://host:port/api`; `SKI_BENCH_OTHER_SLACK_CHANNEL` a channel it knows, default
+//! `C000000001`; `SKI_BENCH_OTHER_SLACK_POSTS` posts per connection, default the fake's own
+//! `SKI_BENCH_SPREAD_POSTS`, 1,500; `SKI_BENCH_OTHER_SLACK_NAME` its name in the output), the same
+//! client loads it the same way right after the fake, and the many-connection row gets the ratio.
+//! `cargo xtask bench --bench slack --with-other-slack` installs, starts and ends one (vercel-labs'
+//! `emulate`) and sets these. Rows go to `$SKI_BENCH_DIR/rows/slack.json` (group `fake_slack`)
+//! for `cargo xtask bench`. Without `--bench` (as `cargo test --benches` runs it) it only checks
+//! that a short run works; in a debug build (`cargo test -p ski-mocks --bench slack -- --bench`)
+//! it measures the build tests use.
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -82,54 +88,148 @@ async fn raw_posts_per_second(count: usize) -> Result<f64> {
     tokio::task::spawn_blocking(move || raw_posts(&target, count)).await?
 }
 
+/// How the plain client loads a fake over many connections: each connection a thread of its
+/// own with a token of its own, `warm_up` posts on every connection before the clock starts
+/// (the fake's code paths, caches and, for a JIT-compiled fake, its compiled code are warm),
+/// then `posts` posts on each.
+#[derive(Clone, Copy)]
+struct Spread {
+    connections: usize,
+    warm_up: usize,
+    posts: usize,
+}
+
+impl Spread {
+    fn total(self) -> usize {
+        self.connections * self.posts
+    }
+}
+
+/// The fake's `chat.postMessage` rate over `spread`'s connections.
+async fn spread_posts_per_second(spread: Spread) -> Result<f64> {
+    let slack = FakeSlack::start(Config::default()).await?;
+    let target = PostTarget::new(&slack.api_base_url(), "C0000000001")?;
+    tokio::task::spawn_blocking(move || spread_posts(&target, spread)).await?
+}
+
 /// The same client against another fake Slack, when `SKI_BENCH_OTHER_SLACK` names its Web API
 /// base URL (`http://host:port/api`; `SKI_BENCH_OTHER_SLACK_CHANNEL`, default `C000000001`, a
 /// channel it knows): `None` without it.
-async fn other_fake_posts_per_second(count: usize) -> Result<Option<(String, f64)>> {
+async fn other_fake_posts_per_second(spread: Spread) -> Result<Option<(String, f64)>> {
     let Ok(base_url) = std::env::var("SKI_BENCH_OTHER_SLACK") else {
         return Ok(None);
     };
     let channel =
         std::env::var("SKI_BENCH_OTHER_SLACK_CHANNEL").unwrap_or_else(|_| "C000000001".to_string());
     let target = PostTarget::new(&base_url, &channel)?;
-    let rate = tokio::task::spawn_blocking(move || raw_posts(&target, count)).await??;
+    let rate = tokio::task::spawn_blocking(move || spread_posts(&target, spread)).await??;
     Ok(Some((base_url, rate)))
 }
 
+/// Posts over `spread.connections` connections at once; the clock runs from the moment every
+/// connection has finished its warm-up to the moment the last one has finished its posts.
+fn spread_posts(target: &PostTarget, spread: Spread) -> Result<f64> {
+    let warmed = std::sync::Barrier::new(spread.connections + 1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..spread.connections)
+            .map(|n| {
+                let warmed = &warmed;
+                scope.spawn(move || -> Result<()> {
+                    let connection = PlainConnection::open(target, &format!("xoxb-bench-{n}"))
+                        .and_then(|mut connection| {
+                            for _ in 0..spread.warm_up {
+                                connection.post()?;
+                            }
+                            Ok(connection)
+                        });
+                    // Every worker reaches the barrier, warmed up or failed, so none waits
+                    // forever for one that failed.
+                    warmed.wait();
+                    let mut connection = connection?;
+                    for _ in 0..spread.posts {
+                        connection.post()?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        warmed.wait();
+        let started = Instant::now();
+        for worker in workers {
+            worker
+                .join()
+                .map_err(|_| anyhow::anyhow!("a posting thread panicked"))??;
+        }
+        Ok(spread.total() as f64 / started.elapsed().as_secs_f64())
+    })
+}
+
+/// One connection posting with the plain client, warmed up by a tenth of `count` first.
 fn raw_posts(target: &PostTarget, count: usize) -> Result<f64> {
-    use std::io::{BufRead, BufReader, Read, Write};
-    let PostTarget {
-        address,
-        api_path,
-        channel,
-    } = target;
-    let body = format!("channel={channel}&text=bench");
-    let request = format!(
-        "POST {api_path}/chat.postMessage HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer xoxb-bench\r\n\
-         content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    let stream = std::net::TcpStream::connect(address)?;
-    stream.set_nodelay(true)?;
-    let mut writer = stream.try_clone()?;
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    let mut answer = Vec::new();
-    let read_line = |reader: &mut BufReader<std::net::TcpStream>, line: &mut String| {
-        line.clear();
+    let mut connection = PlainConnection::open(target, "xoxb-bench")?;
+    for _ in 0..=count / 10 {
+        connection.post()?;
+    }
+    let started = Instant::now();
+    for _ in 0..count {
+        connection.post()?;
+    }
+    Ok(count as f64 / started.elapsed().as_secs_f64())
+}
+
+/// A keep-alive HTTP/1.1 connection that posts one fixed `chat.postMessage` request, written as
+/// bytes, and reads each answer by its `Content-Length` (or its chunks).
+struct PlainConnection {
+    request: Vec<u8>,
+    writer: std::net::TcpStream,
+    reader: std::io::BufReader<std::net::TcpStream>,
+    line: String,
+    answer: Vec<u8>,
+}
+
+impl PlainConnection {
+    fn open(target: &PostTarget, token: &str) -> Result<PlainConnection> {
+        let PostTarget {
+            address,
+            api_path,
+            channel,
+        } = target;
+        let body = format!("channel={channel}&text=bench");
+        let request = format!(
+            "POST {api_path}/chat.postMessage HTTP/1.1\r\nhost: {address}\r\nauthorization: Bearer {token}\r\n\
+             content-type: application/x-www-form-urlencoded\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let stream = std::net::TcpStream::connect(address)
+            .with_context(|| format!("connecting to {address}"))?;
+        stream.set_nodelay(true)?;
+        Ok(PlainConnection {
+            request: request.into_bytes(),
+            writer: stream.try_clone()?,
+            reader: std::io::BufReader::new(stream),
+            line: String::new(),
+            answer: Vec::new(),
+        })
+    }
+
+    fn read_line(&mut self) -> Result<()> {
+        use std::io::BufRead;
+        self.line.clear();
         anyhow::ensure!(
-            reader.read_line(line)? > 0,
+            self.reader.read_line(&mut self.line)? > 0,
             "the fake closed the connection"
         );
         Ok(())
-    };
-    let mut post = || -> Result<()> {
-        writer.write_all(request.as_bytes())?;
+    }
+
+    fn post(&mut self) -> Result<()> {
+        use std::io::{Read, Write};
+        self.writer.write_all(&self.request)?;
         let mut length = None;
         let mut chunked = false;
         loop {
-            read_line(&mut reader, &mut line)?;
-            let header = line.trim_end();
+            self.read_line()?;
+            let header = self.line.trim_end();
             if header.is_empty() {
                 break;
             }
@@ -141,36 +241,31 @@ fn raw_posts(target: &PostTarget, count: usize) -> Result<f64> {
                 }
             }
         }
-        answer.clear();
+        self.answer.clear();
         if chunked {
             loop {
-                read_line(&mut reader, &mut line)?;
-                let size = usize::from_str_radix(line.trim_end(), 16)?;
-                let start = answer.len();
-                answer.resize(start + size, 0);
-                reader.read_exact(&mut answer[start..])?;
-                read_line(&mut reader, &mut line)?;
+                self.read_line()?;
+                let size = usize::from_str_radix(self.line.trim_end(), 16)?;
+                let start = self.answer.len();
+                self.answer.resize(start + size, 0);
+                self.reader.read_exact(&mut self.answer[start..])?;
+                self.read_line()?;
                 if size == 0 {
                     break;
                 }
             }
         } else {
-            answer.resize(length.context("an answer without Content-Length")?, 0);
-            reader.read_exact(&mut answer)?;
+            let length = length.context("an answer without Content-Length")?;
+            self.answer.resize(length, 0);
+            self.reader.read_exact(&mut self.answer)?;
         }
         anyhow::ensure!(
-            answer.starts_with(b"{\"ok\":true"),
+            self.answer.starts_with(b"{\"ok\":true"),
             "a failed post: {}",
-            String::from_utf8_lossy(&answer)
+            String::from_utf8_lossy(&self.answer)
         );
         Ok(())
-    };
-    post()?;
-    let started = Instant::now();
-    for _ in 0..count {
-        post()?;
     }
-    Ok(count as f64 / started.elapsed().as_secs_f64())
 }
 
 /// A keep-alive slack-morphism session on the fake, for the store measurements.
@@ -245,12 +340,17 @@ struct Load {
     stored: usize,
     fill_rate: f64,
     rss_mib: f64,
+    reads: usize,
+    rss_after_reads_mib: f64,
     reply_p50: Duration,
     history_p50: Duration,
     threaded_rate: f64,
 }
 
-async fn store_under_load(stored: usize, samples: usize) -> Result<Load> {
+/// Fills a fake with `stored` posts, then times `samples` thread replies, `reads` history
+/// pages (limit 100; the request log keeps what its byte bounds allow of each) and threaded
+/// posting, noting the RSS after the posts and after the reads.
+async fn store_under_load(stored: usize, samples: usize, reads: usize) -> Result<Load> {
     let slack = FakeSlack::start(Config::default()).await?;
     let poster = Poster::new(&slack)?;
     let started = Instant::now();
@@ -258,7 +358,7 @@ async fn store_under_load(stored: usize, samples: usize) -> Result<Load> {
         poster.post(None).await?;
     }
     let fill_rate = stored as f64 / started.elapsed().as_secs_f64();
-    let rss_mib = rss_mib();
+    let rss_after_posts = rss_mib();
     let root = poster.post(None).await?;
     let mut replies = Vec::with_capacity(samples);
     for _ in 0..samples {
@@ -266,12 +366,13 @@ async fn store_under_load(stored: usize, samples: usize) -> Result<Load> {
         poster.post(Some(&root)).await?;
         replies.push(started.elapsed());
     }
-    let mut histories = Vec::with_capacity(samples);
-    for _ in 0..samples {
+    let mut histories = Vec::with_capacity(reads);
+    for _ in 0..reads {
         let started = Instant::now();
         anyhow::ensure!(poster.history().await? == 100, "a full page of history");
         histories.push(started.elapsed());
     }
+    let rss_after_reads_mib = rss_mib();
     // Threaded posting: a root and nine replies, over and over.
     let threaded = samples * 10;
     let started = Instant::now();
@@ -285,7 +386,9 @@ async fn store_under_load(stored: usize, samples: usize) -> Result<Load> {
     Ok(Load {
         stored,
         fill_rate,
-        rss_mib,
+        rss_mib: rss_after_posts,
+        reads,
+        rss_after_reads_mib,
         reply_p50: median(replies),
         history_p50: median(histories),
         threaded_rate,
@@ -359,51 +462,80 @@ fn bench_dir() -> Result<PathBuf> {
     Ok(target.join("bench"))
 }
 
+/// A count from the environment for a full run; the quick run's own otherwise.
+fn knob(name: &str, quick: bool, full: usize, short: usize) -> usize {
+    if quick {
+        return short;
+    }
+    std::env::var(name)
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(full)
+}
+
 async fn run(quick: bool) -> Result<()> {
-    let (posts, trips, runs) = if quick {
-        (20, 20, 2)
-    } else {
-        (20_000, 5_000, 50)
+    let posts = knob("SKI_BENCH_POSTS", quick, 20_000, 20);
+    let trips = knob("SKI_BENCH_TRIPS", quick, 5_000, 20);
+    let runs = knob("SKI_BENCH_RUNS", quick, 50, 2);
+    let stored = knob("SKI_BENCH_STORED", quick, 100_000, 200);
+    let reads = knob("SKI_BENCH_READS", quick, 10_000, 20);
+    let spread = Spread {
+        connections: knob("SKI_BENCH_CONNECTIONS", quick, 32, 32),
+        warm_up: knob("SKI_BENCH_WARM_UP", quick, 250, 1),
+        posts: knob("SKI_BENCH_SPREAD_POSTS", quick, 1_500, 2),
     };
-    let runs = std::env::var("SKI_BENCH_RUNS")
-        .ok()
-        .and_then(|runs| runs.parse().ok())
-        .filter(|_| !quick)
-        .unwrap_or(runs);
-    let stored = std::env::var("SKI_BENCH_STORED")
-        .ok()
-        .and_then(|stored| stored.parse().ok())
-        .filter(|_| !quick)
-        .unwrap_or(if quick { 200 } else { 100_000 });
-    let load = store_under_load(stored, if quick { 5 } else { 100 }).await?;
+    // The other fake may limit requests per token (emulate answers 403 after 5,000): each of
+    // its connections has a token of its own, and its posts per connection can be lowered.
+    let other_spread = Spread {
+        posts: knob(
+            "SKI_BENCH_OTHER_SLACK_POSTS",
+            quick,
+            spread.posts,
+            spread.posts,
+        ),
+        ..spread
+    };
+    let other_name =
+        std::env::var("SKI_BENCH_OTHER_SLACK_NAME").unwrap_or_else(|_| "the other fake".into());
+    let load = store_under_load(stored, if quick { 5 } else { 100 }, reads).await?;
     println!(
         "fake_slack: {} posts stored at {:.0}/s, RSS {:.0} MiB; then thread reply p50 {:.2} ms, \
-         conversations.history (limit 100) p50 {:.2} ms, threaded posting {:.0}/s",
+         conversations.history (limit 100) p50 {:.2} ms over {} reads, RSS after them {:.0} MiB; \
+         threaded posting {:.0}/s",
         load.stored,
         load.fill_rate,
         load.rss_mib,
         load.reply_p50.as_secs_f64() * 1e3,
         load.history_p50.as_secs_f64() * 1e3,
+        load.reads,
+        load.rss_after_reads_mib,
         load.threaded_rate
     );
     let raw_post_rate = raw_posts_per_second(posts).await?;
-    let other_posts = std::env::var("SKI_BENCH_OTHER_SLACK_POSTS")
-        .ok()
-        .and_then(|posts| posts.parse().ok())
-        .unwrap_or(posts);
-    let other = other_fake_posts_per_second(other_posts).await?;
+    let spread_rate = spread_posts_per_second(spread).await?;
+    let other = other_fake_posts_per_second(other_spread).await?;
     let post_rate = posts_per_second(posts).await?;
     let trip_rate = round_trips_per_second(trips).await?;
     let (median, p90) = readiness(runs).await?;
     println!(
-        "fake_slack: chat.postMessage {raw_post_rate:.0}/s (plain keep-alive client), \
-         {post_rate:.0}/s (slack-morphism) over {posts} requests"
+        "fake_slack: chat.postMessage {raw_post_rate:.0}/s (plain keep-alive client, one \
+         connection), {post_rate:.0}/s (slack-morphism) over {posts} requests"
+    );
+    println!(
+        "fake_slack: chat.postMessage {spread_rate:.0}/s over {} connections ({} requests after \
+         {} each to warm up)",
+        spread.connections,
+        spread.total(),
+        spread.warm_up
     );
     if let Some((base_url, rate)) = &other {
         println!(
-            "fake_slack: the other fake at {base_url}: chat.postMessage {rate:.0}/s (the same \
-             plain keep-alive client, {other_posts} requests); ski-fake-slack {:.1}x",
-            raw_post_rate / rate
+            "fake_slack: {other_name} at {base_url}: chat.postMessage {rate:.0}/s (the same \
+             client, {} connections, {} requests after {} each to warm up); ski-fake-slack {:.1}x",
+            other_spread.connections,
+            other_spread.total(),
+            other_spread.warm_up,
+            spread_rate / rate
         );
     }
     println!("fake_slack: socket mode round trips {trip_rate:.0}/s over {trips} envelopes");
@@ -415,28 +547,32 @@ async fn run(quick: bool) -> Result<()> {
     if quick {
         return Ok(());
     }
-    let mut rows = json!({ "rows": [
-        { "group": "fake_slack", "name": "chat.postMessage via a plain keep-alive HTTP/1.1 client", "id": "post_raw", "messages": posts, "msgs_per_s": raw_post_rate },
-        { "group": "fake_slack", "name": "chat.postMessage via slack-morphism (keep-alive)", "id": "post", "messages": posts, "msgs_per_s": post_rate },
-        { "group": "fake_slack", "name": "socket mode envelope round trip", "id": "envelope", "messages": trips, "msgs_per_s": trip_rate },
-        { "group": "fake_slack", "name": "thread reply with the store full", "id": "reply_loaded", "stored": load.stored,
-          "median_ns": u64::try_from(load.reply_p50.as_nanos()).unwrap_or(u64::MAX) },
-        { "group": "fake_slack", "name": "conversations.history (limit 100) with the store full", "id": "history_loaded", "stored": load.stored,
-          "median_ns": u64::try_from(load.history_p50.as_nanos()).unwrap_or(u64::MAX) },
-        { "group": "fake_slack", "name": "threaded posting (a root and 9 replies) with the store full", "id": "threaded", "stored": load.stored, "msgs_per_s": load.threaded_rate },
-        { "group": "fake_slack", "name": "RSS after filling the store", "id": "rss", "stored": load.stored, "rss_mib": load.rss_mib },
-        { "group": "fake_slack", "name": "ski-fake-slack serve start to readiness", "id": "start",
-          "median_ns": u64::try_from(median.as_nanos()).unwrap_or(u64::MAX), "p90_ns": u64::try_from(p90.as_nanos()).unwrap_or(u64::MAX), "runs": runs },
-    ]});
-    if let (Some((_, rate)), Some(list)) = (other, rows["rows"].as_array_mut()) {
-        list.push(json!({ "group": "fake_slack", "name": "chat.postMessage on the other fake (SKI_BENCH_OTHER_SLACK), same client",
-            "id": "post_other", "messages": other_posts, "msgs_per_s": rate }));
-        list[0]["baseline"] = json!("post_other");
+    let nanos = |duration: Duration| u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+    let connections = spread.connections;
+    let mut rows = vec![
+        json!({ "group": "fake_slack", "name": "chat.postMessage via a plain keep-alive HTTP/1.1 client", "id": "post_raw", "messages": posts, "msgs_per_s": raw_post_rate }),
+        json!({ "group": "fake_slack", "name": format!("chat.postMessage over {connections} keep-alive connections, warmed up"), "id": "post_spread", "messages": spread.total(), "connections": connections, "msgs_per_s": spread_rate }),
+        json!({ "group": "fake_slack", "name": "chat.postMessage via slack-morphism (keep-alive)", "id": "post", "messages": posts, "msgs_per_s": post_rate }),
+        json!({ "group": "fake_slack", "name": "socket mode envelope round trip", "id": "envelope", "messages": trips, "msgs_per_s": trip_rate }),
+        json!({ "group": "fake_slack", "name": "thread reply with the store full", "id": "reply_loaded", "stored": load.stored, "median_ns": nanos(load.reply_p50) }),
+        json!({ "group": "fake_slack", "name": "conversations.history (limit 100) with the store full", "id": "history_loaded", "stored": load.stored, "reads": load.reads, "median_ns": nanos(load.history_p50) }),
+        json!({ "group": "fake_slack", "name": "threaded posting (a root and 9 replies) with the store full", "id": "threaded", "stored": load.stored, "msgs_per_s": load.threaded_rate }),
+        json!({ "group": "fake_slack", "name": "RSS after filling the store", "id": "rss", "stored": load.stored, "rss_mib": load.rss_mib }),
+        json!({ "group": "fake_slack", "name": "RSS after filling the store and reading history pages", "id": "rss_reads", "stored": load.stored, "reads": load.reads, "rss_mib": load.rss_after_reads_mib }),
+        json!({ "group": "fake_slack", "name": "ski-fake-slack serve start to readiness", "id": "start", "median_ns": nanos(median), "p90_ns": nanos(p90), "runs": runs }),
+    ];
+    if let Some((_, rate)) = other {
+        rows.push(json!({ "group": "fake_slack", "name": format!("chat.postMessage on {other_name} over {connections} connections, warmed up, same client"),
+            "id": "post_spread_other", "messages": other_spread.total(), "connections": connections, "msgs_per_s": rate }));
+        rows[1]["baseline"] = json!("post_spread_other");
     }
     let dir = bench_dir()?.join("rows");
     std::fs::create_dir_all(&dir)?;
     let path = dir.join("slack.json");
-    std::fs::write(&path, serde_json::to_string_pretty(&rows)?)?;
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&json!({ "rows": rows }))?,
+    )?;
     println!("rows: {}", path.display());
     Ok(())
 }

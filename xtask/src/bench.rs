@@ -35,6 +35,7 @@ use xshell::{Shell, cmd};
 
 use crate::ci::{target_dir, workspace_root};
 
+mod other_slack;
 mod runner_failing;
 mod suite_timing;
 
@@ -65,6 +66,12 @@ pub struct BenchArgs {
     /// Only merge the rows already written and print the table.
     #[arg(long)]
     pub report_only: bool,
+    /// For the `slack` benchmark: install the nearest installable fake Slack (vercel-labs'
+    /// `emulate`, pinned, from npm into `peers/slack-emulate` under the target directory), start
+    /// it and measure it beside the fake in the same run (another fake can be named instead
+    /// with `SKI_BENCH_OTHER_SLACK`).
+    #[arg(long)]
+    pub with_other_slack: bool,
 }
 
 /// Runs the benchmarks and writes the report.
@@ -113,13 +120,41 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             })?;
             sh.set_var("SKI_BIN", &measured);
         }
+        let other_slack = if args.with_other_slack {
+            if !selected.iter().any(|(_, name)| *name == "slack") {
+                bail!("--with-other-slack is for the slack benchmark (--bench slack)");
+            }
+            Some(other_slack::install(&sh, &target)?)
+        } else {
+            None
+        };
         for (package, name) in selected {
             let stale = rows_dir.join(format!("{name}.json"));
             if stale.exists() {
                 fs::remove_file(&stale)
                     .with_context(|| format!("cannot remove {}", stale.display()))?;
             }
-            cmd!(sh, "cargo bench -p {package} --bench {name}")
+            // The bench is built before the other fake starts, so that it waits for no build.
+            cmd!(
+                sh,
+                "cargo bench --locked -p {package} --bench {name} --no-run"
+            )
+            .run()
+            .with_context(|| format!("building benchmark {package}/{name} failed"))?;
+            let _other = match (&other_slack, *name) {
+                (Some(dir), "slack") => {
+                    let other = other_slack::start(dir)?;
+                    let version = other_slack::EMULATE_VERSION;
+                    println!("emulate {version} (slack) at {}", other.base_url);
+                    Some((
+                        sh.push_env("SKI_BENCH_OTHER_SLACK", &other.base_url),
+                        sh.push_env("SKI_BENCH_OTHER_SLACK_NAME", format!("emulate {version}")),
+                        other,
+                    ))
+                }
+                _ => None,
+            };
+            cmd!(sh, "cargo bench --locked -p {package} --bench {name}")
                 .run()
                 .with_context(|| format!("benchmark {package}/{name} failed"))?;
         }
