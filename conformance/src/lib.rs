@@ -16,6 +16,7 @@
 //! - [`matrix`]: one selection against several targets, compared rows × targets.
 //! - [`coverage`]: every catalog row has a check and every check a row.
 //! - [`discover`]: what an ACP agent declares, found by starting it once.
+//! - [`sqlite`]: a target's SQLite file, read through `ski-conformance-sqlite` (no SQLite linked).
 //! - [`interrupt`]: SIGINT and SIGTERM: a run stops starting rows, ends its processes, reports.
 //! - [`cli`]: the `ski-conformance` command line and its exit codes.
 //! - [`suites`]: the registry of suites and how to add one (start there to write checks).
@@ -37,6 +38,7 @@ pub mod report;
 pub mod runner;
 pub mod select;
 pub mod setup;
+pub mod sqlite;
 pub mod suites;
 pub mod target;
 

@@ -1,7 +1,12 @@
 //! `cargo xtask ci`: the project's test command, the same locally and in CI (format, clippy,
-//! tests, and a short fuzz campaign per target).
+//! feature checks, tests, doc tests, and the fuzz targets' tests and a short campaign per target).
+//! Each step's output streams as it runs; the last line says which step failed (for the tests,
+//! which test programs), or how many steps passed and how long they took.
 
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -11,46 +16,155 @@ use xshell::{Shell, cmd};
 /// Options of `cargo xtask ci`.
 #[derive(Debug, Args)]
 pub struct CiArgs {
-    /// Skip the format check and clippy; run only the tests.
+    /// Skip the format check, clippy and the feature checks; run only the tests.
     #[arg(long)]
     pub tests_only: bool,
 }
 
-/// Runs the format check, clippy with `-D warnings`, all tests of the workspace and a short fuzz
-/// campaign per target.
+/// Runs the format check, clippy with `-D warnings`, the feature checks, every test program of
+/// the workspace, the doc tests, and the fuzz targets' tests and campaigns, stopping at the first
+/// step that fails. Ends with one line: the step that failed (and the process exits 1), or the
+/// steps run and the time they took.
 pub fn run(args: &CiArgs) -> Result<()> {
-    let sh = Shell::new()?;
+    let started = Instant::now();
+    let mut passed = 0;
+    match run_steps(args, &mut passed) {
+        Ok(()) => {
+            eprintln!(
+                "ci: ok, {passed} steps passed in {}",
+                minutes(started.elapsed())
+            );
+            Ok(())
+        }
+        Err(failure) => {
+            eprintln!(
+                "ci: FAILED at step {} ({failure}), after {passed} passed steps and {}",
+                passed + 1,
+                minutes(started.elapsed())
+            );
+            std::process::exit(1)
+        }
+    }
+}
+
+/// The steps, in order; `passed` counts those that passed.
+fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
+    let sh = Shell::new().map_err(|error| format!("setup: {error}"))?;
     sh.change_dir(workspace_root());
     // Snapshots are never written in CI: a changed golden fails with the command that fixes it.
     sh.set_var("INSTA_UPDATE", "no");
+    let mut step = |name: &str, result: Result<()>| match result {
+        Ok(()) => {
+            *passed += 1;
+            Ok(())
+        }
+        Err(error) => Err(format!("{name}: {error:#}")),
+    };
     if !args.tests_only {
-        ensure_component(&sh, "rustfmt", "fmt")?;
-        ensure_component(&sh, "clippy", "clippy")?;
-        cmd!(sh, "cargo fmt --all -- --check")
-            .run()
-            .context("formatting differs: run `cargo fmt --all` and commit")?;
-        cmd!(
-            sh,
-            "cargo clippy --workspace --all-targets --locked -- -D warnings"
-        )
-        .run()
-        .context("clippy found problems")?;
-        check_features(&sh)?;
+        step(
+            "format",
+            ensure_component(&sh, "rustfmt", "fmt").and_then(|()| {
+                cmd!(sh, "cargo fmt --all -- --check")
+                    .run()
+                    .context("formatting differs: run `cargo fmt --all` and commit")
+            }),
+        )?;
+        step(
+            "clippy",
+            ensure_component(&sh, "clippy", "clippy").and_then(|()| {
+                cmd!(
+                    sh,
+                    "cargo clippy --workspace --all-targets --locked -- -D warnings"
+                )
+                .run()
+                .context("clippy found problems")
+            }),
+        )?;
+        step("feature checks", check_features(&sh))?;
     }
-    cmd!(
-        sh,
-        "cargo test --workspace --all-targets --locked --no-fail-fast"
-    )
-    .run()
-    .context("tests failed")?;
-    cmd!(sh, "cargo test --workspace --doc --locked")
-        .run()
-        .context("doc tests failed")?;
+    // The test programs of the workspace (`--all-targets` would add every program and benchmark
+    // built in test mode, none of which has tests; clippy has already compiled the benchmarks).
+    step(
+        "tests",
+        cargo_tests(&sh, &["test", "--workspace", "--locked", "--no-fail-fast"]),
+    )?;
+    step(
+        "doc tests",
+        cargo_tests(&sh, &["test", "--workspace", "--doc", "--locked"]),
+    )?;
+    // The fuzz targets' own tests replay every corpus entry and saved finding (`ski-fuzz`'s
+    // library is `test = false`: only this step builds its tests, optimised as the campaigns run).
+    step(
+        "fuzz tests",
+        cargo_tests(&sh, &["test", "-p", "ski-fuzz", "--lib", "--locked"]),
+    )?;
     // Every fuzz target for a short, fixed budget from a fixed seed: the same inputs each run,
     // so a finding here is reproducible with `cargo xtask fuzz --seed`.
     let fuzz_options = ["--time", FUZZ_SECONDS_PER_TARGET, "--seed", FUZZ_SEED].map(str::to_owned);
-    crate::fuzz::campaign(&sh, &fuzz_options, true)?;
+    step("fuzz", crate::fuzz::campaign(&sh, &fuzz_options, true))?;
     Ok(())
+}
+
+/// Runs `cargo <args>` in the workspace root, its output passed on as it comes; when it fails,
+/// the error names what cargo reported failing: the test programs (`-p ski --test main`) or
+/// the targets that did not compile.
+fn cargo_tests(sh: &Shell, args: &[&str]) -> Result<()> {
+    let mut child = Command::new("cargo")
+        .args(args)
+        .current_dir(sh.current_dir())
+        .env("INSTA_UPDATE", "no")
+        .stderr(Stdio::piped())
+        .spawn()
+        .with_context(|| format!("cannot start cargo {}", args.join(" ")))?;
+    let mut failed = Vec::new();
+    if let Some(stderr) = child.stderr.take() {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            eprintln!("{line}");
+            if let Some(target) = failed_target(&line)
+                && !failed.contains(&target)
+            {
+                failed.push(target);
+            }
+        }
+    }
+    let status = child.wait().context("waiting for cargo")?;
+    if status.success() {
+        return Ok(());
+    }
+    if failed.is_empty() {
+        bail!("cargo {} failed ({status})", args.join(" "));
+    }
+    bail!("{}", failed.join(", "))
+}
+
+/// What a line of cargo's output names as failing: a test program that failed (`-p ski --test
+/// main failed`, from "to rerun pass `…`" or the list after "N targets failed:") or a target
+/// that did not compile.
+fn failed_target(line: &str) -> Option<String> {
+    let quoted = |text: &str| {
+        let start = text.find('`')? + 1;
+        let end = start + text[start..].find('`')?;
+        Some(text[start..end].to_owned())
+    };
+    let trimmed = line.trim_start();
+    if let Some(rest) = line.split_once("to rerun pass ").map(|(_, rest)| rest) {
+        return quoted(rest).map(|target| format!("{target} failed"));
+    }
+    if trimmed.starts_with('`') && line.starts_with(char::is_whitespace) {
+        return quoted(trimmed).map(|target| format!("{target} failed"));
+    }
+    if let Some(rest) = line.strip_prefix("error: could not compile ") {
+        let end = rest.find(" due to").unwrap_or(rest.len());
+        return Some(format!("{} does not compile", &rest[..end]));
+    }
+    None
+}
+
+/// `m:ss`.
+fn minutes(elapsed: Duration) -> String {
+    let seconds = elapsed.as_secs();
+    format!("{}:{:02}", seconds / 60, seconds % 60)
 }
 
 /// Seconds CI fuzzes each target (six targets: one minute in all).
@@ -62,8 +176,32 @@ const FUZZ_SEED: &str = "20261207";
 /// The systems of `ski`, one Cargo feature each.
 const SYSTEMS: &[&str] = &["acp", "aof", "teams", "kiro", "intercom"];
 
-/// What a package that adds `ski-mocks` must not compile (SQLite, the MCP SDK, the Slack client).
-const HEAVY_FOR_MOCKS: &[&str] = &["rusqlite", "libsqlite3-sys", "rmcp", "slack-morphism"];
+/// What each library layer must not link (`docs/ARCHITECTURE.md`, "Layers"): a package and the
+/// crates, or `crate/feature` pairs, absent from its normal dependency tree. A project that adds
+/// `ski-mocks` builds no SQLite, MCP SDK or Slack client; the runner links none of the systems it
+/// judges (it reads SQLite files through `ski-conformance-sqlite`, and is an MCP client only).
+const LAYERS: &[(&str, &[&str])] = &[
+    (
+        "ski-mocks",
+        &[
+            "rusqlite",
+            "libsqlite3-sys",
+            "rmcp",
+            "slack-morphism",
+            "notify",
+        ],
+    ),
+    (
+        "ski-conformance",
+        &[
+            "rusqlite",
+            "libsqlite3-sys",
+            "slack-morphism",
+            "notify",
+            "rmcp/server",
+        ],
+    ),
+];
 
 /// Each system of `ski` builds alone (and with none), and `ski-mocks` pulls in none of the heavy
 /// dependencies of the systems it does not use.
@@ -82,36 +220,47 @@ fn check_features(sh: &Shell) -> Result<()> {
         .run()
         .with_context(|| format!("ski does not build with only the `{system}` feature"))?;
     }
-    // Built alone, as a project that adds it builds it: no feature comes from another package.
-    cmd!(sh, "cargo check -p ski-mocks --lib --bins --locked")
-        .run()
-        .context("ski-mocks does not build on its own")?;
-    let format = "{p}";
-    let tree = cmd!(
-        sh,
-        "cargo tree -p ski-mocks --edges normal,build --prefix none --format {format} --locked"
-    )
-    .quiet()
-    .read()
-    .context("cargo tree failed")?;
-    let heavy = heavy_dependencies(&tree);
-    if !heavy.is_empty() {
-        bail!(
-            "ski-mocks pulls in {} (enable fewer features of ski in mocks/Cargo.toml)",
-            heavy.join(", ")
-        );
+    for (package, forbidden) in LAYERS {
+        // Built alone, as a project that adds it builds it: no feature comes from another package.
+        cmd!(sh, "cargo check -p {package} --lib --bins --locked")
+            .run()
+            .with_context(|| format!("{package} does not build on its own"))?;
+        let format = "{p} [{f}]";
+        let tree = cmd!(
+            sh,
+            "cargo tree -p {package} --edges normal,build --prefix none --format {format} --locked"
+        )
+        .quiet()
+        .read()
+        .context("cargo tree failed")?;
+        let found = forbidden_in(&tree, forbidden);
+        if !found.is_empty() {
+            bail!(
+                "{package} links {} (docs/ARCHITECTURE.md, \"Layers\": enable fewer features of its \
+                 dependencies)",
+                found.join(", ")
+            );
+        }
     }
     Ok(())
 }
 
-/// The crates of [`HEAVY_FOR_MOCKS`] named in a `cargo tree --prefix none` listing.
-fn heavy_dependencies(tree: &str) -> Vec<&'static str> {
-    HEAVY_FOR_MOCKS
+/// The entries of `forbidden` (a crate, or `crate/feature`) present in a
+/// `cargo tree --prefix none --format "{p} [{f}]"` listing.
+fn forbidden_in<'a>(tree: &str, forbidden: &[&'a str]) -> Vec<&'a str> {
+    forbidden
         .iter()
         .copied()
-        .filter(|name| {
-            tree.lines()
-                .any(|line| line.split_whitespace().next() == Some(*name))
+        .filter(|entry| {
+            let (name, feature) = entry.split_once('/').unwrap_or((entry, ""));
+            tree.lines().any(|line| {
+                let mut words = line.split_whitespace();
+                let features = line.rsplit_once('[').map_or("", |(_, rest)| {
+                    rest.trim_end_matches([']', ' ', '(', '*', ')'])
+                });
+                words.next() == Some(name)
+                    && (feature.is_empty() || features.split(',').any(|f| f == feature))
+            })
         })
         .collect()
 }
@@ -166,10 +315,45 @@ mod tests {
     use super::*;
 
     #[test]
-    fn heavy_dependencies_are_found_by_crate_name_only() {
-        let tree =
-            "ski-mocks v0.1.0 (/x/mocks)\nski v0.1.0 (/x)\nrusqlite v0.37.0\nrmcp-macros v1.0.0\n";
-        assert_eq!(heavy_dependencies(tree), vec!["rusqlite"]);
-        assert!(heavy_dependencies("ski v0.1.0\nserde v1.0.0\n").is_empty());
+    fn forbidden_crates_are_found_by_crate_name_only() {
+        let tree = "ski-mocks v0.1.0 (/x/mocks) []\nski v0.1.0 (/x) [acp]\nrusqlite v0.37.0 \
+                    [bundled]\nrmcp-macros v1.0.0 []\n";
+        assert_eq!(forbidden_in(tree, &["rusqlite", "rmcp"]), vec!["rusqlite"]);
+        assert!(forbidden_in("ski v0.1.0 [acp]\nserde v1.0.0 [std]\n", &["rusqlite"]).is_empty());
+    }
+
+    #[test]
+    fn a_forbidden_feature_is_found_only_where_it_is_on() {
+        let client = "rmcp v3.11.0 [base64,client,transport-worker]\n";
+        assert!(forbidden_in(client, &["rmcp/server"]).is_empty());
+        let server = "rmcp v3.11.0 [client,server,transport-io] (*)\n";
+        assert_eq!(forbidden_in(server, &["rmcp/server"]), vec!["rmcp/server"]);
+    }
+
+    #[test]
+    fn the_failed_test_programs_are_read_from_cargo_output() {
+        assert_eq!(
+            failed_target("error: test failed, to rerun pass `-p ski --test main`").as_deref(),
+            Some("-p ski --test main failed")
+        );
+        assert_eq!(
+            failed_target("    `-p ski-mocks --lib`").as_deref(),
+            Some("-p ski-mocks --lib failed")
+        );
+        assert_eq!(
+            failed_target(
+                "error: could not compile `ski` (test \"main\") due to 2 previous errors"
+            )
+            .as_deref(),
+            Some("`ski` (test \"main\") does not compile")
+        );
+        assert_eq!(failed_target("test foo ... ok"), None);
+        assert_eq!(failed_target("`-p ski --lib` at the start of a line"), None);
+    }
+
+    #[test]
+    fn durations_are_minutes_and_seconds() {
+        assert_eq!(minutes(Duration::from_secs(754)), "12:34");
+        assert_eq!(minutes(Duration::from_secs(5)), "0:05");
     }
 }

@@ -133,7 +133,7 @@ async fn int_ski_02(ctx: Ctx) -> CheckResult {
         for started in [&accepted, &rejected] {
             ensure_eq!(
                 "pending".to_string(),
-                approval_status(&world, &started.row.id, "req-001")?,
+                approval_status(&world, &started.row.id, "req-001").await?,
                 "the waiting approval row of session {}",
                 started.row.short()
             );
@@ -157,7 +157,7 @@ async fn int_ski_02(ctx: Ctx) -> CheckResult {
             world.reply_with(&started.root, &report).await?;
             ensure_eq!(
                 status.to_string(),
-                approval_status(&world, &started.row.id, "req-001")?,
+                approval_status(&world, &started.row.id, "req-001").await?,
                 "the approval row of session {}",
                 started.row.short()
             );
@@ -292,13 +292,15 @@ async fn int_ski_09(ctx: Ctx) -> CheckResult {
             .send_line(&status_line("after missing"))
             .await?;
         world.reply_with(&started.root, "after missing").await?;
-        let approvals: i64 = world
+        let counted = world
             .world
-            .db()?
-            .query_row("SELECT COUNT(*) FROM approval_request", [], |row| {
-                row.get(0)
+            .read("SELECT COUNT(*) FROM approval_request", &[])
+            .await?
+            .and_then(|rows| {
+                crate::sqlite::integer(rows.first().and_then(|r| r.first()), "COUNT(*)")
             })
             .map_err(|e| crate::CheckError::harness(format!("approval rows: {e}")))?;
+        let approvals: i64 = counted;
         ensure_eq!(
             0,
             approvals,
@@ -316,7 +318,7 @@ async fn int_ski_10(ctx: Ctx) -> CheckResult {
         let (world, started) = crash_with_pending_clearance(&ctx, dialect).await?;
         ensure_eq!(
             "expired".to_string(),
-            approval_status(&world, &started.row.id, "req-001")?,
+            approval_status(&world, &started.row.id, "req-001").await?,
             "the approval row's status"
         );
         world.server.stop().await?;
@@ -334,7 +336,7 @@ async fn int_ski_11(ctx: Ctx) -> CheckResult {
             .send_line(&status_line("after oversize"))
             .await?;
         world.reply_with(&started.root, "after oversize").await?;
-        world.ensure_status(&started.row.id, "active")?;
+        world.ensure_status(&started.row.id, "active").await?;
         world.server.stop().await?;
         Ok(())
     })

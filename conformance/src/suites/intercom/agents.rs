@@ -230,7 +230,7 @@ impl AcpWorld {
         let root = self.root(channel, &session_id).await?;
         let row = self
             .world
-            .sessions()?
+            .sessions().await?
             .into_iter()
             .find(|row| row.id == session_id)
             .or_fail(format!("a session row {session_id}"))?;
@@ -259,13 +259,13 @@ impl AcpWorld {
         channel: &str,
         prompt: &str,
     ) -> Result<Quiet, CheckError> {
-        let before = self.world.sessions()?.len();
+        let before = self.world.sessions().await?.len();
         self.world
             .slash_command(channel, ALICE, &format!("session-start {prompt}"))
             .await?;
         let session_id = self
             .world
-            .sessions()?
+            .sessions().await?
             .get(before)
             .or_fail("a new session row once session-start is acknowledged")?
             .id
@@ -298,8 +298,8 @@ impl AcpWorld {
     }
 
     /// Fails unless the session's row has `status`.
-    pub fn ensure_status(&self, session_id: &str, status: &str) -> CheckResult {
-        let actual = self.row(session_id)?.status;
+    pub async fn ensure_status(&self, session_id: &str, status: &str) -> CheckResult {
+        let actual = self.row(session_id).await?.status;
         if actual != status {
             return Err(Failure::new("the session's status", format!("{status:?}"))
                 .actual(format!("{actual:?}"))
@@ -356,9 +356,9 @@ impl AcpWorld {
     }
 
     /// A session's row now.
-    pub fn row(&self, session_id: &str) -> Result<SessionRow, CheckError> {
+    pub async fn row(&self, session_id: &str) -> Result<SessionRow, CheckError> {
         self.world
-            .sessions()?
+            .sessions().await?
             .into_iter()
             .find(|row| row.id == session_id)
             .or_fail("the session row")

@@ -1,6 +1,6 @@
 //! The world of one intercom scenario: an in-process fake Slack, the target's config file made
 //! from the profile's templates, the target process (its readiness, its log, its exit code), the
-//! target's SQLite file opened read-only, and rmcp clients on its MCP endpoint. How a build shows
+//! target's SQLite file read through [`crate::sqlite`], and rmcp clients on its MCP endpoint. How a build shows
 //! readiness, where it logs and whether its stdin stays open are the profile's knobs
 //! ([`super::profile`]).
 
@@ -20,6 +20,7 @@ use ski_mocks::slack::{Click, Config, FakeSlack, Message, SlashCommand, UserMess
 
 use super::profile::{Decision, Knobs, Readiness, Stdin};
 use super::slack_hosts::{Reach, SLACK_API, SlackHosts, loopback_accepts};
+use crate::sqlite::{self, Mode, Refused, Rows, Sqlite};
 use crate::{CheckError, Ctx, Failure, OrFail};
 
 /// The operator the config authorizes.
@@ -53,6 +54,8 @@ pub struct World {
     pub acp_mode: bool,
     /// The stall detector's thresholds for the config's stall placeholders (`None`: off).
     pub stall: Option<(u64, u64, u32)>,
+    /// The program that reads the target's database (see [`World::read`]), started on first use.
+    reader: tokio::sync::Mutex<Option<Sqlite>>,
 }
 
 impl Drop for World {
@@ -108,6 +111,7 @@ impl World {
             knobs,
             acp_mode: false,
             stall: None,
+            reader: tokio::sync::Mutex::new(None),
         };
         world.write_config(WORKSPACES, "")?;
         Ok(world)
@@ -534,37 +538,50 @@ impl World {
             .or_fail(what.to_string())
     }
 
-    /// The target's database, read-only.
-    pub fn db(&self) -> Result<rusqlite::Connection, CheckError> {
-        rusqlite::Connection::open_with_flags(
-            &self.database,
-            rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY,
-        )
-        .or_fail("the database file opens read-only")
+    /// Runs one query on the target's database, opened read-only for that query and closed
+    /// after it, so each read sees the file as the target left it (even a file it replaced). A
+    /// file that does not open is the target's failure; a refused query is the inner `Err`.
+    pub async fn read(
+        &self,
+        sql: &str,
+        params: &[Value],
+    ) -> Result<Result<Rows, Refused>, CheckError> {
+        let mut reader = self.reader.lock().await;
+        let sqlite = match &mut *reader {
+            Some(sqlite) => sqlite,
+            empty => empty.insert(Sqlite::start(&self.ctx)?),
+        };
+        sqlite
+            .open_file(&self.database, Mode::ReadOnly, 10_000)
+            .await?
+            .or_fail("the database file opens read-only")?;
+        let rows = sqlite.query(sql, params).await?;
+        sqlite.close_file().await?;
+        Ok(rows)
     }
 
     /// The session rows in insertion order.
-    pub fn sessions(&self) -> Result<Vec<SessionRow>, CheckError> {
-        let db = self.db()?;
-        let mut statement = db
-            .prepare(
+    pub async fn sessions(&self) -> Result<Vec<SessionRow>, CheckError> {
+        let expected = "a session table with protocol_mode, channel_id, thread_ts, status";
+        let rows = self
+            .read(
                 "SELECT id, protocol_mode, channel_id, thread_ts, status FROM session ORDER BY rowid",
+                &[],
             )
-            .or_fail("a session table with protocol_mode, channel_id, thread_ts, status")?;
-        let rows = statement
-            .query_map([], |row| {
+            .await?
+            .or_fail(expected)?;
+        rows.iter()
+            .map(|cells| {
                 Ok(SessionRow {
-                    id: row.get(0)?,
-                    protocol_mode: row.get(1)?,
-                    channel_id: row.get(2)?,
-                    thread_ts: row.get(3)?,
-                    status: row.get(4)?,
+                    id: sqlite::text(cells.first(), "id")?,
+                    protocol_mode: sqlite::text(cells.get(1), "protocol_mode")?,
+                    channel_id: sqlite::optional_text(cells.get(2), "channel_id")?,
+                    thread_ts: sqlite::optional_text(cells.get(3), "thread_ts")?,
+                    status: sqlite::text(cells.get(4), "status")?,
                 })
             })
-            .or_fail("session rows")?
-            .collect::<Result<Vec<_>, _>>()
-            .or_fail("session rows")?;
-        Ok(rows)
+            .collect::<Result<Vec<_>, Refused>>()
+            .or_fail("session rows")
     }
 
     /// The session row at `index`, once it exists (see [`World::session_when`]).
@@ -586,7 +603,7 @@ impl World {
         let expected = format!("a session row #{} that {what}", index + 1);
         let wait = async {
             loop {
-                if let Some(row) = self.sessions()?.into_iter().nth(index)
+                if let Some(row) = self.sessions().await?.into_iter().nth(index)
                     && ready(&row)
                 {
                     return Ok::<_, CheckError>(row);
@@ -600,7 +617,7 @@ impl World {
                 .actual(format!(
                     "rows after {:?}: {:?}",
                     self.ctx.timeout(),
-                    self.sessions()?
+                    self.sessions().await?
                 ))
                 .into()),
         }

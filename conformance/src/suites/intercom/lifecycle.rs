@@ -5,6 +5,7 @@
 
 use serde_json::{Value, json};
 
+use crate::sqlite;
 use crate::{Check, CheckError, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
 use super::agents::{
@@ -141,20 +142,22 @@ pub async fn approval_message(
 }
 
 /// The status of one approval row.
-pub fn approval_status(
+pub async fn approval_status(
     world: &AcpWorld,
     session_id: &str,
     request_id: &str,
 ) -> Result<String, CheckError> {
-    world
+    let expected = format!("an approval row {request_id}");
+    let rows = world
         .world
-        .db()?
-        .query_row(
+        .read(
             "SELECT status FROM approval_request WHERE session_id = ?1 AND request_id = ?2",
-            [session_id, request_id],
-            |row| row.get(0),
+            &[json!(session_id), json!(request_id)],
         )
-        .or_fail(format!("an approval row {request_id}"))
+        .await?
+        .or_fail(expected.clone())?;
+    let row = rows.first().or_fail(expected)?;
+    sqlite::text(row.first(), "status").or_fail("an approval row's status")
 }
 
 async fn decide(ctx: Ctx, dialect: Dialect, reject: bool) -> CheckResult {
@@ -303,7 +306,7 @@ async fn s014(ctx: Ctx) -> CheckResult {
         world
             .reply_with(&started.root, &ctx.text("final", SESSION_ENDED))
             .await?;
-        world.ensure_status(&started.row.id, "interrupted")?;
+        world.ensure_status(&started.row.id, "interrupted").await?;
         world.server.stop().await?;
         Ok(())
     })
@@ -377,7 +380,7 @@ async fn s016(ctx: Ctx) -> CheckResult {
             .filter(|m| shows(m, &ended))
             .count();
         ensure_eq!(1, finals, "final messages in the thread");
-        world.ensure_status(&started.row.id, "terminated")?;
+        world.ensure_status(&started.row.id, "terminated").await?;
         world.server.stop().await?;
         Ok(())
     })
@@ -463,7 +466,7 @@ async fn s018(ctx: Ctx) -> CheckResult {
             "the first prompt on the stream (without the quotes it was typed in)"
         );
         world.reply_with(&started.root, prompt).await?;
-        let row = world.row(&started.row.id)?;
+        let row = world.row(&started.row.id).await?;
         ensure_eq!("acp".to_string(), row.protocol_mode, "protocol_mode");
         ensure_eq!("active".to_string(), row.status, "status");
         ensure_eq!(
@@ -556,7 +559,7 @@ async fn s021(ctx: Ctx) -> CheckResult {
             !ski::transport::child::process_exists(pid),
             "the agent process is gone once the final message is posted"
         );
-        world.ensure_status(&started.row.id, "terminated")?;
+        world.ensure_status(&started.row.id, "terminated").await?;
         world.server.stop().await?;
         Ok(())
     })
@@ -578,7 +581,7 @@ async fn ends_by_itself(
     world.reply_with(&started.root, &expected).await?;
     ensure_eq!(
         status.to_string(),
-        world.row(&started.session_id)?.status,
+        world.row(&started.session_id).await?.status,
         "the session's status"
     );
     world.server.stop().await?;
@@ -622,7 +625,7 @@ async fn s024(ctx: Ctx) -> CheckResult {
         let reply = world.slash(CHANNEL_X, "session-start second one").await?;
         let expected = ctx.text("error", "Maximum concurrent sessions reached");
         ensure_reply_contains("the second start is refused", &reply, &expected)?;
-        ensure_eq!(1, world.world.sessions()?.len(), "session rows");
+        ensure_eq!(1, world.world.sessions().await?.len(), "session rows");
         ensure_eq!(1, world.agents.count(), "agents started");
         world.server.stop().await?;
         Ok(())
@@ -644,7 +647,7 @@ async fn s025(ctx: Ctx) -> CheckResult {
         let pid = started.agent.pid().or_fail("the agent's pid")?;
         let expected = ctx.text("final", "did not respond within startup timeout");
         world.notice_with(&started.root, &expected).await?;
-        world.ensure_status(&started.row.id, "terminated")?;
+        world.ensure_status(&started.row.id, "terminated").await?;
         ensure!(
             !ski::transport::child::process_exists(pid),
             "the silent agent was killed"
@@ -683,7 +686,7 @@ async fn s026(ctx: Ctx) -> CheckResult {
             ensure_reply_contains("an empty prompt is refused", &reply, &expected)?;
             (1, 1)
         };
-        ensure_eq!(sessions, world.world.sessions()?.len(), "session rows");
+        ensure_eq!(sessions, world.world.sessions().await?.len(), "session rows");
         ensure_eq!(agents, world.agents.count(), "agents started");
         world.server.stop().await?;
         Ok(())

@@ -2,6 +2,7 @@
 //! place; an unauthorized user's command changes nothing.
 
 use crate::Ctx;
+use crate::sqlite::{self, Mode, Sqlite};
 use crate::{Check, CheckResult, OrFail, ensure, ensure_eq};
 
 use super::harness::{ALICE, BOB, CHANNEL_X, World};
@@ -44,7 +45,7 @@ async fn s069(ctx: Ctx) -> CheckResult {
                 .await?;
             ensure_eq!(
                 "acp",
-                world.row(&started.row.id)?.protocol_mode,
+                world.row(&started.row.id).await?.protocol_mode,
                 "protocol_mode"
             );
             world.server.stop().await?;
@@ -58,7 +59,7 @@ async fn s070(ctx: Ctx) -> CheckResult {
     let world = World::new(&ctx).await?;
     let server = world.start(None).await?;
     ensure!(
-        world.sessions()?.is_empty(),
+        world.sessions().await?.is_empty(),
         "no session before a connection"
     );
     let client = server.connect("workspace_id=myproj").await?;
@@ -81,8 +82,8 @@ async fn s071(ctx: Ctx) -> CheckResult {
         std::fs::create_dir_all(dir).or_error("create the data dir")?;
     }
     {
-        let db = rusqlite::Connection::open(&world.database).or_error("create the old database")?;
-        db.execute_batch(
+        let mut db = Sqlite::open(&ctx, &world.database, Mode::Create, 10_000).await?;
+        db.execute(
             "CREATE TABLE session (id TEXT PRIMARY KEY, owner_user_id TEXT NOT NULL,
                 workspace_root TEXT, status TEXT NOT NULL, prompt TEXT,
                 mode TEXT NOT NULL DEFAULT 'remote', created_at TEXT NOT NULL,
@@ -93,15 +94,17 @@ async fn s071(ctx: Ctx) -> CheckResult {
              VALUES ('old-session-1', 'U0000000002', 'terminated', 'old work',
                      '2026-01-01T00:00:00Z', '2026-01-01T00:00:00Z');",
         )
+        .await?
         .or_error("write the old schema")?;
+        db.close().await?;
     }
     let server = world.start(None).await?;
-    let db = world.db()?;
-    let columns: Vec<String> = db
-        .prepare("SELECT name FROM pragma_table_info('session')")
+    let columns: Vec<String> = world
+        .read("SELECT name FROM pragma_table_info('session')", &[])
+        .await?
         .or_fail("pragma_table_info")?
-        .query_map([], |row| row.get(0))
-        .or_fail("columns")?
+        .iter()
+        .map(|cells| sqlite::text(cells.first(), "name"))
         .collect::<Result<_, _>>()
         .or_fail("columns")?;
     for column in ["protocol_mode", "channel_id", "thread_ts"] {
@@ -111,13 +114,19 @@ async fn s071(ctx: Ctx) -> CheckResult {
             "columns {columns:?}"
         );
     }
-    let (prompt, mode): (Option<String>, Option<String>) = db
-        .query_row(
+    let rows = world
+        .read(
             "SELECT prompt, protocol_mode FROM session WHERE id = 'old-session-1'",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
+            &[],
         )
+        .await?
         .or_fail("the old row kept")?;
+    let old_row = rows.first().or_fail("the old row kept")?;
+    let (prompt, mode) = (
+        sqlite::optional_text(old_row.first(), "prompt").or_fail("the old row's prompt")?,
+        sqlite::optional_text(old_row.get(1), "protocol_mode")
+            .or_fail("the old row's protocol_mode")?,
+    );
     ensure_eq!(Some("old work".to_string()), prompt, "the old row's prompt");
     ensure_eq!(
         Some("mcp".to_string()),
@@ -149,7 +158,7 @@ async fn s072(ctx: Ctx) -> CheckResult {
     // An authorized command afterwards is answered: the guard, not a dead listener, was silent.
     let reply = world.slash_command(CHANNEL_X, ALICE, "sessions").await?;
     ensure!(reply.is_some(), "an authorized user's command is answered");
-    ensure_eq!(1, world.sessions()?.len(), "sessions after the attempts");
+    ensure_eq!(1, world.sessions().await?.len(), "sessions after the attempts");
     ensure_eq!(
         "active",
         world.session(0).await?.status,

@@ -131,7 +131,7 @@ async fn s045(ctx: Ctx) -> CheckResult {
             format!("the reply says {expected:?}"),
             "reply {reply:?}"
         );
-        world.ensure_status(&started.row.id, "active")?;
+        world.ensure_status(&started.row.id, "active").await?;
         world.server.stop().await?;
         Ok(())
     })

@@ -171,35 +171,42 @@ async fn escalated(
     world.reply_with(&started.root, &text).await
 }
 
-fn session_value(world: &AcpWorld, session_id: &str, column: &str) -> Result<Value, CheckError> {
-    let db = world.world.db()?;
-    db.query_row(
-        &format!("SELECT {column} FROM session WHERE id = ?1"),
-        [session_id],
-        |row| {
-            let value: rusqlite::types::Value = row.get(0)?;
-            Ok(match value {
-                rusqlite::types::Value::Integer(n) => json!(n),
-                rusqlite::types::Value::Text(t) => json!(t),
-                rusqlite::types::Value::Null => Value::Null,
-                other => json!(format!("{other:?}")),
-            })
-        },
-    )
-    .or_fail(format!("the session's {column}"))
+async fn session_value(
+    world: &AcpWorld,
+    session_id: &str,
+    column: &str,
+) -> Result<Value, CheckError> {
+    let expected = format!("the session's {column}");
+    let rows = world
+        .world
+        .read(
+            &format!("SELECT {column} FROM session WHERE id = ?1"),
+            &[json!(session_id)],
+        )
+        .await?
+        .or_fail(expected.clone())?;
+    let cell = rows.first().and_then(|row| row.first()).or_fail(expected)?;
+    Ok(cell.clone())
 }
 
-fn queued(world: &AcpWorld, session_id: &str) -> Result<Vec<(String, i64)>, CheckError> {
-    let db = world.world.db()?;
-    let mut statement = db
-        .prepare("SELECT message, consumed FROM steering_message WHERE session_id = ?1 ORDER BY id")
+async fn queued(world: &AcpWorld, session_id: &str) -> Result<Vec<(String, i64)>, CheckError> {
+    let rows = world
+        .world
+        .read(
+            "SELECT message, consumed FROM steering_message WHERE session_id = ?1 ORDER BY id",
+            &[json!(session_id)],
+        )
+        .await?
         .or_fail("a steering_message table")?;
-    let rows = statement
-        .query_map([session_id], |row| Ok((row.get(0)?, row.get(1)?)))
-        .or_fail("steering rows")?
-        .collect::<Result<Vec<_>, _>>()
-        .or_fail("steering rows")?;
-    Ok(rows)
+    rows.iter()
+        .map(|cells| {
+            Ok((
+                crate::sqlite::text(cells.first(), "message")?,
+                crate::sqlite::integer(cells.get(1), "consumed")?,
+            ))
+        })
+        .collect::<Result<Vec<_>, crate::sqlite::Refused>>()
+        .or_fail("steering rows")
 }
 
 async fn steer(world: &AcpWorld, text: &str) -> Result<String, CheckError> {
@@ -222,7 +229,7 @@ async fn s059(ctx: Ctx) -> CheckResult {
         )?;
         ensure_eq!(
             vec![("queued one".to_string(), 0)],
-            queued(&world, &started.row.id)?,
+            queued(&world, &started.row.id).await?,
             "steering rows (message, consumed)"
         );
         let prompts = started.agent.received_method(prompt_method(dialect))?;
@@ -270,7 +277,7 @@ async fn s060(ctx: Ctx) -> CheckResult {
                 ("two".to_string(), 1),
                 ("three".to_string(), 1)
             ],
-            queued(&world, &started.row.id)?,
+            queued(&world, &started.row.id).await?,
             "steering rows (message, consumed)"
         );
         world.server.stop().await?;
@@ -290,7 +297,7 @@ async fn s061(ctx: Ctx) -> CheckResult {
             .await?;
         ensure_eq!(
             json!("stalled"),
-            session_value(&world, &started.row.id, "connectivity_status")?,
+            session_value(&world, &started.row.id, "connectivity_status").await?,
             "connectivity_status"
         );
         world.server.stop().await?;
@@ -322,7 +329,7 @@ async fn s062(ctx: Ctx) -> CheckResult {
             .await?;
         ensure_eq!(
             json!("online"),
-            session_value(&world, &started.row.id, "connectivity_status")?,
+            session_value(&world, &started.row.id, "connectivity_status").await?,
             "connectivity_status"
         );
         world.server.stop().await?;
@@ -372,7 +379,7 @@ async fn s063(ctx: Ctx) -> CheckResult {
             "{gap_ms:.0} ms after the status"
         );
         ensure!(
-            !session_value(&world, &started.row.id, "last_activity_at")?.is_null(),
+            !session_value(&world, &started.row.id, "last_activity_at").await?.is_null(),
             "the session's last activity is recorded"
         );
         world.server.stop().await?;
@@ -397,7 +404,7 @@ async fn s064(ctx: Ctx) -> CheckResult {
             .await?;
         ensure_eq!(
             json!(1),
-            session_value(&world, &started.row.id, "nudge_count")?,
+            session_value(&world, &started.row.id, "nudge_count").await?,
             "nudge_count"
         );
         world.server.stop().await?;
@@ -425,10 +432,10 @@ async fn s065(ctx: Ctx) -> CheckResult {
             .await?;
         ensure_eq!(
             json!(0),
-            session_value(&world, &started.row.id, "nudge_count")?,
+            session_value(&world, &started.row.id, "nudge_count").await?,
             "nudge_count"
         );
-        world.ensure_status(&started.row.id, "active")?;
+        world.ensure_status(&started.row.id, "active").await?;
         world.server.stop().await?;
         Ok(())
     })
@@ -492,7 +499,7 @@ async fn s067(ctx: Ctx) -> CheckResult {
             !ski::transport::child::process_exists(old_pid),
             "the old agent process is gone"
         );
-        let row = world.row(&started.row.id)?;
+        let row = world.row(&started.row.id).await?;
         ensure_eq!("active".to_string(), row.status, "the session's status");
         ensure_eq!(
             Some(started.root.ts().to_string()),
@@ -508,7 +515,7 @@ async fn s067(ctx: Ctx) -> CheckResult {
 async fn s068(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
         let (world, started) = crash_with_pending_clearance(&ctx, dialect).await?;
-        world.ensure_status(&started.row.id, "interrupted")?;
+        world.ensure_status(&started.row.id, "interrupted").await?;
         world.server.stop().await?;
         Ok(())
     })

@@ -123,13 +123,14 @@ async fn stdio_session_leaves_http_running(ctx: &Ctx) -> CheckResult {
         .map_err(|e| Failure::expected("tools/list over stdio").actual(e.to_string()))?;
     ensure_eq!(9, tools.tools.len(), "tools over stdio");
     // The newest row: the HTTP part of S001 used the same database before.
-    let newest = |world: &World| -> Result<super::harness::SessionRow, crate::CheckError> {
+    async fn newest(world: &World) -> Result<super::harness::SessionRow, crate::CheckError> {
         world
-            .sessions()?
+            .sessions()
+            .await?
             .pop()
             .or_fail("a session row for the stdio session")
-    };
-    let session = newest(&world)?;
+    }
+    let session = newest(&world).await?;
     ensure_eq!(
         Some(CHANNEL_X),
         session.channel_id.as_deref(),
@@ -153,7 +154,7 @@ async fn stdio_session_leaves_http_running(ctx: &Ctx) -> CheckResult {
             |m| m.thread_ts() == Some(root.as_str()) && !before.contains(m.ts()),
         )
         .await?;
-    let status = newest(&world)?.status;
+    let status = newest(&world).await?.status;
     ensure!(
         status != "active",
         "the stdio session ends with stdin (status {status})"

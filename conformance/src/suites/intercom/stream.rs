@@ -226,7 +226,7 @@ async fn s052(ctx: Ctx) -> CheckResult {
             .send_line(&status_line("after malformed"))
             .await?;
         world.reply_with(&started.root, "after malformed").await?;
-        world.ensure_status(&started.row.id, "active")?;
+        world.ensure_status(&started.row.id, "active").await?;
         world.server.stop().await?;
         Ok(())
     })
@@ -292,7 +292,7 @@ async fn s055(ctx: Ctx) -> CheckResult {
         world
             .reply_with(&started.root, &ctx.text("final", "stream closed"))
             .await?;
-        world.ensure_status(&started.row.id, "interrupted")?;
+        world.ensure_status(&started.row.id, "interrupted").await?;
         world.server.stop().await?;
         Ok(())
     })

@@ -81,14 +81,14 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
     }
     // Every claimant meets the harness's write lock, so each has done any read it makes before
     // writing by the time it reports busy: a read-then-write claim gets several winners every run.
-    let lock = WriteLock::take(&ledger::path(adapter.root(), TEAM))?;
+    let lock = WriteLock::take(&ctx, &ledger::path(adapter.root(), TEAM)).await?;
     for claimant in &mut claimants {
         claimant.child.close_stdin();
     }
     for claimant in &mut claimants {
         waits_while_locked(&ctx, claimant).await?;
     }
-    lock.release()?;
+    lock.release().await?;
     let mut outputs = Vec::new();
     for claimant in claimants {
         outputs.push(
@@ -126,7 +126,7 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
         );
     }
     if ctx.has("teams-ledger-read") {
-        let row = ledger::task(&ledger::path(adapter.root(), TEAM), &task)?.or_fail("T1's row")?;
+        let row = ledger::task(&ctx, &ledger::path(adapter.root(), TEAM), &task).await?.or_fail("T1's row")?;
         ensure_eq!(
             "in_progress",
             row.status.as_str(),
@@ -189,7 +189,7 @@ async fn cc_02(ctx: Ctx) -> CheckResult {
         "`{}` ended without it",
         update.command
     );
-    let lock = WriteLock::take(&path)?;
+    let lock = WriteLock::take(&ctx, &path).await?;
     update.child.close_stdin();
     waits_while_locked(&ctx, &mut update).await?;
     if backoff {
@@ -229,7 +229,7 @@ async fn cc_02(ctx: Ctx) -> CheckResult {
         update.child.try_status().is_none(),
         "the update is still waiting while the lock is held"
     );
-    lock.release()?;
+    lock.release().await?;
     let output = ctx
         .within("the update to finish", update.finish())
         .await??;
@@ -239,7 +239,7 @@ async fn cc_02(ctx: Ctx) -> CheckResult {
         value["task"]["status"].as_str().unwrap_or(""),
         "the task after the retried update"
     );
-    let row = ledger::task(&path, &task)?.or_fail("the task's row")?;
+    let row = ledger::task(&ctx, &path, &task).await?.or_fail("the task's row")?;
     ensure_eq!(
         "completed",
         row.status.as_str(),
@@ -251,17 +251,17 @@ async fn cc_02(ctx: Ctx) -> CheckResult {
 
     // Bounded: a short budget with the lock kept gives up with busy (exit 5), nothing changed.
     let second = adapter.create_task(TEAM, "T2", &[]).await?;
-    let lock = WriteLock::take(&path)?;
+    let lock = WriteLock::take(&ctx, &path).await?;
     let output = adapter
         .run(
             LEAD,
             &["--busy-timeout-ms", "300", "task", "claim", TEAM, &second],
         )
         .await?;
-    lock.release()?;
+    lock.release().await?;
     output.ensure_code(5)?;
     refusal(&output, "busy")?;
-    let row = ledger::task(&path, &second)?.or_fail("T2's row")?;
+    let row = ledger::task(&ctx, &path, &second).await?.or_fail("T2's row")?;
     ensure_eq!("pending", row.status.as_str(), "T2 after the claim gave up");
     Ok(())
 }
@@ -493,11 +493,10 @@ async fn cc_05(ctx: Ctx) -> CheckResult {
     let path = ledger::path(adapter.root(), TEAM);
     let wal = adapter.root().join(TEAM).join("ledger.db-wal");
     // An idle reader keeps the WAL from being removed when each command closes its connection.
-    let keeper =
-        rusqlite::Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
-            .or_fail("ledger.db opens read-only")?;
+    let mut keeper = crate::sqlite::Sqlite::read_only(&ctx, &path).await?;
     keeper
-        .query_row("SELECT COUNT(*) FROM tasks", [], |r| r.get::<_, i64>(0))
+        .query("SELECT COUNT(*) FROM tasks", &[])
+        .await?
         .or_fail("table tasks can be read")?;
     for n in 0..50 {
         adapter
@@ -530,6 +529,6 @@ async fn cc_05(ctx: Ctx) -> CheckResult {
         adapter.ok(LEAD, &["task", "list", TEAM]).await?["tasks"],
         "task list after the checkpoint"
     );
-    drop(keeper);
+    keeper.close().await?;
     Ok(())
 }

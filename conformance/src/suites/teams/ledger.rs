@@ -4,11 +4,11 @@
 //! written).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, OptionalExtension};
+use serde_json::json;
 
-use crate::{CheckError, OrFail};
+use crate::sqlite::{self, Mode, Refused, Sqlite};
+use crate::{CheckError, Ctx, OrFail};
 
 /// `D/<team>/ledger.db`.
 pub fn path(root: &Path, team: &str) -> PathBuf {
@@ -28,73 +28,74 @@ pub struct Row {
     pub completed_at: Option<i64>,
 }
 
-fn open_read_only(path: &Path) -> Result<Connection, CheckError> {
-    let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
-        .or_fail(format!("{} opens as a SQLite database", path.display()))?;
-    conn.busy_timeout(Duration::from_secs(10))
-        .or_error("setting a busy timeout")?;
-    Ok(conn)
-}
-
 /// The journal mode and whether tables `tasks` and `members` exist.
-pub fn layout(path: &Path) -> Result<(String, bool), CheckError> {
-    let conn = open_read_only(path)?;
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+pub async fn layout(ctx: &Ctx, path: &Path) -> Result<(String, bool), CheckError> {
+    let mut conn = Sqlite::read_only(ctx, path).await?;
+    let mode = conn
+        .query_row("PRAGMA journal_mode", &[])
+        .await?
+        .and_then(|row| sqlite::text(row.as_ref().and_then(|r| r.first()), "journal_mode"))
         .or_fail("PRAGMA journal_mode answers")?;
-    let tables: i64 = conn
+    let tables = conn
         .query_row(
             "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('tasks', 'members')",
-            [],
-            |r| r.get(0),
+            &[],
         )
+        .await?
+        .and_then(|row| sqlite::integer(row.as_ref().and_then(|r| r.first()), "COUNT(*)"))
         .or_fail("sqlite_master can be read")?;
+    conn.close().await?;
     Ok((mode.to_ascii_lowercase(), tables == 2))
 }
 
 /// The row of task `id`, if any.
-pub fn task(path: &Path, id: &str) -> Result<Option<Row>, CheckError> {
-    let conn = open_read_only(path)?;
-    conn.query_row(
-        "SELECT status, owner, claimedAt, completedAt FROM tasks WHERE id = ?1",
-        [id],
-        |r| {
-            Ok(Row {
-                status: r.get(0)?,
-                owner: r.get(1)?,
-                claimed_at: r.get(2)?,
-                completed_at: r.get(3)?,
-            })
-        },
-    )
-    .optional()
-    .or_fail(format!(
-        "table tasks has columns status, owner, claimedAt, completedAt ({})",
-        path.display()
-    ))
+pub async fn task(ctx: &Ctx, path: &Path, id: &str) -> Result<Option<Row>, CheckError> {
+    let mut conn = Sqlite::read_only(ctx, path).await?;
+    let row = conn
+        .query_row(
+            "SELECT status, owner, claimedAt, completedAt FROM tasks WHERE id = ?1",
+            &[json!(id)],
+        )
+        .await?
+        .and_then(|row| row.map(|cells| read_row(&cells)).transpose())
+        .or_fail(format!(
+            "table tasks has columns status, owner, claimedAt, completedAt ({})",
+            path.display()
+        ))?;
+    conn.close().await?;
+    Ok(row)
+}
+
+fn read_row(cells: &[serde_json::Value]) -> Result<Row, Refused> {
+    Ok(Row {
+        status: sqlite::text(cells.first(), "status")?,
+        owner: sqlite::optional_text(cells.get(1), "owner")?,
+        claimed_at: sqlite::optional_integer(cells.get(2), "claimedAt")?,
+        completed_at: sqlite::optional_integer(cells.get(3), "completedAt")?,
+    })
 }
 
 /// The harness's own connection holding the ledger's write lock until [`WriteLock::release`].
 pub struct WriteLock {
-    conn: Connection,
+    conn: Sqlite,
 }
 
 impl WriteLock {
-    /// Opens the ledger and runs `BEGIN IMMEDIATE`.
-    pub fn take(path: &Path) -> Result<Self, CheckError> {
-        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
-            .or_fail(format!("{} opens as a SQLite database", path.display()))?;
-        conn.busy_timeout(Duration::from_secs(30))
-            .or_error("setting a busy timeout")?;
-        conn.execute_batch("BEGIN IMMEDIATE")
+    /// Opens the ledger and runs `BEGIN IMMEDIATE` (waiting up to 30 s for a writer to finish).
+    pub async fn take(ctx: &Ctx, path: &Path) -> Result<Self, CheckError> {
+        let mut conn = Sqlite::open(ctx, path, Mode::ReadWrite, 30_000).await?;
+        conn.execute("BEGIN IMMEDIATE")
+            .await?
             .or_error("taking the ledger's write lock")?;
         Ok(Self { conn })
     }
 
     /// `ROLLBACK`: releases the lock; nothing was written.
-    pub fn release(self) -> Result<(), CheckError> {
+    pub async fn release(mut self) -> Result<(), CheckError> {
         self.conn
-            .execute_batch("ROLLBACK")
-            .or_error("releasing the ledger's write lock")
+            .execute("ROLLBACK")
+            .await?
+            .or_error("releasing the ledger's write lock")?;
+        self.conn.close().await
     }
 }

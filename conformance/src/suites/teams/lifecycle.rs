@@ -97,7 +97,7 @@ async fn lc_01(ctx: Ctx) -> CheckResult {
         config["lead"].as_str().unwrap_or(""),
         "config.json lead"
     );
-    let (mode, tables) = ledger::layout(&ledger::path(adapter.root(), "alpha-squad"))?;
+    let (mode, tables) = ledger::layout(&ctx, &ledger::path(adapter.root(), "alpha-squad")).await?;
     ensure_eq!("wal", mode.as_str(), "ledger.db journal mode");
     ensure!(tables, "ledger.db has tables tasks and members");
     let members = adapter.ok(LEAD, &["member", "list", "alpha-squad"]).await?;
