@@ -523,6 +523,13 @@ fn run(args: RunArgs) -> Result<u8> {
         setup = setup_of(&found);
         silent = answered_no_initialize(&found, &mut setup);
     }
+    // What the reports say of the target: its command or URL and how it authenticates.
+    let target_shown = target.clone();
+    let given = (args.agent_cmd.clone(), args.agent_url.clone());
+    let auth_shown = target
+        .suite("acp")
+        .and_then(|s| s.auth.as_ref())
+        .map(|auth| format!("method {:?}", auth.method));
     let gauge = crate::setup::SetupGauge::new().with_startup_scale(startup_scale);
     if silent {
         gauge.record(false);
@@ -637,6 +644,12 @@ fn run(args: RunArgs) -> Result<u8> {
     })?;
     report.selection = selection.describe();
     report.min_coverage = args.min_coverage;
+    let (command, url) = what_was_run(&target_shown, &selection.suites, given);
+    setup.command = command;
+    setup.url = url;
+    if setup.auth.is_none() {
+        setup.auth = auth_shown;
+    }
     report.setup = setup;
     report.strict = args.strict;
     write_and_summarise(&report, &args.out)
@@ -717,8 +730,36 @@ fn setup_of(found: &crate::discover::Discovery) -> runner::RunSetup {
         startup_seconds: Some((found.startup.as_secs_f64() * 1000.0).round() / 1000.0),
         discovered: found.capabilities.iter().cloned().collect(),
         discovery_notes: found.notes.clone(),
+        agent: runner::AgentInfo::of_initialize(&found.initialize),
+        auth: found.auth_choice.clone(),
         ..runner::RunSetup::default()
     }
+}
+
+/// The target's command and URL as the reports name them: `--agent-cmd` and `--agent-url` as
+/// given, else the profile's ACP `agent` command and `ws` URL (templates, before placeholders
+/// are filled in), else the first command of the first selected suite that has one.
+fn what_was_run(
+    target: &Target,
+    suites: &[String],
+    given: (Option<String>, Option<String>),
+) -> (Option<String>, Option<String>) {
+    if given.0.is_some() || given.1.is_some() {
+        return given;
+    }
+    let template = |command: &crate::target::CommandTemplate| {
+        command.words().ok().map(|words| words.join(" "))
+    };
+    let acp = target.suite("acp");
+    let mut command = acp.and_then(|s| s.commands.get("agent")).and_then(template);
+    let url = acp.and_then(|s| s.urls.get("ws")).cloned();
+    if command.is_none() && url.is_none() {
+        command = suites
+            .iter()
+            .filter_map(|name| target.suite(name))
+            .find_map(|s| s.commands.values().next().and_then(template));
+    }
+    (command, url)
 }
 
 /// With `discover = true` in a profile's ACP section: starts its `agent` command once (rendered

@@ -8,8 +8,10 @@
 //! - [`runs`]: one target's `run`, as a child process.
 //! - [`table`]: the matrix itself, built from `results.json` files.
 //! - [`markdown`]: `matrix.md`; the page is [`crate::report::html`].
+//! - [`redact`]: this machine's paths written as placeholders in both.
 
 pub mod markdown;
+pub mod redact;
 pub mod runs;
 pub mod table;
 pub mod target_arg;
@@ -37,7 +39,8 @@ Examples:
   ski-conformance matrix --from ref=runs/reference --from mine=runs/mine --out cmp
       A matrix of two earlier runs (their results.json), without running anything.
 
-Writes OUT/matrix.md, OUT/report.html and each run's own reports in OUT/LABEL/. Columns come in
+Writes OUT/matrix.md, OUT/report.html and each run's own reports in OUT/LABEL/. Rows every target
+skipped are folded into one line unless --show-skipped; local paths are written as placeholders. Columns come in
 the order --from, --target, --agent-cmd, --agent-url, each in the order given.
 Exit codes: 0 every target's run as expected, 1 a target's run not as expected, 2 a usage error
 or a target whose run left no results.json (its column says why).";
@@ -110,6 +113,9 @@ pub struct MatrixArgs {
     /// Hold should and interop rows to each run's verdict too.
     #[arg(long, help_heading = "Execution")]
     strict: bool,
+    /// Show the rows every target skipped (by default they are folded into one line).
+    #[arg(long, help_heading = "Results")]
+    show_skipped: bool,
     /// Where matrix.md, report.html and each target's reports (in LABEL/) go.
     #[arg(
         long,
@@ -317,7 +323,8 @@ pub fn main(args: MatrixArgs) -> Result<u8> {
         });
     }
     let selection = args.selection().describe();
-    let matrix = Matrix::build(selection, inputs, &catalogs);
+    let mut matrix = Matrix::build(selection, inputs, &catalogs, &redact::Redactor::local());
+    matrix.show_skipped = args.show_skipped;
     let markdown_path = args.out.join("matrix.md");
     let html_path = args.out.join("report.html");
     write(&markdown_path, &markdown::render(&matrix))?;
@@ -331,23 +338,17 @@ pub fn main(args: MatrixArgs) -> Result<u8> {
     Ok(matrix.exit_code())
 }
 
-/// One line per target: its counts, or why it has none.
+/// One line per target: its counts as its own run gives them, or why it has none.
 fn summary(matrix: &Matrix) -> String {
     let mut text = String::new();
     for column in &matrix.columns {
-        let counts: Vec<String> = table::Verdict::ALL
-            .into_iter()
-            .filter_map(|v| {
-                column
-                    .counts
-                    .get(&v)
-                    .filter(|n| **n > 0)
-                    .map(|n| format!("{n} {}", v.label()))
-            })
-            .collect();
         match &column.problem {
             Some(problem) => text.push_str(&format!("{}: {problem}\n", column.label)),
-            None => text.push_str(&format!("{}: {}\n", column.label, counts.join(", "))),
+            None => text.push_str(&format!(
+                "{}: {}\n",
+                column.label,
+                table::counts_text(column)
+            )),
         }
     }
     text

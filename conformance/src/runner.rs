@@ -479,6 +479,9 @@ pub struct RunReport {
     /// Selected rows that never started because the run was interrupted.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_started: usize,
+    /// The version of ski-conformance that ran (empty in results of older builds).
+    #[serde(default)]
+    pub ski_version: String,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -506,6 +509,51 @@ pub struct RunSetup {
     /// What discovery saw, one sentence each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub discovery_notes: Vec<String>,
+    /// The agent's command as given (`--agent-cmd`, or the profile's `agent` template).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The agent's WebSocket URL as given (`--agent-url`, or the profile's `ws` URL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// What the agent declared of itself in `initialize` (`agentInfo`), as discovery read it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<AgentInfo>,
+    /// How the run's connections authenticate, in one sentence (the method and why, or why
+    /// none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<String>,
+}
+
+/// An agent's `agentInfo`: the name, title and version it declares in `initialize`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct AgentInfo {
+    /// `name`.
+    #[serde(default)]
+    pub name: String,
+    /// `title`, when it gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// `version`.
+    #[serde(default)]
+    pub version: String,
+}
+
+impl AgentInfo {
+    /// The `agentInfo` of an `initialize` result, when it has one with a name or a version.
+    pub fn of_initialize(result: &serde_json::Value) -> Option<Self> {
+        let info = result.get("agentInfo")?;
+        let text = |key: &str| {
+            info.get(key)
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        };
+        let found = Self {
+            name: text("name").unwrap_or_default(),
+            title: text("title"),
+            version: text("version").unwrap_or_default(),
+        };
+        (!found.name.is_empty() || !found.version.is_empty()).then_some(found)
+    }
 }
 
 /// Counts of outcomes.
@@ -811,6 +859,7 @@ pub async fn run_with(
         strict: false,
         interrupted: interrupt.raised().map(|signal| signal.as_str().to_owned()),
         not_started,
+        ski_version: env!("CARGO_PKG_VERSION").to_owned(),
     }
 }
 

@@ -130,7 +130,8 @@ fn assert_self_contained(html: &str) {
     const ELEMENTS: &[&str] = &[
         "!doctype", "html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "h4", "p",
         "table", "thead", "tbody", "tr", "th", "td", "a", "form", "label", "select", "option",
-        "input", "span", "section", "dl", "dt", "dd", "pre", "code", "small", "br", "script",
+        "input", "span", "section", "dl", "dt", "dd", "pre", "code", "small", "br", "script", "ul",
+        "li",
     ];
     let tags = tags(html);
     for (name, attributes) in &tags {
@@ -325,7 +326,9 @@ async fn a_matrix_of_earlier_runs_shows_every_row_and_target_and_escapes_what_th
         section.contains("+0.500000s agent in {&quot;x&quot;"),
         "{section}"
     );
-    for anchor in ["c-1-1", "c-2-1", "c-3-1"] {
+    // The blocked and erroring cells link to sections of their own; the untested one to the
+    // section of its reason, shared by every row the target left untested for it.
+    for anchor in ["c-1-1", "c-3-1", "n-1-0"] {
         assert!(html.contains(&format!("href=\"#{anchor}\"")), "{anchor}");
     }
 
@@ -454,9 +457,285 @@ async fn a_matrix_over_two_targets_matches_each_targets_own_run() {
             }
         }
     }
+    // Each column's counts are its run's own (results.json's counts, skip including untested).
+    for (n, run) in ["out/ref/results.json", "out/defect/results.json"]
+        .iter()
+        .enumerate()
+    {
+        let text = std::fs::read_to_string(dir.path().join(run)).expect("results.json");
+        let document: Value = serde_json::from_str(&text).expect("json");
+        let c = &document["counts"];
+        let expected: Vec<String> = ["pass", "fail", "error", "blocked", "skip", "not_tested"]
+            .iter()
+            .map(|k| c[k].as_u64().expect("a count").to_string())
+            .collect();
+        let shown = between(&html, &format!("<tr id=\"t-{n}\">"), "</tr>");
+        let shown: Vec<String> = shown
+            .split("<td class=\"count\">")
+            .skip(1)
+            .filter_map(|c| c.split('<').next())
+            .take(6)
+            .map(str::to_owned)
+            .collect();
+        assert_eq!(shown, expected, "{run}");
+        // And the run recorded what it ran and which ski ran it.
+        assert_eq!(
+            document["ski_version"],
+            json!(env!("CARGO_PKG_VERSION")),
+            "{run}"
+        );
+        assert!(
+            document["setup"]["command"].is_string(),
+            "{run}: {}",
+            document["setup"]
+        );
+    }
     assert!(cells.values().all(|v| v[0] == "pass"), "{cells:?}");
     assert!(cells.values().any(|v| v[1] == "fail"), "{cells:?}");
     assert!(cells.values().any(|v| v[1] == "pass"), "{cells:?}");
+}
+
+/// Writes `dir/results.json` as a run of an ad-hoc agent writes it: with what was run, what the
+/// agent declared, how it authenticated and what discovery saw.
+fn agent_results(dir: &Path, command: &str, version: &str, rows: Vec<Value>) {
+    results(dir, "command-line", rows);
+    let path = dir.join("results.json");
+    let mut document: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("results.json")).expect("json");
+    document["ski_version"] = json!("9.8.7");
+    document["setup"] = json!({
+        "command": command,
+        "agent": { "name": "echo-agent", "title": "Echo Agent", "version": version },
+        "auth": "chose method \"api-key\": its key ECHO_KEY is set",
+        "discovered": ["agent", "session", "stdio"],
+        "discovery_notes": [format!("initialize answered after 12 ms in {}", dir.display())],
+    });
+    std::fs::write(
+        &path,
+        serde_json::to_string_pretty(&document).expect("json"),
+    )
+    .expect("results.json is written");
+}
+
+/// The part of `html` from `start` to the next `end`.
+fn between<'a>(html: &'a str, start: &str, end: &str) -> &'a str {
+    html.split(start)
+        .nth(1)
+        .and_then(|s| s.split(end).next())
+        .unwrap_or_else(|| panic!("no {start}"))
+}
+
+/// What makes a matrix publishable: each column names the command, the agent's declared name
+/// and version, ski's version, the auth method and discovery's notes (two runs of one agent are
+/// told apart); a legend; rows every target skipped folded into one line unless
+/// `--show-skipped`; no local path (the working, home, build and temp directories are
+/// placeholders); stderr only behind a link and capped; untested cells explained once per
+/// reason.
+#[tokio::test]
+async fn a_published_matrix_names_each_target_folds_common_skips_and_leaks_no_local_path() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let home = dir.path().join("people/me");
+    let local = dir.path().display().to_string();
+    let command = format!(
+        "{} --script {}/agent.toml",
+        mock_agent().display(),
+        home.display()
+    );
+    let flood: String = "e".repeat(3000);
+    let mut stderr: Vec<Value> = (0..8)
+        .map(|n| json!({ "channel": "agent/stderr", "direction": "in", "t": n, "text": format!("FIRST-STDERR-{n} {flood}") }))
+        .collect();
+    stderr.push(json!({ "channel": "agent/stderr", "direction": "in", "t": 9, "text": "LAST-STDERR panicked at src/main.rs" }));
+    stderr.push(
+        json!({ "channel": "agent", "direction": "in", "t": 9.5, "text": "{\"jsonrpc\":\"2.0\"}" }),
+    );
+    let untested = format!(
+        "could not hold a turn: the agent left {}/.cache/x",
+        home.display()
+    );
+    let rows = |version: &str| {
+        vec![
+            row("X-001", "pass", json!({})),
+            row(
+                "X-002",
+                if version == "1.0.0" { "pass" } else { "fail" },
+                json!({
+                    "failure": { "check": "c", "expected": "e", "actual": format!("read /tmp/.tmpQz91ab/home/session.json and {local}/x") },
+                    "wire": stderr.clone(),
+                }),
+            ),
+            row("X-003", "skip", json!({ "message": "lacks ws" })),
+            row(
+                "X-004",
+                "skip",
+                json!({ "not_tested": true, "message": untested.clone() }),
+            ),
+            row(
+                "X-005",
+                "skip",
+                json!({ "not_tested": true, "message": untested.clone() }),
+            ),
+        ]
+    };
+    agent_results(
+        &dir.path().join("runs/old"),
+        &command,
+        "1.0.0",
+        rows("1.0.0"),
+    );
+    agent_results(
+        &dir.path().join("runs/new"),
+        &command,
+        "1.1.0",
+        rows("1.1.0"),
+    );
+    let home_text = home.display().to_string();
+    let env = [("HOME", home_text.as_str())];
+    let run = support::ski_conformance_with_env(
+        &[
+            "matrix",
+            "--from",
+            "old=runs/old",
+            "--from",
+            "new=runs/new",
+            "--out",
+            "out",
+        ],
+        dir.path(),
+        &env,
+    )
+    .await;
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    let html = std::fs::read_to_string(dir.path().join("out/report.html")).expect("report.html");
+    let md = std::fs::read_to_string(dir.path().join("out/matrix.md")).expect("matrix.md");
+    assert_self_contained(&html);
+
+    // Each column: the command, the agent's name and version, ski's version, auth, discovery.
+    for page in [&html, &md] {
+        assert!(
+            page.contains("{target_dir}/debug/ski-mock-agent --script {home}/agent.toml"),
+            "the command:\n{page}"
+        );
+        assert!(
+            page.contains("echo-agent Echo Agent 1.0.0"),
+            "the old agent's version"
+        );
+        assert!(
+            page.contains("echo-agent Echo Agent 1.1.0"),
+            "the new agent's version"
+        );
+        assert!(page.contains("9.8.7"), "ski's version");
+        assert!(
+            page.contains("chose method &quot;api-key&quot;")
+                || page.contains("chose method \"api-key\""),
+            "the auth method"
+        );
+        assert!(
+            page.contains("initialize answered after 12 ms in {cwd}/runs/old"),
+            "the discovery notes"
+        );
+        // The legend says what each verdict and qualifier means.
+        for words in [
+            "the target does not declare what the row requires",
+            "failed first and passed only when re-run alone",
+        ] {
+            assert!(page.contains(words), "the legend lacks {words:?}");
+        }
+        // No local path: the working, home and temp directories are placeholders.
+        assert!(!page.contains(&local), "a local path in:\n{page}");
+        assert!(!page.contains("/tmp/"), "a temp path in:\n{page}");
+        assert!(
+            page.contains("{temp_dir}/home/session.json"),
+            "the temp dir placeholder"
+        );
+    }
+    // The untested rows are explained once per reason and target, naming the rows.
+    assert_eq!(md.matches("could not hold a turn").count(), 2, "{md}");
+    assert!(
+        md.contains("new not tested (2 row(s): `X-004`, `X-005`)"),
+        "{md}"
+    );
+    assert_eq!(
+        html.matches("<pre>could not hold a turn").count(),
+        2,
+        "one section per reason"
+    );
+    assert!(
+        html.contains("href=\"#n-1-0\""),
+        "the untested cells link to their reason"
+    );
+    assert!(between(&html, "<dl id=\"legend\">", "</dl>").contains(">not tested</dt>"));
+
+    // The row both targets skipped is folded away, named once; the others are rows.
+    assert_eq!(
+        cells(&html).keys().collect::<Vec<_>>(),
+        ["X-001", "X-002", "X-004", "X-005"]
+    );
+    assert!(between(&html, "<p id=\"folded\">", "</p>").contains("X-003"));
+    assert!(!md.contains("| acp | X-003 |"), "{md}");
+    assert!(
+        md.contains("--show-skipped` shows them as rows): `X-003`"),
+        "{md}"
+    );
+    // The counts are the runs' own: the folded skip and the untested rows count as skipped.
+    let counts = between(&html, "<tr id=\"t-1\">", "</tr>");
+    let counts: Vec<&str> = counts
+        .split("<td class=\"count\">")
+        .skip(1)
+        .filter_map(|c| c.split('<').next())
+        .collect();
+    assert_eq!(
+        counts,
+        ["1", "1", "0", "0", "3", "2", "0"],
+        "new: pass fail error blocked skipped not-tested not-run"
+    );
+
+    // Stderr is not in the wire log but behind a link, capped to its last lines.
+    let section = between(&html, "<section class=\"cell\" id=\"c-1-1\">", "</section>");
+    assert!(!section.contains("STDERR"), "stderr inline:\n{section}");
+    assert!(section.contains("href=\"#s-1-1\""), "{section}");
+    assert!(
+        section.contains("{&quot;jsonrpc&quot;"),
+        "the agent's stdout stays: {section}"
+    );
+    let behind = between(
+        &html,
+        "<section class=\"stderr\" id=\"s-1-1\">",
+        "</section>",
+    );
+    assert!(behind.contains("LAST-STDERR panicked"), "{behind}");
+    assert!(
+        !behind.contains("FIRST-STDERR-0"),
+        "uncapped: {} bytes",
+        behind.len()
+    );
+    assert!(behind.len() < 6 * 1024, "uncapped: {} bytes", behind.len());
+    assert!(!md.contains("STDERR"), "stderr in matrix.md");
+
+    // With --show-skipped the folded row is a row again.
+    let run = support::ski_conformance_with_env(
+        &[
+            "matrix",
+            "--from",
+            "old=runs/old",
+            "--from",
+            "new=runs/new",
+            "--show-skipped",
+            "--out",
+            "all",
+        ],
+        dir.path(),
+        &env,
+    )
+    .await;
+    assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
+    let html = std::fs::read_to_string(dir.path().join("all/report.html")).expect("report.html");
+    assert_self_contained(&html);
+    assert_eq!(
+        cells(&html).keys().collect::<Vec<_>>(),
+        ["X-001", "X-002", "X-003", "X-004", "X-005"]
+    );
+    assert!(!html.contains("id=\"folded\""));
 }
 
 /// Labels that collide, and a target named by nothing but its label, are usage errors.

@@ -4,9 +4,10 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use super::redact::Redactor;
 use crate::catalog::{CatalogSet, Category, Level};
 use crate::check::Failure;
-use crate::runner::{RunReport, ScenarioResult, WireRecord};
+use crate::runner::{AgentInfo, Counts, RunReport, ScenarioResult, WireRecord};
 
 /// What a target did with a row, as the matrix shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -74,14 +75,47 @@ impl Verdict {
     }
 
     /// Whether the matrix explains a cell of this verdict in a section of its own (the reason
-    /// of a skip is only a tooltip: most runs have many).
+    /// of a skip is only a tooltip: most runs have many; the untested cells of a target share
+    /// one section per reason, see [`Column::untested`]).
     pub fn has_details(self) -> bool {
-        matches!(
-            self,
-            Verdict::Fail | Verdict::Error | Verdict::Blocked | Verdict::NotTested
-        )
+        matches!(self, Verdict::Fail | Verdict::Error | Verdict::Blocked)
+    }
+
+    /// What the verdict means, one sentence (the legend).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Verdict::Pass => "the target behaved as the row says",
+            Verdict::Fail => {
+                "the target did something the row forbids (Expected and Actual in its section)"
+            }
+            Verdict::Error => "the harness failed; it says nothing about the target",
+            Verdict::Blocked => {
+                "the target refused a step the row needs first (a session, a login)"
+            }
+            Verdict::NotTested => {
+                "a must or capability row the run could not exercise: not passed, not failed"
+            }
+            Verdict::Skip => "the target does not declare what the row requires",
+            Verdict::NotRun => {
+                "the target's run has no result for the row (not selected, or no results)"
+            }
+        }
     }
 }
+
+/// What qualifies a cell's verdict, as [`Cell::text`] writes it, and what it means (the legend).
+pub const QUALIFIERS: [(&str, &str); 4] = [
+    (
+        "flaky",
+        "failed first and passed only when re-run alone; a must row counts it against the verdict unless a baseline says flaky",
+    ),
+    ("excused", "a failure the target's baseline expects"),
+    (
+        "warning",
+        "a failure of a should or interop row, which does not fail the run unless --strict",
+    ),
+    ("timed out", "cancelled at its timeout"),
+];
 
 /// One target's verdict on one row.
 #[derive(Debug, Clone)]
@@ -100,8 +134,10 @@ pub struct Cell {
     pub failure: Option<Failure>,
     /// The reason of a skip or block, or the harness error.
     pub reason: Option<String>,
-    /// The wire log the target's `results.json` kept (failing rows only).
+    /// The wire log the target's `results.json` kept (failing rows only), less stderr.
     pub wire: Vec<WireRecord>,
+    /// What the processes wrote on stderr, from the same wire log (shown only behind a link).
+    pub stderr: Vec<WireRecord>,
 }
 
 impl Cell {
@@ -115,10 +151,11 @@ impl Cell {
             failure: None,
             reason: None,
             wire: Vec::new(),
+            stderr: Vec::new(),
         }
     }
 
-    fn of(result: &ScenarioResult, strict: bool) -> Self {
+    fn of(result: &ScenarioResult, strict: bool, redact: &Redactor) -> Self {
         let verdict = Verdict::of(result);
         let mut reason = result.message.clone();
         if verdict == Verdict::Error && !matches!(result.outcome.as_str(), "error") {
@@ -127,6 +164,14 @@ impl Cell {
                 result.outcome.as_str()
             ));
         }
+        let (stderr, wire): (Vec<WireRecord>, Vec<WireRecord>) = result
+            .wire
+            .iter()
+            .map(|w| WireRecord {
+                text: redact.apply(&w.text),
+                ..w.clone()
+            })
+            .partition(|w| is_stderr(&w.channel));
         Self {
             verdict,
             flaky: result.flaky,
@@ -134,9 +179,16 @@ impl Cell {
                 && result.expectation == crate::baseline::Expectation::AsExpected,
             warning: result.is_warning(strict),
             timed_out: result.timed_out,
-            failure: result.failure.clone(),
-            reason,
-            wire: result.wire.clone(),
+            failure: result.failure.as_ref().map(|f| Failure {
+                check: redact.apply(&f.check),
+                expected: redact.apply(&f.expected),
+                actual: redact.apply(&f.actual),
+                location: f.location.as_deref().map(|l| redact.apply(l)),
+                ..f.clone()
+            }),
+            reason: reason.map(|r| redact.apply(&r)),
+            wire,
+            stderr,
         }
     }
 
@@ -178,6 +230,39 @@ impl Cell {
     }
 }
 
+/// A column's counts in the words and order of a run's own summary: passed, failed, errors,
+/// blocked, skipped (of which not tested), and the rows its run has no result for.
+pub fn counts_text(column: &Column) -> String {
+    let mut parts = vec![
+        format!("{} passed", column.count(Verdict::Pass)),
+        format!("{} failed", column.count(Verdict::Fail)),
+    ];
+    for (n, what) in [
+        (column.count(Verdict::Error), "errors"),
+        (column.count(Verdict::Blocked), "blocked"),
+    ] {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    }
+    let untested = column.count(Verdict::NotTested);
+    parts.push(if untested > 0 {
+        format!("{} skipped ({untested} not tested)", column.skipped())
+    } else {
+        format!("{} skipped", column.skipped())
+    });
+    let not_run = column.count(Verdict::NotRun);
+    if not_run > 0 {
+        parts.push(format!("{not_run} not run"));
+    }
+    parts.join(", ")
+}
+
+/// Whether a wire-log channel is a process's stderr (`NAME/stderr`).
+pub fn is_stderr(channel: &str) -> bool {
+    channel == "stderr" || channel.ends_with("/stderr")
+}
+
 /// The first line of `text`, at most 300 characters.
 pub fn first_line(text: &str) -> String {
     let line = text.lines().next().unwrap_or_default().trim();
@@ -216,6 +301,15 @@ impl Row {
         seen.len() > 1
     }
 
+    /// Whether every target that has a result for the row skipped it (folded away by default).
+    pub fn skipped_by_all(&self) -> bool {
+        self.cells.iter().any(|c| c.verdict == Verdict::Skip)
+            && self
+                .cells
+                .iter()
+                .all(|c| matches!(c.verdict, Verdict::Skip | Verdict::NotRun))
+    }
+
     /// The distinct verdicts of the row.
     pub fn verdicts(&self) -> BTreeSet<Verdict> {
         self.cells.iter().map(|c| c.verdict).collect()
@@ -243,8 +337,61 @@ pub struct Column {
     pub exit_code: Option<u8>,
     /// What went wrong when the run left no results to read.
     pub problem: Option<String>,
-    /// Cells per verdict.
+    /// Cells per verdict, over every row (folded ones included).
     pub counts: BTreeMap<Verdict, usize>,
+    /// The run's own counts of the rows the matrix shows, as its `results.json` and console
+    /// give them (a skip there includes the untested rows).
+    pub run_counts: Option<Counts>,
+    /// The agent's command as the run was given it (local paths as placeholders).
+    pub command: Option<String>,
+    /// The agent's URL.
+    pub url: Option<String>,
+    /// What the agent declared of itself in `initialize`.
+    pub agent: Option<AgentInfo>,
+    /// The version of ski-conformance that ran.
+    pub ski_version: String,
+    /// How the run authenticated.
+    pub auth: Option<String>,
+    /// The capabilities discovery found.
+    pub discovered: Vec<String>,
+    /// What discovery saw.
+    pub discovery_notes: Vec<String>,
+    /// The untested cells grouped by their reason, in row order of each reason's first row:
+    /// `(reason, row indices)`.
+    pub untested: Vec<(String, Vec<usize>)>,
+}
+
+impl Column {
+    /// Skipped cells as the run counts them: skips and untested rows together.
+    pub fn skipped(&self) -> usize {
+        self.count(Verdict::Skip) + self.count(Verdict::NotTested)
+    }
+
+    /// The cells of one verdict.
+    pub fn count(&self, verdict: Verdict) -> usize {
+        self.counts.get(&verdict).copied().unwrap_or(0)
+    }
+
+    /// Which of [`Column::untested`] explains row `row`.
+    pub fn untested_group(&self, row: usize) -> Option<usize> {
+        self.untested
+            .iter()
+            .position(|(_, rows)| rows.contains(&row))
+    }
+
+    /// The agent as it names itself: `name version`, or `name title version` when the title
+    /// differs from the name.
+    pub fn agent_text(&self) -> Option<String> {
+        let agent = self.agent.as_ref()?;
+        let mut words = vec![agent.name.as_str()];
+        if let Some(title) = agent.title.as_deref().filter(|t| *t != agent.name) {
+            words.push(title);
+        }
+        if !agent.version.is_empty() {
+            words.push(&agent.version);
+        }
+        Some(words.join(" "))
+    }
 }
 
 /// Rows × targets.
@@ -254,8 +401,11 @@ pub struct Matrix {
     pub selection: String,
     /// The targets, in column order.
     pub columns: Vec<Column>,
-    /// The rows, in catalog order.
+    /// The rows, in catalog order (those skipped by every target too).
     pub rows: Vec<Row>,
+    /// Whether the pages show the rows every target skipped (`--show-skipped`); by default
+    /// they are folded into one line.
+    pub show_skipped: bool,
 }
 
 /// What one column is made of: its label, where its results are, and the report read from them
@@ -272,7 +422,12 @@ pub struct ColumnInput {
 impl Matrix {
     /// Every row any target has a result for, in catalog order (rows no catalog knows last, by
     /// ID), with one cell per column.
-    pub fn build(selection: String, inputs: Vec<ColumnInput>, catalogs: &CatalogSet) -> Self {
+    pub fn build(
+        selection: String,
+        inputs: Vec<ColumnInput>,
+        catalogs: &CatalogSet,
+        redact: &Redactor,
+    ) -> Self {
         let position: HashMap<(&str, &str), usize> = catalogs
             .scenarios()
             .enumerate()
@@ -295,7 +450,7 @@ impl Matrix {
                     });
                     rows.len() - 1
                 });
-                rows[row].cells[column] = Cell::of(result, report.strict);
+                rows[row].cells[column] = Cell::of(result, report.strict, redact);
             }
         }
         rows.sort_by(|a, b| {
@@ -310,13 +465,30 @@ impl Matrix {
         let columns = inputs
             .into_iter()
             .enumerate()
-            .map(|(n, input)| column(n, input, &rows))
+            .map(|(n, input)| column(n, input, &rows, redact))
             .collect();
         Self {
-            selection,
+            selection: redact.apply(&selection),
             columns,
             rows,
+            show_skipped: false,
         }
+    }
+
+    /// The rows the pages show in the table, with their index in [`Matrix::rows`].
+    pub fn shown_rows(&self) -> impl Iterator<Item = (usize, &Row)> {
+        self.rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| self.show_skipped || !r.skipped_by_all())
+    }
+
+    /// The rows folded away: skipped by every target, while `--show-skipped` is off.
+    pub fn folded(&self) -> Vec<&Row> {
+        if self.show_skipped {
+            return Vec::new();
+        }
+        self.rows.iter().filter(|r| r.skipped_by_all()).collect()
     }
 
     /// The suites of the rows, in row order.
@@ -342,7 +514,7 @@ impl Matrix {
     pub fn verdicts(&self) -> Vec<Verdict> {
         Verdict::ALL
             .into_iter()
-            .filter(|v| self.rows.iter().any(|r| r.verdicts().contains(v)))
+            .filter(|v| self.shown_rows().any(|(_, r)| r.verdicts().contains(v)))
             .collect()
     }
 
@@ -359,14 +531,26 @@ impl Matrix {
     }
 }
 
-fn column(n: usize, input: ColumnInput, rows: &[Row]) -> Column {
+fn column(n: usize, input: ColumnInput, rows: &[Row], redact: &Redactor) -> Column {
     let mut counts = BTreeMap::new();
-    for row in rows {
-        *counts.entry(row.cells[n].verdict).or_insert(0) += 1;
+    let mut untested: Vec<(String, Vec<usize>)> = Vec::new();
+    for (r, row) in rows.iter().enumerate() {
+        let cell = &row.cells[n];
+        *counts.entry(cell.verdict).or_insert(0) += 1;
+        if cell.verdict == Verdict::NotTested {
+            let reason = cell
+                .reason
+                .clone()
+                .unwrap_or_else(|| "no reason given".to_owned());
+            match untested.iter_mut().find(|(known, _)| *known == reason) {
+                Some((_, rows)) => rows.push(r),
+                None => untested.push((reason, vec![r])),
+            }
+        }
     }
     let mut column = Column {
         label: input.label,
-        results: input.results,
+        results: redact.apply(&input.results),
         target: String::new(),
         description: String::new(),
         selection: String::new(),
@@ -375,17 +559,39 @@ fn column(n: usize, input: ColumnInput, rows: &[Row]) -> Column {
         exit_code: None,
         problem: None,
         counts,
+        run_counts: None,
+        command: None,
+        url: None,
+        agent: None,
+        ski_version: String::new(),
+        auth: None,
+        discovered: Vec::new(),
+        discovery_notes: Vec::new(),
+        untested,
     };
     match input.report {
         Ok(report) => {
             column.exit_code = Some(report.exit_code());
+            column.run_counts = Some(report.counts());
             column.target = report.target;
-            column.description = report.target_description;
-            column.selection = report.selection;
+            column.description = redact.apply(&report.target_description);
+            column.selection = redact.apply(&report.selection);
             column.started = report.started;
             column.duration = report.duration;
+            column.ski_version = report.ski_version;
+            let setup = report.setup;
+            column.command = setup.command.map(|c| redact.apply(&c));
+            column.url = setup.url.map(|u| redact.apply(&u));
+            column.agent = setup.agent;
+            column.auth = setup.auth.map(|a| redact.apply(&a));
+            column.discovered = setup.discovered;
+            column.discovery_notes = setup
+                .discovery_notes
+                .iter()
+                .map(|note| redact.apply(note))
+                .collect();
         }
-        Err(problem) => column.problem = Some(problem),
+        Err(problem) => column.problem = Some(redact.apply(&problem)),
     }
     column
 }

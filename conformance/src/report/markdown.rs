@@ -170,6 +170,29 @@ pub fn render(report: &RunReport) -> String {
 /// How the timeouts were scaled and what discovery saw of the agent.
 fn setup_lines(md: &mut String, report: &RunReport) {
     let setup = &report.setup;
+    let mut said = Vec::new();
+    if let Some(command) = &setup.command {
+        said.push(format!("command `{}`", command.replace('`', "'")));
+    }
+    if let Some(url) = &setup.url {
+        said.push(format!("URL `{}`", url.replace('`', "'")));
+    }
+    if let Some(agent) = &setup.agent {
+        said.push(format!(
+            "the agent declares itself {} {}",
+            cell(&agent.name),
+            cell(&agent.version)
+        ));
+    }
+    if let Some(auth) = &setup.auth {
+        said.push(format!("auth: {}", cell(auth)));
+    }
+    if !report.ski_version.is_empty() {
+        said.push(format!("ski-conformance {}", report.ski_version));
+    }
+    if !said.is_empty() {
+        let _ = writeln!(md, "Target: {}.\n", said.join("; "));
+    }
     if let (Some(asked), Some(scale)) = (setup.timeout_multiplier_asked, setup.startup_scale) {
         let startup = setup
             .startup_seconds
