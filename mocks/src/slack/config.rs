@@ -166,8 +166,10 @@ pub struct RetentionConfig {
     pub max_requests: usize,
     /// Socket Mode frames, notes and envelopes (with their acks) kept.
     pub max_frames: usize,
-    /// The bytes (as JSON text) each of the logs keeps: Web API requests, Socket Mode frames,
-    /// notes, Events API deliveries; beyond it the oldest records are forgotten.
+    /// The bytes of memory each of the logs holds: Web API requests, Socket Mode frames, notes,
+    /// Events API deliveries; beyond it the oldest records are forgotten. A request's record is
+    /// counted at what its parsed parameters and answer hold (estimated), several times their
+    /// JSON text.
     pub max_log_bytes: usize,
     /// The most bytes one record keeps: a larger request has its largest parameters and answer
     /// fields replaced by a note of their size (half the budget each), a larger frame, note or

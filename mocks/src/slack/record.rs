@@ -1,8 +1,9 @@
 //! What the fake observed, in order: every Web API request with its answer, every Socket Mode
 //! frame both ways, every POST of the Events API over HTTP, every ack and every note (late,
 //! missing, malformed or duplicate acks), and the optional NDJSON transcript of all of it. Bounded
-//! by the retention settings, in bytes and in count: a record larger than `max_record_bytes` is
-//! shrunk, and beyond the limits the oldest records are forgotten (the transcript keeps
+//! by the retention settings, in bytes and in count: a record larger than `max_record_bytes` (as
+//! JSON text) is shrunk, and beyond the limits (the memory the records hold, and their count) the
+//! oldest records are forgotten (the transcript keeps
 //! everything, and per-method request counts stay exact).
 
 mod budget;
@@ -10,13 +11,14 @@ mod budget;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::Write;
+use std::mem::size_of;
 use std::time::Instant;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 pub use budget::Bounded;
-use budget::{json_size, shrink, shrink_text};
+use budget::{map_memory, shrink, shrink_text, text_memory, value_memory};
 
 use super::config::RetentionConfig;
 use super::params::TokenKind;
@@ -198,14 +200,12 @@ impl Log {
             _ => Map::new(),
         };
         record.response = shrink(std::mem::take(&mut record.response), half);
-        let size = RECORD_OVERHEAD
-            + record.method.len()
-            + json_size(&record.response)
-            + record
-                .params
-                .iter()
-                .map(|(key, value)| key.len() + json_size(value))
-                .sum::<usize>();
+        let size = size_of::<RecordedRequest>()
+            + size_of::<usize>()
+            + text_memory(&record.http_method)
+            + text_memory(&record.method)
+            + value_memory(&record.response)
+            + map_memory(&record.params);
         self.requests.push(
             record,
             size,

@@ -1,10 +1,64 @@
 //! Sizes of recorded values in bytes (their length as JSON text, estimated without encoding
-//! them) and the shrinking of one record to a byte budget: the log is bounded by bytes, not
-//! only by count.
+//! them, and the memory they hold as `serde_json` values) and the shrinking of one record to a
+//! byte budget: the log is bounded by bytes of memory, not only by count.
 
 use std::collections::VecDeque;
+use std::mem::size_of;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// What one heap allocation costs beyond the bytes asked for: the allocator's header and its
+/// rounding, on average.
+const ALLOCATION: usize = 16;
+
+/// The memory a `String` holds on the heap.
+pub fn text_memory(text: &str) -> usize {
+    if text.is_empty() {
+        0
+    } else {
+        text.len() + ALLOCATION
+    }
+}
+
+/// The memory `value` holds on the heap, estimated: a parsed JSON value takes several times its
+/// text (each member a whole `Value` beside its key and hash), so a log bounded by the text
+/// alone would hold several times its bound. An object is an ordered map (`preserve_order`): an entry
+/// vector and a hash index, both grown by doubling.
+pub fn value_memory(value: &Value) -> usize {
+    match value {
+        Value::Null | Value::Bool(_) | Value::Number(_) => 0,
+        Value::String(text) => text_memory(text),
+        Value::Array(items) => {
+            let slots = items.len().next_power_of_two();
+            let own = if items.is_empty() {
+                0
+            } else {
+                slots * size_of::<Value>() + ALLOCATION
+            };
+            own + items.iter().map(value_memory).sum::<usize>()
+        }
+        Value::Object(members) => map_memory(members),
+    }
+}
+
+/// The memory an object's members hold on the heap, estimated as [`value_memory`] does.
+pub fn map_memory(members: &Map<String, Value>) -> usize {
+    if members.is_empty() {
+        return 0;
+    }
+    let slots = members.len().next_power_of_two();
+    // An entry: its hash, key and value; the index: a position and a control byte per bucket,
+    // with room to spare.
+    let entries = slots * (size_of::<u64>() + size_of::<String>() + size_of::<Value>());
+    let index = slots * 2 * (size_of::<usize>() + 1);
+    entries
+        + index
+        + 2 * ALLOCATION
+        + members
+            .iter()
+            .map(|(key, item)| text_memory(key) + value_memory(item))
+            .sum::<usize>()
+}
 
 /// The estimated length of `value` as JSON text.
 pub fn json_size(value: &Value) -> usize {
@@ -147,6 +201,20 @@ mod tests {
             "{} vs {encoded}",
             json_size(&value)
         );
+    }
+
+    #[test]
+    fn a_parsed_object_is_counted_at_several_times_its_text() {
+        let message = json!({
+            "type": "message", "user": "U0000000001", "text": "bench", "ts": "1700000000.000001",
+            "team": "T0000000001", "bot_id": "B0000000001", "app_id": "A0000000001",
+            "blocks": [], "channel": "C0000000001",
+        });
+        let text = json_size(&message);
+        let memory = value_memory(&message);
+        assert!(memory > 4 * text, "{memory} bytes for {text} bytes of text");
+        assert_eq!(value_memory(&json!("")), 0);
+        assert_eq!(value_memory(&json!("abc")), 3 + ALLOCATION);
     }
 
     #[test]
