@@ -27,7 +27,9 @@
 //! not reach the fake's state or its request log. `expect`s are verified when the fake is
 //! dropped (or by `mock_server().verify()`), and [`FakeSlack::reset_mocks`] takes the mocks
 //! away again. wiremock's request recording is off (it keeps every request, unbounded);
-//! [`config::RetentionConfig::wiremock_requests`] turns it on for `received_requests()`.
+//! [`config::RetentionConfig::wiremock_requests`] turns it on for `received_requests()`. Until
+//! `mock_server()` is first called no mock can be mounted, so the fake answers every request
+//! itself without putting it to the server (unless recording is on).
 //!
 //! A one-off error: the first `chat.update` is rate limited, the next ones reach the fake.
 //!

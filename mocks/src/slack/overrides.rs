@@ -8,10 +8,16 @@
 //! that reached it, that is, every request no other mock took. wiremock keeps a copy of each
 //! request a mock *matched*; since the fake's own answers never come from a matching mock, the
 //! server holds nothing for them (and its request recording is off unless configured).
+//!
+//! When the hop is skipped: a `Mock` can be mounted only through the `&MockServer` that
+//! [`Overrides::server`] lends (the server is the fake's alone and has no other way in), so
+//! until it is first lent no request can match a test's mock, and none is put to the server.
+//! From the first loan on (or from the start, when request recording is on and every request
+//! must reach wiremock's record) every request is.
 
 use std::collections::HashSet;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use http_body_util::{BodyExt, Full};
@@ -42,6 +48,9 @@ pub struct Router {
     address: SocketAddr,
     unmatched: Unmatched,
     next_id: AtomicU64,
+    /// Whether requests are put to the server: once the server was lent out (a mock may be
+    /// mounted) or when it records requests.
+    engaged: AtomicBool,
 }
 
 /// What the mock server made of one request.
@@ -95,6 +104,7 @@ impl Overrides {
                 address: *server.address(),
                 unmatched: Arc::default(),
                 next_id: AtomicU64::new(0),
+                engaged: AtomicBool::new(record_requests),
             }),
             server,
         };
@@ -113,7 +123,9 @@ impl Overrides {
         .await;
     }
 
+    /// The mock server, to mount mocks on: from now on every request is put to it first.
     pub fn server(&self) -> &MockServer {
+        self.router.engaged.store(true, Ordering::SeqCst);
         &self.server
     }
 
@@ -135,6 +147,12 @@ impl Overrides {
 }
 
 impl Router {
+    /// Whether a request must be put to the mock server: false until the server was first lent
+    /// out (no mock can be mounted before) unless it records requests.
+    pub fn engaged(&self) -> bool {
+        self.engaged.load(Ordering::SeqCst)
+    }
+
     /// Puts one request to the mock server. When the server cannot be reached the request falls
     /// through (the fake answers as it would without mocks).
     pub async fn ask(
@@ -143,6 +161,9 @@ impl Router {
         parts: &hyper::http::request::Parts,
         body: &Bytes,
     ) -> Verdict {
+        if !self.engaged() {
+            return Verdict::FallThrough;
+        }
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let response = self.forward(upstream, parts, body, id).await;
         let fell_through = self
@@ -204,5 +225,31 @@ impl Router {
             .ok()?;
         tokio::spawn(connection);
         Some(sender)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn loopback() -> std::net::TcpListener {
+        std::net::TcpListener::bind("127.0.0.1:0").expect("a loopback port")
+    }
+
+    #[tokio::test]
+    async fn requests_reach_the_server_once_it_was_lent_or_when_it_records() {
+        let overrides = Overrides::start(loopback(), false).await;
+        let router = overrides.router();
+        assert!(!router.engaged(), "no mock can be mounted yet");
+        let _server = overrides.server();
+        assert!(router.engaged(), "a mock may be mounted now");
+        overrides.reset().await;
+        assert!(router.engaged(), "a reset does not take the loan back");
+
+        let recording = Overrides::start(loopback(), true).await;
+        assert!(
+            recording.router().engaged(),
+            "recorded requests must reach the server"
+        );
     }
 }

@@ -130,9 +130,11 @@ async fn handle(
             ));
         }
     };
-    let verdict = {
+    let verdict = if front.overrides.engaged() {
         let mut upstream = front.upstream.lock().await;
         front.overrides.ask(&mut upstream, &parts, &body).await
+    } else {
+        Verdict::FallThrough
     };
     if let Verdict::Answered(response) = verdict {
         return Ok(response);
