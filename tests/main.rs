@@ -39,6 +39,7 @@ mod aof_reliability;
 mod aof_scenarios;
 mod aof_summary_links;
 mod cli_closed_stdout;
+mod cli_help;
 mod intercom_acp;
 mod intercom_cli;
 mod intercom_escaping;

@@ -127,13 +127,3 @@ fn main() -> ExitCode {
         SkiCommand::Intercom(args) => ski::intercom::cli::run(args),
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_command_line_passes_clap_checks_with_every_subcommand_built() {
-        command_line().debug_assert();
-    }
-}
