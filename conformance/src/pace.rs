@@ -5,6 +5,8 @@
 
 use std::time::Duration;
 
+use ski::transport::child::procfs;
+
 /// The most rows per core a paced run starts at once: ports, file descriptors and the
 /// timing of the rows' own waits bound it, whatever the CPU says.
 pub const MAX_PER_CORE: usize = 4;
@@ -16,21 +18,9 @@ pub const TARGET_LOAD: f64 = 0.8;
 /// Rows finished before the measurement decides (until then: one row per core).
 pub const WARM_UP_ROWS: usize = 4;
 
-/// Linux reports process times in these ticks per second (`USER_HZ`, fixed at 100 for user space).
-const TICKS_PER_SECOND: f64 = 100.0;
-
 /// CPU seconds used by this process and the children it reaped (`/proc/self/stat`), if readable.
 pub fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // pid (comm) state … utime stime cutime cstime are fields 14–17; the comm may hold spaces.
-    let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks: f64 = fields
-        .get(11..15)?
-        .iter()
-        .map(|f| f.parse::<f64>().ok())
-        .sum::<Option<f64>>()?;
-    Some(ticks / TICKS_PER_SECOND)
+    procfs::own().map(|me| me.cpu_seconds())
 }
 
 /// How a paced run measures its rows.

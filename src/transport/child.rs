@@ -19,11 +19,12 @@
 //!   leaves the group is the limit.
 //!
 //! The parts: [`ChildSpec`] (what to start, `spec`), [`spawn`] (starting it, `spawn`),
-//! [`ProcessTracker`] and the group probes (which groups are alive, `tracker`), the supervisor
-//! task (waiting, the group's teardown, reaping, `supervisor`), [`Watched`] (a child whose output
-//! is collected in the background, `watch`); this module holds the [`Child`] handle itself and
-//! its errors.
+//! [`ProcessTracker`] and the group probes (which groups are alive, `tracker`), the one reader
+//! of `/proc` ([`procfs`]), the supervisor task (waiting, the group's teardown, reaping,
+//! `supervisor`), [`Watched`] (a child whose output is collected in the background, `watch`);
+//! this module holds the [`Child`] handle itself and its errors.
 
+pub mod procfs;
 mod spawn;
 mod spec;
 mod supervisor;

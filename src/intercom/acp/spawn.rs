@@ -46,42 +46,19 @@ fn short(id: &str) -> &str {
 /// check keeps a recycled group id from hitting a stranger). Answers how many were signalled.
 #[cfg(target_os = "linux")]
 pub fn kill_leftover(session_id: &str, pgid: u32) -> usize {
+    use crate::transport::child::procfs;
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
 
     let needle = format!("{SESSION_ENV}={session_id}");
-    let Ok(entries) = std::fs::read_dir("/proc") else {
+    let Ok(pgid) = i32::try_from(pgid) else {
         return 0;
     };
-    let mut killed = 0;
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|name| name.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        let Ok(Some(group)) =
-            nix::unistd::getpgid(Some(Pid::from_raw(pid))).map(|g| u32::try_from(g.as_raw()).ok())
-        else {
-            continue;
-        };
-        if group != pgid {
-            continue;
-        }
-        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
-            continue;
-        };
-        if environ
-            .split(|byte| *byte == 0)
-            .any(|var| var == needle.as_bytes())
-            && kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok()
-        {
-            killed += 1;
-        }
-    }
-    killed
+    procfs::all()
+        .iter()
+        .filter(|p| p.pgid == pgid && procfs::environ_holds(p.pid, &needle))
+        .filter(|p| kill(Pid::from_raw(p.pid), Signal::SIGKILL).is_ok())
+        .count()
 }
 
 /// Elsewhere leftovers are not found.

@@ -12,6 +12,7 @@ use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
 use tokio::sync::{mpsc, watch};
 
+use super::procfs::{self, ProcessInfo};
 use super::{ChildError, Termination};
 
 /// The shared state of one child's process group.
@@ -151,9 +152,9 @@ const ESCAPED_WAIT: Duration = Duration::from_secs(5);
 /// [`Termination`] each, `group_gone` false for a survivor.
 async fn end_marked(mark: &str) -> Vec<Termination> {
     let me = std::process::id() as i32;
-    let marked: Vec<ProcStat> = proc_stats()
+    let marked: Vec<ProcessInfo> = procfs::all()
         .into_iter()
-        .filter(|p| p.pid != me && !matches!(p.state, 'Z' | 'X') && carries(p.pid, mark))
+        .filter(|p| p.pid != me && !p.has_exited() && carries(p.pid, mark))
         .collect();
     for process in &marked {
         let _ = nix::sys::signal::kill(Pid::from_raw(process.pid), Signal::SIGKILL);
@@ -162,11 +163,11 @@ async fn end_marked(mark: &str) -> Vec<Termination> {
     // Gone, or a zombie of another parent (its reaping is that parent's business); a zombie this
     // process adopted as a child subreaper is reaped here, as it is no child tokio waits for.
     let alive = |pid: i32| {
-        proc_stats().iter().any(|p| {
+        procfs::all().iter().any(|p| {
             if p.pid != pid {
                 return false;
             }
-            if matches!(p.state, 'Z' | 'X') {
+            if p.has_exited() {
                 if p.ppid == me {
                     let _ = nix::sys::wait::waitpid(
                         Pid::from_raw(pid),
@@ -197,20 +198,12 @@ async fn end_marked(mark: &str) -> Vec<Termination> {
 
 /// Whether process `pid`'s environment holds `TRACKER_MARK_VAR=mark`.
 fn carries(pid: i32, mark: &str) -> bool {
-    let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else {
-        return false;
-    };
-    let wanted = format!("{TRACKER_MARK_VAR}={mark}");
-    environ
-        .split(|b| *b == 0)
-        .any(|entry| entry == wanted.as_bytes())
+    procfs::environ_holds(pid, &format!("{TRACKER_MARK_VAR}={mark}"))
 }
 
 /// The command name of process `pid`, as `/proc` gives it.
 fn command_name(pid: i32) -> String {
-    std::fs::read_to_string(format!("/proc/{pid}/comm"))
-        .map(|name| name.trim().to_owned())
-        .unwrap_or_else(|_| format!("pid {pid}"))
+    procfs::process(pid).map_or_else(|| format!("pid {pid}"), |p| p.name)
 }
 
 /// Makes this process the reaper of orphaned descendants (Linux `PR_SET_CHILD_SUBREAPER`).
@@ -259,49 +252,6 @@ pub fn process_exists(pid: u32) -> bool {
     )
 }
 
-/// One line of `/proc/PID/stat`, the fields the probes below need.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct ProcStat {
-    pid: i32,
-    state: char,
-    ppid: i32,
-    pgid: i32,
-}
-
-/// Parses `/proc/PID/stat`: the command name is in parentheses and may hold spaces or `)`, so the
-/// fields are read after the last `)`.
-fn parse_stat(text: &str) -> Option<ProcStat> {
-    let (head, tail) = text.rsplit_once(')')?;
-    let pid = head.split_whitespace().next()?.parse().ok()?;
-    let mut fields = tail.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    let ppid = fields.next()?.parse().ok()?;
-    let pgid = fields.next()?.parse().ok()?;
-    Some(ProcStat {
-        pid,
-        state,
-        ppid,
-        pgid,
-    })
-}
-
-/// Every process `/proc` lists now; processes that end while it is read are left out.
-fn proc_stats() -> Vec<ProcStat> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(Result::ok)
-        .filter(|e| {
-            e.file_name()
-                .to_str()
-                .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()))
-        })
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter_map(|text| parse_stat(&text))
-        .collect()
-}
-
 /// Whether a process group with this id has a member that is not a zombie (state `Z` or `X`).
 ///
 /// Unlike [`group_exists`], a group whose members have all exited but are not yet reaped counts
@@ -314,12 +264,12 @@ pub fn group_alive(pgid: u32) -> bool {
     if raw <= 1 {
         return false;
     }
-    if std::fs::metadata("/proc/self/stat").is_err() {
+    if !procfs::readable() {
         return group_exists(pgid);
     }
-    proc_stats()
+    procfs::all()
         .iter()
-        .any(|p| p.pgid == raw && !matches!(p.state, 'Z' | 'X'))
+        .any(|p| p.pgid == raw && !p.has_exited())
 }
 
 /// Reaps the zombie children of this process that are orphans it adopted as a child subreaper
@@ -331,10 +281,10 @@ pub fn reap_adopted_orphans() -> usize {
 }
 
 /// [`reap_adopted_orphans`], limited to the orphans `include` accepts.
-fn reap_adopted_orphans_where(include: impl Fn(&ProcStat) -> bool) -> usize {
+fn reap_adopted_orphans_where(include: impl Fn(&ProcessInfo) -> bool) -> usize {
     let me = std::process::id() as i32;
     let mut reaped = 0;
-    for orphan in proc_stats()
+    for orphan in procfs::all()
         .into_iter()
         .filter(|p| p.ppid == me && p.state == 'Z' && p.pgid != p.pid && include(p))
     {
@@ -351,21 +301,6 @@ fn reap_adopted_orphans_where(include: impl Fn(&ProcStat) -> bool) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn stat_lines_with_odd_command_names_parse() {
-        let stat = parse_stat("42 (a) b (c) Z 7 40 40 0 -1").expect("parsed");
-        assert_eq!(
-            ProcStat {
-                pid: 42,
-                state: 'Z',
-                ppid: 7,
-                pgid: 40
-            },
-            stat
-        );
-        assert_eq!(None, parse_stat("garbage"));
-    }
 
     /// A group whose only members are zombies exists for `kill(0)` but is not alive; reaping the
     /// adopted orphan ends it, and the group's leader (spawned here) is left to its own wait.
@@ -384,7 +319,7 @@ mod tests {
         let me = std::process::id() as i32;
         // Waits (without a deadline: the member's exit is certain) until the orphan is ours and
         // has exited.
-        while !proc_stats()
+        while !procfs::all()
             .iter()
             .any(|p| p.pgid == pgid as i32 && p.ppid == me && p.state == 'Z')
         {

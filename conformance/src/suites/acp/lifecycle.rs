@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use ski::jsonrpc::{VersionField, classify};
+use ski::transport::child::procfs;
 use tokio::time::Instant;
 
 use super::agent::{Agent, PLAIN, Transport};
@@ -76,33 +77,17 @@ async fn core_008(ctx: Ctx) -> CheckResult {
 
 /// The members of process group `pgid` that are alive (not zombies), as `pid (name) state`.
 fn live_members(pgid: u32) -> Option<Vec<String>> {
-    let entries = std::fs::read_dir("/proc").ok()?;
-    let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
-            continue;
-        };
-        // pid (comm) state ppid pgrp ...; comm may hold spaces and parentheses.
-        let Some(close) = stat.rfind(')') else {
-            continue;
-        };
-        let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-        let (Some(state), Some(pgrp)) = (fields.first(), fields.get(2)) else {
-            continue;
-        };
-        if pgrp.parse::<u32>().ok() == Some(pgid) && *state != "Z" && *state != "X" {
-            let comm = stat
-                .find('(')
-                .map(|open| &stat[open + 1..close])
-                .unwrap_or_default();
-            found.push(format!("{pid} ({comm}) {state}"));
-        }
+    if !procfs::readable() {
+        return None;
     }
-    Some(found)
+    let pgid = i32::try_from(pgid).ok()?;
+    Some(
+        procfs::all()
+            .into_iter()
+            .filter(|p| p.pgid == pgid && !p.has_exited())
+            .map(|p| format!("{} ({}) {}", p.pid, p.name, p.state))
+            .collect(),
+    )
 }
 
 async fn core_009(ctx: Ctx) -> CheckResult {

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use ski::jsonrpc::LineReader;
+use ski::transport::child::procfs;
 use ski_mocks::slack::Message;
 use tokio::io::AsyncWriteExt;
 use tokio::net::UnixListener;
@@ -230,7 +231,8 @@ impl AcpWorld {
         let root = self.root(channel, &session_id).await?;
         let row = self
             .world
-            .sessions().await?
+            .sessions()
+            .await?
             .into_iter()
             .find(|row| row.id == session_id)
             .or_fail(format!("a session row {session_id}"))?;
@@ -265,7 +267,8 @@ impl AcpWorld {
             .await?;
         let session_id = self
             .world
-            .sessions().await?
+            .sessions()
+            .await?
             .get(before)
             .or_fail("a new session row once session-start is acknowledged")?
             .id
@@ -358,7 +361,8 @@ impl AcpWorld {
     /// A session's row now.
     pub async fn row(&self, session_id: &str) -> Result<SessionRow, CheckError> {
         self.world
-            .sessions().await?
+            .sessions()
+            .await?
             .into_iter()
             .find(|row| row.id == session_id)
             .or_fail("the session row")
@@ -604,9 +608,10 @@ impl Drop for Agents {
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         for pid in hellos.iter().filter_map(AgentConn::pid) {
-            let ours = std::fs::read(format!("/proc/{pid}/cmdline"))
-                .is_ok_and(|cmdline| String::from_utf8_lossy(&cmdline).contains(&path));
-            if ours && let Ok(pid) = i32::try_from(pid) {
+            let Ok(pid) = i32::try_from(pid) else {
+                continue;
+            };
+            if procfs::command_line_contains(pid, &path) {
                 let _ = nix::sys::signal::kill(
                     nix::unistd::Pid::from_raw(pid),
                     nix::sys::signal::Signal::SIGKILL,

@@ -158,7 +158,11 @@ async fn s072(ctx: Ctx) -> CheckResult {
     // An authorized command afterwards is answered: the guard, not a dead listener, was silent.
     let reply = world.slash_command(CHANNEL_X, ALICE, "sessions").await?;
     ensure!(reply.is_some(), "an authorized user's command is answered");
-    ensure_eq!(1, world.sessions().await?.len(), "sessions after the attempts");
+    ensure_eq!(
+        1,
+        world.sessions().await?.len(),
+        "sessions after the attempts"
+    );
     ensure_eq!(
         "active",
         world.session(0).await?.status,

@@ -379,7 +379,9 @@ async fn s063(ctx: Ctx) -> CheckResult {
             "{gap_ms:.0} ms after the status"
         );
         ensure!(
-            !session_value(&world, &started.row.id, "last_activity_at").await?.is_null(),
+            !session_value(&world, &started.row.id, "last_activity_at")
+                .await?
+                .is_null(),
             "the session's last activity is recorded"
         );
         world.server.stop().await?;

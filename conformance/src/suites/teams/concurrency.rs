@@ -126,7 +126,9 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
         );
     }
     if ctx.has("teams-ledger-read") {
-        let row = ledger::task(&ctx, &ledger::path(adapter.root(), TEAM), &task).await?.or_fail("T1's row")?;
+        let row = ledger::task(&ctx, &ledger::path(adapter.root(), TEAM), &task)
+            .await?
+            .or_fail("T1's row")?;
         ensure_eq!(
             "in_progress",
             row.status.as_str(),
@@ -239,7 +241,9 @@ async fn cc_02(ctx: Ctx) -> CheckResult {
         value["task"]["status"].as_str().unwrap_or(""),
         "the task after the retried update"
     );
-    let row = ledger::task(&ctx, &path, &task).await?.or_fail("the task's row")?;
+    let row = ledger::task(&ctx, &path, &task)
+        .await?
+        .or_fail("the task's row")?;
     ensure_eq!(
         "completed",
         row.status.as_str(),
@@ -261,7 +265,9 @@ async fn cc_02(ctx: Ctx) -> CheckResult {
     lock.release().await?;
     output.ensure_code(5)?;
     refusal(&output, "busy")?;
-    let row = ledger::task(&ctx, &path, &second).await?.or_fail("T2's row")?;
+    let row = ledger::task(&ctx, &path, &second)
+        .await?
+        .or_fail("T2's row")?;
     ensure_eq!("pending", row.status.as_str(), "T2 after the claim gave up");
     Ok(())
 }

@@ -206,7 +206,8 @@ async fn tl_04(ctx: Ctx) -> CheckResult {
         "the claimed task's owner"
     );
     ensure_eq!(Some(CLAIM_AT), task["claimedAt"].as_i64(), "claimedAt");
-    let row = ledger::task(&ctx, &ledger::path(adapter.root(), TEAM), &t1).await?
+    let row = ledger::task(&ctx, &ledger::path(adapter.root(), TEAM), &t1)
+        .await?
         .or_fail("the task's row in the ledger")?;
     ensure_eq!(
         ledger::Row {
