@@ -799,26 +799,41 @@ fn discover_profile(
         output::line(format_args!("discovery skipped: {missing}"));
         return Ok((target, None));
     }
-    let mut spec = ctx
-        .command("agent", &[])
-        .map_err(|e| anyhow::anyhow!("discover = true: {e}"))?;
-    if spec.get_cwd().is_none() {
-        spec = spec.cwd(temp.path());
-    }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
+    // The fake model the profile asks for answers the probe turn too.
+    let model = runtime
+        .block_on(crate::suites::acp::model::prepare(&ctx, ""))
+        .map_err(|e| anyhow::anyhow!("discover = true: {e}"))?;
+    let extra: Vec<(&str, &str)> = model
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut spec = ctx
+        .command("agent", &extra)
+        .map_err(|e| anyhow::anyhow!("discover = true: {e}"))?;
+    if spec.get_cwd().is_none() {
+        spec = spec.cwd(temp.path());
+    }
     let asked = target
         .suite("acp")
         .map(|section| crate::discover::AuthOptions {
             method: section.auth.as_ref().map(|a| a.method.clone()),
-            env: section.env.clone(),
+            env: crate::suites::acp::model::env_with_model(section),
         })
         .unwrap_or_default();
-    let found = runtime
+    let mut found = runtime
         .block_on(crate::discover::stdio_spec(spec, &asked))
         .context("discovering the profile's agent failed (set discover = false and declare its capabilities)")?;
+    if let Some(said) = target
+        .suite("acp")
+        .and_then(crate::suites::acp::model::describe)
+    {
+        output::line(format_args!("discovery: {said}"));
+        found.notes.push(said);
+    }
     output::line(format_args!(
         "discovered: {} (ski-conformance probe shows why)",
         found

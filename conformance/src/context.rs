@@ -94,6 +94,9 @@ struct Inner {
     /// Whether the check rendered one of the target's commands or URLs: only then do its set-up
     /// steps say anything about the target (a row may run a stand-in of its own instead).
     reached_target: AtomicBool,
+    /// The fake models started for this scenario's agents (`[suites.acp.model]`), each with what
+    /// it was started for; they stop when the context goes, their requests logged at teardown.
+    models: Mutex<Vec<(String, Arc<ski_mocks::model::FakeModel>)>>,
 }
 
 /// Everything the runner gives a check. See the module docs.
@@ -152,6 +155,7 @@ impl Ctx {
                 setup: parts.setup,
                 granted: Mutex::new(Granted::default()),
                 reached_target: AtomicBool::new(false),
+                models: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -435,6 +439,14 @@ impl Ctx {
             .env
             .iter()
             .chain(self.inner.section.env.iter())
+            .chain(
+                self.inner
+                    .section
+                    .model
+                    .iter()
+                    .filter(|_| vars.contains_key("model_key"))
+                    .flat_map(|model| model.env.iter()),
+            )
             .map(|(k, v)| (k.clone(), v.clone()))
             .chain(template.env());
         for (key, value) in env {
@@ -581,7 +593,67 @@ impl Ctx {
     /// Ends every process this scenario started (SIGTERM, grace, SIGKILL, reap) and reports
     /// each; the runner does the same after every check.
     pub async fn teardown(&self) -> Vec<Termination> {
-        self.inner.tracker.shutdown_all().await
+        let terminations = self.inner.tracker.shutdown_all().await;
+        self.log_models();
+        terminations
+    }
+
+    /// Keeps a fake model started for one of this scenario's agents (`what`: the variant and
+    /// the script) until the scenario ends; its requests go to the wire log at teardown.
+    pub fn keep_model(&self, what: String, model: Arc<ski_mocks::model::FakeModel>) {
+        self.note(format!(
+            "fake model for {what} at {} (key {})",
+            model.openai_base_url(),
+            model.api_keys().join(", ")
+        ));
+        if let Ok(mut models) = self.inner.models.lock() {
+            models.push((what, model));
+        }
+    }
+
+    /// The fake models started so far, oldest first.
+    pub fn models(&self) -> Vec<Arc<ski_mocks::model::FakeModel>> {
+        self.inner
+            .models
+            .lock()
+            .map(|models| models.iter().map(|(_, m)| m.clone()).collect())
+            .unwrap_or_default()
+    }
+
+    /// Writes each fake model's request log (what the agent asked its model, which turn of the
+    /// script answered, how the request ended) to the wire log, once.
+    fn log_models(&self) {
+        let models = match self.inner.models.lock() {
+            Ok(mut models) => std::mem::take(&mut *models),
+            Err(_) => return,
+        };
+        for (what, model) in models {
+            let requests = model.requests();
+            self.note(format!(
+                "fake model for {what}: {} request(s){}",
+                requests.len(),
+                match model.dropped_requests() {
+                    0 => String::new(),
+                    n => format!(", {n} older ones dropped from its log"),
+                }
+            ));
+            for request in requests {
+                let said = ski_mocks::model::last_user_text(request.api, &request.body);
+                let said: String = said.chars().take(160).collect();
+                self.note(format!(
+                    "fake model request {}: {} {} stream={} turn={} status={} {:?}: {said:?}",
+                    request.seq,
+                    request.method,
+                    request.path,
+                    request.stream,
+                    request
+                        .turn
+                        .map_or_else(|| "none".to_owned(), |t| t.to_string()),
+                    request.status,
+                    request.outcome,
+                ));
+            }
+        }
     }
 
     /// Tears everything down (as [`Ctx::teardown`]) and fails unless every process group is gone

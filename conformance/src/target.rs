@@ -135,6 +135,12 @@ pub const BUILTIN_PLACEHOLDERS: &[&str] = &[
     "escalation_s",
     // A free loopback port the harness chose for the target's MCP endpoint (`mcp_url` setting).
     "mcp_port",
+    // The ACP suite's fake model (`[suites.acp.model]`), started for each agent a row starts:
+    // its OpenAI base URL (`http://127.0.0.1:PORT/v1`), its Anthropic base URL
+    // (`http://127.0.0.1:PORT`) and the key it accepts.
+    "model_openai_url",
+    "model_anthropic_url",
+    "model_key",
 ];
 
 /// A command template: a list of words, or one string split like a shell would.
@@ -220,6 +226,66 @@ pub struct SuiteTarget {
     /// any other request of an ordinary row, and the environment that method needs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthSetting>,
+    /// ACP: a fake model (`ski-fake-model`) started for each agent a row starts, and how the
+    /// agent is pointed at it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelSetting>,
+}
+
+/// The fake model of an ACP section (`[suites.acp.model]`): the runner starts one in-process
+/// for each agent a row starts, scripted for what the row needs, and passes its URL and key to
+/// the agent through `env` and `files` (templates that may use `{model_openai_url}`,
+/// `{model_anthropic_url}` and `{model_key}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelSetting {
+    /// The API the agent speaks: `openai-chat`, `openai-responses` or `anthropic` (said in
+    /// reports; the fake serves all three on one port).
+    pub api: String,
+    /// Environment added to every agent command while the model runs.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Files written before the agent starts: path (relative to `{home}` unless absolute), then
+    /// content; both templates.
+    #[serde(default)]
+    pub files: BTreeMap<String, String>,
+    /// Capabilities the agent has once a model answers; `prompt` and `hold` when not given.
+    #[serde(default)]
+    pub capabilities: Option<BTreeSet<String>>,
+    /// The agent's own tools for the actions a row scripts: `read` (a file), `write` (a file),
+    /// `run` (a command).
+    #[serde(default)]
+    pub tools: BTreeMap<String, ModelTool>,
+}
+
+/// The capabilities a fake model gives an agent unless its section names them.
+pub const MODEL_CAPABILITIES: &[&str] = &["prompt", "hold"];
+
+/// One of the agent's tools as the fake model calls it: its name and its arguments, whose string
+/// values may use `{path}`, `{content}` and `{command}` (what the row asks for).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelTool {
+    /// The tool's name as the agent offers it to the model.
+    pub name: String,
+    /// The arguments, a table of strings.
+    #[serde(default)]
+    pub arguments: BTreeMap<String, String>,
+}
+
+/// The APIs a fake model section may name.
+pub const MODEL_APIS: &[&str] = &["openai-chat", "openai-responses", "anthropic"];
+
+/// The actions a fake model section may map to the agent's tools.
+pub const MODEL_ACTIONS: &[&str] = &["read", "write", "run"];
+
+impl ModelSetting {
+    /// The capabilities the model gives the agent.
+    pub fn capabilities(&self) -> BTreeSet<String> {
+        self.capabilities
+            .clone()
+            .unwrap_or_else(|| MODEL_CAPABILITIES.iter().map(|c| (*c).to_owned()).collect())
+    }
 }
 
 /// How the runner authenticates with an ACP agent (`[suites.acp.auth]`).
@@ -281,6 +347,9 @@ impl Target {
         for section in target.suites.values_mut() {
             if let Some(auth) = section.auth.take() {
                 section.set_auth(auth);
+            }
+            if let Some(model) = &section.model {
+                section.capabilities.extend(model.capabilities());
             }
         }
         let problems = target.problems();
@@ -412,6 +481,36 @@ impl Target {
             }
             if section.auth.as_ref().is_some_and(|a| a.method.is_empty()) {
                 problems.push(format!("suites.{suite}.auth.method: empty method id"));
+            }
+            if let Some(model) = &section.model {
+                if !MODEL_APIS.contains(&model.api.as_str()) {
+                    problems.push(format!(
+                        "suites.{suite}.model.api: {:?} is none of {}",
+                        model.api,
+                        MODEL_APIS.join(", ")
+                    ));
+                }
+                for (action, tool) in &model.tools {
+                    if !MODEL_ACTIONS.contains(&action.as_str()) {
+                        problems.push(format!(
+                            "suites.{suite}.model.tools.{action}: not one of {}",
+                            MODEL_ACTIONS.join(", ")
+                        ));
+                    }
+                    if tool.name.is_empty() {
+                        problems.push(format!("suites.{suite}.model.tools.{action}.name: empty"));
+                    }
+                }
+                for (key, value) in &model.env {
+                    templates.push((format!("suites.{suite}.model.env.{key}"), value.clone()));
+                }
+                for (path, content) in &model.files {
+                    templates.push((format!("suites.{suite}.model.files"), path.clone()));
+                    templates.push((
+                        format!("suites.{suite}.model.files.{path}"),
+                        content.clone(),
+                    ));
+                }
             }
             let maps = [
                 ("env", &section.env),

@@ -23,6 +23,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+pub use answer::last_user_text;
 pub use record::{Api, Outcome, RecordedRequest};
 pub use script::{ErrorKind, Pacing, Reply, Script, ToolCall, Turn};
 

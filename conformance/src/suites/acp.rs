@@ -7,6 +7,7 @@
 //! - [`connection`]: one raw JSON-RPC connection with ski's framing, every frame kept and logged,
 //!   and a responder for the agent's requests to the client;
 //! - [`oracle`]: the schema oracle that judges every frame the agent sends;
+//! - [`model`]: the fake model a profile may ask for, started and scripted per agent;
 //! - [`exchange`]: typed steps (initialize, session/new, prompt turns, cancel) and shared
 //!   judgements.
 //!
@@ -30,6 +31,7 @@ pub mod execution;
 pub mod harness;
 pub mod jsonrpc;
 pub mod lifecycle;
+pub mod model;
 pub mod negotiation;
 pub mod notifications;
 pub mod offers;

@@ -143,7 +143,12 @@ impl Agent {
                         ctx.target().name
                     ))
                 })?;
-                let child = ctx.spawn_target(&name, &[])?;
+                let model = super::model::prepare(ctx, variant).await?;
+                let extra: Vec<(&str, &str)> = model
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect();
+                let child = ctx.spawn_target(&name, &extra)?;
                 Ok(Self {
                     ctx: ctx.clone(),
                     transport,

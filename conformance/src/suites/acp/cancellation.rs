@@ -35,6 +35,9 @@ pub const DELAY: &str = "delay";
 /// The variant whose held turns end by the agent's prompt timeout.
 pub const PROMPT_TIMEOUT: &str = "prompt_timeout";
 
+/// The capability of an agent that implements the serve document where it asks more than ACP.
+const SKI_SERVE_SPEC: &str = "ski-serve-spec";
+
 /// The capability of an agent whose turns run until the client cancels them.
 pub const CANCEL_TURN: &str = crate::discover::CANCEL_TURN;
 
@@ -191,7 +194,7 @@ pub async fn hold_for_cancel(ctx: &Ctx) -> Result<Holding, CheckError> {
     if ctx.has("hold") {
         let mut opened = open(ctx, HOLD).await?;
         let session = opened.session.clone();
-        let (id, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
+        let (id, start) = hold_turn(ctx, &mut opened.conn, &opened.init, &session).await?;
         return Ok(Holding::Held(HeldTurn {
             opened,
             id,
@@ -273,12 +276,14 @@ pub async fn cancel_at_once(opened: &mut Opened) -> Result<(Turn, usize), CheckE
 
 /// A held turn that is running: the request id and the cursor before it.
 async fn hold_turn(
+    ctx: &Ctx,
     conn: &mut Connection,
     init: &Value,
     session: &str,
 ) -> Result<(Value, usize), CheckError> {
     let (id, start) = start_prompt(conn, session, text_prompt("hold this turn")).await?;
     wait_running(conn, init, session, start).await?;
+    super::model::wait_streaming(ctx).await;
     Ok((id, start))
 }
 
@@ -297,7 +302,7 @@ fn no_content_after(conn: &Connection, session: &str, from: usize, check: &str) 
 async fn ws_007(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, HOLD).await?;
     let session = opened.session.clone();
-    let (first, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
+    let (first, start) = hold_turn(&ctx, &mut opened.conn, &opened.init, &session).await?;
     let second = opened
         .conn
         .request(
@@ -336,6 +341,26 @@ async fn ws_007(ctx: Ctx) -> CheckResult {
 async fn ws_013(ctx: Ctx) -> CheckResult {
     // [1] The cancel path.
     let skipped = match hold_for_cancel(&ctx).await? {
+        Holding::Held(mut held) if !ctx.has(SKI_SERVE_SPEC) => {
+            // ACP's rule (E-ACP-61): a turn cut mid-stream may flush what it had before its
+            // `cancelled` result; nothing of the turn follows that result.
+            let session = held.opened.session.clone();
+            held.cancel().await?;
+            let turn = held.finish().await?;
+            turn.expect_stop("cancelled", "the cancelled turn ends cancelled")?;
+            held.opened.conn.quiet(QUIET).await;
+            let late = exchange::turn_content_updates(
+                &exchange::since(&held.opened.conn, turn.end + 1),
+                &session,
+            );
+            ensure!(
+                late.is_empty(),
+                "no content session/update of the turn after its cancelled result",
+                "{}",
+                exchange::list(&late)
+            );
+            None
+        }
         Holding::Held(mut held) => {
             let session = held.opened.session.clone();
             let early = content_updates(&exchange::since(&held.opened.conn, held.start), &session);
@@ -470,7 +495,7 @@ async fn ws_059(ctx: Ctx) -> CheckResult {
 async fn ws_061(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, HOLD).await?;
     let session = opened.session.clone();
-    let (id, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
+    let (id, start) = hold_turn(&ctx, &mut opened.conn, &opened.init, &session).await?;
     opened
         .conn
         .notify("$/cancel_request", json!({"requestId": id}))
@@ -497,7 +522,7 @@ async fn stop_on(ctx: &Ctx, transport: Transport) -> Result<Stopped, CheckError>
     let session = opened.session.clone();
     let name = transport.name();
     // The request form.
-    let (id, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
+    let (id, start) = hold_turn(&ctx, &mut opened.conn, &opened.init, &session).await?;
     let stopped_at = opened.conn.cursor();
     let stop = opened
         .conn
@@ -511,7 +536,7 @@ async fn stop_on(ctx: &Ctx, transport: Transport) -> Result<Stopped, CheckError>
         &format!("over {name} a prompt stopped by the session/stop request ends cancelled"),
     )?;
     // The notification form.
-    let (id, start) = hold_turn(&mut opened.conn, &opened.init, &session).await?;
+    let (id, start) = hold_turn(&ctx, &mut opened.conn, &opened.init, &session).await?;
     opened
         .conn
         .notify("session/stop", json!({"sessionId": session}))

@@ -645,6 +645,22 @@ impl Connection {
         self.wait_until(what, from, limit, matches).await
     }
 
+    /// [`Connection::wait_for`] for the end of a prompt turn: at least the `normal` class (the
+    /// catalog's class of a prompt turn), also in a row of the `short` class, since a real
+    /// agent's turn asks its model (E-ACP-61).
+    pub async fn wait_for_turn(
+        &mut self,
+        what: &str,
+        from: usize,
+        matches: impl Fn(&Frame) -> bool,
+    ) -> Result<usize, CheckError> {
+        let limit = self
+            .ctx
+            .timeout()
+            .max(self.ctx.timeouts().of(crate::catalog::TimeoutClass::Normal));
+        self.wait_until(what, from, limit, matches).await
+    }
+
     /// [`Connection::wait_for`] with its own limit (scaled by the timeout multiplier).
     pub async fn wait_for_within(
         &mut self,

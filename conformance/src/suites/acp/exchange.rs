@@ -29,6 +29,18 @@ pub const CONTENT_KINDS: &[&str] = &[
     "available_commands_update",
 ];
 
+/// Update kinds that carry a turn's own content: [`CONTENT_KINDS`] less
+/// `available_commands_update`, which describes the session (its commands), not the turn, and
+/// which ACP lets an agent send at any time (E-ACP-61). What ACP's rules on a turn's end judge.
+pub const TURN_CONTENT_KINDS: &[&str] = &[
+    "user_message_chunk",
+    "agent_message_chunk",
+    "agent_thought_chunk",
+    "tool_call",
+    "tool_call_update",
+    "plan",
+];
+
 /// Client capabilities that advertise nothing: no file system, no terminal.
 pub fn bare_capabilities() -> Value {
     json!({"fs": {"readTextFile": false, "writeTextFile": false}, "terminal": false})
@@ -310,7 +322,7 @@ pub async fn finish_prompt(
     start: usize,
 ) -> Result<Turn, CheckError> {
     let what = format!("the answer to session/prompt (id {id})");
-    let end = conn.wait_for(&what, start, |f| f.answers(&id)).await?;
+    let end = conn.wait_for_turn(&what, start, |f| f.answers(&id)).await?;
     let reply = conn.frames()[end]
         .reply()
         .ok_or_else(|| CheckError::Harness("a response without a reply".into()))?;
@@ -396,6 +408,19 @@ pub fn content_updates<'a>(frames: &[&'a Frame], session: &str) -> Vec<&'a Frame
         .copied()
         .filter(|f| {
             f.is_update_for(session) && f.update_kind().is_some_and(|k| CONTENT_KINDS.contains(&k))
+        })
+        .collect()
+}
+
+/// Turn content updates ([`TURN_CONTENT_KINDS`]) of `session` among `frames`.
+pub fn turn_content_updates<'a>(frames: &[&'a Frame], session: &str) -> Vec<&'a Frame> {
+    frames
+        .iter()
+        .copied()
+        .filter(|f| {
+            f.is_update_for(session)
+                && f.update_kind()
+                    .is_some_and(|k| TURN_CONTENT_KINDS.contains(&k))
         })
         .collect()
 }

@@ -5,9 +5,7 @@ use serde_json::{Value, json};
 
 use super::agent::{PLAIN, Transport, declared};
 use super::connection::Connection;
-use super::exchange::{
-    self, QUIET, agent_text, content_updates, open, open_on, prompt_ok, since, start_prompt,
-};
+use super::exchange::{self, QUIET, agent_text, open, open_on, prompt_ok, since, start_prompt};
 use crate::check::{Check, CheckError, CheckResult, Failure, OrFail};
 use crate::context::Ctx;
 use crate::{ensure, ensure_eq, fail};
@@ -470,7 +468,7 @@ async fn core_003(ctx: Ctx) -> CheckResult {
     );
     opened.conn.quiet(QUIET).await;
     let after = since(&opened.conn, turn.end + 1);
-    let late = content_updates(&after, &opened.session);
+    let late = exchange::turn_content_updates(&after, &opened.session);
     ensure!(
         late.is_empty(),
         "no content update of the session after the prompt result",

@@ -170,10 +170,9 @@ async fn load_replay(ctx: &Ctx) -> Result<Vec<Value>, CheckError> {
         .filter(|f| f.is_update_for(&session))
         .filter_map(|f| f.update().cloned())
         .collect();
-    let after: Vec<_> = exchange::since(conn, answer + 1)
-        .into_iter()
-        .filter(|f| f.is_update_for(&session))
-        .collect();
+    // What the conversation holds; the session's commands (available_commands_update) may
+    // follow the result (E-ACP-61).
+    let after = exchange::turn_content_updates(&exchange::since(conn, answer + 1), &session);
     ensure!(
         after.is_empty(),
         "no replayed update after the session/load result",
