@@ -6,7 +6,7 @@
 //! be initialized fails the initialize rows (exit 1) instead of ending the run with nothing
 //! judged (exit 2).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -9,21 +9,17 @@
 //! `harness = false` (libtest-mimic): the corpus's own client is this binary started again as
 //! `<test> --acp-client ARGS…` (`corpus_client`).
 
-mod support;
+use crate::support;
 
-#[path = "support/binaries.rs"]
-mod binaries;
-#[path = "support/corpus.rs"]
-mod corpus;
-mod corpus_client;
-mod corpus_ws_front;
+use crate::binaries;
+use crate::corpus;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use corpus::{Corpus, Entry};
 use futures::StreamExt;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use ski_conformance::report::junit::details;
 use ski_conformance::runner::ScenarioResult;
 use ski_conformance::{Level, Outcome, Scenario, Target};
@@ -181,8 +177,9 @@ fn judge(entry: &Entry, results: &BTreeMap<String, ScenarioResult>) -> Vec<Strin
                 result.outcome.as_str(),
                 details(result)
             )),
-            Some(result) if !details(result).contains(words.as_str()) => problems.push(format!(
-                "{name}: {id} failed for another reason than {words:?}:\n{}",
+            Some(result) if !words.seen_in(&details(result)) => problems.push(format!(
+                "{name}: {id} failed for another reason than {:?}:\n{}",
+                words.words(),
                 details(result)
             )),
             Some(_) => {}
@@ -300,14 +297,9 @@ fn table_path() -> PathBuf {
         .join("acp-defects.md")
 }
 
-fn main() -> std::process::ExitCode {
-    if let Some(code) = corpus_client::run_if_asked() {
-        return code;
-    }
-    if let Some(code) = corpus_ws_front::run_if_asked() {
-        return code;
-    }
-    let trials = vec![
+/// This module's trials (the root runs them with every other module's).
+pub fn trials() -> Vec<Trial> {
+    vec![
         Trial::test(
             "the_corpus_names_only_acp_rows",
             the_corpus_names_only_acp_rows,
@@ -316,8 +308,7 @@ fn main() -> std::process::ExitCode {
             "every_defect_fails_its_rows_and_the_conforming_entries_none",
             every_defect_fails_its_rows_and_the_conforming_entries_none,
         ),
-    ];
-    libtest_mimic::run(&Arguments::from_args(), trials).exit_code()
+    ]
 }
 
 fn the_corpus_names_only_acp_rows() -> Result<(), Failed> {

@@ -1,5 +1,5 @@
 //! The AOF suite against stand-in adapters, for `cargo test -p ski-conformance --test
-//! aof_stand_in` (`harness = false`, libtest-mimic).
+//! trials -- aof_stand_in` (libtest-mimic trials).
 //!
 //! The stand-in is this test binary started again as `<test> --aof-stand-in VARIANT SKI ARGS…`:
 //! an adapter that answers through the reference `ski aof` but, like another AOF/1 build, lacks
@@ -13,17 +13,14 @@
 //!
 //! The stand-in declares no `aof-batch`, so every call is a process of its own.
 
-#[path = "support/binaries.rs"]
-mod binaries;
-#[path = "support/one_row.rs"]
-mod one_row;
+use crate::one_row;
 
 use std::io::{BufRead, Read, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use serde_json::{Value, json};
 use ski_conformance::catalog::TimeoutClass;
 use ski_conformance::report::junit::details;
@@ -33,19 +30,19 @@ use ski_conformance::{Outcome, Target, catalog};
 /// The first argument that turns this binary into the stand-in adapter.
 const STAND_IN: &str = "--aof-stand-in";
 
-fn main() {
-    let argv: Vec<String> = std::env::args().collect();
+/// Plays this module's part when the command line names it (this test program started again
+/// as a stand-in), and then exits; otherwise returns.
+pub fn play_role(argv: &[String]) {
     if argv.get(1).map(String::as_str) == Some(STAND_IN) {
         std::process::exit(stand_in(&argv[2..]));
     }
-    let args = Arguments::from_args();
-    libtest_mimic::run(&args, trials()).exit();
 }
 
 /// The extension rows, each of which must fail against the `document` stand-in.
 const EXTENSION_ROWS: [&str; 4] = ["AOF-SKI-01", "AOF-SKI-02", "AOF-SKI-03", "AOF-SKI-04"];
 
-fn trials() -> Vec<Trial> {
+/// This module's trials (the root runs them with every other module's).
+pub fn trials() -> Vec<Trial> {
     let rows = match every_aof_row() {
         Ok(rows) => rows,
         Err(failed) => return vec![Trial::test("aof_stand_in::setup", move || Err(failed))],

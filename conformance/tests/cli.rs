@@ -1,7 +1,7 @@
 //! The `ski-conformance` command line: exit codes (0 as expected, 1 unexpected or stale, 2 usage
 //! or configuration), the files it writes, `list` and `explain`, error messages and help pages.
 
-mod support;
+use crate::support;
 
 use support::ski_conformance;
 

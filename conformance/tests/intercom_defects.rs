@@ -1,5 +1,5 @@
-//! The intercom suites' defect corpus, for `cargo test -p ski-conformance --test intercom_defects`
-//! (`harness = false`, libtest-mimic): each `intercom-ski` row is proven against a build broken in
+//! The intercom suites' defect corpus, for `cargo test -p ski-conformance --test trials --
+//! intercom_defects` (libtest-mimic trials): each `intercom-ski` row is proven against a build broken in
 //! one way, while the `intercom` row of the same behaviour, which judges only the matrix, passes.
 //!
 //! The broken build is the reference `ski intercom` behind this test binary started again:
@@ -13,12 +13,8 @@
 //!
 //! A last trial proves that a failing intercom row's report carries what the fake Slack saw.
 
-#[path = "support/binaries.rs"]
-mod binaries;
-#[path = "support/defects.rs"]
-mod defects;
-#[path = "support/one_row.rs"]
-mod one_row;
+use crate::defects;
+use crate::one_row;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -112,18 +108,23 @@ const REPORTED: &str = "interrupt-without-reason";
 /// A line the agent writes longer than every line limit the rows set (4096 bytes).
 const OVERSIZE: usize = 4096;
 
-fn main() {
-    let argv: Vec<String> = std::env::args().collect();
+/// Plays this module's part when the command line names it (this test program started again
+/// as a stand-in), and then exits; otherwise returns.
+pub fn play_role(argv: &[String]) {
     match argv.get(1).map(String::as_str) {
         Some(SERVER) => std::process::exit(exit_code(server(&argv[2..]))),
         Some(AGENT) => std::process::exit(exit_code(agent(&argv[2..]))),
         _ => {}
     }
+}
+
+/// This module's trials (the root runs them with every other module's).
+pub fn trials() -> Vec<Trial> {
     let report = Trial::test(
         "failing_row_report_shows_fake_slack::INT-SKI-04",
         failing_row_report_shows_fake_slack,
     );
-    defects::run_trials_with(DEFECTS, run, vec![report]);
+    defects::trials(DEFECTS, run, vec![report])
 }
 
 /// Runs row `id` against the build with `defect`, or against the reference.

@@ -1,5 +1,5 @@
 //! The intercom profile's knobs against stand-ins for a foreign build, for `cargo test -p
-//! ski-conformance --test intercom_profile_knobs` (`harness = false`, libtest-mimic).
+//! ski-conformance --test trials -- intercom_profile_knobs` (libtest-mimic trials).
 //!
 //! The stand-ins are this test binary started again:
 //!
@@ -16,16 +16,13 @@
 //! For each knob a row passes against its stand-in when the profile sets the knob, and fails
 //! when it does not (or sets it wrong).
 
-#[path = "support/binaries.rs"]
-mod binaries;
-#[path = "support/one_row.rs"]
-mod one_row;
+use crate::one_row;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use serde_json::{Value, json};
 use ski_conformance::report::junit::details;
 use ski_conformance::target::{CommandTemplate, SuiteTarget};
@@ -176,14 +173,18 @@ const APPROVAL: Knob = Knob {
 /// Rows that also pass in the `intercom-jsonrpc` dialect through the stand-in.
 const JSONRPC_ROWS: [&str; 5] = ["S010", "S019", "S060", "S064", "S066"];
 
-fn main() {
-    let argv: Vec<String> = std::env::args().collect();
+/// Plays this module's part when the command line names it (this test program started again
+/// as a stand-in), and then exits; otherwise returns.
+pub fn play_role(argv: &[String]) {
     match argv.get(1).map(String::as_str) {
         Some(FOREIGN) => std::process::exit(foreign(&argv[2..])),
         Some(JSONRPC_AGENT) => std::process::exit(jsonrpc_agent(&argv[2..])),
         _ => {}
     }
-    let args = Arguments::from_args();
+}
+
+/// This module's trials (the root runs them with every other module's).
+pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
     for knob in KNOBS {
         trials.push(Trial::test(
@@ -231,7 +232,7 @@ fn main() {
             move || expect(&Knob { row, ..DIALECT }, DIALECT.with_knob, Outcome::Pass),
         ));
     }
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 /// Fails unless `knob`'s row against its stand-in, described by `describe`, has `outcome`.

@@ -1,12 +1,10 @@
 //! The intercom rows against profiles that describe other builds, for `cargo test -p
-//! ski-conformance --test intercom_rows`: a row reaches its texts through the profile's
+//! ski-conformance --test main intercom_rows::`: a row reaches its texts through the profile's
 //! overrides, needs no command its matrix row does not name, and its silent agent says nothing;
 //! the `intercom-ski` rows fail against a build that decides otherwise.
 
-#[path = "support/binaries.rs"]
-mod binaries;
-#[path = "support/one_row.rs"]
-mod one_row;
+use crate::binaries;
+use crate::one_row;
 
 use std::path::Path;
 use std::time::Duration;

@@ -5,10 +5,8 @@
 //! the setting cannot reach Slack, a Slack URL at a name of `slack_extra_hosts` resolves only with
 //! that setting, and a machine that refuses the namespace reports an error.
 
-#[path = "support/binaries.rs"]
-mod binaries;
-#[path = "support/one_row.rs"]
-mod one_row;
+use crate::binaries;
+use crate::one_row;
 
 use std::time::Duration;
 

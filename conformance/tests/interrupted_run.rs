@@ -1,7 +1,8 @@
 //! A run interrupted by SIGTERM (a CI timeout or cancel, sent to the process and its group) while
 //! it runs the intercom suite: it exits with 143, leaves no process it started, and writes the
-//! report of what ran, marked interrupted. The test is this program's only one: it adopts orphans (a child subreaper), so a
-//! process the run left behind becomes its child and is seen.
+//! report of what ran, marked interrupted. The test runs in a process of its own, the test program
+//! started again and filtered to it: there it adopts orphans (a child subreaper), so a process the
+//! run left behind becomes its child and is seen, and no other test's process is counted.
 
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
@@ -41,8 +42,45 @@ fn live_children_of_this_process() -> Vec<(u32, String)> {
     found
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sigterm_ends_every_process_of_the_run_and_leaves_a_report_marked_interrupted() {
+/// Set in the environment of the test program started again to run [`sigterm_ends_every_process_of_the_run_and_leaves_a_report_marked_interrupted`]
+/// alone.
+const ALONE: &str = "SKI_CONFORMANCE_INTERRUPTED_RUN_ALONE";
+
+#[test]
+fn sigterm_ends_every_process_of_the_run_and_leaves_a_report_marked_interrupted() {
+    if std::env::var_os(ALONE).is_some() {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime")
+            .block_on(interrupt_a_run());
+        return;
+    }
+    let this_test = concat!(
+        module_path!(),
+        "::sigterm_ends_every_process_of_the_run_and_leaves_a_report_marked_interrupted"
+    );
+    let this_test = this_test
+        .split_once("::")
+        .map_or(this_test, |(_, path)| path);
+    let program = std::env::current_exe().expect("this test program");
+    let output = std::process::Command::new(program)
+        .args(["--exact", this_test, "--test-threads", "1"])
+        .env(ALONE, "1")
+        .output()
+        .expect("the test program started again");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("test result: ok. 1 passed"),
+        "the test alone in its process: {:?}\n{stdout}{stderr}",
+        output.status
+    );
+}
+
+/// The test itself, in a process where it is the only one.
+async fn interrupt_a_run() {
     assert!(adopt_orphans(), "this test needs to be a child subreaper");
     let dir = tempfile::tempdir().expect("a temp dir");
     let out = dir.path().join("out");

@@ -1,5 +1,5 @@
-//! The kiro suites' defect corpus, for `cargo test -p ski-conformance --test kiro_defects`
-//! (`harness = false`, libtest-mimic): each row is proven against an adapter broken in one way.
+//! The kiro suites' defect corpus, for `cargo test -p ski-conformance --test trials --
+//! kiro_defects` (libtest-mimic trials): each row is proven against an adapter broken in one way.
 //!
 //! The broken adapter is this test binary started again as `<test> --kiro-defect DEFECT SKI
 //! LEFTOVER ARGS…`. It answers through the reference `ski kiro` except where its one defect
@@ -11,12 +11,8 @@
 //! fails that row while the `kiro` rows of the same rule, which judge only the document, still
 //! pass. Every row named here also passes against the reference.
 
-#[path = "support/binaries.rs"]
-mod binaries;
-#[path = "support/defects.rs"]
-mod defects;
-#[path = "support/one_row.rs"]
-mod one_row;
+use crate::defects;
+use crate::one_row;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::linux::net::SocketAddrExt;
@@ -27,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use defects::Defect;
+use libtest_mimic::Trial;
 use serde_json::Value;
 use ski::transport::child::reap_adopted_orphans;
 use ski_conformance::Target;
@@ -194,17 +191,26 @@ const DEFECTS: &[Defect] = &[
     },
 ];
 
-fn main() {
-    let argv: Vec<String> = std::env::args().collect();
+/// Plays this module's part when the command line names it (this test program started again
+/// as a stand-in), and then exits; otherwise returns.
+pub fn play_role(argv: &[String]) {
     match argv.get(1).map(String::as_str) {
         Some(BROKEN) => std::process::exit(broken(&argv[2..])),
         Some(SHIM) => std::process::exit(shim(&argv[2..])),
         Some(IDLE) => loop {
             std::thread::park();
         },
-        Some(LINGER) => std::thread::sleep(LINGERING),
-        _ => defects::run_trials(DEFECTS, run_row),
+        Some(LINGER) => {
+            std::thread::sleep(LINGERING);
+            std::process::exit(0)
+        }
+        _ => {}
     }
+}
+
+/// This module's trials (the root runs them with every other module's).
+pub fn trials() -> Vec<Trial> {
+    defects::trials(DEFECTS, run_row, Vec::new())
 }
 
 /// Runs row `id` against the adapter with `defect` (or the reference), then ends the process

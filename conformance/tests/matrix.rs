@@ -3,7 +3,7 @@
 //! external load, everything a target wrote escaped), its cells against each target's own `run`,
 //! and, where a headless Chromium is installed, rendered once.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

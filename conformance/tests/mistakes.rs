@@ -2,8 +2,7 @@
 //! `error:` line on stderr (the mock agent names itself instead, as it speaks inside other
 //! programs' logs), the documented exit code, no panic and no debug dump.
 
-#[path = "support/binaries.rs"]
-mod binaries;
+use crate::binaries;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

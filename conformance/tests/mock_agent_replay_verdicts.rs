@@ -7,9 +7,8 @@
 //! or `python3` is missing, or an install cannot reach its registry, the test says plainly which
 //! recording it did not judge.
 
-#[path = "support/peer_install.rs"]
-mod peer_install;
-mod support;
+use crate::peer_install;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -5,9 +5,8 @@
 //! on two rows through their `discover = true` sections. When `python3` or `node`/`npm` is missing,
 //! or an install cannot reach its registry, the test says plainly that the peer did not run.
 
-#[path = "support/peer_install.rs"]
-mod peer_install;
-mod support;
+use crate::peer_install;
+use crate::support;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! the implementation's tree): the suite run twice in a row at `-j 2` gives the same result per
 //! row both times and leaves the implementation's tree exactly as it found it (no `.env` left).
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

@@ -1,38 +1,37 @@
 //! Every scenario of the reference target as its own test, for `cargo test` and `cargo nextest`
-//! (`harness = false`, libtest-mimic): `cargo test -p ski-conformance --test reference -- WS-001`.
+//! (libtest-mimic trials): `cargo test -p ski-conformance --test trials -- acp::WS-001`.
 //!
 //! The reference profile runs this workspace's binaries from the cargo target dir this test was
 //! built into. When a binary the profile needs is missing or older than the sources, the test
 //! builds them first with `cargo build --workspace --bins`; set `SKI_CONFORMANCE_NO_BUILD=1` to
 //! only locate them. A skipped scenario shows as ignored.
 
-#[path = "support/binaries.rs"]
-mod binaries;
+use crate::binaries;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use binaries::prepare_binaries;
 
-use libtest_mimic::{Arguments, Completion, Failed, Trial};
+use libtest_mimic::{Completion, Failed, Trial};
 use ski_conformance::context::Timeouts;
 use ski_conformance::coverage;
 use ski_conformance::report::junit::details;
 use ski_conformance::runner::{Planned, RunOptions, run_one};
 use ski_conformance::{Outcome, Target, catalog, suites};
 
-fn main() {
-    let args = Arguments::from_args();
-    let trials = match trials() {
+/// This module's trials (the root runs them with every other module's).
+pub fn trials() -> Vec<Trial> {
+    match every_row() {
         Ok(trials) => trials,
         Err(message) => vec![Trial::test("reference::setup", move || {
             Err(Failed::from(message.clone()))
         })],
-    };
-    libtest_mimic::run(&args, trials).exit();
+    }
 }
 
-fn trials() -> Result<Vec<Trial>, String> {
+/// One trial per row of the catalog the reference profile selects.
+fn every_row() -> Result<Vec<Trial>, String> {
     let catalogs = catalog::builtin().map_err(|e| e.to_string())?;
     let target = Arc::new(Target::load("reference").map_err(|e| e.to_string())?);
     let checks: Vec<_> = coverage::registered(&suites::all())

@@ -2,7 +2,7 @@
 //! their own, passing rows keep a count of wire-log entries instead of the log, and `report.md`
 //! says what discovery found, how the timeouts were scaled and why each skipped row was skipped.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! output leaves reports of a few megabytes, and a reader that closes the runner's stdout early
 //! (`| head -1`) only ends the console output.
 
-mod support;
+use crate::support;
 
 use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};

@@ -4,9 +4,7 @@
 //! `session/new` with -32000 until authenticated, answers every other request with -32601, and
 //! says nothing to a batch, a malformed line or a JSON value that is no request.
 
-#[path = "support/acp_rows.rs"]
-mod acp_rows;
-mod support;
+use crate::acp_rows;
 
 use std::path::{Path, PathBuf};
 

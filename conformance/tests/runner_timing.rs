@@ -3,9 +3,8 @@
 //! target that answers nothing is not re-run, and each set-up step (`initialize`, `session/new`)
 //! adds an allowance to its row's budget.
 
-#[path = "support/acp_rows.rs"]
-mod acp_rows;
-mod support;
+use crate::acp_rows;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -1,5 +1,5 @@
-//! The teams suites' defect corpus, for `cargo test -p ski-conformance --test teams_defects`
-//! (`harness = false`, libtest-mimic): each row is proven against an adapter broken in one way.
+//! The teams suites' defect corpus, for `cargo test -p ski-conformance --test trials --
+//! teams_defects` (libtest-mimic trials): each row is proven against an adapter broken in one way.
 //!
 //! The broken adapter is this test binary started again as `<test> --teams-defect DEFECT SKI
 //! ARGS…`. It answers through the reference `ski teams` except where its one defect changes an
@@ -9,18 +9,15 @@
 //! document, still passes. Every row named here also passes against the reference.
 //! The concurrency rows have their own broken adapter (`teams_races.rs`).
 
-#[path = "support/binaries.rs"]
-mod binaries;
-#[path = "support/defects.rs"]
-mod defects;
-#[path = "support/one_row.rs"]
-mod one_row;
+use crate::defects;
+use crate::one_row;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use defects::Defect;
+use libtest_mimic::Trial;
 use serde_json::{Value, json};
 use ski_conformance::Target;
 
@@ -130,17 +127,26 @@ const DEFECTS: &[Defect] = &[
     },
 ];
 
-fn main() {
-    let argv: Vec<String> = std::env::args().collect();
+/// Plays this module's part when the command line names it (this test program started again
+/// as a stand-in), and then exits; otherwise returns.
+pub fn play_role(argv: &[String]) {
     if argv.get(1).map(String::as_str) == Some(BROKEN) {
         std::process::exit(broken(&argv[2..]));
     }
-    defects::run_trials(DEFECTS, |id, defect| {
-        one_row::run_row(id, |bin_dir, reference| match defect {
-            Some(defect) => profile(defect, bin_dir),
-            None => Ok(reference),
-        })
-    });
+}
+
+/// This module's trials (the root runs them with every other module's).
+pub fn trials() -> Vec<Trial> {
+    defects::trials(
+        DEFECTS,
+        |id, defect| {
+            one_row::run_row(id, |bin_dir, reference| match defect {
+                Some(defect) => profile(defect, bin_dir),
+                None => Ok(reference),
+            })
+        },
+        Vec::new(),
+    )
 }
 
 /// The profile of the adapter with `defect` over the reference `ski` in `bin_dir`: the `teams`

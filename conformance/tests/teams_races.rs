@@ -1,5 +1,5 @@
 //! The teams suite's concurrency rows against a deliberately broken adapter, for `cargo test -p
-//! ski-conformance --test teams_races` (`harness = false`, libtest-mimic).
+//! ski-conformance --test trials -- teams_races` (libtest-mimic trials).
 //!
 //! The broken adapter is this test binary started again as `<test> --teams-races SKI ARGS…`. It
 //! answers through the reference `ski teams` except for three commands, which it implements
@@ -11,13 +11,10 @@
 //! - `context inject` reads the inbox without its lock, prints, then deletes the file.
 //!
 //! Like a foreign build, it declares no `teams-busy-trace`. TEAM-CC-01, TEAM-CC-02 and TEAM-CC-03
-//! must fail against it in every run, each for its race, and pass against the reference. `for i in $(seq 20); do cargo test -p ski-conformance --test teams_races; done`
+//! must fail against it in every run, each for its race, and pass against the reference. `for i in $(seq 20); do cargo test -p ski-conformance --test trials -- teams_races; done`
 //! repeats the proof.
 
-#[path = "support/binaries.rs"]
-mod binaries;
-#[path = "support/one_row.rs"]
-mod one_row;
+use crate::one_row;
 
 use std::io::{Read, Write};
 use std::os::unix::process::CommandExt;
@@ -25,7 +22,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use rusqlite::{Connection, ErrorCode};
 use serde_json::{Value, json};
 use ski_conformance::report::junit::details;
@@ -43,12 +40,16 @@ const RACE_ROWS: [(&str, &str); 3] = [
     ("TEAM-CC-03", "sent while draining"),
 ];
 
-fn main() {
-    let argv: Vec<String> = std::env::args().collect();
+/// Plays this module's part when the command line names it (this test program started again
+/// as a stand-in), and then exits; otherwise returns.
+pub fn play_role(argv: &[String]) {
     if argv.get(1).map(String::as_str) == Some(BROKEN) {
         std::process::exit(broken(&argv[2..]));
     }
-    let args = Arguments::from_args();
+}
+
+/// This module's trials (the root runs them with every other module's).
+pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
     for (id, reason) in RACE_ROWS {
         trials.push(Trial::test(format!("broken_adapter_fails::{id}"), move || {
@@ -64,7 +65,7 @@ fn main() {
             expect(id, false, Outcome::Pass).map(drop)
         }));
     }
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 /// Fails unless row `id` has `outcome` against the broken adapter (`broken`) or the reference;

@@ -1,5 +1,5 @@
 //! The teams adapter contract's settings against a stand-in for a foreign build, for `cargo test
-//! -p ski-conformance --test teams_settings` (`harness = false`, libtest-mimic).
+//! -p ski-conformance --test trials -- teams_settings` (libtest-mimic trials).
 //!
 //! The stand-in is this test binary started again as `<test> --teams-foreign SKI ARGS…`: it
 //! answers through the reference `ski teams` but, like the TypeScript fork the document comes
@@ -8,16 +8,13 @@
 //! when its profile says `task_description = "required"` and `cycle_detection = "query"`, and
 //! fail when the profile cannot say so.
 
-#[path = "support/binaries.rs"]
-mod binaries;
-#[path = "support/one_row.rs"]
-mod one_row;
+use crate::one_row;
 
 use std::os::unix::process::CommandExt;
 use std::path::Path;
 use std::process::Command;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use rusqlite::Connection;
 use serde_json::{Value, json};
 use ski_conformance::report::junit::details;
@@ -31,12 +28,16 @@ const FOREIGN: &str = "--teams-foreign";
 const SETTINGS: &str =
     "settings = { task_description = \"required\", cycle_detection = \"query\" }";
 
-fn main() {
-    let argv: Vec<String> = std::env::args().collect();
+/// Plays this module's part when the command line names it (this test program started again
+/// as a stand-in), and then exits; otherwise returns.
+pub fn play_role(argv: &[String]) {
     if argv.get(1).map(String::as_str) == Some(FOREIGN) {
         std::process::exit(foreign(&argv[2..]));
     }
-    let args = Arguments::from_args();
+}
+
+/// This module's trials (the root runs them with every other module's).
+pub fn trials() -> Vec<Trial> {
     let mut trials = Vec::new();
     for id in ["TEAM-TL-02", "TEAM-TL-10"] {
         trials.push(Trial::test(
@@ -48,7 +49,7 @@ fn main() {
             move || expect(id, "", Outcome::Fail),
         ));
     }
-    libtest_mimic::run(&args, trials).exit();
+    trials
 }
 
 /// Fails unless row `id` against the stand-in described with `settings` has `outcome`.

@@ -3,7 +3,7 @@
 //! the tiers: a failed `should` row is a warning unless `--strict`, a failed `must` row fails the
 //! run, an `info` row never does, and a `must` row the run could not exercise is *not tested*.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

@@ -21,7 +21,6 @@ pub async fn run_against(agent: &Path, ids: &[&str], dir: &Path) -> Value {
 }
 
 /// [`run_against`] as a newcomer runs it: the capabilities are what discovery finds.
-#[allow(dead_code)] // The timing tests declare their capabilities.
 pub async fn run_discovered(agent: &Path, ids: &[&str], dir: &Path) -> Value {
     run_with(agent, &[], ids, dir).await
 }

@@ -1,6 +1,6 @@
 //! A defect corpus on disk (`conformance/defects/<suite>/corpus.toml`): its entries, each made
-//! into a target profile of its own, and the rows no defect can exercise. Include it next to
-//! `binaries.rs` (`#[path = "support/corpus.rs"] mod corpus;`).
+//! into a target profile of its own, and the rows no defect can exercise. The trials program's
+//! root declares it, next to `binaries.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -88,9 +88,10 @@ pub struct Entry {
     /// It breaks nothing.
     #[serde(default)]
     pub conforming: bool,
-    /// Rows that must fail, each with words its failure report must contain.
+    /// Rows that must fail, each with words its failure report must contain (or a list of such
+    /// words, one per symptom the defect can show: the report must contain one of them).
     #[serde(default)]
-    pub fails: BTreeMap<String, String>,
+    pub fails: BTreeMap<String, Symptoms>,
     /// Rows that may fail as consequences of the same defect, each with why.
     #[serde(default)]
     pub also: BTreeMap<String, String>,
@@ -114,6 +115,36 @@ pub struct Entry {
     /// whose turns end only when cancelled, as discovery declares it).
     #[serde(default)]
     pub with: Vec<String>,
+}
+
+/// What a row's failure report must say for the failure to count as the defect's catch: the
+/// words of the one symptom the defect has, or of each symptom it can show (which of them a run
+/// shows first may depend on the machine, so a catch accepts all of them).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Symptoms {
+    /// One symptom: `"WS-031" = "current_mode_update"`.
+    One(String),
+    /// Any of these: `"WS-006" = ["the answer to session/prompt", "the reply equals"]`.
+    Any(Vec<String>),
+}
+
+impl Symptoms {
+    /// Whether `report` says one of the symptoms.
+    pub fn seen_in(&self, report: &str) -> bool {
+        match self {
+            Symptoms::One(words) => report.contains(words.as_str()),
+            Symptoms::Any(each) => each.iter().any(|words| report.contains(words.as_str())),
+        }
+    }
+
+    /// Every symptom's words.
+    pub fn words(&self) -> &[String] {
+        match self {
+            Symptoms::One(words) => std::slice::from_ref(words),
+            Symptoms::Any(each) => each,
+        }
+    }
 }
 
 impl Corpus {

@@ -1,11 +1,11 @@
 //! A defect corpus as libtest-mimic trials: each defect of a deliberately broken adapter must fail
 //! the rows it names, each for the row's own reason, and leave the rows it names passing (a defect
-//! the document allows fails none); every row named passes against the reference. Include it next to `one_row.rs` (`#[path =
-//! "support/defects.rs"] mod defects;`).
+//! the document allows fails none); every row named passes against the reference. The root of the trials program declares
+//! it.
 
 use std::collections::BTreeSet;
 
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use ski_conformance::Outcome;
 use ski_conformance::report::junit::details;
 use ski_conformance::runner::ScenarioResult;
@@ -26,16 +26,8 @@ pub struct Defect {
 /// Runs row `id` against the adapter with `defect`, or against the reference when `None`.
 pub type RunRow = fn(&str, Option<&str>) -> Result<ScenarioResult, String>;
 
-/// Runs the trials of `defects` (with the command line's libtest arguments) and exits.
-#[allow(dead_code)] // A corpus with trials of its own calls `run_trials_with`.
-pub fn run_trials(defects: &'static [Defect], run: RunRow) -> ! {
-    run_trials_with(defects, run, Vec::new())
-}
-
-/// Runs the trials of `defects` and the corpus's own `more` trials (with the command line's
-/// libtest arguments) and exits.
-pub fn run_trials_with(defects: &'static [Defect], run: RunRow, more: Vec<Trial>) -> ! {
-    let args = Arguments::from_args();
+/// The trials of `defects`, after the corpus's own `more` trials.
+pub fn trials(defects: &'static [Defect], run: RunRow, more: Vec<Trial>) -> Vec<Trial> {
     let mut trials = more;
     let mut rows = BTreeSet::new();
     for defect in defects {
@@ -69,7 +61,7 @@ pub fn run_trials_with(defects: &'static [Defect], run: RunRow, more: Vec<Trial>
             expect(run, id, None, Outcome::Pass).map(drop)
         }));
     }
-    libtest_mimic::run(&args, trials).exit()
+    trials
 }
 
 /// Fails unless row `id` has `outcome` against `defect` (or the reference); returns what the row

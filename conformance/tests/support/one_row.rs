@@ -1,6 +1,6 @@
 //! One catalog row run alone against a target profile, as the runner runs it (one job, scale 1,
-//! no re-run), for tests that judge rows against stand-in adapters. Include it next to
-//! `binaries.rs` (`#[path = "support/one_row.rs"] mod one_row;`).
+//! no re-run), for tests that judge rows against stand-in adapters. Each program's root declares
+//! it, next to `binaries.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
