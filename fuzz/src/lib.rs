@@ -1,6 +1,7 @@
 //! ski-fuzz: fuzzing on stable Rust, in the tree. Each target drives one parser of the project
-//! with mutated input and checks its invariants; `cargo xtask fuzz` runs the campaigns and
-//! `cargo test` replays every corpus entry and saved finding.
+//! with mutated input and checks its invariants; `cargo xtask fuzz` runs the campaigns, and the
+//! package's tests (`cargo test -p ski-fuzz --lib --test regression`, a step of `cargo xtask ci`)
+//! replay every corpus entry and saved finding.
 //!
 //! - [`targets`]: the targets and their seeds.
 //! - [`mutate`]: the mutation engine.

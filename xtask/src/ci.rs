@@ -92,11 +92,23 @@ fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
         "doc tests",
         cargo_tests(&sh, &["test", "--workspace", "--doc", "--locked"]),
     )?;
-    // The fuzz targets' own tests replay every corpus entry and saved finding (`ski-fuzz`'s
-    // library is `test = false`: only this step builds its tests, optimised as the campaigns run).
+    // The fuzz engine's tests and the regression pass, which replays every seed, corpus entry
+    // and saved finding (`test = false` in fuzz/Cargo.toml: only this step builds them, optimised
+    // as the campaigns run).
     step(
         "fuzz tests",
-        cargo_tests(&sh, &["test", "-p", "ski-fuzz", "--lib", "--locked"]),
+        cargo_tests(
+            &sh,
+            &[
+                "test",
+                "-p",
+                "ski-fuzz",
+                "--lib",
+                "--test",
+                "regression",
+                "--locked",
+            ],
+        ),
     )?;
     // Every fuzz target for a short, fixed budget from a fixed seed: the same inputs each run,
     // so a finding here is reproducible with `cargo xtask fuzz --seed`.
