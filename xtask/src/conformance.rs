@@ -99,7 +99,10 @@ fn run_defects(sh: &Shell, root: &std::path::Path) -> Result<()> {
     {
         return Err(e).with_context(|| format!("cannot remove {}", table.display()));
     }
-    let test = cmd!(sh, "cargo test -p ski-conformance --test trials -- acp_defects");
+    let test = cmd!(
+        sh,
+        "cargo test -p ski-conformance --test trials -- acp_defects"
+    );
     let status = std::process::Command::from(test)
         .status()
         .context("cannot start cargo test")?;
