@@ -2,22 +2,8 @@
 
 use std::process::ExitCode;
 
-#[cfg(any(
-    feature = "aof",
-    feature = "teams",
-    feature = "kiro",
-    feature = "intercom"
-))]
-use clap::Args;
+// Paths stay qualified where a system uses them, so no `use` depends on which systems are built.
 use clap::{Command, FromArgMatches, Subcommand};
-#[cfg(any(
-    feature = "acp",
-    feature = "aof",
-    feature = "teams",
-    feature = "kiro",
-    feature = "intercom"
-))]
-use ski::cli::deferred;
 
 /// The subcommands; each one's arguments are built only when it is the one invoked.
 #[derive(Debug, Subcommand)]
@@ -62,35 +48,35 @@ fn command_line() -> Command {
     #[cfg(feature = "acp")]
     let command = command.subcommand(
         // The enum's own doc comment would replace the about line.
-        deferred("acp", ski::acp::cli::ABOUT, |acp| {
+        ski::cli::deferred("acp", ski::acp::cli::ABOUT, |acp| {
             ski::acp::cli::add_deferred_subcommands(acp).about(ski::acp::cli::ABOUT)
         })
         .subcommand_required(true)
         .arg_required_else_help(true),
     );
     #[cfg(feature = "aof")]
-    let command = command.subcommand(deferred(
+    let command = command.subcommand(ski::cli::deferred(
         "aof",
         ski::aof::cli::ABOUT,
-        ski::aof::cli::AofArgs::augment_args,
+        <ski::aof::cli::AofArgs as clap::Args>::augment_args,
     ));
     #[cfg(feature = "teams")]
-    let command = command.subcommand(deferred(
+    let command = command.subcommand(ski::cli::deferred(
         "teams",
         ski::teams::cli::ABOUT,
         ski::teams::cli::augment_args,
     ));
     #[cfg(feature = "kiro")]
-    let command = command.subcommand(deferred(
+    let command = command.subcommand(ski::cli::deferred(
         "kiro",
         ski::kiro::cli::ABOUT,
-        ski::kiro::cli::KiroArgs::augment_args,
+        <ski::kiro::cli::KiroArgs as clap::Args>::augment_args,
     ));
     #[cfg(feature = "intercom")]
-    let command = command.subcommand(deferred(
+    let command = command.subcommand(ski::cli::deferred(
         "intercom",
         ski::intercom::cli::ABOUT,
-        ski::intercom::cli::IntercomArgs::augment_args,
+        <ski::intercom::cli::IntercomArgs as clap::Args>::augment_args,
     ));
     command
 }
