@@ -265,3 +265,134 @@ async fn every_connection_to_the_agent_authenticates_and_none_to_ski_s_own_stand
         assert_eq!(result["outcome"], "pass", "{result:#}");
     }
 }
+
+/// Writes an agent whose turns need a model, as a real agent's do: it answers `initialize` and
+/// `session/new`, and for `session/prompt` asks the OpenAI Chat Completions API at
+/// `$OPENAI_BASE_URL` with `$OPENAI_API_KEY`, sends the answer's text as an
+/// `agent_message_chunk` and ends the turn `end_turn`. Without a model it never answers the
+/// prompt (its request fails, as offline, and the turn waits on).
+fn model_agent(dir: &Path) -> PathBuf {
+    let path = dir.join("model_agent.py");
+    let body = r#"import json, os, sys, urllib.request
+def send(message):
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+def ask(text):
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": text}]}).encode()
+    request = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/chat/completions", body,
+        {"Content-Type": "application/json", "Authorization": "Bearer " + os.environ["OPENAI_API_KEY"]})
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        return json.load(answer)["choices"][0]["message"]["content"]
+for line in sys.stdin:
+    try:
+        message = json.loads(line)
+    except ValueError:
+        continue
+    if not isinstance(message, dict) or "id" not in message or "method" not in message:
+        continue
+    method, id = message["method"], message["id"]
+    if method == "initialize":
+        send({"jsonrpc": "2.0", "id": id, "result": {"protocolVersion": 1, "agentCapabilities": {}, "authMethods": []}})
+    elif method == "session/new":
+        send({"jsonrpc": "2.0", "id": id, "result": {"sessionId": "s-1"}})
+    elif method == "session/prompt":
+        try:
+            text = ask(message["params"]["prompt"][0].get("text", ""))
+        except Exception:
+            continue
+        send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1",
+              "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
+        send({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "end_turn"}})
+    else:
+        send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})
+"#;
+    std::fs::write(&path, body).expect("the agent is written");
+    path
+}
+
+/// A profile of [`model_agent`]: declared agent, session and stdio and `more`; with `model`, the
+/// fake model section that points it at the runner's fake model through its own variables.
+fn model_agent_profile(dir: &Path, model: bool, more: &[&str]) -> PathBuf {
+    let agent = model_agent(dir);
+    let declared: Vec<String> = ["agent", "session", "stdio"]
+        .iter()
+        .chain(more)
+        .map(|c| format!("{c:?}"))
+        .collect();
+    let mut text = format!(
+        "name = \"model-agent\"\n[suites.acp]\ncapabilities = [{}]\n\
+         env = {{ HOME = \"{{home}}\" }}\n[suites.acp.commands]\nagent = \"python3 {}\"\n",
+        declared.join(", "),
+        agent.display()
+    );
+    if model {
+        text.push_str(
+            "[suites.acp.model]\napi = \"openai-chat\"\n\
+             env = { OPENAI_BASE_URL = \"{model_openai_url}\", OPENAI_API_KEY = \"{model_key}\" }\n",
+        );
+    }
+    let path = dir.join("model-agent.toml");
+    std::fs::write(&path, text).expect("the profile is written");
+    path
+}
+
+/// Runs `ids` against the profile at `profile`; results.json.
+async fn run_profile(profile: &Path, ids: &[&str], dir: &Path) -> serde_json::Value {
+    let profile = profile.display().to_string();
+    let mut args = vec![
+        "run",
+        "--target",
+        &profile,
+        "--suite",
+        "acp",
+        "--jobs",
+        "1",
+        "--timeout-multiplier",
+        "0.2",
+        "--no-rerun",
+        "--out",
+        "out",
+    ];
+    for id in ids {
+        args.extend(["--id", id]);
+    }
+    let run = crate::support::ski_conformance(&args, dir).await;
+    let text = std::fs::read_to_string(dir.join("out/results.json")).unwrap_or_else(|e| {
+        panic!(
+            "no results.json ({e}), exit {:?}:\n{}{}",
+            run.code, run.stdout, run.stderr
+        )
+    });
+    serde_json::from_str(&text).expect("results.json is JSON")
+}
+
+#[tokio::test]
+async fn a_fake_model_in_the_profile_lets_a_turn_row_run_that_was_not_tested() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // No model: no turn ends, the row is not tested.
+    let without = model_agent_profile(dir.path(), false, &[]);
+    let results = run_profile(&without, &["ACP-CORE-003"], dir.path()).await;
+    assert_eq!(
+        row(&results, "ACP-CORE-003")["outcome"],
+        "skip",
+        "{results:#}"
+    );
+    assert_eq!(
+        results["not_tested"],
+        serde_json::json!(["ACP-CORE-003"]),
+        "{results:#}"
+    );
+
+    // The model section: the runner starts the fake model, the agent's turn ends, the row runs.
+    let with = model_agent_profile(dir.path(), true, &[]);
+    let results = run_profile(&with, &["ACP-CORE-003"], dir.path()).await;
+    let result = row(&results, "ACP-CORE-003");
+    assert_eq!(result["outcome"], "pass", "{result:#}");
+    assert_eq!(results["not_tested"], serde_json::json!([]), "{results:#}");
+
+    // `prompt` declared with no model started: the turn never ends and the row fails.
+    let declared = model_agent_profile(dir.path(), false, &["prompt"]);
+    let results = run_profile(&declared, &["ACP-CORE-003"], dir.path()).await;
+    let result = row(&results, "ACP-CORE-003");
+    assert_eq!(result["outcome"], "fail", "{result:#}");
+}
