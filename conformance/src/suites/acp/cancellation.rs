@@ -441,10 +441,16 @@ async fn ws_013(ctx: Ctx) -> CheckResult {
         turn.describe()
     );
     normal.conn.quiet(QUIET).await;
-    let late: Vec<_> = exchange::since(&normal.conn, turn.end + 1)
-        .into_iter()
-        .filter(|f| f.is_update_for(&session))
-        .collect();
+    let after = exchange::since(&normal.conn, turn.end + 1);
+    let late: Vec<_> = if ctx.has(SKI_SERVE_SPEC) {
+        after
+            .into_iter()
+            .filter(|f| f.is_update_for(&session))
+            .collect()
+    } else {
+        // The session's commands may change at any time (E-ACP-61).
+        exchange::turn_content_updates(&after, &session)
+    };
     ensure!(
         late.is_empty(),
         "every session/update of the turn precedes the prompt result",

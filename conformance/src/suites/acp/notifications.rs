@@ -124,9 +124,12 @@ async fn core_043(ctx: Ctx) -> CheckResult {
     )?;
     let conn = &mut opened.conn;
     conn.quiet(QUIET).await;
+    // The session's commands (available_commands_update) may change at any time (E-ACP-61).
     let late: Vec<&Frame> = exchange::since(conn, turn.end + 1)
         .into_iter()
-        .filter(|f| f.is_update_for(&turn.session))
+        .filter(|f| {
+            f.is_update_for(&turn.session) && f.update_kind() != Some("available_commands_update")
+        })
         .collect();
     ensure!(
         late.is_empty(),
