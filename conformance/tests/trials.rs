@@ -33,6 +33,9 @@ mod teams_defects;
 mod teams_races;
 mod teams_settings;
 
+/// A module's trials, built when the program starts.
+type TrialsOf = fn() -> Vec<Trial>;
+
 fn main() -> ExitCode {
     if let Some(code) = corpus_client::run_if_asked() {
         return code;
@@ -52,7 +55,7 @@ fn main() -> ExitCode {
     ] {
         play_role(&argv);
     }
-    let modules: [(&str, fn() -> Vec<Trial>); 9] = [
+    let modules: [(&str, TrialsOf); 9] = [
         ("acp_defects", acp_defects::trials),
         ("aof_stand_in", aof_stand_in::trials),
         ("intercom_defects", intercom_defects::trials),

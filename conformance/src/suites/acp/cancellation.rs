@@ -528,7 +528,7 @@ async fn stop_on(ctx: &Ctx, transport: Transport) -> Result<Stopped, CheckError>
     let session = opened.session.clone();
     let name = transport.name();
     // The request form.
-    let (id, start) = hold_turn(&ctx, &mut opened.conn, &opened.init, &session).await?;
+    let (id, start) = hold_turn(ctx, &mut opened.conn, &opened.init, &session).await?;
     let stopped_at = opened.conn.cursor();
     let stop = opened
         .conn
@@ -542,7 +542,7 @@ async fn stop_on(ctx: &Ctx, transport: Transport) -> Result<Stopped, CheckError>
         &format!("over {name} a prompt stopped by the session/stop request ends cancelled"),
     )?;
     // The notification form.
-    let (id, start) = hold_turn(&ctx, &mut opened.conn, &opened.init, &session).await?;
+    let (id, start) = hold_turn(ctx, &mut opened.conn, &opened.init, &session).await?;
     opened
         .conn
         .notify("session/stop", json!({"sessionId": session}))
