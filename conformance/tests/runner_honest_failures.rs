@@ -270,7 +270,8 @@ async fn every_connection_to_the_agent_authenticates_and_none_to_ski_s_own_stand
 /// `session/new`, and for `session/prompt` asks the OpenAI Chat Completions API at
 /// `$OPENAI_BASE_URL` with `$OPENAI_API_KEY`, sends the answer's text as an
 /// `agent_message_chunk` and ends the turn `end_turn`. Without a model it never answers the
-/// prompt (its request fails, as offline, and the turn waits on).
+/// prompt (its request fails, as offline, and the turn waits on). After the answer it sends an
+/// update of the kind in `$AFTER_ANSWER`, if set.
 fn model_agent(dir: &Path) -> PathBuf {
     let path = dir.join("model_agent.py");
     let body = r#"import json, os, sys, urllib.request
@@ -303,6 +304,13 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1",
               "update": {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": text}}}})
         send({"jsonrpc": "2.0", "id": id, "result": {"stopReason": "end_turn"}})
+        after = os.environ.get("AFTER_ANSWER")
+        if after == "available_commands_update":
+            send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1",
+                  "update": {"sessionUpdate": after, "availableCommands": []}}})
+        elif after:
+            send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": "s-1",
+                  "update": {"sessionUpdate": after, "content": {"type": "text", "text": "late"}}}})
     else:
         send({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})
 "#;
@@ -313,6 +321,11 @@ for line in sys.stdin:
 /// A profile of [`model_agent`]: declared agent, session and stdio and `more`; with `model`, the
 /// fake model section that points it at the runner's fake model through its own variables.
 fn model_agent_profile(dir: &Path, model: bool, more: &[&str]) -> PathBuf {
+    model_agent_profile_after(dir, model, more, "")
+}
+
+/// [`model_agent_profile`] whose agent sends an update of kind `after` after each answer.
+fn model_agent_profile_after(dir: &Path, model: bool, more: &[&str], after: &str) -> PathBuf {
     let agent = model_agent(dir);
     let declared: Vec<String> = ["agent", "session", "stdio"]
         .iter()
@@ -321,7 +334,8 @@ fn model_agent_profile(dir: &Path, model: bool, more: &[&str]) -> PathBuf {
         .collect();
     let mut text = format!(
         "name = \"model-agent\"\n[suites.acp]\ncapabilities = [{}]\n\
-         env = {{ HOME = \"{{home}}\" }}\n[suites.acp.commands]\nagent = \"python3 {}\"\n",
+         env = {{ HOME = \"{{home}}\", AFTER_ANSWER = \"{after}\" }}\n\
+         [suites.acp.commands]\nagent = \"python3 {}\"\n",
         declared.join(", "),
         agent.display()
     );
@@ -393,6 +407,21 @@ async fn a_fake_model_in_the_profile_lets_a_turn_row_run_that_was_not_tested() {
     // `prompt` declared with no model started: the turn never ends and the row fails.
     let declared = model_agent_profile(dir.path(), false, &["prompt"]);
     let results = run_profile(&declared, &["ACP-CORE-003"], dir.path()).await;
+    let result = row(&results, "ACP-CORE-003");
+    assert_eq!(result["outcome"], "fail", "{result:#}");
+}
+
+#[tokio::test]
+async fn the_session_s_commands_after_a_turn_s_answer_are_not_a_late_turn_update() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // Opencode and Qwen Code send available_commands_update whenever; ACP puts it in no turn.
+    let commands = model_agent_profile_after(dir.path(), true, &[], "available_commands_update");
+    let results = run_profile(&commands, &["ACP-CORE-003"], dir.path()).await;
+    let result = row(&results, "ACP-CORE-003");
+    assert_eq!(result["outcome"], "pass", "{result:#}");
+    // A chunk of the turn after its answer still fails the row.
+    let chunk = model_agent_profile_after(dir.path(), true, &[], "agent_message_chunk");
+    let results = run_profile(&chunk, &["ACP-CORE-003"], dir.path()).await;
     let result = row(&results, "ACP-CORE-003");
     assert_eq!(result["outcome"], "fail", "{result:#}");
 }

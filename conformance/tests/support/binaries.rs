@@ -29,6 +29,8 @@ fn needed_binaries(target: &Target) -> Vec<String> {
         .flatten()
         .filter_map(|w| w.strip_prefix("{bin_dir}/").map(str::to_owned))
         .collect();
+    // The teams and intercom suites read the target's SQLite file through it.
+    names.push(ski_conformance::sqlite::PROGRAM.to_owned());
     names.sort();
     names.dedup();
     names
