@@ -81,10 +81,12 @@ fn replace_dir(text: &str, dir: &str, placeholder: &str) -> String {
         let after = &rest[at + dir.len()..];
         let boundary = after.chars().next().is_none_or(|c| !is_name_char(c));
         // A match inside a longer path (`/x/tmp` for `/tmp`) is not this directory.
-        let starts = rest[..at]
-            .chars()
-            .next_back()
-            .is_none_or(|c| !is_name_char(c) && c != '/');
+        let before = &rest[..at];
+        let starts = before.ends_with("://")
+            || before
+                .chars()
+                .next_back()
+                .is_none_or(|c| !is_name_char(c) && c != '/');
         out.push_str(&rest[..at]);
         if boundary && starts {
             out.push_str(placeholder);
@@ -144,6 +146,10 @@ mod tests {
         assert_eq!(
             redactor.apply("node /srv/repo/target/peers/echo.mjs in /srv/repo/conformance"),
             "node {target_dir}/peers/echo.mjs in {cwd}/conformance"
+        );
+        assert_eq!(
+            redactor.apply("at file:///tmp/agents/q/cli.js:1:2"),
+            "at file://{tmp}/agents/q/cli.js:1:2"
         );
         assert_eq!(
             redactor.apply("HOME=/home/me/.cache; /home/meg stays; /x/tmp/y stays"),
