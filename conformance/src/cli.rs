@@ -176,6 +176,9 @@ enum Fixture {
     /// An intercom server that gets ready and answers every HTTP request with 500: print
     /// `{"mcp_url": …}` for a loopback port, then serve until a signal ends the process.
     HttpErrors,
+    /// An ACP agent on stdio that answers every request with a JSON-RPC error (-32603) and
+    /// passes over notifications, until stdin closes.
+    AcpErrors,
 }
 
 #[derive(Debug, Args)]
@@ -1090,7 +1093,36 @@ fn run_fixture(fixture: Fixture) -> u8 {
             EXIT_OK
         }
         Fixture::HttpErrors => serve_http_errors(),
+        Fixture::AcpErrors => answer_acp_errors(),
     }
+}
+
+/// [`Fixture::AcpErrors`]: every JSON-RPC request on stdin, whatever it asks, gets -32603.
+fn answer_acp_errors() -> u8 {
+    use std::io::{BufRead, Write};
+    let stdin = std::io::stdin();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(message) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        let (Some(id), Some(_)) = (message.get("id"), message.get("method")) else {
+            continue;
+        };
+        let answer = serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {"code": -32603, "message": "Internal error"},
+        });
+        if writeln!(stdout, "{answer}")
+            .and_then(|()| stdout.flush())
+            .is_err()
+        {
+            break;
+        }
+    }
+    EXIT_OK
 }
 
 /// [`Fixture::HttpErrors`]: every request, whatever it asks, gets `500 Internal Server Error`.

@@ -7,6 +7,8 @@
 //!   discovery) and with `agent`, `session` and `prompt` declared by hand: at most 60 s each;
 //! - the intercom suite against a server that never gets ready (the reference profile with every
 //!   server command replaced by the same stand-in): at most 120 s;
+//! - the ACP suite against an agent on stdio that answers every request with a JSON-RPC error
+//!   (`ski-conformance fixture acp-errors`), discovered and declared: at most 60 s each;
 //! - a real agent's run (Gemini CLI offline, profile `gemini-cli`, when
 //!   `conformance/targets/peers` has installed it): its failing rows, re-runs included, take at
 //!   most 3 times its passing rows' time.
@@ -33,6 +35,10 @@ const INTERCOM_SILENT_GOAL: f64 = 120.0;
 /// The intercom suite against a ready server that answers every MCP request with HTTP 500, in
 /// seconds at `-j 2`: each row fails at the first refusal.
 const INTERCOM_ERRORING_GOAL: f64 = 60.0;
+
+/// The ACP suite against an agent on stdio that answers every request with a JSON-RPC error, in
+/// seconds at `-j 2`, discovered or declared: each row fails at the first error answer.
+const ACP_ERRORING_GOAL: f64 = 60.0;
 
 /// The most time a real agent's failing rows may take, as a multiple of its passing rows' time.
 const FAILING_SHARE_GOAL: f64 = 3.0;
@@ -166,6 +172,38 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
         INTERCOM_ERRORING_GOAL,
         "s",
     );
+
+    // An agent that answers every request with -32603 (the hidden fixture
+    // `ski-conformance fixture acp-errors`), as a newcomer runs it and with its capabilities
+    // declared by hand, so that the rows needing a session meet the error too.
+    let erroring_agent = format!("{} fixture acp-errors", runner.display());
+    for (id, name, declared) in [
+        (
+            "acp-erroring-discovered",
+            "acp suite, agent that answers every request with an error (--agent-cmd, discovered)",
+            false,
+        ),
+        (
+            "acp-erroring-declared",
+            "acp suite, agent that answers every request with an error (agent, session, prompt declared)",
+            true,
+        ),
+    ] {
+        let mut args = vec!["--agent-cmd", erroring_agent.as_str(), "--suite", "acp"];
+        if declared {
+            args.extend([
+                "--no-discover",
+                "--capability",
+                "agent",
+                "--capability",
+                "session",
+                "--capability",
+                "prompt",
+            ]);
+        }
+        let timed = time_run(sh, &runner, &out_root.join(id), &args)?;
+        goal(id, name, &timed, timed.wall, ACP_ERRORING_GOAL, "s");
+    }
 
     let timed = time_run(
         sh,
