@@ -5,6 +5,8 @@
 //!
 //! - [`config`]: the TOML file and its validation; tokens only from the environment.
 //! - [`store`]: SQLite persistence (sessions, approvals, steering) and the schema bootstrap.
+//! - [`vocab`]: the closed sets (statuses, risk levels, connectivity, modes, answers) as enums,
+//!   stored in SQLite and written on the wire under their fixed names.
 //! - [`hub`]: shared state, session threads (the first post's `ts` is the immutable `thread_ts`).
 //! - [`slack`], [`socket`]: the Web API and Socket Mode through slack-morphism.
 //! - [`acp`]: ACP mode, spawned agents on stdio (the stream dialect or standard ACP), stall
@@ -34,3 +36,4 @@ pub mod redact;
 pub mod slack;
 pub mod socket;
 pub mod store;
+pub mod vocab;

@@ -28,6 +28,7 @@ use super::driver::{
     SessionStart, WaitDecision,
 };
 use super::hub::Hub;
+use super::vocab::Clearance;
 
 /// The driver of spawned agents.
 #[derive(Default)]
@@ -114,11 +115,11 @@ impl AgentDriver for AcpDriver {
                     "clearance request {request_id}"
                 )));
             };
-            let approved = decision.status == "approved";
+            let approved = decision.status == Clearance::Approved;
             let line = match options {
                 None => wire::out::clearance_response(
                     &raw_id,
-                    &decision.status,
+                    decision.status.as_str(),
                     decision.reason.as_deref(),
                 ),
                 Some(options) => {
@@ -151,7 +152,7 @@ impl AgentDriver for AcpDriver {
             let written = link
                 .write(wire::out::prompt_response(
                     &raw_id,
-                    &decision.decision,
+                    decision.decision.as_str(),
                     decision.instruction.as_deref(),
                 ))
                 .await;

@@ -142,7 +142,7 @@ pub fn approval_request(approval: &NewApproval<'_>) -> (String, Value) {
         approval.request_id,
         approval.title,
         approval.file_path,
-        approval.risk_level,
+        approval.risk_level.as_str(),
         approval.description,
         approval.diff,
     );

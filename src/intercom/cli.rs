@@ -31,6 +31,7 @@ use super::hub::Hub;
 use super::redact::RedactingStderr;
 use super::slack::{self, Poster, SlackError};
 use super::store::Store;
+use super::vocab::SessionStatus;
 use super::{mcp, socket};
 use crate::exit::{CommandError, CommandResult, FailureClass};
 
@@ -364,7 +365,7 @@ async fn end_live_sessions(hub: &Hub) {
         .map(|sessions| sessions.into_iter().map(|s| s.id).collect())
         .unwrap_or_default();
     for id in live {
-        hub.end_session(&id, "interrupted", "server shut down")
+        hub.end_session(&id, SessionStatus::Interrupted, "server shut down")
             .await;
     }
 }

@@ -4,6 +4,7 @@
 use super::driver::Delivery;
 use super::hub::Hub;
 use super::store::Session;
+use super::vocab::SessionStatus;
 
 /// The longest command text accepted.
 pub const MAX_TEXT: usize = 4000;
@@ -106,7 +107,7 @@ fn describe(hub: &Hub, session: &Session) -> String {
     format!(
         "Session `{}` ({}) — status: {}, workspace: {}, mode: {}, pending approvals: {}, last activity: {}",
         session.id,
-        session.protocol_mode.to_uppercase(),
+        session.protocol_mode.as_str().to_uppercase(),
         session.status,
         session.workspace_id.as_deref().unwrap_or("-"),
         session.mode,
@@ -137,7 +138,7 @@ pub async fn run(hub: &Hub, channel: &str, user: &str, text: &str) -> String {
                     reply.push_str(&format!(
                         "\n• `{}` — {} | owner: `{}` | workspace: {}",
                         session.id,
-                        session.protocol_mode.to_uppercase(),
+                        session.protocol_mode.as_str().to_uppercase(),
                         session.owner_user_id,
                         session.workspace_id.as_deref().unwrap_or("-")
                     ));
@@ -162,8 +163,12 @@ pub async fn run(hub: &Hub, channel: &str, user: &str, text: &str) -> String {
         },
         Command::SessionStop(id) => match choose(hub, channel, id.as_deref()) {
             Ok(Choice::One(session, _)) => {
-                hub.end_session(&session.id, "terminated", "stopped by operator")
-                    .await;
+                hub.end_session(
+                    &session.id,
+                    SessionStatus::Terminated,
+                    "stopped by operator",
+                )
+                .await;
                 tracing::info!(session_id = %session.id, user, "session stopped from slack");
                 format!("Session `{}` stopped.", session.id)
             }

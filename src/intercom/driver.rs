@@ -11,6 +11,7 @@ use serde::Serialize;
 use tokio::sync::oneshot;
 
 use super::config::Mode;
+use super::vocab::{Clearance, PromptAnswer, WaitAnswer};
 
 /// Errors a driver reports.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,24 +32,21 @@ pub type DriverFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, DriverError
 /// The operator's answer to a clearance request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ClearanceDecision {
-    /// `approved`, `rejected`, or `interrupted` when the session ended first.
-    pub status: String,
+    pub status: Clearance,
     pub reason: Option<String>,
 }
 
 /// The operator's answer to a forwarded prompt (`transmit`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PromptDecision {
-    /// `continue`, `refine` or `stop`.
-    pub decision: String,
+    pub decision: PromptAnswer,
     pub instruction: Option<String>,
 }
 
 /// The operator's answer to an agent on standby.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct WaitDecision {
-    /// `resumed` or `stopped`.
-    pub status: String,
+    pub status: WaitAnswer,
     pub instruction: Option<String>,
 }
 
@@ -260,7 +258,7 @@ impl AgentDriver for McpDriver {
             };
             for sender in clearances {
                 let _ = sender.send(ClearanceDecision {
-                    status: "interrupted".into(),
+                    status: Clearance::Interrupted,
                     reason: Some("session ended".into()),
                 });
             }
@@ -271,13 +269,13 @@ impl AgentDriver for McpDriver {
             };
             for sender in prompts {
                 let _ = sender.send(PromptDecision {
-                    decision: "stop".into(),
+                    decision: PromptAnswer::Stop,
                     instruction: Some("session ended".into()),
                 });
             }
             if let Some(sender) = lock(&self.waits).remove(session_id) {
                 let _ = sender.send(WaitDecision {
-                    status: "stopped".into(),
+                    status: WaitAnswer::Stopped,
                     instruction: Some("session ended".into()),
                 });
             }
@@ -292,7 +290,7 @@ mod tests {
 
     fn approved() -> ClearanceDecision {
         ClearanceDecision {
-            status: "approved".into(),
+            status: Clearance::Approved,
             reason: None,
         }
     }
@@ -307,13 +305,13 @@ mod tests {
                 "B",
                 "req-001",
                 ClearanceDecision {
-                    status: "rejected".into(),
+                    status: Clearance::Rejected,
                     reason: Some("wrong file".into()),
                 },
             )
             .await
             .expect("resolve B");
-        assert_eq!(b.await.expect("B answered").status, "rejected");
+        assert_eq!(b.await.expect("B answered").status, Clearance::Rejected);
         driver
             .resolve_clearance("A", "req-001", approved())
             .await
@@ -333,7 +331,7 @@ mod tests {
         let other = driver.await_clearance("B", "req-001");
         driver.interrupt("A").await.expect("interrupt");
         driver.interrupt("A").await.expect("again");
-        assert_eq!(a.await.expect("answered").status, "interrupted");
+        assert_eq!(a.await.expect("answered").status, Clearance::Interrupted);
         assert_eq!(driver.pending_clearances(), 1);
         drop(other);
     }

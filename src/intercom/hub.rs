@@ -10,6 +10,7 @@ use super::config::{Config, Mode, Workspace};
 use super::driver::{AgentDriver, McpDriver};
 use super::slack::Poster;
 use super::store::{NewSession, Session, Store, StoreError};
+use super::vocab::{SessionStatus, WorkMode};
 
 /// Everything a handler needs.
 pub struct Hub {
@@ -144,11 +145,11 @@ impl Hub {
         let session = self.store.create_session(&NewSession {
             id: &id,
             owner_user_id: owner,
-            protocol_mode: protocol_mode.as_str(),
+            protocol_mode,
             mode: if placement.channel_id.is_some() {
-                "remote"
+                WorkMode::Remote
             } else {
-                "local"
+                WorkMode::Local
             },
             workspace_id: placement.workspace.as_ref().map(|w| w.id.as_str()),
             workspace_root: workspace_root.as_deref(),
@@ -208,7 +209,7 @@ impl Hub {
             workspace_path: workspace.and_then(|w| w.path),
         };
         if let Err(error) = self.driver.start_session(start).await {
-            self.end_session(&session.id, "interrupted", &error.to_string())
+            self.end_session(&session.id, SessionStatus::Interrupted, &error.to_string())
                 .await;
             return Err(error.to_string());
         }
@@ -277,7 +278,7 @@ impl Hub {
 
     /// Ends a live session (`terminated` or `interrupted`): the agent's waits are answered and
     /// "Session ended" is posted in its thread. Answers false when it had already ended.
-    pub async fn end_session(&self, session_id: &str, status: &str, reason: &str) -> bool {
+    pub async fn end_session(&self, session_id: &str, status: SessionStatus, reason: &str) -> bool {
         let ended = match self.store.end_session(session_id, status) {
             Ok(ended) => ended,
             Err(error) => {
@@ -292,7 +293,12 @@ impl Hub {
             let _ = self.mcp.interrupt(session_id).await;
         }
         if ended {
-            tracing::info!(session_id, status, reason, "session ended");
+            tracing::info!(
+                session_id,
+                status = status.as_str(),
+                reason,
+                "session ended"
+            );
             let short = session_id.get(..8).unwrap_or(session_id);
             self.post_in_session(
                 session_id,

@@ -9,6 +9,7 @@ use super::blocks::{self, INSTRUCTION_ACTION, INSTRUCTION_BLOCK, action};
 use super::driver::{ClearanceDecision, PromptDecision, WaitDecision};
 use super::hub::Hub;
 use super::store::Session;
+use super::vocab::{Clearance, PromptAnswer, SessionStatus, WaitAnswer};
 
 /// Modal callback ids.
 const REJECT_CALLBACK: &str = "approval_reject";
@@ -91,9 +92,9 @@ pub async fn block_actions(hub: Arc<Hub>, event: Value) {
         }
         action::PROMPT_CONTINUE | action::PROMPT_STOP => {
             let decision = if action_id == action::PROMPT_CONTINUE {
-                "continue"
+                PromptAnswer::Continue
             } else {
-                "stop"
+                PromptAnswer::Stop
             };
             decide_prompt(
                 &hub,
@@ -120,12 +121,12 @@ pub async fn block_actions(hub: Arc<Hub>, event: Value) {
         }
         action::WAIT_RESUME | action::WAIT_STOP => {
             let status = if action_id == action::WAIT_RESUME {
-                "resumed"
+                WaitAnswer::Resumed
             } else {
-                "stopped"
+                WaitAnswer::Stopped
             };
             let decision = WaitDecision {
-                status: status.into(),
+                status,
                 instruction: None,
             };
             match hub.driver.resolve_wait(&session.id, decision).await {
@@ -146,8 +147,12 @@ pub async fn block_actions(hub: Arc<Hub>, event: Value) {
                 .poster
                 .update(&channel, &message_ts, &note, &blocks::decided(&note))
                 .await;
-            hub.end_session(&session.id, "terminated", "terminated by operator")
-                .await;
+            hub.end_session(
+                &session.id,
+                SessionStatus::Terminated,
+                "terminated by operator",
+            )
+            .await;
         }
         action::STALL_RESTART => {
             let note = format!("🔄 Restart requested by <@{user}>");
@@ -217,7 +222,7 @@ pub async fn view_submission(hub: Arc<Hub>, event: Value) {
                 &channel,
                 &message_ts,
                 &user,
-                "refine",
+                PromptAnswer::Refine,
                 reason,
             )
             .await;
@@ -237,8 +242,8 @@ async fn decide_clearance(
     rejection: Option<Option<String>>,
 ) {
     let (status, reason) = match &rejection {
-        None => ("approved", None),
-        Some(reason) => ("rejected", reason.clone()),
+        None => (Clearance::Approved, None),
+        Some(reason) => (Clearance::Rejected, reason.clone()),
     };
     match hub
         .store
@@ -255,7 +260,7 @@ async fn decide_clearance(
         }
     }
     let decision = ClearanceDecision {
-        status: status.into(),
+        status,
         reason: reason.clone(),
     };
     if let Err(error) = hub
@@ -294,11 +299,11 @@ async fn decide_prompt(
     channel: &str,
     message_ts: &str,
     user: &str,
-    decision: &str,
+    decision: PromptAnswer,
     instruction: Option<String>,
 ) {
     let answer = PromptDecision {
-        decision: decision.into(),
+        decision,
         instruction: instruction.clone(),
     };
     match hub

@@ -25,141 +25,23 @@ use serde_json::{Value, json};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
+mod args;
+mod tools;
+
+pub use self::tools::ToolName;
+
+use self::args::Call;
 use super::blocks;
 use super::config::Mode;
 use super::hub::Hub;
 use super::policy;
 use super::store::NewApproval;
+use super::vocab::{ApprovalStatus, Clearance, SessionStatus};
 use crate::storage::inside_root::Root;
 
-/// The nine tools: name, description, input schema.
+/// The nine tools as `tools/list` gives them: name, description, input schema.
 pub fn tools() -> Vec<Tool> {
-    let schema = |value: Value| -> serde_json::Map<String, Value> {
-        match value {
-            Value::Object(map) => map,
-            _ => serde_json::Map::new(),
-        }
-    };
-    let progress = json!({
-        "type": "array",
-        "items": {
-            "type": "object",
-            "properties": {
-                "label": { "type": "string" },
-                "status": { "type": "string", "enum": ["done", "in_progress", "pending"] }
-            },
-            "required": ["label", "status"]
-        }
-    });
-    vec![
-        Tool::new(
-            "check_clearance",
-            "Ask the operator to approve a change; blocks until Accept or Reject is clicked in Slack.",
-            schema(json!({
-                "type": "object",
-                "properties": {
-                    "title": { "type": "string" },
-                    "description": { "type": "string" },
-                    "diff": { "type": "string" },
-                    "file_path": { "type": "string" },
-                    "risk_level": { "type": "string", "enum": ["low", "high", "critical"] }
-                },
-                "required": ["title", "diff", "file_path"]
-            })),
-        ),
-        Tool::new(
-            "check_diff",
-            "Apply an approved change: writes the approved content to its file under the workspace.",
-            schema(json!({
-                "type": "object",
-                "properties": {
-                    "request_id": { "type": "string" },
-                    "force": { "type": "boolean" }
-                },
-                "required": ["request_id"]
-            })),
-        ),
-        Tool::new(
-            "auto_check",
-            "Ask whether a tool call may run without the operator's approval.",
-            schema(json!({
-                "type": "object",
-                "properties": {
-                    "tool_name": { "type": "string" },
-                    "context": { "type": "object" }
-                },
-                "required": ["tool_name"]
-            })),
-        ),
-        Tool::new(
-            "transmit",
-            "Forward a prompt to the operator; blocks until Continue, Refine or Stop.",
-            schema(json!({
-                "type": "object",
-                "properties": {
-                    "prompt_text": { "type": "string" },
-                    "prompt_type": { "type": "string", "enum": ["continuation", "clarification", "error_recovery", "resource_warning"] },
-                    "elapsed_seconds": { "type": "integer", "minimum": 0 },
-                    "actions_taken": { "type": "integer", "minimum": 0 }
-                },
-                "required": ["prompt_text"]
-            })),
-        ),
-        Tool::new(
-            "broadcast",
-            "Post a status message in the session's Slack thread.",
-            schema(json!({
-                "type": "object",
-                "properties": {
-                    "message": { "type": "string" },
-                    "level": { "type": "string", "enum": ["info", "success", "warning", "error"] },
-                    "thread_ts": { "type": "string" }
-                },
-                "required": ["message"]
-            })),
-        ),
-        Tool::new(
-            "reboot",
-            "Recover the session's state after a restart: status, pending requests, progress.",
-            schema(json!({
-                "type": "object",
-                "properties": { "session_id": { "type": "string" } }
-            })),
-        ),
-        Tool::new(
-            "switch_freq",
-            "Set the session's operational mode.",
-            schema(json!({
-                "type": "object",
-                "properties": {
-                    "mode": { "type": "string", "enum": ["remote", "local", "hybrid"] }
-                },
-                "required": ["mode"]
-            })),
-        ),
-        Tool::new(
-            "standby",
-            "Wait for the operator's instruction; blocks until Resume or Stop, or the timeout.",
-            schema(json!({
-                "type": "object",
-                "properties": {
-                    "message": { "type": "string" },
-                    "timeout_seconds": { "type": "integer", "minimum": 0 }
-                }
-            })),
-        ),
-        Tool::new(
-            "ping",
-            "Report liveness and progress; answers the operator's queued steering messages.",
-            schema(json!({
-                "type": "object",
-                "properties": {
-                    "status_message": { "type": "string" },
-                    "progress_snapshot": progress
-                }
-            })),
-        ),
-    ]
+    ToolName::ALL.into_iter().map(ToolName::tool).collect()
 }
 
 /// The browser origins always served: pages on this machine's loopback names, on any port.
@@ -230,7 +112,7 @@ impl Drop for Slot {
         let hub = self.hub.clone();
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                hub.end_session(&id, "terminated", "agent disconnected")
+                hub.end_session(&id, SessionStatus::Terminated, "agent disconnected")
                     .await;
             });
         }
@@ -343,18 +225,6 @@ fn tool_error(message: impl Into<String>) -> Result<CallToolResponse, ErrorData>
     Ok(CallToolResult::error(vec![ContentBlock::text(message.into())]).into())
 }
 
-fn arg_str(args: &serde_json::Map<String, Value>, key: &str) -> Option<String> {
-    args.get(key).and_then(Value::as_str).map(str::to_string)
-}
-
-fn required(args: &serde_json::Map<String, Value>, key: &str) -> Result<String, String> {
-    match args.get(key) {
-        Some(Value::String(value)) => Ok(value.clone()),
-        Some(_) => Err(format!("invalid arguments: {key} must be a string")),
-        None => Err(format!("invalid arguments: missing field {key}")),
-    }
-}
-
 /// Writes approved content to `relative` below the workspace `root` (created when missing),
 /// resolved by `storage::inside_root`: an absolute path, `..` past the root and a link out of
 /// it (dangling or not) are refused; missing directories are created inside; the file must be
@@ -377,11 +247,7 @@ impl IntercomMcp {
             .id()
             .ok_or("no session: the connection did not initialize")?;
         match self.hub.store.session(&id) {
-            Ok(Some(session))
-                if matches!(session.status.as_str(), "active" | "created" | "paused") =>
-            {
-                Ok(session)
-            }
+            Ok(Some(session)) if session.status.is_live() => Ok(session),
             Ok(Some(session)) => Err(format!(
                 "session {} has ended ({})",
                 session.id, session.status
@@ -400,16 +266,15 @@ impl IntercomMcp {
         let session = self.session().await?;
         let hub = &self.hub;
         let _ = hub.store.touch(&session.id, Some(name));
-        match name {
-            "check_clearance" => {
-                let title = required(&args, "title")?;
-                let diff = required(&args, "diff")?;
-                let file_path = required(&args, "file_path")?;
-                let description = arg_str(&args, "description");
-                let risk = arg_str(&args, "risk_level").unwrap_or_else(|| "low".into());
-                if !matches!(risk.as_str(), "low" | "high" | "critical") {
-                    return Err(format!("invalid arguments: risk_level {risk:?}"));
-                }
+        let tool = ToolName::from_name(name).ok_or_else(|| format!("unknown tool: {name}"))?;
+        match Call::parse(tool, args)? {
+            Call::CheckClearance {
+                title,
+                description,
+                diff,
+                file_path,
+                risk_level,
+            } => {
                 let request_id = hub
                     .store
                     .next_request_id(&session.id)
@@ -421,7 +286,7 @@ impl IntercomMcp {
                     description: description.as_deref(),
                     diff: &diff,
                     file_path: &file_path,
-                    risk_level: &risk,
+                    risk_level,
                 };
                 hub.store
                     .insert_approval(&approval)
@@ -439,7 +304,7 @@ impl IntercomMcp {
                         let _ = hub.store.decide_approval(
                             &session.id,
                             &request_id,
-                            "interrupted",
+                            Clearance::Interrupted,
                             Some("no slack channel to ask in"),
                         );
                         return Err(
@@ -462,14 +327,13 @@ impl IntercomMcp {
                     }
                 }
             }
-            "check_diff" => {
-                let request_id = required(&args, "request_id")?;
+            Call::CheckDiff { request_id } => {
                 let approval = hub
                     .store
                     .approval(&session.id, &request_id)
                     .map_err(|e| e.to_string())?
                     .ok_or_else(|| format!("not found: request {request_id}"))?;
-                if approval.status != "approved" {
+                if approval.status != ApprovalStatus::Approved {
                     return Err(format!(
                         "request {request_id} is {}, not approved",
                         approval.status
@@ -488,12 +352,7 @@ impl IntercomMcp {
                     .map_err(|e| e.to_string())?;
                 Ok(json!({ "status": "applied", "files_written": [approval.file_path] }))
             }
-            "auto_check" => {
-                let tool_name = required(&args, "tool_name")?;
-                let context = args.get("context");
-                if context.is_some_and(|c| !c.is_object()) {
-                    return Err("invalid arguments: context must be an object".into());
-                }
+            Call::AutoCheck { tool_name, context } => {
                 let root = hub
                     .config()
                     .workspaces
@@ -508,17 +367,18 @@ impl IntercomMcp {
                     }
                     None => policy::AutoApprove::default(),
                 };
-                let verdict = policy.check(&tool_name, context);
+                let context = context.map(Value::Object);
+                let verdict = policy.check(&tool_name, context.as_ref());
                 Ok(json!({
                     "auto_approved": verdict.auto_approved,
                     "tool_name": tool_name,
                     "matched_rule": verdict.matched_rule,
                 }))
             }
-            "transmit" => {
-                let prompt_text = required(&args, "prompt_text")?;
-                let prompt_type =
-                    arg_str(&args, "prompt_type").unwrap_or_else(|| "continuation".into());
+            Call::Transmit {
+                prompt_text,
+                prompt_type,
+            } => {
                 let prompt_id = format!("prompt-{}", &uuid::Uuid::new_v4().to_string()[..8]);
                 let answer = hub.mcp.await_prompt(&session.id, &prompt_id);
                 let (text, blocks) = blocks::prompt_message(&prompt_id, &prompt_type, &prompt_text);
@@ -540,21 +400,18 @@ impl IntercomMcp {
                     }
                 }
             }
-            "broadcast" => {
-                let message = required(&args, "message")?;
-                let level = arg_str(&args, "level").unwrap_or_else(|| "info".into());
-                if let Some(requested) = arg_str(&args, "thread_ts") {
+            Call::Broadcast {
+                message,
+                level,
+                thread_ts,
+            } => {
+                if let Some(requested) = thread_ts {
                     // The session's thread is fixed once set; a different one is not honoured.
                     if session.thread_ts.as_deref() != Some(requested.as_str()) {
                         tracing::warn!(session_id = %session.id, requested, "broadcast thread_ts ignored: a session's thread never changes");
                     }
                 }
-                let icon = match level.as_str() {
-                    "success" => "✅",
-                    "warning" => "⚠️",
-                    "error" => "❌",
-                    _ => "ℹ️",
-                };
+                let icon = level.icon();
                 match hub
                     .post_in_session(
                         &session.id,
@@ -567,8 +424,8 @@ impl IntercomMcp {
                     None => Ok(json!({ "posted": false, "ts": null })),
                 }
             }
-            "reboot" => {
-                let id = arg_str(&args, "session_id").unwrap_or(session.id.clone());
+            Call::Reboot { session_id } => {
+                let id = session_id.unwrap_or(session.id.clone());
                 let target = hub
                     .store
                     .session(&id)
@@ -587,24 +444,19 @@ impl IntercomMcp {
                     "pending_requests": pending,
                 }))
             }
-            "switch_freq" => {
-                let mode = required(&args, "mode")?;
-                if !matches!(mode.as_str(), "remote" | "local" | "hybrid") {
-                    return Err(format!("invalid arguments: mode {mode:?}"));
-                }
+            Call::SwitchFreq { mode } => {
                 let previous = hub
                     .store
-                    .set_mode(&session.id, &mode)
+                    .set_mode(&session.id, mode)
                     .map_err(|e| e.to_string())?;
                 Ok(json!({ "previous_mode": previous, "current_mode": mode }))
             }
-            "standby" => {
-                let message = arg_str(&args, "message")
-                    .unwrap_or_else(|| "The agent waits for your instruction.".into());
-                let timeout = args
-                    .get("timeout_seconds")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(0);
+            Call::Standby {
+                message,
+                timeout_seconds: timeout,
+            } => {
+                let message =
+                    message.unwrap_or_else(|| "The agent waits for your instruction.".into());
                 let answer = hub.mcp.await_wait(&session.id);
                 let (text, blocks) = blocks::standby_message(&session.id, &message);
                 if hub
@@ -629,8 +481,8 @@ impl IntercomMcp {
                     () = cancel.cancelled() => Err("cancelled".into()),
                 }
             }
-            "ping" => {
-                if let Some(snapshot) = args.get("progress_snapshot") {
+            Call::Ping { progress_snapshot } => {
+                if let Some(snapshot) = progress_snapshot {
                     let _ = hub.store.set_progress(&session.id, &snapshot.to_string());
                 }
                 let steering = hub
@@ -639,7 +491,6 @@ impl IntercomMcp {
                     .map_err(|e| e.to_string())?;
                 Ok(json!({ "acknowledged": true, "pending_steering": steering }))
             }
-            other => Err(format!("unknown tool: {other}")),
         }
     }
 }

@@ -9,6 +9,11 @@ use std::sync::{Mutex, MutexGuard};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::config::Mode;
+use super::vocab::{
+    ApprovalStatus, Clearance, Connectivity, RiskLevel, SessionStatus, WorkMode, sql_list,
+};
+
 /// What can go wrong with the database.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -39,13 +44,13 @@ pub enum StoreError {
 pub struct Session {
     pub id: String,
     pub owner_user_id: String,
-    pub status: String,
-    pub protocol_mode: String,
-    pub mode: String,
+    pub status: SessionStatus,
+    pub protocol_mode: Mode,
+    pub mode: WorkMode,
     pub workspace_id: Option<String>,
     pub channel_id: Option<String>,
     pub thread_ts: Option<String>,
-    pub connectivity_status: String,
+    pub connectivity_status: Connectivity,
     pub prompt: Option<String>,
     pub created_at: String,
     pub last_activity_at: Option<String>,
@@ -63,8 +68,8 @@ impl Session {
 pub struct NewSession<'a> {
     pub id: &'a str,
     pub owner_user_id: &'a str,
-    pub protocol_mode: &'a str,
-    pub mode: &'a str,
+    pub protocol_mode: Mode,
+    pub mode: WorkMode,
     pub workspace_id: Option<&'a str>,
     pub workspace_root: Option<&'a str>,
     pub channel_id: Option<&'a str>,
@@ -82,8 +87,7 @@ pub struct NewApproval<'a> {
     /// The proposed change; empty when the request carries none.
     pub diff: &'a str,
     pub file_path: &'a str,
-    /// `low`, `high` or `critical`.
-    pub risk_level: &'a str,
+    pub risk_level: RiskLevel,
 }
 
 /// A pending or decided approval.
@@ -94,7 +98,7 @@ pub struct Approval {
     pub title: String,
     pub file_path: String,
     pub diff_content: String,
-    pub status: String,
+    pub status: ApprovalStatus,
     pub reason: Option<String>,
 }
 
@@ -106,11 +110,14 @@ pub struct Store {
     connection: Mutex<Connection>,
 }
 
-const SESSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS session (
+/// The `session` table; its `CHECK` lists every [`SessionStatus`].
+fn session_table() -> String {
+    format!(
+        "CREATE TABLE IF NOT EXISTS session (
     id TEXT PRIMARY KEY,
     owner_user_id TEXT NOT NULL,
     workspace_root TEXT,
-    status TEXT NOT NULL CHECK (status IN ('created','active','paused','terminated','interrupted')),
+    status TEXT NOT NULL CHECK (status IN ({})),
     prompt TEXT,
     mode TEXT NOT NULL DEFAULT 'remote',
     created_at TEXT NOT NULL,
@@ -120,7 +127,16 @@ const SESSION_TABLE: &str = "CREATE TABLE IF NOT EXISTS session (
     nudge_count INTEGER NOT NULL DEFAULT 0,
     stall_paused INTEGER NOT NULL DEFAULT 0,
     progress_snapshot TEXT
-)";
+)",
+        sql_list(SessionStatus::ALL, ",")
+    )
+}
+
+/// `status IN ('created', 'active', 'paused')`: the filter of every query for live sessions,
+/// built from [`SessionStatus::LIVE`].
+fn live_filter() -> String {
+    format!("status IN ({})", sql_list(SessionStatus::LIVE, ", "))
+}
 
 /// Columns the bootstrap adds to a `session` table from an older schema, with their definitions.
 pub const ADDED_SESSION_COLUMNS: &[(&str, &str)] = &[
@@ -205,7 +221,7 @@ pub struct Leftovers {
 /// Creates the missing tables, adds the columns an older `session` table lacks, and creates the
 /// routing indexes; answers the columns added.
 fn bootstrap(tx: &Connection) -> rusqlite::Result<Vec<&'static str>> {
-    tx.execute_batch(SESSION_TABLE)?;
+    tx.execute_batch(&session_table())?;
     let existing: Vec<String> = {
         let mut statement = tx.prepare("SELECT name FROM pragma_table_info('session')")?;
         statement
@@ -313,15 +329,17 @@ impl Store {
         let stamp = now();
         let transaction = db.transaction()?;
         let approvals = transaction.execute(
-            "UPDATE approval_request SET status = 'interrupted', decided_at = ?1,
+            "UPDATE approval_request SET status = ?2, decided_at = ?1,
                 reason = COALESCE(reason, 'server restarted')
-             WHERE status = 'pending'",
-            params![stamp],
+             WHERE status = ?3",
+            params![stamp, ApprovalStatus::Interrupted, ApprovalStatus::Pending],
         )?;
         let sessions = transaction.execute(
-            "UPDATE session SET status = 'interrupted', updated_at = ?1
-             WHERE status IN ('created', 'active', 'paused')",
-            params![stamp],
+            &format!(
+                "UPDATE session SET status = ?2, updated_at = ?1 WHERE {}",
+                live_filter()
+            ),
+            params![stamp, SessionStatus::Interrupted],
         )?;
         transaction.commit()?;
         Ok(Leftovers {
@@ -344,7 +362,7 @@ impl Store {
                 "INSERT INTO session (id, owner_user_id, workspace_root, status, prompt, mode,
                     created_at, updated_at, protocol_mode, channel_id, workspace_id,
                     connectivity_status, last_activity_at, activity_seq, title)
-                 VALUES (?1, ?2, ?3, 'active', ?4, ?5, ?6, ?6, ?7, ?8, ?9, 'online', ?6, ?10, ?4)",
+                 VALUES (?1, ?2, ?3, ?11, ?4, ?5, ?6, ?6, ?7, ?8, ?9, ?12, ?6, ?10, ?4)",
                 params![
                     new.id,
                     new.owner_user_id,
@@ -355,7 +373,9 @@ impl Store {
                     new.protocol_mode,
                     new.channel_id,
                     new.workspace_id,
-                    seq
+                    seq,
+                    SessionStatus::Active,
+                    Connectivity::Online
                 ],
             )?;
         }
@@ -380,8 +400,9 @@ impl Store {
         let db = self.db();
         let mut statement = db.prepare(&format!(
             "SELECT {SESSION_COLUMNS} FROM session
-             WHERE channel_id = ?1 AND status IN ('created', 'active', 'paused')
-             ORDER BY activity_seq DESC"
+             WHERE channel_id = ?1 AND {}
+             ORDER BY activity_seq DESC",
+            live_filter()
         ))?;
         Ok(statement
             .query_map(params![channel], session_from_row)?
@@ -399,8 +420,8 @@ impl Store {
             .query_row(
                 &format!(
                     "SELECT {SESSION_COLUMNS} FROM session
-                     WHERE channel_id = ?1 AND thread_ts = ?2
-                       AND status IN ('created', 'active', 'paused')"
+                     WHERE channel_id = ?1 AND thread_ts = ?2 AND {}",
+                    live_filter()
                 ),
                 params![channel, thread_ts],
                 session_from_row,
@@ -413,8 +434,9 @@ impl Store {
         let db = self.db();
         let mut statement = db.prepare(&format!(
             "SELECT {SESSION_COLUMNS} FROM session
-             WHERE substr(id, 1, length(?1)) = ?1 AND status IN ('created', 'active', 'paused')
-             ORDER BY activity_seq DESC"
+             WHERE substr(id, 1, length(?1)) = ?1 AND {}
+             ORDER BY activity_seq DESC",
+            live_filter()
         ))?;
         Ok(statement
             .query_map(params![prefix], session_from_row)?
@@ -453,10 +475,10 @@ impl Store {
         Ok(())
     }
 
-    /// Sets the operational mode (remote, local, hybrid); answers the previous one.
-    pub fn set_mode(&self, id: &str, mode: &str) -> Result<String, StoreError> {
+    /// Sets the operational mode; answers the previous one.
+    pub fn set_mode(&self, id: &str, mode: WorkMode) -> Result<WorkMode, StoreError> {
         let db = self.db();
-        let previous: String = db
+        let previous: WorkMode = db
             .query_row("SELECT mode FROM session WHERE id = ?1", params![id], |r| {
                 r.get(0)
             })
@@ -480,18 +502,26 @@ impl Store {
 
     /// Ends a session (`terminated` or `interrupted`) and its pending approvals; answers whether
     /// it was still live.
-    pub fn end_session(&self, id: &str, status: &str) -> Result<bool, StoreError> {
+    pub fn end_session(&self, id: &str, status: SessionStatus) -> Result<bool, StoreError> {
         let db = self.db();
         let stamp = now();
         let changed = db.execute(
-            "UPDATE session SET status = ?2, updated_at = ?3, terminated_at = ?3
-             WHERE id = ?1 AND status IN ('created', 'active', 'paused')",
+            &format!(
+                "UPDATE session SET status = ?2, updated_at = ?3, terminated_at = ?3
+                 WHERE id = ?1 AND {}",
+                live_filter()
+            ),
             params![id, status, stamp],
         )?;
         db.execute(
-            "UPDATE approval_request SET status = 'interrupted', decided_at = ?2
-             WHERE session_id = ?1 AND status = 'pending'",
-            params![id, stamp],
+            "UPDATE approval_request SET status = ?3, decided_at = ?2
+             WHERE session_id = ?1 AND status = ?4",
+            params![
+                id,
+                stamp,
+                ApprovalStatus::Interrupted,
+                ApprovalStatus::Pending
+            ],
         )?;
         Ok(changed > 0)
     }
@@ -537,8 +567,8 @@ impl Store {
         Ok(())
     }
 
-    /// Sets `connectivity_status` (`online`, `stalled`).
-    pub fn set_connectivity(&self, id: &str, status: &str) -> Result<(), StoreError> {
+    /// Sets `connectivity_status`.
+    pub fn set_connectivity(&self, id: &str, status: Connectivity) -> Result<(), StoreError> {
         self.db().execute(
             "UPDATE session SET connectivity_status = ?2, updated_at = ?3 WHERE id = ?1",
             params![id, status, now()],
@@ -567,18 +597,24 @@ impl Store {
         let rows: Vec<ExpiredApproval> = {
             let mut statement = tx.prepare(
                 "SELECT request_id, slack_channel, slack_ts FROM approval_request
-                 WHERE session_id = ?1 AND status = 'pending' ORDER BY created_at, request_id",
+                 WHERE session_id = ?1 AND status = ?2 ORDER BY created_at, request_id",
             )?;
             statement
-                .query_map(params![session_id], |row| {
+                .query_map(params![session_id, ApprovalStatus::Pending], |row| {
                     Ok((row.get(0)?, row.get(1)?, row.get(2)?))
                 })?
                 .collect::<Result<_, _>>()?
         };
         tx.execute(
-            "UPDATE approval_request SET status = 'expired', reason = ?2, decided_at = ?3
-             WHERE session_id = ?1 AND status = 'pending'",
-            params![session_id, reason, now()],
+            "UPDATE approval_request SET status = ?4, reason = ?2, decided_at = ?3
+             WHERE session_id = ?1 AND status = ?5",
+            params![
+                session_id,
+                reason,
+                now(),
+                ApprovalStatus::Expired,
+                ApprovalStatus::Pending
+            ],
         )?;
         tx.commit()?;
         Ok(rows)
@@ -629,7 +665,7 @@ impl Store {
         self.db().execute(
             "INSERT INTO approval_request (session_id, request_id, title, description,
                 diff_content, file_path, risk_level, status, created_at)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8)",
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?9, ?8)",
             params![
                 approval.session_id,
                 approval.request_id,
@@ -638,7 +674,8 @@ impl Store {
                 approval.diff,
                 approval.file_path,
                 approval.risk_level,
-                now()
+                now(),
+                ApprovalStatus::Pending
             ],
         )?;
         Ok(())
@@ -665,13 +702,20 @@ impl Store {
         &self,
         session_id: &str,
         request_id: &str,
-        status: &str,
+        decision: Clearance,
         reason: Option<&str>,
     ) -> Result<bool, StoreError> {
         Ok(self.db().execute(
             "UPDATE approval_request SET status = ?3, reason = ?4, decided_at = ?5
-             WHERE session_id = ?1 AND request_id = ?2 AND status = 'pending'",
-            params![session_id, request_id, status, reason, now()],
+             WHERE session_id = ?1 AND request_id = ?2 AND status = ?6",
+            params![
+                session_id,
+                request_id,
+                decision.approval_status(),
+                reason,
+                now(),
+                ApprovalStatus::Pending
+            ],
         )? > 0)
     }
 
@@ -679,9 +723,15 @@ impl Store {
     /// approved and unconsumed.
     pub fn consume_approval(&self, session_id: &str, request_id: &str) -> Result<bool, StoreError> {
         Ok(self.db().execute(
-            "UPDATE approval_request SET status = 'consumed', consumed_at = ?3
-             WHERE session_id = ?1 AND request_id = ?2 AND status = 'approved'",
-            params![session_id, request_id, now()],
+            "UPDATE approval_request SET status = ?4, consumed_at = ?3
+             WHERE session_id = ?1 AND request_id = ?2 AND status = ?5",
+            params![
+                session_id,
+                request_id,
+                now(),
+                ApprovalStatus::Consumed,
+                ApprovalStatus::Approved
+            ],
         )? > 0)
     }
 
@@ -717,10 +767,12 @@ impl Store {
         let db = self.db();
         let mut statement = db.prepare(
             "SELECT request_id FROM approval_request
-             WHERE session_id = ?1 AND status = 'pending' ORDER BY created_at, request_id",
+             WHERE session_id = ?1 AND status = ?2 ORDER BY created_at, request_id",
         )?;
         Ok(statement
-            .query_map(params![session_id], |row| row.get(0))?
+            .query_map(params![session_id, ApprovalStatus::Pending], |row| {
+                row.get(0)
+            })?
             .collect::<Result<_, _>>()?)
     }
 
@@ -776,8 +828,8 @@ mod tests {
         NewSession {
             id,
             owner_user_id: "agent:local",
-            protocol_mode: "mcp",
-            mode: "remote",
+            protocol_mode: Mode::Mcp,
+            mode: WorkMode::Remote,
             workspace_id: None,
             workspace_root: None,
             channel_id: channel,
@@ -805,7 +857,7 @@ mod tests {
         }
         let store = Store::open(&path).expect("bootstrap");
         let old = store.session("old-1").expect("query").expect("row kept");
-        assert_eq!(old.protocol_mode, "mcp");
+        assert_eq!(old.protocol_mode, Mode::Mcp);
         assert_eq!(old.channel_id, None);
         assert_eq!(store.bootstrap_schema().expect("again"), Vec::<&str>::new());
     }
@@ -841,5 +893,118 @@ mod tests {
         assert_eq!(ids(&store), ["aaaa", "bbbb"]);
         assert_eq!(store.next_request_id("aaaa").expect("id"), "req-001");
         assert_eq!(store.next_request_id("bbbb").expect("id"), "req-001");
+    }
+
+    #[test]
+    fn typed_values_are_stored_and_read_back_through_the_store() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let store = Store::open(&dir.path().join("t.db")).expect("open");
+        let session = store
+            .create_session(&new_session("cccc", Some("C1")))
+            .expect("create");
+        assert_eq!(session.status, SessionStatus::Active);
+        assert_eq!(session.connectivity_status, Connectivity::Online);
+        assert_eq!(session.mode, WorkMode::Remote);
+        assert_eq!(
+            store.set_mode("cccc", WorkMode::Hybrid).expect("mode"),
+            WorkMode::Remote
+        );
+        store
+            .set_connectivity("cccc", Connectivity::Stalled)
+            .expect("connectivity");
+        let approval = |request_id| NewApproval {
+            session_id: "cccc",
+            request_id,
+            title: "t",
+            description: None,
+            diff: "d",
+            file_path: "f",
+            risk_level: RiskLevel::Critical,
+        };
+        store.insert_approval(&approval("req-001")).expect("insert");
+        store.insert_approval(&approval("req-002")).expect("insert");
+        assert!(
+            store
+                .decide_approval("cccc", "req-001", Clearance::Approved, None)
+                .expect("decide")
+        );
+        assert!(store.consume_approval("cccc", "req-001").expect("consume"));
+        let risk: RiskLevel = store
+            .db()
+            .query_row(
+                "SELECT risk_level FROM approval_request WHERE request_id = 'req-002'",
+                [],
+                |row| row.get(0),
+            )
+            .expect("risk");
+        assert_eq!(risk, RiskLevel::Critical);
+        assert!(
+            store
+                .end_session("cccc", SessionStatus::Terminated)
+                .expect("end")
+        );
+        assert!(
+            !store
+                .end_session("cccc", SessionStatus::Interrupted)
+                .expect("again")
+        );
+        let ended = store.session("cccc").expect("read").expect("row");
+        assert_eq!(
+            (ended.status, ended.mode, ended.connectivity_status),
+            (
+                SessionStatus::Terminated,
+                WorkMode::Hybrid,
+                Connectivity::Stalled
+            )
+        );
+        let status = |id| {
+            store
+                .approval("cccc", id)
+                .expect("read")
+                .expect("row")
+                .status
+        };
+        assert_eq!(status("req-001"), ApprovalStatus::Consumed);
+        assert_eq!(status("req-002"), ApprovalStatus::Interrupted);
+    }
+
+    #[test]
+    fn a_session_with_a_status_intercom_never_writes_reads_as_an_error_and_is_never_live() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("foreign.db");
+        {
+            // An older table without the CHECK, as an earlier layout made it.
+            let db = Connection::open(&path).expect("open");
+            db.execute_batch(
+                "CREATE TABLE session (id TEXT PRIMARY KEY, owner_user_id TEXT NOT NULL,
+                    workspace_root TEXT, status TEXT NOT NULL, prompt TEXT,
+                    mode TEXT NOT NULL DEFAULT 'remote', created_at TEXT NOT NULL,
+                    updated_at TEXT NOT NULL, terminated_at TEXT, last_tool TEXT,
+                    nudge_count INTEGER NOT NULL DEFAULT 0, stall_paused INTEGER NOT NULL DEFAULT 0,
+                    progress_snapshot TEXT);
+                 INSERT INTO session (id, owner_user_id, status, created_at, updated_at)
+                 VALUES ('odd-1', 'U1', 'archived', 't', 't');",
+            )
+            .expect("legacy schema");
+        }
+        let store = Store::open(&path).expect("an unknown status is reported, not refused");
+        let error = store
+            .session("odd-1")
+            .expect_err("no such status")
+            .to_string();
+        assert!(
+            error.contains("session status \"archived\" is not one intercom writes"),
+            "{error}"
+        );
+        assert!(store.active_by_prefix("odd").expect("live").is_empty());
+        assert_eq!(store.interrupt_leftovers().expect("restart").sessions, 0);
+    }
+
+    #[test]
+    fn the_session_table_checks_every_status_and_live_queries_name_the_live_ones() {
+        assert!(session_table().contains(
+            "CHECK (status IN ('created','active','paused','terminated','interrupted'))"
+        ));
+        assert_eq!(live_filter(), "status IN ('created', 'active', 'paused')");
     }
 }

@@ -24,6 +24,7 @@ use crate::intercom::config::Dialect;
 use crate::intercom::driver::{DriverError, SessionStart};
 use crate::intercom::hub::Hub;
 use crate::intercom::store::{NewApproval, StoreError};
+use crate::intercom::vocab::{Connectivity, RiskLevel, SessionStatus};
 use crate::jsonrpc::{FrameError, LineReader};
 use crate::transport::child::{self, Child};
 use crate::transport::{LoggedRead, LoggedWrite};
@@ -195,7 +196,7 @@ impl Link {
 /// What one process run ended with.
 enum End {
     /// The session is over: status, reason.
-    Finished(&'static str, String),
+    Finished(SessionStatus, String),
     /// Stopped on request; the caller answers once cleaned up.
     Stopped(oneshot::Sender<()>),
     /// Start another process.
@@ -225,7 +226,7 @@ pub async fn run(
         }
         let mut run = match run {
             Ok(run) => run,
-            Err(reason) => break End::Finished("interrupted", reason),
+            Err(reason) => break End::Finished(SessionStatus::Interrupted, reason),
         };
         let end = run.serve(&mut control).await;
         run.report_suppressed();
@@ -355,13 +356,19 @@ fn id_text(id: &Value) -> String {
     }
 }
 
-fn exit_reason(status: ExitStatus) -> (&'static str, String) {
+fn exit_reason(status: ExitStatus) -> (SessionStatus, String) {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
-        (Some(0), _) => ("terminated", "Task completed".into()),
-        (Some(code), _) => ("interrupted", format!("Agent crashed (exit code: {code})")),
-        (None, Some(signal)) => ("interrupted", format!("Agent crashed (signal {signal})")),
-        (None, None) => ("interrupted", "Agent crashed".into()),
+        (Some(0), _) => (SessionStatus::Terminated, "Task completed".into()),
+        (Some(code), _) => (
+            SessionStatus::Interrupted,
+            format!("Agent crashed (exit code: {code})"),
+        ),
+        (None, Some(signal)) => (
+            SessionStatus::Interrupted,
+            format!("Agent crashed (signal {signal})"),
+        ),
+        (None, None) => (SessionStatus::Interrupted, "Agent crashed".into()),
     }
 }
 
@@ -393,7 +400,9 @@ impl<'a> Run<'a> {
         let _ = hub
             .store
             .set_agent_pid(&start.session_id, Some(child.pid()), restarted);
-        let _ = hub.store.set_connectivity(&start.session_id, "online");
+        let _ = hub
+            .store
+            .set_connectivity(&start.session_id, Connectivity::Online);
         let _ = hub.store.set_stall(&start.session_id, 0, false);
         link.offline.store(false, Ordering::SeqCst);
         link.turn_active.store(false, Ordering::SeqCst);
@@ -551,14 +560,14 @@ impl<'a> Run<'a> {
                             Ok(status) => return self.after_exit(status, grace).await,
                             Err(_) => {
                                 return self
-                                    .kill(End::Finished("interrupted", STREAM_CLOSED.into()))
+                                    .kill(End::Finished(SessionStatus::Interrupted, STREAM_CLOSED.into()))
                                     .await;
                             }
                         }
                     }
                     None => {
                         self.interrupt(grace).await;
-                        return End::Finished("interrupted", "server shut down".into());
+                        return End::Finished(SessionStatus::Interrupted, "server shut down".into());
                     }
                 },
                 () = tokio::time::sleep_until(self.startup_deadline), if !self.responded => {
@@ -566,7 +575,7 @@ impl<'a> Run<'a> {
                     let timeout = self.hub.config().acp.startup_timeout();
                     return self
                         .kill(End::Finished(
-                            "terminated",
+                            SessionStatus::Terminated,
                             format!("failed: Agent did not respond within startup timeout ({} ms)", timeout.as_millis()),
                         ))
                         .await;
@@ -641,7 +650,7 @@ impl<'a> Run<'a> {
                     description: request.description.as_deref(),
                     diff: request.diff.as_deref().unwrap_or_default(),
                     file_path: &request.file_path,
-                    risk_level: &request.risk_level,
+                    risk_level: request.risk_level,
                 };
                 let pending = Pending::Clearance {
                     raw_id: request.id.clone(),
@@ -673,7 +682,7 @@ impl<'a> Run<'a> {
                     description: None,
                     diff: "",
                     file_path: &file_path,
-                    risk_level: "high",
+                    risk_level: RiskLevel::High,
                 };
                 let pending = Pending::Clearance {
                     raw_id: id,
@@ -765,7 +774,7 @@ impl<'a> Run<'a> {
             (Purpose::NewSession, Ok(result)) => {
                 let Some(agent_session) = result["sessionId"].as_str() else {
                     return Some(End::Finished(
-                        "interrupted",
+                        SessionStatus::Interrupted,
                         "session/new answered without a sessionId".into(),
                     ));
                 };
@@ -796,13 +805,13 @@ impl<'a> Run<'a> {
             }
             (Purpose::Initialize, Err(error)) => {
                 return Some(End::Finished(
-                    "interrupted",
+                    SessionStatus::Interrupted,
                     format!("initialize rejected: {}", blocks::escape(&message(&error))),
                 ));
             }
             (Purpose::NewSession, Err(error)) => {
                 return Some(End::Finished(
-                    "interrupted",
+                    SessionStatus::Interrupted,
                     format!("session/new rejected: {}", blocks::escape(&message(&error))),
                 ));
             }
@@ -853,7 +862,10 @@ impl<'a> Run<'a> {
             }
             Recovery::BackOnline => {
                 self.link.offline.store(false, Ordering::SeqCst);
-                let _ = self.hub.store.set_connectivity(&session_id, "online");
+                let _ = self
+                    .hub
+                    .store
+                    .set_connectivity(&session_id, Connectivity::Online);
                 let _ = self
                     .hub
                     .store
@@ -915,7 +927,10 @@ impl<'a> Run<'a> {
             StallAction::Escalate(count) => {
                 tracing::warn!(session_id, count, "agent unresponsive: queue mode");
                 self.link.offline.store(true, Ordering::SeqCst);
-                let _ = self.hub.store.set_connectivity(&session_id, "stalled");
+                let _ = self
+                    .hub
+                    .store
+                    .set_connectivity(&session_id, Connectivity::Stalled);
                 let text = format!(
                     "⚠️ Agent unresponsive after {count} nudge attempts — switching to queue mode. \
                      Steering is queued until it speaks again."
@@ -968,8 +983,11 @@ impl<'a> Run<'a> {
             Ok(status) => self.after_exit(status, grace).await,
             Err(_) => {
                 tracing::warn!(session_id = %self.session_id(), "agent closed its stdout but kept running; ending it");
-                self.kill(End::Finished("interrupted", "stream closed".into()))
-                    .await
+                self.kill(End::Finished(
+                    SessionStatus::Interrupted,
+                    "stream closed".into(),
+                ))
+                .await
             }
         }
     }
@@ -986,10 +1004,10 @@ impl<'a> Run<'a> {
         self.reap().await;
         let (state, reason) = match status {
             Some(status) => exit_reason(status),
-            None => ("interrupted", "Agent crashed".to_string()),
+            None => (SessionStatus::Interrupted, "Agent crashed".to_string()),
         };
-        tracing::info!(session_id = %self.session_id(), state, reason, "agent exited");
-        if state != "terminated" {
+        tracing::info!(session_id = %self.session_id(), state = state.as_str(), reason, "agent exited");
+        if state != SessionStatus::Terminated {
             self.expire_pending("the agent crashed before an answer")
                 .await;
         }

@@ -4,6 +4,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::intercom::vocab::RiskLevel;
+
 /// The `reason` of every `session/interrupt`.
 pub const INTERRUPT_REASON: &str = "Operator requested termination";
 
@@ -49,7 +51,7 @@ pub struct ClearanceRequest {
     pub title: String,
     pub description: Option<String>,
     pub file_path: String,
-    pub risk_level: String,
+    pub risk_level: RiskLevel,
     pub diff: Option<String>,
 }
 
@@ -139,17 +141,16 @@ pub fn parse(line: &[u8]) -> Result<Inbound, LineError> {
         }),
         "clearance/request" => {
             let id = request_id(&message, &method)?;
-            let risk = optional(params, "risk_level").unwrap_or_else(|| "low".into());
+            // A risk level outside the set (or none) is taken as low.
+            let risk = optional(params, "risk_level")
+                .and_then(|risk| risk.parse().ok())
+                .unwrap_or(RiskLevel::Low);
             Ok(Inbound::Clearance(ClearanceRequest {
                 id,
                 title: field(params, &method, "title")?,
                 description: optional(params, "description"),
                 file_path: field(params, &method, "file_path")?,
-                risk_level: if matches!(risk.as_str(), "low" | "high" | "critical") {
-                    risk
-                } else {
-                    "low".into()
-                },
+                risk_level: risk,
                 diff: optional(params, "diff"),
             }))
         }

@@ -8,6 +8,8 @@
 
 use rusqlite::Connection;
 
+use crate::intercom::vocab::{ApprovalStatus, SessionStatus};
+
 use crate::storage::sqlite_schema::{
     self, Comparison, Objects, RowFinding, SchemaFinding, TableRules,
 };
@@ -25,16 +27,9 @@ const KNOWN_TABLES: &[&str] = &[
 ];
 
 /// The session statuses the server writes (the `session` table's `CHECK`).
-const SESSION_STATUSES: &[&str] = &["created", "active", "paused", "terminated", "interrupted"];
+const SESSION_STATUSES: &[&str] = SessionStatus::NAMES;
 /// The approval statuses the server writes.
-const APPROVAL_STATUSES: &[&str] = &[
-    "pending",
-    "approved",
-    "rejected",
-    "expired",
-    "consumed",
-    "interrupted",
-];
+const APPROVAL_STATUSES: &[&str] = ApprovalStatus::NAMES;
 
 /// The schema objects of `conn` the server did not make: `expected` is the schema its bootstrap
 /// makes. Tables are judged by name (an older layout is migrated in place); the automatic
