@@ -485,3 +485,71 @@ async fn an_older_database_is_migrated_in_place_and_a_restart_interrupts_leftove
     assert_eq!(server.stop().await, Some(0));
     tokio::time::sleep(Duration::from_millis(0)).await;
 }
+
+#[tokio::test]
+async fn wrong_arguments_and_unknown_tools_are_answered_with_tool_errors_naming_them() {
+    let slack = fake_slack().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = write_config(dir.path(), &slack, "");
+    let server = Server::start(&config, &[]).await;
+    let client = mcp_client(&server.mcp_url("workspace_id=myproj")).await;
+    let listed: Vec<String> = client
+        .list_tools(None)
+        .await
+        .expect("tools/list")
+        .tools
+        .iter()
+        .map(|t| t.name.to_string())
+        .collect();
+    let named: Vec<&str> = ski::intercom::mcp::ToolName::ALL
+        .iter()
+        .map(|tool| tool.as_str())
+        .collect();
+    assert_eq!(listed, named, "tools/list gives the one list, in its order");
+    for (tool, args, expected) in [
+        (
+            "check_clearance",
+            json!({"title": 5, "diff": "-", "file_path": "a"}),
+            "invalid arguments: title must be a string",
+        ),
+        (
+            "check_clearance",
+            json!({"title": "t", "diff": "-"}),
+            "invalid arguments: missing field file_path",
+        ),
+        (
+            "check_clearance",
+            json!({"title": "t", "diff": "-", "file_path": "a", "risk_level": "severe"}),
+            "invalid arguments: risk_level \"severe\"",
+        ),
+        (
+            "switch_freq",
+            json!({"mode": "away"}),
+            "invalid arguments: mode \"away\"",
+        ),
+        (
+            "auto_check",
+            json!({"tool_name": "x", "context": []}),
+            "invalid arguments: context must be an object",
+        ),
+        ("teleport", json!({}), "unknown tool: teleport"),
+    ] {
+        let (answer, error) = call(&client, tool, args).await;
+        assert!(error, "{tool}: {answer}");
+        assert_eq!(answer, json!(expected), "{tool}");
+    }
+    let (answer, error) = call(&client, "switch_freq", json!({"mode": "hybrid"})).await;
+    assert!(!error, "{answer}");
+    assert_eq!(
+        answer,
+        json!({"previous_mode": "remote", "current_mode": "hybrid"})
+    );
+    let (answer, _) = call(&client, "reboot", json!({})).await;
+    assert_eq!(answer["session_status"], "active");
+    let mode: String = read_db(&server.database())
+        .query_row("SELECT mode FROM session", [], |row| row.get(0))
+        .expect("the session's mode");
+    assert_eq!(mode, "hybrid");
+    let _ = client.cancel().await;
+    assert_eq!(server.stop().await, Some(0));
+}
