@@ -89,7 +89,7 @@ pub enum Mode {
 
 impl Mode {
     /// The value stored in `session.protocol_mode`.
-    pub fn as_str(self) -> &'static str {
+    pub const fn as_str(self) -> &'static str {
         match self {
             Mode::Mcp => "mcp",
             Mode::Acp => "acp",

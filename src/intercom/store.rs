@@ -274,11 +274,11 @@ fn refuse_foreign(connection: &Connection, path: &Path) -> Result<(), StoreError
     if !rows.mistyped.is_empty() {
         return Err(foreign(format!("rows {}", audit::listed(&rows.mistyped))));
     }
-    if !rows.unknown_statuses.is_empty() {
+    if !rows.unknown_values.is_empty() {
         tracing::warn!(
             database = %path.display(),
-            "rows with a status intercom never writes are left as they are (never live): {}",
-            audit::listed(&rows.unknown_statuses)
+            "rows with a status or other value intercom never writes are left as they are (never live; read by id, an error): {}",
+            audit::listed(&rows.unknown_values)
         );
     }
     Ok(())
@@ -983,9 +983,19 @@ mod tests {
                     nudge_count INTEGER NOT NULL DEFAULT 0, stall_paused INTEGER NOT NULL DEFAULT 0,
                     progress_snapshot TEXT);
                  INSERT INTO session (id, owner_user_id, status, created_at, updated_at)
-                 VALUES ('odd-1', 'U1', 'archived', 't', 't');",
+                 VALUES ('odd-1', 'U1', 'archived', 't', 't');
+                 INSERT INTO session (id, owner_user_id, status, mode, created_at, updated_at)
+                 VALUES ('odd-2', 'U1', 'terminated', 'away', 't', 't');",
             )
             .expect("legacy schema");
+            let report = audit::row_report(&db).expect("audit");
+            assert_eq!(
+                audit::listed(&report.unknown_values),
+                "session \"odd-1\" column status: \"archived\" is none of \
+                 created, active, paused, terminated, interrupted; \
+                 session \"odd-2\" column mode: \"away\" is none of remote, local, hybrid"
+            );
+            assert!(report.mistyped.is_empty());
         }
         let store = Store::open(&path).expect("an unknown status is reported, not refused");
         let error = store
@@ -996,6 +1006,11 @@ mod tests {
             error.contains("session status \"archived\" is not one intercom writes"),
             "{error}"
         );
+        let error = store
+            .session("odd-2")
+            .expect_err("no such mode")
+            .to_string();
+        assert!(error.contains("operational mode \"away\""), "{error}");
         assert!(store.active_by_prefix("odd").expect("live").is_empty());
         assert_eq!(store.interrupt_leftovers().expect("restart").sessions, 0);
     }

@@ -3,12 +3,14 @@
 //! server's), a table or an index it does not know (the `continuation_prompt` table of the
 //! upstream layout aside), or one of its indexes changed, is refused; so is a row of its tables
 //! holding a value of another SQLite type than its column's (a BLOB where TEXT belongs), which
-//! later reads could not take. A session or an approval with a status the server never writes is
-//! reported and left alone: no query takes it for a live one.
+//! later reads could not take. A session or an approval with a status (or a mode, connectivity or
+//! risk level) the server never writes is reported and left alone: no query takes it for a live
+//! one, and reading it by id is an error naming the value ([`crate::intercom::vocab`]).
 
 use rusqlite::Connection;
 
-use crate::intercom::vocab::{ApprovalStatus, SessionStatus};
+use crate::intercom::config::Mode;
+use crate::intercom::vocab::{ApprovalStatus, Connectivity, RiskLevel, SessionStatus, WorkMode};
 
 use crate::storage::sqlite_schema::{
     self, Comparison, Objects, RowFinding, SchemaFinding, TableRules,
@@ -26,10 +28,21 @@ const KNOWN_TABLES: &[&str] = &[
     "continuation_prompt",
 ];
 
-/// The session statuses the server writes (the `session` table's `CHECK`).
-const SESSION_STATUSES: &[&str] = SessionStatus::NAMES;
-/// The approval statuses the server writes.
-const APPROVAL_STATUSES: &[&str] = ApprovalStatus::NAMES;
+/// The protocol modes the server writes (`session.protocol_mode`).
+const PROTOCOL_MODES: &[&str] = &[Mode::Mcp.as_str(), Mode::Acp.as_str()];
+
+/// The `session` columns that hold a closed set, with its names.
+const SESSION_SETS: &[(&str, &[&str])] = &[
+    ("status", SessionStatus::NAMES),
+    ("protocol_mode", PROTOCOL_MODES),
+    ("mode", WorkMode::NAMES),
+    ("connectivity_status", Connectivity::NAMES),
+];
+/// The `approval_request` columns that hold a closed set, with its names.
+const APPROVAL_SETS: &[(&str, &[&str])] = &[
+    ("status", ApprovalStatus::NAMES),
+    ("risk_level", RiskLevel::NAMES),
+];
 
 /// The schema objects of `conn` the server did not make: `expected` is the schema its bootstrap
 /// makes. Tables are judged by name (an older layout is migrated in place); the automatic
@@ -80,16 +93,17 @@ fn loose(objects: Objects) -> Objects {
 pub struct RowReport {
     /// Values of another SQLite type than their column's: the database is refused.
     pub mistyped: Vec<RowFinding>,
-    /// Sessions and approvals with a status the server never writes: reported.
-    pub unknown_statuses: Vec<RowFinding>,
+    /// Sessions and approvals with a status (or mode, connectivity, risk level) the server
+    /// never writes: reported.
+    pub unknown_values: Vec<RowFinding>,
 }
 
-/// Splits findings into type mismatches and unknown statuses.
+/// Splits findings into type mismatches and unknown values of closed sets.
 fn split(findings: Vec<RowFinding>, report: &mut RowReport) {
     for finding in findings {
         if finding.outside_fixed_set {
-            if report.unknown_statuses.len() < MAX_LISTED {
-                report.unknown_statuses.push(finding);
+            if report.unknown_values.len() < MAX_LISTED {
+                report.unknown_values.push(finding);
             }
         } else if report.mistyped.len() < MAX_LISTED {
             report.mistyped.push(finding);
@@ -104,12 +118,12 @@ pub fn row_report(conn: &Connection) -> rusqlite::Result<RowReport> {
     let tables = [
         TableRules {
             table: "session",
-            fixed_texts: &[("status", SESSION_STATUSES)],
+            fixed_texts: SESSION_SETS,
             json_arrays: &[],
         },
         TableRules {
             table: "approval_request",
-            fixed_texts: &[("status", APPROVAL_STATUSES)],
+            fixed_texts: APPROVAL_SETS,
             json_arrays: &[],
         },
         TableRules {
