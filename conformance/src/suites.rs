@@ -11,6 +11,17 @@
 //! The coverage test (`conformance/tests/catalog.rs`) then fails until every catalog row has a
 //! check and every check has a row.
 //!
+//! # Adding a row of ski's own decisions
+//!
+//! Where a system's document is silent or admits more and ski decides, the row goes to the
+//! system's `-ski` suite, never to the document's suite: catalog `catalog/<system>-ski.toml`, row
+//! id `<PREFIX>-SKI-NN` requiring `<system>-ski-extensions`, an ERRATA entry named in its `errata`,
+//! and its check in `suites/<system>/ski.rs` (the one place for every system), which uses the
+//! system's harness through `super::`. A system's first such row also adds `ski!(<system>)` to
+//! [`all`], right after `document!(<system>)`, and a `[suites.<system>-ski]` section with
+//! `extends = "<system>"` to the profiles that make the same decisions
+//! (`conformance/targets/README.md`).
+//!
 //! # Adding a check
 //!
 //! A check is an `async fn(Ctx) -> CheckResult` registered under its catalog ID with a sentence on
@@ -64,48 +75,60 @@ pub struct Suite {
 pub mod acp;
 pub mod aof;
 pub mod intercom;
-pub mod intercom_ski;
 pub mod kiro;
 pub mod teams;
+
+/// The suite of a system's document: named as the system's module, its checks that module's
+/// `checks`.
+macro_rules! document {
+    ($system:ident) => {
+        Suite {
+            name: stringify!($system),
+            checks: $system::checks,
+        }
+    };
+}
+
+/// The `<system>-ski` suite of ski's own decisions beside a system's document: always the
+/// `checks` of the module `<system>::ski`, registered right after the document's suite.
+macro_rules! ski {
+    ($system:ident) => {
+        Suite {
+            name: concat!(stringify!($system), "-ski"),
+            checks: $system::ski::checks,
+        }
+    };
+}
 
 /// Every registered suite, in the order of the list: one line per suite.
 pub fn all() -> Vec<Suite> {
     vec![
-        Suite {
-            name: "acp",
-            checks: acp::checks,
-        },
-        Suite {
-            name: "aof",
-            checks: aof::checks,
-        },
-        Suite {
-            name: "aof-ski",
-            checks: aof::extensions::checks,
-        },
-        Suite {
-            name: "teams",
-            checks: teams::checks,
-        },
-        Suite {
-            name: "teams-ski",
-            checks: teams::ski::checks,
-        },
-        Suite {
-            name: "kiro",
-            checks: kiro::checks,
-        },
-        Suite {
-            name: "kiro-ski",
-            checks: kiro::decisions::checks,
-        },
-        Suite {
-            name: "intercom",
-            checks: intercom::checks,
-        },
-        Suite {
-            name: "intercom-ski",
-            checks: intercom_ski::checks,
-        },
+        document!(acp),
+        document!(aof),
+        ski!(aof),
+        document!(teams),
+        ski!(teams),
+        document!(kiro),
+        ski!(kiro),
+        document!(intercom),
+        ski!(intercom),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::all;
+
+    #[test]
+    fn every_ski_suite_follows_its_document_suite() {
+        let names: Vec<&str> = all().iter().map(|suite| suite.name).collect();
+        for (index, name) in names.iter().enumerate() {
+            if let Some(system) = name.strip_suffix("-ski") {
+                assert!(
+                    index > 0 && names[index - 1] == system,
+                    "{name} is registered right after {system}: {names:?}"
+                );
+            }
+        }
+    }
 }

@@ -196,6 +196,13 @@ pub enum Readiness {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SuiteTarget {
+    /// Another section of the profile this one starts from (`extends = "aof"` in
+    /// `[suites.aof-ski]`): every key of its `env`, `commands`, `urls`, `settings` and
+    /// `overrides` this section does not set, and its `auth` and `model` unless this section has
+    /// its own; never its `capabilities`, `discover` or `exclude_capabilities`, which each
+    /// section declares for its own rows ([`Target::parse`] resolves it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extends: Option<String>,
     /// Capabilities this build declares for the suite.
     #[serde(default)]
     pub capabilities: BTreeSet<String>,
@@ -300,6 +307,29 @@ pub struct AuthSetting {
 }
 
 impl SuiteTarget {
+    /// Takes from `parent` what [`extends`](Self::extends) inherits: each key this section does
+    /// not set, and `auth` and `model` when this section has none.
+    fn inherit(&mut self, parent: &SuiteTarget) {
+        fn fill<V: Clone>(own: &mut BTreeMap<String, V>, parent: &BTreeMap<String, V>) {
+            for (key, value) in parent {
+                own.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+        fill(&mut self.env, &parent.env);
+        fill(&mut self.commands, &parent.commands);
+        fill(&mut self.urls, &parent.urls);
+        fill(&mut self.settings, &parent.settings);
+        for (scenario, texts) in &parent.overrides {
+            fill(self.overrides.entry(scenario.clone()).or_default(), texts);
+        }
+        if self.auth.is_none() {
+            self.auth.clone_from(&parent.auth);
+        }
+        if self.model.is_none() {
+            self.model.clone_from(&parent.model);
+        }
+    }
+
     /// Authenticates every connection with `method`, its environment added to the suite's
     /// (a variable the suite already sets keeps its value).
     pub fn set_auth(&mut self, auth: AuthSetting) {
@@ -344,6 +374,7 @@ impl Target {
         if target.name.is_empty() {
             target.name = origin.trim_end_matches(".toml").to_owned();
         }
+        let mut problems = target.resolve_extends();
         for section in target.suites.values_mut() {
             if let Some(auth) = section.auth.take() {
                 section.set_auth(auth);
@@ -352,7 +383,7 @@ impl Target {
                 section.capabilities.extend(model.capabilities());
             }
         }
-        let problems = target.problems();
+        problems.extend(target.problems());
         if problems.is_empty() {
             Ok(target)
         } else {
@@ -361,6 +392,31 @@ impl Target {
                 problems,
             })
         }
+    }
+
+    /// Fills each section that names another in `extends` from that section, as written in the
+    /// profile; a section it names must exist, be another one, and extend none itself.
+    fn resolve_extends(&mut self) -> Vec<String> {
+        let mut problems = Vec::new();
+        let written = self.suites.clone();
+        for (suite, section) in &mut self.suites {
+            let Some(parent) = section.extends.as_deref() else {
+                continue;
+            };
+            match written.get(parent) {
+                _ if parent == suite => {
+                    problems.push(format!("suites.{suite}.extends: a section cannot extend itself"));
+                }
+                None => problems.push(format!(
+                    "suites.{suite}.extends: the profile has no section {parent:?}"
+                )),
+                Some(from) if from.extends.is_some() => problems.push(format!(
+                    "suites.{suite}.extends: {parent:?} extends another section itself; name that one"
+                )),
+                Some(from) => section.inherit(from),
+            }
+        }
+        problems
     }
 
     /// Loads a profile from a path, or by name from the built-in profiles.
@@ -783,6 +839,127 @@ commands.agent = "{bin_dir}/ski acp serve --x {mystery}"
         let shared = target.clone().with_shared_home();
         assert!(!shared.suite("acp").unwrap().env.contains_key("HOME"));
         assert!(Target::ad_hoc(Some("'open"), None, &[]).is_err());
+    }
+
+    const EXTENDED: &str = r#"
+[suites.aof]
+capabilities = ["aof-route", "aof-validate"]
+env = { A = "parent", B = "parent" }
+settings = { runs_dir = "runs", grace_ms = "300" }
+urls = { ws = "ws://127.0.0.1:1/" }
+discover = true
+exclude_capabilities = ["aof-validate"]
+overrides = { AOF-01 = { final = "parent", other = "parent" } }
+auth = { method = "local", env = { KEY = "parent" } }
+[suites.aof.commands]
+adapter = "{bin_dir}/ski aof"
+batch = "{bin_dir}/ski aof batch"
+"#;
+
+    #[test]
+    fn an_extending_section_takes_its_parents_configuration_but_not_its_capabilities() {
+        let text = format!(
+            "{EXTENDED}
+[suites.aof-ski]
+extends = \"aof\"
+capabilities = [\"aof-route\", \"aof-ski-extensions\"]
+env = {{ B = \"own\" }}
+settings = {{ grace_ms = \"100\" }}
+overrides = {{ AOF-01 = {{ final = \"own\" }} }}
+[suites.aof-ski.commands]
+batch = \"{{bin_dir}}/other batch\"
+"
+        );
+        let target = Target::parse("t.toml", &text).unwrap();
+        let parent = target.suite("aof").unwrap();
+        let ski = target.suite("aof-ski").unwrap();
+        assert_eq!(ski.extends.as_deref(), Some("aof"));
+        let words = |name: &str| ski.commands[name].words().unwrap().join(" ");
+        assert_eq!(words("adapter"), "{bin_dir}/ski aof");
+        assert_eq!(words("batch"), "{bin_dir}/other batch");
+        assert_eq!(ski.settings["runs_dir"], "runs");
+        assert_eq!(ski.settings["grace_ms"], "100");
+        assert_eq!(ski.env["A"], "parent");
+        assert_eq!(ski.env["B"], "own");
+        assert_eq!(ski.env["KEY"], "parent", "the inherited auth's environment");
+        assert_eq!(ski.urls, parent.urls);
+        assert_eq!(ski.overrides["AOF-01"]["final"], "own");
+        assert_eq!(ski.overrides["AOF-01"]["other"], "parent");
+        assert_eq!(ski.auth, parent.auth);
+        // What the build claims for the rows stays the section's own.
+        assert_eq!(
+            ski.capabilities,
+            BTreeSet::from(["aof-route".to_owned(), "aof-ski-extensions".to_owned()])
+        );
+        assert!(!ski.discover);
+        assert!(ski.exclude_capabilities.is_empty());
+        // The parent is left as written.
+        assert_eq!(parent.settings["grace_ms"], "300");
+        assert_eq!(parent.env["B"], "parent");
+    }
+
+    #[test]
+    fn a_section_without_extends_inherits_nothing() {
+        let text = format!("{EXTENDED}[suites.aof-ski]\ncapabilities = [\"aof-ski-extensions\"]\n");
+        let target = Target::parse("t.toml", &text).unwrap();
+        let ski = target.suite("aof-ski").unwrap();
+        assert!(ski.commands.is_empty() && ski.settings.is_empty() && ski.env.is_empty());
+        assert_eq!(ski.auth, None);
+    }
+
+    #[test]
+    fn extends_names_another_section_that_extends_none() {
+        for (section, problem) in [
+            (
+                "[suites.aof-ski]\nextends = \"aff\"\n",
+                "the profile has no section \"aff\"",
+            ),
+            (
+                "[suites.aof-ski]\nextends = \"aof-ski\"\n",
+                "a section cannot extend itself",
+            ),
+            (
+                "[suites.aof-ski]\nextends = \"aof\"\n[suites.aof-more]\nextends = \"aof-ski\"\n",
+                "\"aof-ski\" extends another section itself",
+            ),
+        ] {
+            let err = Target::parse("t.toml", &format!("{EXTENDED}{section}"))
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(problem), "{section}: {err}");
+        }
+    }
+
+    #[test]
+    fn builtin_ski_sections_run_as_their_parents_do() {
+        for (origin, text) in BUILTIN {
+            let target = Target::parse(origin, text).unwrap();
+            for (suite, section) in &target.suites {
+                let Some(system) = suite.strip_suffix("-ski") else {
+                    continue;
+                };
+                assert_eq!(
+                    section.extends.as_deref(),
+                    Some(system),
+                    "{origin}: {suite}"
+                );
+                let parent = target.suite(system).unwrap();
+                let configuration = |s: &SuiteTarget| {
+                    (
+                        s.env.clone(),
+                        s.commands.clone(),
+                        s.urls.clone(),
+                        s.settings.clone(),
+                        s.overrides.clone(),
+                    )
+                };
+                assert_eq!(
+                    configuration(section),
+                    configuration(parent),
+                    "{origin}: {suite}"
+                );
+            }
+        }
     }
 
     #[test]

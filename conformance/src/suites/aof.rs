@@ -13,7 +13,7 @@
 //! - The checks, one module per part of the document: [`schemas`] and [`run_artifacts`]
 //!   (TASK-057), [`parsing`] (TASK-058), [`completion`] (TASK-059), [`handoff`] (TASK-060),
 //!   [`recovery`] (TASK-061) and [`cross_cutting`].
-//! - [`extensions`]: the `aof-ski` suite, ski's outputs beyond the document (AOF-SKI-*).
+//! - [`ski`]: the `aof-ski` suite, ski's outputs beyond the document (AOF-SKI-*).
 
 pub mod adapter;
 pub mod completion;
@@ -22,7 +22,6 @@ pub mod delivery;
 pub mod disk;
 pub mod events;
 pub mod expect;
-pub mod extensions;
 pub mod fixture;
 pub mod handoff;
 pub mod message;
@@ -30,6 +29,7 @@ pub mod parsing;
 pub mod recovery;
 pub mod run_artifacts;
 pub mod schemas;
+pub mod ski;
 
 use crate::Check;
 

@@ -15,6 +15,7 @@
 //!   (S027–S035), [`threads`] (S036–S042), [`routing`] (S043–S048), [`stream`] (S049–S058), [`stall`]
 //!   (S059–S068), [`persistence`]
 //!   (S069–S072).
+//! - [`ski`]: the `intercom-ski` suite, ski's decisions beyond the matrix (INT-SKI-*).
 
 pub mod agents;
 pub mod clearance;
@@ -25,6 +26,7 @@ pub mod persistence;
 pub mod profile;
 pub mod refusal;
 pub mod routing;
+pub mod ski;
 pub mod slack_hosts;
 pub mod slack_record;
 pub mod stall;

@@ -8,12 +8,12 @@
 //! - [`wire`]: BR-05 and the JSON-RPC format tests, from the transcript.
 //! - [`state`]: BR-06 and the integration tests.
 //! - [`streaming`]: BR-07 and BR-08.
-//! - [`decisions`]: the `kiro-ski` suite, ski's decisions beyond the document (KIRO-SKI-*).
+//! - [`ski`]: the `kiro-ski` suite, ski's decisions beyond the document (KIRO-SKI-*).
 
 pub mod config;
-pub mod decisions;
 pub mod harness;
 pub mod provision;
+pub mod ski;
 pub mod state;
 pub mod streaming;
 pub mod wire;

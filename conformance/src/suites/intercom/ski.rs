@@ -5,14 +5,14 @@
 
 use serde_json::json;
 
-use super::intercom::agents::{AcpWorld, Dialect, Options, each_dialect};
-use super::intercom::harness::{ALICE, BOB, CHANNEL_X, World, shows};
-use super::intercom::lifecycle::{
+use super::agents::{AcpWorld, Dialect, Options, each_dialect};
+use super::harness::{ALICE, BOB, CHANNEL_X, World, shows};
+use super::lifecycle::{
     SESSION_ENDED, approval_message, approval_status, prompt_method, start_record_env,
 };
-use super::intercom::profile::Stdin;
-use super::intercom::stall::crash_with_pending_clearance;
-use super::intercom::stream::{CLEARANCE_WITHOUT_FILE_PATH, oversize_line, session, status_line};
+use super::profile::Stdin;
+use super::stall::crash_with_pending_clearance;
+use super::stream::{CLEARANCE_WITHOUT_FILE_PATH, oversize_line, session, status_line};
 use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 
 const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
