@@ -11,20 +11,15 @@ use super::tools::ToolName;
 use crate::intercom::vocab::{RiskLevel, WorkMode};
 
 /// One argument as the call gave it.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub enum Arg<T> {
     /// Not in the call.
+    #[default]
     Missing,
     /// In the call, but not a `T`: the value given.
     Wrong(Value),
     /// In the call as a `T`.
     Given(T),
-}
-
-impl<T> Default for Arg<T> {
-    fn default() -> Self {
-        Arg::Missing
-    }
 }
 
 impl<'de, T: DeserializeOwned> Deserialize<'de> for Arg<T> {
