@@ -2,6 +2,8 @@
 //! loopback port, and (with `--mcp-stdio`) one session over the process's stdin and stdout. Each
 //! MCP session is one intercom session, created at `initialize` from the `workspace_id` (or
 //! legacy `channel_id`) query parameter, or `--workspace` on stdio, with `protocol_mode = 'mcp'`.
+//! The tools are named once in `tools` ([`ToolName`]: the listing and the dispatch) and a call's
+//! arguments are checked into one typed `args::Call` before anything happens.
 
 use std::borrow::Cow;
 use std::convert::Infallible;
