@@ -131,6 +131,25 @@ pub fn input_tokens(request: &Value) -> u64 {
         .max(1)
 }
 
+/// The names of the tools a request offers the model, in any API's shape (`tools[].name`, or
+/// Chat Completions' `tools[].function.name`).
+pub fn offered_tools(request: &Value) -> Vec<String> {
+    request["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| {
+                    tool.get("name")
+                        .or_else(|| tool.pointer("/function/name"))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The text of the last thing the client's side said in a request to `api`: a user message's
 /// text parts or a tool's result (Chat `role: "tool"`, Responses `function_call_output`,
 /// Messages `tool_result` blocks), joined by newlines; empty when there is none.
@@ -193,6 +212,15 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn the_offered_tools_are_named_in_each_api_shape() {
+        let chat = json!({"tools": [{"type": "function", "function": {"name": "read"}}]});
+        assert_eq!(offered_tools(&chat), ["read"]);
+        let flat = json!({"tools": [{"type": "function", "name": "exec"}, {"name": "Bash"}]});
+        assert_eq!(offered_tools(&flat), ["exec", "Bash"]);
+        assert!(offered_tools(&json!({"messages": []})).is_empty());
+    }
 
     #[test]
     fn the_last_user_text_is_found_in_each_api_shape() {

@@ -35,6 +35,9 @@ impl Default for Script {
 pub struct Turn {
     /// Taken only by a request whose last user message contains this text.
     pub when_user_says: Option<String>,
+    /// Taken only by a request that offers tools: every tool a tool-call turn calls, by name, or
+    /// any tool for another turn (an agent's side requests, such as a title, offer none).
+    pub when_tools_offered: bool,
     pub reply: Reply,
 }
 
@@ -160,6 +163,7 @@ impl Turn {
     fn new(reply: Reply) -> Turn {
         Turn {
             when_user_says: None,
+            when_tools_offered: false,
             reply,
         }
     }
@@ -167,6 +171,12 @@ impl Turn {
     /// Taken only by a request whose last user message contains `text`.
     pub fn when_user_says(mut self, text: impl Into<String>) -> Turn {
         self.when_user_says = Some(text.into());
+        self
+    }
+
+    /// Taken only by a request that offers tools (see [`Turn::when_tools_offered`]).
+    pub fn when_tools_offered(mut self) -> Turn {
+        self.when_tools_offered = true;
         self
     }
 
@@ -250,6 +260,8 @@ struct ScriptFile {
 struct TurnFile {
     #[serde(rename = "match")]
     when_user_says: Option<String>,
+    #[serde(default)]
+    when_tools_offered: bool,
     text: Option<String>,
     tool_calls: Option<Vec<ToolCallFile>>,
     refusal: Option<String>,
@@ -346,6 +358,7 @@ impl TurnFile {
         };
         Ok(Turn {
             when_user_says: self.when_user_says,
+            when_tools_offered: self.when_tools_offered,
             reply,
         })
     }

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 
-use super::answer::{Answer, input_tokens, last_user_text};
+use super::answer::{Answer, input_tokens, last_user_text, offered_tools};
 use super::errors::{self, ErrorAnswer, Provider, Refusal};
 use super::record::{Api, Outcome, RecordedRequest, RequestLog};
 use super::script::{ErrorKind, Reply, Script};
@@ -52,8 +52,9 @@ impl ScriptState {
         }
     }
 
-    /// The first turn not yet used whose `match` is in `user_text`, marked used.
-    fn take(&mut self, user_text: &str) -> Option<(usize, Reply)> {
+    /// The first turn not yet used whose `match` is in `user_text` and whose tools, if it asks
+    /// for them, are among `offered`, marked used.
+    fn take(&mut self, user_text: &str, offered: &[String]) -> Option<(usize, Reply)> {
         let index = self
             .script
             .turns
@@ -65,9 +66,18 @@ impl ScriptState {
                         .when_user_says
                         .as_deref()
                         .is_none_or(|wanted| user_text.contains(wanted))
+                    && (!turn.when_tools_offered || tools_offered(&turn.reply, offered))
             })?;
         self.used[index] = true;
         Some((index, self.script.turns[index].reply.clone()))
+    }
+}
+
+/// Whether `offered` has every tool `reply` calls, or any tool for a reply that calls none.
+fn tools_offered(reply: &Reply, offered: &[String]) -> bool {
+    match reply {
+        Reply::ToolCalls { calls, .. } => calls.iter().all(|call| offered.contains(&call.name)),
+        _ => !offered.is_empty(),
     }
 }
 
@@ -251,7 +261,9 @@ async fn handle(
                 }
             };
             record.stream = request.get("stream").and_then(Value::as_bool) == Some(true);
-            let taken = shared.script().take(&last_user_text(api, &request));
+            let taken = shared
+                .script()
+                .take(&last_user_text(api, &request), &offered_tools(&request));
             record.turn = taken.as_ref().map(|(index, _)| *index);
             let reply = match taken {
                 Some((_, reply)) => reply,
@@ -568,4 +580,23 @@ fn with_stream_headers(
         headers.insert(request_id_header(provider), id);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::script::Turn;
+
+    #[test]
+    fn a_turn_that_wants_its_tools_offered_waits_for_a_request_that_offers_them() {
+        let call = Turn::tool_call("read", serde_json::json!({})).when_tools_offered();
+        let mut state = ScriptState::new(Script::new(vec![call, Turn::text("plain")]));
+        // A side request (a title) offers no tools: it takes the next turn instead.
+        let (index, _) = state.take("hi", &[]).expect("a turn");
+        assert_eq!(index, 1);
+        assert!(state.take("hi", &["write".to_owned()]).is_none());
+        let (index, reply) = state.take("hi", &["read".to_owned()]).expect("the call");
+        assert_eq!(index, 0);
+        assert!(matches!(reply, Reply::ToolCalls { .. }));
+    }
 }

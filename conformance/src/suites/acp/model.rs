@@ -11,6 +11,9 @@
 //!   that runs until it is cancelled mid-stream; [`wait_streaming`] waits until it has begun;
 //! - `fs`: a call of the `read` tool on a file of the scenario, then text;
 //! - `terminal`: a call of the `run` tool (a short command), then text.
+//!
+//! A scripted tool call is taken only by a model request that offers that tool: an agent's side
+//! requests (Claude Code's and opencode's session title) offer none and get text.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -115,10 +118,10 @@ fn script_for(
         }
         "terminal" => {
             if let Some(tool) = tools.get("run") {
-                script.turns.push(Turn::tool_call(
-                    &tool.name,
-                    arguments(tool, &[("command", RUN_COMMAND)]),
-                ));
+                script.turns.push(
+                    Turn::tool_call(&tool.name, arguments(tool, &[("command", RUN_COMMAND)]))
+                        .when_tools_offered(),
+                );
             }
         }
         _ => {
@@ -140,10 +143,13 @@ fn read_call(ctx: &Ctx, tools: &BTreeMap<String, ModelTool>) -> Result<Option<Tu
     std::fs::write(&path, READ_TEXT)
         .map_err(|e| CheckError::Harness(format!("cannot write {}: {e}", path.display())))?;
     let path = path.display().to_string();
-    Ok(Some(Turn::tool_call(
-        &tool.name,
-        arguments(tool, &[("path", &path), ("content", READ_TEXT)]),
-    )))
+    Ok(Some(
+        Turn::tool_call(
+            &tool.name,
+            arguments(tool, &[("path", &path), ("content", READ_TEXT)]),
+        )
+        .when_tools_offered(),
+    ))
 }
 
 /// The tool's arguments with `{path}`, `{content}` and `{command}` filled in.
