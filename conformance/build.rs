@@ -1,5 +1,7 @@
 //! Compiles the catalogs (`catalog/*.toml`) and target profiles (`targets/*.toml`) into the
-//! binary, so `ski-conformance` runs from any directory.
+//! binary, so `ski-conformance` runs from any directory, and turns the catalogs'
+//! `[capabilities]` tables into constants (`vocabulary::capability`), so a check names a
+//! capability the compiler knows.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -28,6 +30,52 @@ fn main() {
             panic!("cannot write {file} into OUT_DIR: {e}");
         }
     }
+    let constants = capability_constants(&toml_files(&manifest.join("catalog")));
+    if let Err(e) = std::fs::write(out.join("capabilities.rs"), constants) {
+        panic!("cannot write capabilities.rs into OUT_DIR: {e}");
+    }
+}
+
+/// One `pub const NAME: Capability` per capability a catalog declares, and `ALL`.
+fn capability_constants(catalogs: &[PathBuf]) -> String {
+    let mut declared = std::collections::BTreeMap::new();
+    for path in catalogs {
+        let text = std::fs::read_to_string(path)
+            .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
+        // A catalog that does not parse is reported, with its line, by the catalog tests.
+        let Ok(table) = text.parse::<toml::Table>() else {
+            continue;
+        };
+        let suite = table
+            .get("suite")
+            .and_then(|s| s.as_str())
+            .unwrap_or_default()
+            .to_owned();
+        if let Some(capabilities) = table.get("capabilities").and_then(|c| c.as_table()) {
+            for (name, about) in capabilities {
+                let about = about.as_str().unwrap_or_default().to_owned();
+                declared
+                    .entry(name.clone())
+                    .or_insert((suite.clone(), about));
+            }
+        }
+    }
+    let mut code = String::new();
+    for (name, (suite, about)) in &declared {
+        let _ = writeln!(code, "/// `{name}` ({suite}): {}", about.replace('\n', " "));
+        let _ = writeln!(
+            code,
+            "pub const {}: Capability = Capability({name:?});",
+            name.to_uppercase().replace('-', "_")
+        );
+    }
+    let _ = writeln!(code, "/// Every capability the catalogs declare.");
+    let _ = writeln!(code, "pub const ALL: &[Capability] = &[");
+    for name in declared.keys() {
+        let _ = writeln!(code, "    {},", name.to_uppercase().replace('-', "_"));
+    }
+    code.push_str("];\n");
+    code
 }
 
 fn toml_files(dir: &Path) -> Vec<PathBuf> {

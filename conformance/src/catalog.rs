@@ -4,7 +4,7 @@
 //! binary (see [`builtin`]) so that `ski-conformance` runs anywhere; `--catalog-dir` loads them
 //! from files instead.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
@@ -287,6 +287,8 @@ struct CatalogFile {
     #[serde(default)]
     not_tested_without: Vec<String>,
     #[serde(default)]
+    capabilities: BTreeMap<String, String>,
+    #[serde(default)]
     scenario: Vec<Scenario>,
 }
 
@@ -304,6 +306,11 @@ pub struct Catalog {
     /// inapplicable.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_tested_without: Vec<String>,
+    /// The capabilities this catalog declares (its `[capabilities]` table): name, then what a
+    /// target that declares it offers. A row may require these and those of its family
+    /// ([`family`]: `aof` and `aof-ski` share theirs).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub capabilities: BTreeMap<String, String>,
     /// The rows, in file order.
     pub scenarios: Vec<Scenario>,
 }
@@ -320,6 +327,7 @@ impl Catalog {
             document: file.document,
             origin: origin.to_owned(),
             not_tested_without: file.not_tested_without,
+            capabilities: file.capabilities,
             scenarios: file.scenario,
         };
         for scenario in &mut catalog.scenarios {
@@ -371,6 +379,18 @@ impl Catalog {
         }
         if self.document.trim().is_empty() {
             problems.push("document must not be empty".to_owned());
+        }
+        for (capability, about) in &self.capabilities {
+            if !is_name(capability) {
+                problems.push(format!(
+                    "capabilities: {capability:?} must be lower-case letters, digits and dashes"
+                ));
+            }
+            if about.trim().is_empty() {
+                problems.push(format!(
+                    "capabilities: {capability:?} must say what it means"
+                ));
+            }
         }
         for capability in &self.not_tested_without {
             if !is_name(capability) {
@@ -456,7 +476,7 @@ impl CatalogSet {
                 });
             }
         }
-        let mut owners: std::collections::BTreeMap<&str, &str> = Default::default();
+        let mut owners: BTreeMap<&str, &str> = Default::default();
         for catalog in &catalogs {
             for row in &catalog.scenarios {
                 if let Some(first) = owners.insert(&row.id, &catalog.origin) {
@@ -469,7 +489,38 @@ impl CatalogSet {
                 }
             }
         }
-        Ok(Self { catalogs })
+        let set = Self { catalogs };
+        for catalog in &set.catalogs {
+            let vocabulary = set.capabilities(&catalog.suite);
+            let undeclared = |name: &String| !vocabulary.contains(name);
+            let mut problems: Vec<String> = catalog
+                .not_tested_without
+                .iter()
+                .filter(|name| undeclared(name))
+                .map(|name| {
+                    format!(
+                        "not_tested_without: {}",
+                        unknown_capability(name, &vocabulary)
+                    )
+                })
+                .collect();
+            for row in &catalog.scenarios {
+                for name in row.requires.iter().filter(|name| undeclared(name)) {
+                    problems.push(format!(
+                        "{}: {}",
+                        row.id,
+                        unknown_capability(name, &vocabulary)
+                    ));
+                }
+            }
+            if !problems.is_empty() {
+                return Err(CatalogError::Invalid {
+                    origin: catalog.origin.clone(),
+                    problems,
+                });
+            }
+        }
+        Ok(set)
     }
 
     /// Parses catalogs from `(file name, text)` pairs.
@@ -514,22 +565,45 @@ impl CatalogSet {
         self.catalogs.iter().flat_map(|c| c.scenarios.iter())
     }
 
-    /// The capability vocabulary of a suite: every capability its rows require.
+    /// The capability vocabulary of a suite: what its family's catalogs declare.
     pub fn capabilities(&self, suite: &str) -> BTreeSet<String> {
-        self.suite(suite)
-            .map(|catalog| {
-                catalog
-                    .scenarios
-                    .iter()
-                    .flat_map(|s| s.requires.iter().cloned())
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.family_catalogs(suite)
+            .flat_map(|catalog| catalog.capabilities.keys().cloned())
+            .collect()
+    }
+
+    /// What a capability of a suite's family means, from the catalog that declares it.
+    pub fn capability_about(&self, suite: &str, capability: &str) -> Option<&str> {
+        self.family_catalogs(suite)
+            .find_map(|catalog| catalog.capabilities.get(capability))
+            .map(String::as_str)
+    }
+
+    /// The catalogs of a suite's family (the suite and its ski-only twin).
+    fn family_catalogs(&self, suite: &str) -> impl Iterator<Item = &Catalog> {
+        let family = family(suite).to_owned();
+        self.catalogs
+            .iter()
+            .filter(move |catalog| crate::catalog::family(&catalog.suite) == family)
     }
 
     /// The scenario with this ID, in any suite.
     pub fn find(&self, id: &str) -> Option<&Scenario> {
         self.scenarios().find(|s| s.id == id)
+    }
+}
+
+/// The family of a suite: its name without the `-ski` of ski's own decisions, so that `aof`
+/// and `aof-ski` share one capability vocabulary.
+pub fn family(suite: &str) -> &str {
+    suite.strip_suffix("-ski").unwrap_or(suite)
+}
+
+/// "unknown capability X", with the nearest name the vocabulary knows when one is close.
+pub fn unknown_capability(name: &str, vocabulary: &BTreeSet<String>) -> String {
+    match crate::vocabulary::nearest(name, vocabulary.iter().map(String::as_str)) {
+        Some(near) => format!("unknown capability {name:?} (did you mean {near:?}?)"),
+        None => format!("unknown capability {name:?}"),
     }
 }
 

@@ -460,7 +460,8 @@ fn run(args: RunArgs) -> Result<u8> {
             for name in args.capabilities.iter().chain(&args.no_capabilities) {
                 if !vocabulary.contains(name) {
                     bail!(
-                        "unknown capability {name:?}; the acp suite knows: {}",
+                        "--capability: {}; the acp suite knows: {}",
+                        crate::catalog::unknown_capability(name, &vocabulary),
                         vocabulary.iter().cloned().collect::<Vec<_>>().join(", ")
                     );
                 }
@@ -514,6 +515,23 @@ fn run(args: RunArgs) -> Result<u8> {
         }
     };
     let target = with_auth_method(target, args.auth_method.as_deref());
+    // A profile's own names are checked; an ad-hoc target's are the flags checked above and
+    // what discovery found.
+    let review = if ad_hoc {
+        crate::vocabulary::Review::default()
+    } else {
+        crate::vocabulary::review(&target, &catalogs)
+    };
+    if !review.problems.is_empty() {
+        bail!(
+            "target profile {}: {}",
+            target.name,
+            review.problems.join("; ")
+        );
+    }
+    for note in &review.notes {
+        output::line(format_args!("note: {note}"));
+    }
     let (target, profile_found) = discover_profile(target, &catalogs, args.bin_dir.as_deref())?;
     if let Some(auth) = target.suite("acp").and_then(|s| s.auth.as_ref()) {
         output::line(format_args!(
@@ -538,6 +556,7 @@ fn run(args: RunArgs) -> Result<u8> {
         gauge.record(false);
     }
     setup.timeout_multiplier_asked = Some(args.timeout_multiplier);
+    setup.profile_notes = review.notes;
     setup.startup_scale = Some(startup_scale);
     let registered: Vec<&str> = registry.iter().map(|s| s.name.as_str()).collect();
     let mut selection = Selection {

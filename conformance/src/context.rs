@@ -24,6 +24,7 @@ use crate::check::{CheckError, Failure};
 use crate::port::{PortAllocator, PortAttempt, StartError, says_addr_in_use};
 use crate::setup::{Granted, SetupGauge};
 use crate::target::{CommandTemplate, Readiness, SuiteTarget, Target, join_words, render};
+use crate::vocabulary::{Capability, Setting};
 
 /// The name of the wire-log channel for harness notes.
 pub const HARNESS_CHANNEL: &str = "harness";
@@ -181,18 +182,18 @@ impl Ctx {
     }
 
     /// Whether the target declares a capability for this suite.
-    pub fn has(&self, capability: &str) -> bool {
-        self.inner.section.capabilities.contains(capability)
+    pub fn has(&self, capability: Capability) -> bool {
+        self.inner.section.capabilities.contains(capability.name())
     }
 
     /// Skips the check unless the target declares `capability`.
-    pub fn require(&self, capability: &str) -> Result<(), CheckError> {
+    pub fn require(&self, capability: Capability) -> Result<(), CheckError> {
         if self.has(capability) {
             Ok(())
         } else {
             Err(CheckError::Undeclared {
                 target: self.inner.target.name.clone(),
-                capability: capability.to_owned(),
+                capability: capability.name().to_owned(),
             })
         }
     }
@@ -411,9 +412,10 @@ impl Ctx {
         }
     }
 
-    /// The target's setting `name`, rendered.
-    pub fn setting(&self, name: &str) -> Result<Option<String>, CheckError> {
-        match self.inner.section.settings.get(name) {
+    /// The target's setting, rendered (its value was checked against the setting's kind when
+    /// the profile was reviewed, [`crate::vocabulary::review`]).
+    pub fn setting(&self, setting: &Setting) -> Result<Option<String>, CheckError> {
+        match self.inner.section.settings.get(setting.name) {
             Some(value) => self.render(value, &[]).map(Some),
             None => Ok(None),
         }

@@ -19,6 +19,7 @@
 //! - [`sqlite`]: a target's SQLite file, read through `ski-conformance-sqlite` (no SQLite linked).
 //! - [`interrupt`]: SIGINT and SIGTERM: a run stops starting rows, ends its processes, reports.
 //! - [`cli`]: the `ski-conformance` command line and its exit codes.
+//! - [`vocabulary`]: the capabilities and settings a profile may name, checked before a run.
 //! - [`suites`]: the registry of suites and how to add one (start there to write checks).
 
 pub mod baseline;
@@ -41,6 +42,7 @@ pub mod setup;
 pub mod sqlite;
 pub mod suites;
 pub mod target;
+pub mod vocabulary;
 
 pub use catalog::{Catalog, CatalogSet, Category, Level, Scenario, TimeoutClass};
 pub use check::{Check, CheckError, CheckResult, Failure, OrFail, Outcome};

@@ -34,7 +34,10 @@ pub enum PlacedError {
 }
 
 /// The settings, per suite, that name a file the suite's rows write where the target reads it.
-const PLACED_SETTINGS: &[(&str, &str)] = &[("kiro", "env_file"), ("kiro-ski", "env_file")];
+const PLACED_SETTINGS: &[(&str, &crate::vocabulary::Setting)] = &[
+    ("kiro", &crate::vocabulary::kiro::ENV_FILE),
+    ("kiro-ski", &crate::vocabulary::kiro::ENV_FILE),
+];
 
 /// The files outside the row's temp dir that rows of `suite` write for this profile: the
 /// [`PLACED_SETTINGS`] whose value is an absolute path (a relative one is inside the row's world).
@@ -42,7 +45,7 @@ pub fn paths_of(suite: &str, section: &crate::target::SuiteTarget) -> Vec<PathBu
     let mut paths: Vec<PathBuf> = PLACED_SETTINGS
         .iter()
         .filter(|(s, _)| *s == suite)
-        .filter_map(|(_, setting)| section.settings.get(*setting))
+        .filter_map(|(_, setting)| section.settings.get(setting.name))
         .map(PathBuf::from)
         .filter(|path| path.is_absolute())
         .collect();

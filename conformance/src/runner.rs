@@ -509,6 +509,10 @@ pub struct RunSetup {
     /// What discovery saw, one sentence each.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub discovery_notes: Vec<String>,
+    /// What the profile's review found short of a problem: a setting whose default changed
+    /// that the profile does not set ([`crate::vocabulary::review`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub profile_notes: Vec<String>,
     /// The agent's command as given (`--agent-cmd`, or the profile's `agent` template).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,

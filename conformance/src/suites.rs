@@ -39,7 +39,7 @@
 //! }
 //!
 //! async fn demo_01(ctx: Ctx) -> CheckResult {
-//!     ctx.require("stdio")?; // skip unless the target declares it (catalog `requires` does too)
+//!     ctx.require(ski_conformance::vocabulary::capability::STDIO)?; // skip unless the target declares it (catalog `requires` does too)
 //!     let mut agent = ctx.spawn_target("agent", &[])?; // from the target profile
 //!     agent.send_line("ping").await?; // recorded in the wire log
 //!     let line = ctx

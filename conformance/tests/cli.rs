@@ -9,6 +9,9 @@ const CATALOG: &str = r#"
 suite = "cli"
 document = "cli.md"
 
+[capabilities]
+teleport = "the target can teleport"
+
 [[scenario]]
 id = "CLI-01"
 title = "has no check yet"
@@ -333,4 +336,108 @@ fn a_closed_stdout_ends_the_output_quietly() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         assert_eq!(run.code, Some(0), "{args:?}: {stderr}");
     }
+}
+
+#[tokio::test]
+async fn a_profile_s_misspelt_setting_or_unknown_capability_stops_the_run_with_the_nearest_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let run_with = |profile: &'static str| {
+        std::fs::write(dir.path().join("target.toml"), profile).unwrap();
+        ski_conformance(
+            &[
+                "run",
+                "--target",
+                "target.toml",
+                "--suite",
+                "teams",
+                "--out",
+                "out",
+            ],
+            dir.path(),
+        )
+    };
+    let setting = run_with(
+        "name = \"t\"\n[suites.teams]\ncapabilities = [\"teams-core\"]\n\
+         settings = { task_descripton = \"required\" }\n",
+    )
+    .await;
+    assert_eq!(
+        setting.code,
+        Some(2),
+        "{}{}",
+        setting.stdout,
+        setting.stderr
+    );
+    assert!(
+        setting
+            .stderr
+            .contains("unknown setting \"task_descripton\" (did you mean \"task_description\"?)"),
+        "{}",
+        setting.stderr
+    );
+    let capability = run_with(
+        "name = \"t\"\n[suites.teams]\ncapabilities = [\"teams-cor\"]\n\
+         settings = { task_description = \"required\" }\n",
+    )
+    .await;
+    assert_eq!(capability.code, Some(2), "{}", capability.stderr);
+    assert!(
+        capability
+            .stderr
+            .contains("unknown capability \"teams-cor\" (did you mean \"teams-core\"?)"),
+        "{}",
+        capability.stderr
+    );
+    let value =
+        run_with("name = \"t\"\n[suites.teams]\nsettings = { task_description = \"maybe\" }\n")
+            .await;
+    assert_eq!(value.code, Some(2), "{}", value.stderr);
+    assert!(
+        value.stderr.contains(
+            "settings.task_description = \"maybe\": expected \"optional\" or \"required\""
+        ),
+        "{}",
+        value.stderr
+    );
+    assert!(!dir.path().join("out").exists(), "nothing ran");
+}
+
+#[tokio::test]
+async fn a_documented_capability_is_accepted_on_the_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // An agent that is not there: the run gets past the flags and fails its rows, not its usage.
+    let run = ski_conformance(
+        &[
+            "run",
+            "--agent-cmd",
+            "ski-no-such-agent-here",
+            "--no-discover",
+            "--capability",
+            "agent-fs",
+            "--id",
+            "ACP-CORE-010",
+            "--out",
+            "out",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert_ne!(run.code, Some(2), "{}{}", run.stdout, run.stderr);
+    let typo = ski_conformance(
+        &[
+            "run",
+            "--agent-cmd",
+            "ski-no-such-agent-here",
+            "--capability",
+            "agent-f",
+        ],
+        dir.path(),
+    )
+    .await;
+    assert_eq!(typo.code, Some(2), "{}", typo.stderr);
+    assert!(
+        typo.stderr.contains("(did you mean \"agent-fs\"?)"),
+        "{}",
+        typo.stderr
+    );
 }

@@ -20,6 +20,10 @@ const CATALOG: &str = r#"
 suite = "synth"
 document = "synthetic.md"
 
+[capabilities]
+stdio = "the target speaks on stdin and stdout"
+teleport = "the target can teleport"
+
 [[scenario]]
 id = "SYN-PASS"
 title = "a child echoes a line"
@@ -189,7 +193,7 @@ impl Pids {
 }
 
 async fn pass(ctx: Ctx) -> CheckResult {
-    ctx.require("stdio")?;
+    ctx.require(ski_conformance::vocabulary::capability::STDIO)?;
     let line = ctx.text("line", "ping");
     let mut child = ctx.spawn_target("echo", &[])?;
     child.send_line(&line).await?;

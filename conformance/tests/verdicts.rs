@@ -12,7 +12,9 @@ use support::ski_conformance;
 /// Twelve rows: CLI-01 has no check (an error), the others need capabilities the target does
 /// not declare (skips), so every outcome is known without running anything.
 fn catalog() -> String {
-    let mut text = String::from("suite = \"cli\"\ndocument = \"cli.md\"\n");
+    let mut text = String::from(
+        "suite = \"cli\"\ndocument = \"cli.md\"\n\n[capabilities]\nteleport = \"t\"\nlevitate = \"l\"\n",
+    );
     for n in 1..=12 {
         let requires = match n {
             1 => "",
@@ -533,6 +535,16 @@ fn tier_catalog(rows: &[(&str, &str, &[&str])]) -> tempfile::TempDir {
     let mut text = String::from(
         "suite = \"acp\"\ndocument = \"acp.md\"\nnot_tested_without = [\"session\", \"prompt\", \"hold\"]\n",
     );
+    // The vocabulary: every capability the rows name, and the not-tested ones.
+    let mut vocabulary: std::collections::BTreeSet<&str> = ["session", "prompt", "hold"].into();
+    vocabulary.extend(
+        rows.iter()
+            .flat_map(|(_, _, requires)| requires.iter().copied()),
+    );
+    text.push_str("\n[capabilities]\n");
+    for name in vocabulary {
+        text.push_str(&format!("{name} = \"what {name} offers\"\n"));
+    }
     for (id, level, requires) in rows {
         let requires: Vec<String> = requires.iter().map(|c| format!("{c:?}")).collect();
         text.push_str(&format!(

@@ -207,6 +207,9 @@ fn setup_lines(md: &mut String, report: &RunReport) {
     } else if let Some(seconds) = setup.startup_seconds {
         let _ = writeln!(md, "The agent took {seconds:.2} s to get ready.\n");
     }
+    for note in &setup.profile_notes {
+        let _ = writeln!(md, "Note on the profile: {}\n", cell(note));
+    }
     if !setup.discovered.is_empty() || !setup.discovery_notes.is_empty() {
         let _ = writeln!(
             md,

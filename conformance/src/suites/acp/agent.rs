@@ -24,6 +24,8 @@ use crate::check::{CheckError, Failure};
 use crate::context::Ctx;
 use crate::port::{StartError, says_addr_in_use};
 use crate::target::split_words;
+use crate::vocabulary::acp;
+use crate::vocabulary::{Capability, capability};
 
 /// How long an agent may take to start and report its WebSocket address.
 const START_TIMEOUT: Duration = Duration::from_secs(15);
@@ -45,13 +47,21 @@ impl Transport {
             Transport::Ws => "ws",
         }
     }
+
+    /// The capability that declares it.
+    pub fn capability(self) -> Capability {
+        match self {
+            Transport::Stdio => capability::STDIO,
+            Transport::Ws => capability::WS,
+        }
+    }
 }
 
 /// The transport for a row that names none: stdio when the target declares it, else WebSocket.
 pub fn pick(ctx: &Ctx) -> Result<Transport, CheckError> {
-    if ctx.has("stdio") {
+    if ctx.has(capability::STDIO) {
         Ok(Transport::Stdio)
-    } else if ctx.has("ws") {
+    } else if ctx.has(capability::WS) {
         Ok(Transport::Ws)
     } else {
         Err(CheckError::Skip(format!(
@@ -65,7 +75,7 @@ pub fn pick(ctx: &Ctx) -> Result<Transport, CheckError> {
 pub fn declared(ctx: &Ctx) -> Vec<Transport> {
     [Transport::Stdio, Transport::Ws]
         .into_iter()
-        .filter(|t| ctx.has(t.name()))
+        .filter(|t| ctx.has(t.capability()))
         .collect()
 }
 
@@ -133,7 +143,7 @@ impl Agent {
         transport: Transport,
         variant: Variant,
     ) -> Result<Self, CheckError> {
-        ctx.require(transport.name())?;
+        ctx.require(transport.capability())?;
         prerequisites(ctx)?;
         match transport {
             Transport::Stdio => {
@@ -162,7 +172,7 @@ impl Agent {
     }
 
     async fn start_ws(ctx: &Ctx, variant: Variant) -> Result<Self, CheckError> {
-        let ws_args = ctx.section().settings.get("ws_args").cloned();
+        let ws_args = ctx.section().settings.get(acp::WS_ARGS.name).cloned();
         let name = resolve_command(ctx, variant);
         let (Some(name), Some(ws_args)) = (name, ws_args) else {
             let url = ctx.url("ws")?.ok_or_else(|| {
@@ -324,10 +334,10 @@ impl Agent {
 /// fix either.
 pub fn prerequisites(ctx: &Ctx) -> Result<(), CheckError> {
     let hint = ctx
-        .setting("install_hint")?
+        .setting(&acp::INSTALL_HINT)?
         .map(|h| format!("; {h}"))
         .unwrap_or_default();
-    if let Some(programs) = ctx.setting("requires_programs")? {
+    if let Some(programs) = ctx.setting(&acp::REQUIRES_PROGRAMS)? {
         for program in programs.split_whitespace() {
             if !on_path(program) {
                 return Err(CheckError::Skip(format!(
@@ -336,7 +346,7 @@ pub fn prerequisites(ctx: &Ctx) -> Result<(), CheckError> {
             }
         }
     }
-    if let Some(files) = ctx.setting("requires_files")? {
+    if let Some(files) = ctx.setting(&acp::REQUIRES_FILES)? {
         for file in files.split_whitespace() {
             if !std::path::Path::new(file).exists() {
                 return Err(CheckError::Harness(format!(

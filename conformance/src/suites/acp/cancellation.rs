@@ -26,6 +26,7 @@ use super::exchange::{
 use crate::catalog::TimeoutClass;
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq, fail};
 
 /// The variant whose turns run until they are cancelled.
@@ -35,17 +36,12 @@ pub const DELAY: &str = "delay";
 /// The variant whose held turns end by the agent's prompt timeout.
 pub const PROMPT_TIMEOUT: &str = "prompt_timeout";
 
-/// The capability of an agent that implements the serve document where it asks more than ACP.
-const SKI_SERVE_SPEC: &str = "ski-serve-spec";
-
-/// The capability of an agent whose turns run until the client cancels them.
-pub const CANCEL_TURN: &str = crate::discover::CANCEL_TURN;
-
 /// Skips (the row is then *not tested*) unless the runner can get a turn of the target running
 /// to cancel: it completes turns (`prompt`), its `hold` variant holds them, or its turns run
 /// until cancelled (`cancel-turn`).
 pub fn turn_to_cancel(ctx: &Ctx) -> CheckResult {
-    if ctx.has("prompt") || ctx.has(HOLD) || ctx.has(CANCEL_TURN) {
+    if ctx.has(capability::PROMPT) || ctx.has(capability::HOLD) || ctx.has(capability::CANCEL_TURN)
+    {
         return Ok(());
     }
     Err(CheckError::Skip(
@@ -57,7 +53,7 @@ pub fn turn_to_cancel(ctx: &Ctx) -> CheckResult {
 
 /// Whether the target's plain turns run until they are cancelled and never end by themselves.
 pub fn turns_end_only_on_cancel(ctx: &Ctx) -> bool {
-    ctx.has(CANCEL_TURN) && !ctx.has("prompt")
+    ctx.has(capability::CANCEL_TURN) && !ctx.has(capability::PROMPT)
 }
 
 /// The checks of this module.
@@ -191,7 +187,7 @@ pub enum Holding {
 /// runner leaves unanswered until it has cancelled. An agent that answers the prompt without
 /// asking is [`Holding::NeverAsks`].
 pub async fn hold_for_cancel(ctx: &Ctx) -> Result<Holding, CheckError> {
-    if ctx.has("hold") {
+    if ctx.has(capability::HOLD) {
         let mut opened = open(ctx, HOLD).await?;
         let session = opened.session.clone();
         let (id, start) = hold_turn(ctx, &mut opened.conn, &opened.init, &session).await?;
@@ -341,7 +337,7 @@ async fn ws_007(ctx: Ctx) -> CheckResult {
 async fn ws_013(ctx: Ctx) -> CheckResult {
     // [1] The cancel path.
     let skipped = match hold_for_cancel(&ctx).await? {
-        Holding::Held(mut held) if !ctx.has(SKI_SERVE_SPEC) => {
+        Holding::Held(mut held) if !ctx.has(capability::SKI_SERVE_SPEC) => {
             // ACP's rule (E-ACP-61): a turn cut mid-stream may flush what it had before its
             // `cancelled` result; nothing of the turn follows that result.
             let session = held.opened.session.clone();
@@ -405,7 +401,7 @@ async fn ws_013(ctx: Ctx) -> CheckResult {
         },
     };
     // [1] The timeout path.
-    if ctx.has("prompt-timeout") {
+    if ctx.has(capability::PROMPT_TIMEOUT) {
         let mut timed = open(&ctx, PROMPT_TIMEOUT).await?;
         let session = timed.session.clone();
         let (id, start) = start_prompt(&mut timed.conn, &session, text_prompt("time out")).await?;
@@ -442,7 +438,7 @@ async fn ws_013(ctx: Ctx) -> CheckResult {
     );
     normal.conn.quiet(QUIET).await;
     let after = exchange::since(&normal.conn, turn.end + 1);
-    let late: Vec<_> = if ctx.has(SKI_SERVE_SPEC) {
+    let late: Vec<_> = if ctx.has(capability::SKI_SERVE_SPEC) {
         after
             .into_iter()
             .filter(|f| f.is_update_for(&session))

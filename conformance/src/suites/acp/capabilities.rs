@@ -16,6 +16,7 @@ use super::exchange::{
 use super::jsonrpc::still_serves_as;
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, fail};
 
 /// The checks of this module.
@@ -100,7 +101,7 @@ async fn turn_if_declared(
     session: &str,
     check: &str,
 ) -> CheckResult {
-    if !ctx.has("prompt") {
+    if !ctx.has(capability::PROMPT) {
         return Ok(());
     }
     let turn = prompt(conn, session, "hello").await?;
@@ -218,7 +219,7 @@ async fn cap_003(ctx: Ctx) -> CheckResult {
         .call("session/close", json!({"sessionId": opened.session}))
         .await?;
     expect_result(reply, "session/close of an idle session answers a result")?;
-    if !ctx.has("hold") {
+    if !ctx.has(capability::HOLD) {
         return Ok(());
     }
     let mut held = open(&ctx, HOLD).await?;
@@ -308,7 +309,7 @@ async fn cap_006(ctx: Ctx) -> CheckResult {
 }
 
 async fn cap_007(ctx: Ctx) -> CheckResult {
-    let variant = if ctx.has("auth") { "auth" } else { PLAIN };
+    let variant = if ctx.has(capability::AUTH) { "auth" } else { PLAIN };
     let mut opened = open(&ctx, variant).await?;
     let methods = opened
         .init

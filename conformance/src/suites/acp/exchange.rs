@@ -13,6 +13,7 @@ use super::agent::{Agent, Transport, Variant};
 use super::connection::{Connection, Fault, Frame, Reply, describe};
 use crate::check::{CheckError, Failure};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 
 /// How long the harness listens for frames that must not come (late updates, a second answer).
 pub const QUIET: Duration = Duration::from_millis(300);
@@ -116,7 +117,7 @@ pub async fn create_session(ctx: &Ctx, conn: &mut Connection) -> Result<Value, C
 pub fn expect_session(ctx: &Ctx, reply: Reply, check: &str) -> Result<Value, CheckError> {
     unless_auth_required(ctx, &reply)?;
     match reply {
-        Err(fault) if !ctx.has("session") => Err(CheckError::Blocked(format!(
+        Err(fault) if !ctx.has(capability::SESSION) => Err(CheckError::Blocked(format!(
             "the agent refused session/new ({}) and the target does not declare `session` (a \
              session without set-up; discovery could not open one either, its notes in the \
              report say why); the row needs a session",

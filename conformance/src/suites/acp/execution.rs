@@ -8,6 +8,7 @@ use super::connection::Frame;
 use super::exchange::{self, QUIET, agent_text, execution_state, expect_error, open, prompt};
 use crate::check::{Check, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq, fail};
 
 /// The states that end a turn.
@@ -118,7 +119,7 @@ async fn ws_065c(ctx: Ctx) -> CheckResult {
         .filter(|f| f.update_kind() == Some("agent_message_chunk"))
         .count();
     ensure!(chunks >= 1, "the reply is sent", "no agent_message_chunk");
-    if ctx.has("echo") {
+    if ctx.has(capability::ECHO) {
         ensure_eq!(
             text.to_owned(),
             agent_text(&updates),

@@ -13,6 +13,7 @@ use super::exchange::{
 };
 use crate::check::{Check, CheckResult, Failure};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq, fail};
 
 /// The checks of this module.
@@ -462,7 +463,7 @@ async fn core_020(ctx: Ctx) -> CheckResult {
     let reply = conn.call("session/new", session).await?;
     let result = exchange::expect_session(&ctx, reply, "session/new with _meta succeeds")?;
     let id = exchange::session_id_of(&result, "session/new")?;
-    if ctx.has("prompt") {
+    if ctx.has(capability::PROMPT) {
         let prompt = json!([{"type": "text", "text": "hello", "_meta": {"ski.conformance": 1}}]);
         let (rid, start) = exchange::start_prompt(&mut conn, &id, prompt).await?;
         let turn = exchange::finish_prompt(&mut conn, &id, rid, start).await?;

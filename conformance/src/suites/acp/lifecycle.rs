@@ -13,6 +13,7 @@ use super::connection::{Connection, FrameKind};
 use super::exchange::{self, initialize_with, new_session, prompt_ok};
 use crate::check::{Check, CheckError, CheckResult, Failure};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, fail, skip};
 
 /// The checks of this module.
@@ -92,7 +93,7 @@ fn live_members(pgid: u32) -> Option<Vec<String>> {
 
 async fn core_009(ctx: Ctx) -> CheckResult {
     let mut opened = exchange::open_on(&ctx, Transport::Stdio, PLAIN).await?;
-    if ctx.has("prompt") {
+    if ctx.has(capability::PROMPT) {
         prompt_ok(&mut opened.conn, &opened.session, "before the end").await?;
     }
     opened.conn.close().await;
@@ -210,10 +211,10 @@ const STDOUT_END: Duration = Duration::from_secs(5);
 /// that fails ends it.
 async fn speak_on_stdout(ctx: &Ctx, conn: &mut Connection) -> CheckResult {
     exchange::initialize(conn).await?;
-    if ctx.has("session") {
+    if ctx.has(capability::SESSION) {
         let created = exchange::create_session(ctx, conn).await?;
         let session = exchange::session_id_of(&created, "session/new")?;
-        if ctx.has("prompt") {
+        if ctx.has(capability::PROMPT) {
             prompt_ok(conn, &session, "only messages on stdout").await?;
         }
     }
@@ -273,7 +274,7 @@ async fn core_018(ctx: Ctx) -> CheckResult {
     match spoken {
         // Discovery could not run the agent as far as a session: its stdout is clean as far as
         // it went, and what stopped it is for the initialize rows to judge.
-        Err(CheckError::Fail(failure)) if !ctx.has("session") => skip!(
+        Err(CheckError::Fail(failure)) if !ctx.has(capability::SESSION) => skip!(
             "every line the agent wrote is one JSON-RPC message, but the run stopped at a step: {}",
             failure.actual
         ),

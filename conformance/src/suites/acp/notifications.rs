@@ -11,6 +11,7 @@ use super::connection::{Connection, Frame};
 use super::exchange::{self, QUIET, Turn, cancel, new_session, open, prompt};
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, fail, skip};
 
 /// The stop reasons of the ACP v1 schema (`StopReason`).
@@ -217,13 +218,17 @@ async fn core_045(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, PLAIN).await?;
     let turn = match prompt(&mut opened.conn, &opened.session, "say something").await {
         // An agent whose model is out of reach never ends the turn: there is no stop reason.
-        Err(CheckError::Fail(failure)) if failure.deadline_passed && !ctx.has("prompt") => skip!(
-            "the prompt turn was not answered ({}), and discovery saw no turn complete",
-            failure.actual
-        ),
+        Err(CheckError::Fail(failure))
+            if failure.deadline_passed && !ctx.has(capability::PROMPT) =>
+        {
+            skip!(
+                "the prompt turn was not answered ({}), and discovery saw no turn complete",
+                failure.actual
+            )
+        }
         other => other?,
     };
-    if let Some(fault) = turn.fault().filter(|_| !ctx.has("prompt")) {
+    if let Some(fault) = turn.fault().filter(|_| !ctx.has(capability::PROMPT)) {
         skip!(
             "the prompt turn was answered with an error ({fault}), and discovery saw no turn \
              complete"

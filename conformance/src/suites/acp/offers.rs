@@ -10,6 +10,7 @@ use super::exchange::{self, open, prompt};
 use crate::check::{Check, CheckResult};
 use crate::context::Ctx;
 use crate::ensure;
+use crate::vocabulary::capability;
 
 /// What an agent may send to any client: the baseline methods, and `$/cancel_request`.
 const BASELINE: &[&str] = &[
@@ -67,7 +68,7 @@ async fn core_046(ctx: Ctx) -> CheckResult {
          session.configOptions.boolean",
         "{boolean_options:?}"
     );
-    if ctx.has("prompt") {
+    if ctx.has(capability::PROMPT) {
         prompt(
             &mut opened.conn,
             &opened.session,

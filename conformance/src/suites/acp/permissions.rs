@@ -18,6 +18,7 @@ use super::exchange::{
 };
 use crate::check::{Check, CheckResult, Failure};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq, fail};
 
 /// How long WS-027 lets the agent fail a pending permission request after its link closed.
@@ -352,7 +353,7 @@ async fn ws_066d(ctx: Ctx) -> CheckResult {
         "after session/delete no prompt runs under the session's remembered decision",
     )
     .await?;
-    if ctx.has("logout") {
+    if ctx.has(capability::LOGOUT) {
         let kept = exchange::new_session(&ctx, conn).await?;
         answer_with(conn, select("allow_always"));
         prompt(conn, &kept, "remember me too").await?;

@@ -14,6 +14,7 @@ use super::oracle::{Problem, ProblemKind};
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
 use crate::ensure;
+use crate::vocabulary::capability;
 
 /// The checks of this module.
 pub fn checks() -> Vec<Check> {
@@ -49,43 +50,43 @@ async fn exercise(ctx: &Ctx, conn: &mut Connection, session: &str) -> Result<(),
     let cwd = ctx.temp_dir().display().to_string();
     let with_cwd = json!({"sessionId": session, "cwd": cwd, "mcpServers": []});
     let mut calls: Vec<(&str, Value)> = Vec::new();
-    if ctx.has("set-mode") {
+    if ctx.has(capability::SET_MODE) {
         calls.push((
             "session/set_mode",
             json!({"sessionId": session, "modeId": "ski-conformance-mode"}),
         ));
     }
-    if ctx.has("config-options") {
+    if ctx.has(capability::CONFIG_OPTIONS) {
         calls.push((
             "session/set_config_option",
             json!({"sessionId": session, "configId": "ski-conformance", "value": "x"}),
         ));
     }
-    if ctx.has("set-model") {
+    if ctx.has(capability::SET_MODEL) {
         calls.push((
             "session/set_model",
             json!({"sessionId": session, "modelId": "ski-conformance"}),
         ));
     }
-    if ctx.has("session-list") {
+    if ctx.has(capability::SESSION_LIST) {
         calls.push(("session/list", json!({})));
     }
-    if ctx.has("session-fork") {
+    if ctx.has(capability::SESSION_FORK) {
         calls.push(("session/fork", with_cwd.clone()));
     }
-    if ctx.has("session-resume") {
+    if ctx.has(capability::SESSION_RESUME) {
         calls.push(("session/resume", with_cwd.clone()));
     }
-    if ctx.has("load-session") {
+    if ctx.has(capability::LOAD_SESSION) {
         calls.push(("session/load", with_cwd.clone()));
     }
-    if ctx.has("session-export") {
+    if ctx.has(capability::SESSION_EXPORT) {
         calls.push((
             "session/export",
             json!({"sessionId": session, "format": "jsonl"}),
         ));
     }
-    if ctx.has("session-delete") {
+    if ctx.has(capability::SESSION_DELETE) {
         calls.push(("session/delete", json!({"sessionId": session})));
     }
     for (method, params) in calls {
@@ -100,16 +101,16 @@ async fn exercise(ctx: &Ctx, conn: &mut Connection, session: &str) -> Result<(),
 async fn scripted(ctx: &Ctx) -> Result<Vec<Problem>, CheckError> {
     let mut opened = open(ctx, PLAIN).await?;
     let session = opened.session.clone();
-    if ctx.has("prompt") {
+    if ctx.has(capability::PROMPT) {
         prompt(&mut opened.conn, &session, "validate everything").await?;
     }
     exercise(ctx, &mut opened.conn, &session).await?;
     let mut problems = opened.conn.problems();
     let mut variants = Vec::new();
-    if ctx.has("prompt") && ctx.has("execution-state") {
+    if ctx.has(capability::PROMPT) && ctx.has(capability::EXECUTION_STATE) {
         variants.push("execution_state");
     }
-    if ctx.has("prompt") && ctx.has("retry") {
+    if ctx.has(capability::PROMPT) && ctx.has(capability::RETRY) {
         variants.push("retry");
     }
     for variant in variants {

@@ -8,6 +8,7 @@ use super::connection::Connection;
 use super::exchange::{self, QUIET, agent_text, open, open_on, prompt_ok, since, start_prompt};
 use crate::check::{Check, CheckError, CheckResult, Failure, OrFail};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq, fail};
 
 /// The checks of this module.
@@ -144,9 +145,9 @@ async fn ws_002(ctx: Ctx) -> CheckResult {
         "the turn sends its reply as agent_message_chunk",
         "update kinds {kinds:?}"
     );
-    if ctx.has("turn-sequence") {
+    if ctx.has(capability::TURN_SEQUENCE) {
         let mut expected = baseline.update_kinds.clone();
-        if !ctx.has("session-info") {
+        if !ctx.has(capability::SESSION_INFO) {
             expected.retain(|k| k != "session_info_update");
             kinds.retain(|k| k != "session_info_update");
         }
@@ -169,7 +170,7 @@ fn answered_methods(conn: &Connection) -> Vec<String> {
 }
 
 async fn ws_006(ctx: Ctx) -> CheckResult {
-    ctx.require("echo")?;
+    ctx.require(capability::ECHO)?;
     let unit = "ski conformance: 大きな行 — ";
     let mut text = String::with_capacity(620_000);
     while text.len() < 600 * 1024 {
@@ -315,7 +316,7 @@ async fn ws_045(ctx: Ctx) -> CheckResult {
             );
         }
     }
-    if ctx.has("echo") {
+    if ctx.has(capability::ECHO) {
         let reply = agent_text(&updates);
         ensure!(
             reply.contains("describe these"),
@@ -411,7 +412,7 @@ async fn ws_058(ctx: Ctx) -> CheckResult {
             "{updated}"
         );
     }
-    if ctx.has("session-list") {
+    if ctx.has(capability::SESSION_LIST) {
         let list = opened.conn.call_ok("session/list", json!({})).await?;
         let entry = list
             .get("sessions")
@@ -511,10 +512,10 @@ async fn core_004(ctx: Ctx) -> CheckResult {
 
 async fn core_010(ctx: Ctx) -> CheckResult {
     let mut variants = vec![PLAIN];
-    if ctx.has("agent-fs") {
+    if ctx.has(capability::AGENT_FS) {
         variants.push("fs");
     }
-    if ctx.has("agent-terminal") {
+    if ctx.has(capability::AGENT_TERMINAL) {
         variants.push("terminal");
     }
     for variant in variants {

@@ -12,6 +12,7 @@ use super::exchange::{
 };
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq};
 
 /// The checks of this module.
@@ -115,7 +116,7 @@ async fn ws_019(ctx: Ctx) -> CheckResult {
         exchange::list(&crossed_a),
         exchange::list(&crossed_b)
     );
-    if ctx.has("echo") {
+    if ctx.has(capability::ECHO) {
         ensure_eq!(
             "from client a".to_owned(),
             agent_text(&ta.updates(&a)),

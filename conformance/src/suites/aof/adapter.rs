@@ -14,13 +14,14 @@ use serde_json::{Value, json};
 use ski::transport::child::Child;
 use tokio::sync::Mutex;
 
+use crate::vocabulary::{Capability, capability};
 use crate::{CheckError, Ctx, Failure, OrFail};
 
 /// The profile's command that starts the adapter.
 pub const COMMAND: &str = "adapter";
 
 /// The capability of an adapter that runs many commands in one process (`adapter batch`).
-pub const BATCH: &str = "aof-batch";
+pub const BATCH: Capability = capability::AOF_BATCH;
 
 /// Exit code of a successful command.
 pub const EXIT_OK: i32 = 0;

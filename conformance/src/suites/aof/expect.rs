@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::adapter::{Adapter, EXIT_INVALID, EXIT_OK, Output};
 use super::disk;
+use crate::vocabulary::aof;
 use crate::{CheckError, Failure};
 
 /// The completion outcomes (E-AOF-11).
@@ -176,7 +177,7 @@ pub async fn run_dir(adapter: &Adapter, task: &str) -> Result<PathBuf, CheckErro
     let shown = adapter.run_show(task).await?;
     let runs = adapter
         .ctx()
-        .setting("runs_dir")?
+        .setting(&aof::RUNS_DIR)?
         .unwrap_or_else(|| "runs".to_owned());
     let expected = format!("{}/{task}", runs.trim_end_matches('/'));
     let dir = shown.get("dir").and_then(Value::as_str);

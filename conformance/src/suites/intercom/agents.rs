@@ -19,6 +19,7 @@ use tokio::sync::Notify;
 
 use super::harness::{ALICE, Server, SessionRow, World, shows};
 use super::profile::{Knobs, seconds, stall_placeholders};
+use crate::vocabulary::{Capability, Setting, capability, intercom};
 use crate::{CheckError, CheckResult, Ctx, Failure, OrFail};
 
 /// The dialects a spawned agent may speak (`{dialect}` in the profile's `acp_template`).
@@ -46,11 +47,11 @@ impl Dialect {
     }
 
     /// The capability a target declares for it.
-    fn capability(self) -> &'static str {
+    fn capability(self) -> Capability {
         match self {
-            Dialect::Intercom => "dialect-intercom",
-            Dialect::Acp => "dialect-acp",
-            Dialect::IntercomJsonrpc => "dialect-intercom-jsonrpc",
+            Dialect::Intercom => capability::DIALECT_INTERCOM,
+            Dialect::Acp => capability::DIALECT_ACP,
+            Dialect::IntercomJsonrpc => capability::DIALECT_INTERCOM_JSONRPC,
         }
     }
 
@@ -93,7 +94,7 @@ where
     F: Fn(Ctx, Dialect) -> Fut,
     Fut: std::future::Future<Output = CheckResult>,
 {
-    ctx.require("acp-sessions")?;
+    ctx.require(capability::ACP_SESSIONS)?;
     let mut applies = dialects.to_vec();
     if applies.contains(&Dialect::Intercom) && !applies.contains(&Dialect::IntercomJsonrpc) {
         applies.push(Dialect::IntercomJsonrpc);
@@ -379,12 +380,12 @@ pub(super) fn with_reply(error: CheckError, reply: Option<&str>) -> CheckError {
     }
 }
 
-fn setting(ctx: &Ctx, name: &str) -> Result<String, CheckError> {
+fn setting(ctx: &Ctx, setting: &Setting) -> Result<String, CheckError> {
     ctx.section()
         .settings
-        .get(name)
+        .get(setting.name)
         .cloned()
-        .ok_or_else(|| CheckError::harness(format!("the profile has no settings.{name}")))
+        .ok_or_else(|| CheckError::harness(format!("the profile has no settings.{}", setting.name)))
 }
 
 /// The profile's `agent_template` rendered with this script and control socket.
@@ -395,7 +396,7 @@ fn agent_lines(ctx: &Ctx, script: &str, control: &std::path::Path) -> Result<Str
     let control = control.display().to_string();
     let transcripts = transcripts.display().to_string();
     ctx.render(
-        &setting(ctx, "agent_template")?,
+        &setting(ctx, &intercom::AGENT_TEMPLATE)?,
         &[
             ("mock_agent", &mock),
             ("script", script),
@@ -447,7 +448,7 @@ fn agent_part(
         .chain(stall_placeholders(options.stall))
         .collect();
     let pairs: Vec<(&str, &str)> = values.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let acp = ctx.render(&setting(ctx, "acp_template")?, &pairs)?;
+    let acp = ctx.render(&setting(ctx, &intercom::ACP_TEMPLATE)?, &pairs)?;
     Ok(format!("{agent}\n{acp}\n"))
 }
 

@@ -21,6 +21,8 @@ use ski_mocks::slack::{Click, Config, FakeSlack, Message, SlashCommand, UserMess
 use super::profile::{Decision, Knobs, Readiness, Stdin};
 use super::slack_hosts::{Reach, SLACK_API, SlackHosts, loopback_accepts};
 use crate::sqlite::{self, Mode, Refused, Rows, Sqlite};
+use crate::vocabulary::capability;
+use crate::vocabulary::intercom;
 use crate::{CheckError, Ctx, Failure, OrFail};
 
 /// The operator the config authorizes.
@@ -75,7 +77,7 @@ pub struct Exit {
 impl World {
     /// Starts the fake Slack (three channels) and writes a config with the default workspaces.
     pub async fn new(ctx: &Ctx) -> Result<World, CheckError> {
-        ctx.require("intercom-server")?;
+        ctx.require(capability::INTERCOM_SERVER)?;
         let mut config = Config::default();
         config.channels.push(ChannelConfig {
             id: CHANNEL_Z.into(),
@@ -121,7 +123,7 @@ impl World {
     /// with a command of its own per mode).
     pub fn slash(&self) -> Result<String, CheckError> {
         let acp = if self.acp_mode {
-            self.ctx.setting("slash_command_acp")?
+            self.ctx.setting(&intercom::SLASH_COMMAND_ACP)?
         } else {
             None
         };
@@ -129,7 +131,7 @@ impl World {
             Some(command) => command,
             None => self
                 .ctx
-                .setting("slash_command")?
+                .setting(&intercom::SLASH_COMMAND)?
                 .unwrap_or_else(|| "/intercom".into()),
         })
     }

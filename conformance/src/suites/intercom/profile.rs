@@ -6,6 +6,7 @@
 
 use ski::transport::child::OutputStream;
 
+use crate::vocabulary::{Setting, intercom};
 use crate::{CheckError, Ctx};
 
 /// How a started target says it is ready (`settings.ready`).
@@ -67,34 +68,36 @@ pub struct Knobs {
 impl Knobs {
     /// Reads the knobs; a value the harness does not know is the profile's error.
     pub fn read(ctx: &Ctx) -> Result<Knobs, CheckError> {
-        let raw = |name: &str| ctx.section().settings.get(name).cloned();
+        let raw = |setting: &Setting| ctx.section().settings.get(setting.name).cloned();
         let bad = |name: &str, value: &str, allowed: &str| {
             CheckError::harness(format!("settings.{name} = {value:?}: expected {allowed}"))
         };
-        let ready = match raw("ready").as_deref() {
+        let ready = match raw(&intercom::READY).as_deref() {
             None | Some("json") => Readiness::Json,
             Some("port") => Readiness::Port,
-            Some("line") => Readiness::Line(ctx.setting("ready_line")?.ok_or_else(|| {
-                CheckError::harness("settings.ready = \"line\" needs settings.ready_line")
-            })?),
+            Some("line") => {
+                Readiness::Line(ctx.setting(&intercom::READY_LINE)?.ok_or_else(|| {
+                    CheckError::harness("settings.ready = \"line\" needs settings.ready_line")
+                })?)
+            }
             Some(other) => return Err(bad("ready", other, "\"json\", \"line\" or \"port\"")),
         };
-        let log_stream = match raw("log_stream").as_deref() {
+        let log_stream = match raw(&intercom::LOG_STREAM).as_deref() {
             None | Some("stderr") => OutputStream::Stderr,
             Some("stdout") => OutputStream::Stdout,
             Some(other) => return Err(bad("log_stream", other, "\"stderr\" or \"stdout\"")),
         };
-        let stdin = match raw("stdin").as_deref() {
+        let stdin = match raw(&intercom::STDIN).as_deref() {
             None | Some("open") => Stdin::Open,
             Some("closed") => Stdin::Closed,
             Some(other) => return Err(bad("stdin", other, "\"open\" or \"closed\"")),
         };
-        let agent_in_mcp_mode = match raw("agent_in_mcp_mode").as_deref() {
+        let agent_in_mcp_mode = match raw(&intercom::AGENT_IN_MCP_MODE).as_deref() {
             None | Some("false") => false,
             Some("true") => true,
             Some(other) => return Err(bad("agent_in_mcp_mode", other, "\"true\" or \"false\"")),
         };
-        let max_line_length = match raw("max_line_length") {
+        let max_line_length = match raw(&intercom::MAX_LINE_LENGTH) {
             None => None,
             Some(text) => Some(
                 text.trim()
@@ -104,23 +107,24 @@ impl Knobs {
                     .ok_or_else(|| bad("max_line_length", &text, "a positive number of bytes"))?,
             ),
         };
-        let decision = match raw("approval").as_deref() {
+        let decision = match raw(&intercom::APPROVAL).as_deref() {
             None | Some("buttons") => Decision::Buttons,
             Some("reply") => Decision::Reply {
-                marker: raw("approval_marker").unwrap_or_else(|| "approve".into()),
-                approve: raw("approve_reply").unwrap_or_else(|| "<@{bot}> approve".into()),
-                reject: raw("reject_reply").unwrap_or_else(|| "<@{bot}> reject {reason}".into()),
+                marker: raw(&intercom::APPROVAL_MARKER).unwrap_or_else(|| "approve".into()),
+                approve: raw(&intercom::APPROVE_REPLY).unwrap_or_else(|| "<@{bot}> approve".into()),
+                reject: raw(&intercom::REJECT_REPLY)
+                    .unwrap_or_else(|| "<@{bot}> reject {reason}".into()),
             },
             Some(other) => return Err(bad("approval", other, "\"buttons\" or \"reply\"")),
         };
-        if ready != Readiness::Json && raw("mcp_url").is_none() {
+        if ready != Readiness::Json && raw(&intercom::MCP_URL).is_none() {
             return Err(CheckError::harness(
                 "settings.ready other than \"json\" needs settings.mcp_url (for example \"http://127.0.0.1:{mcp_port}/mcp\")",
             ));
         }
         Ok(Knobs {
             ready,
-            mcp_url: raw("mcp_url"),
+            mcp_url: raw(&intercom::MCP_URL),
             log_stream,
             stdin,
             agent_in_mcp_mode,

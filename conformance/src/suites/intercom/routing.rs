@@ -12,6 +12,7 @@ use super::harness::{
     clearance_answer, has_button,
 };
 use crate::Ctx;
+use crate::vocabulary::capability;
 
 const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
 
@@ -190,7 +191,7 @@ async fn s046(ctx: Ctx) -> CheckResult {
 }
 
 async fn s047(ctx: Ctx) -> CheckResult {
-    ctx.require("status-command")?;
+    ctx.require(capability::STATUS_COMMAND)?;
     let world = World::new(&ctx).await?;
     let server = world.start(None).await?;
     let a = server.connect("workspace_id=myproj").await?;

@@ -13,6 +13,7 @@ use super::lifecycle::{
 use super::profile::Stdin;
 use super::stall::crash_with_pending_clearance;
 use super::stream::{CLEARANCE_WITHOUT_FILE_PATH, oversize_line, session, status_line};
+use crate::vocabulary::capability;
 use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 
 const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
@@ -93,7 +94,7 @@ async fn int_ski_08(ctx: Ctx) -> CheckResult {
 }
 
 async fn int_ski_01(ctx: Ctx) -> CheckResult {
-    ctx.require("intercom-ski-extensions")?;
+    ctx.require(capability::INTERCOM_SKI_EXTENSIONS)?;
     let world = World::new(&ctx).await?;
     let server = world.start(None).await?;
     let client = server.connect("workspace_id=myproj").await?;
@@ -123,7 +124,7 @@ async fn int_ski_01(ctx: Ctx) -> CheckResult {
 }
 
 async fn int_ski_02(ctx: Ctx) -> CheckResult {
-    ctx.require("intercom-ski-extensions")?;
+    ctx.require(capability::INTERCOM_SKI_EXTENSIONS)?;
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
         let accepted = world.start_session_asking_clearance(CHANNEL_X).await?;
@@ -169,7 +170,7 @@ async fn int_ski_02(ctx: Ctx) -> CheckResult {
 }
 
 async fn int_ski_03(ctx: Ctx) -> CheckResult {
-    ctx.require("intercom-ski-extensions")?;
+    ctx.require(capability::INTERCOM_SKI_EXTENSIONS)?;
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
         let started = world.start_session(CHANNEL_X, "hello there").await?;
@@ -193,7 +194,7 @@ async fn int_ski_03(ctx: Ctx) -> CheckResult {
 }
 
 async fn int_ski_04(ctx: Ctx) -> CheckResult {
-    ctx.require("intercom-ski-extensions")?;
+    ctx.require(capability::INTERCOM_SKI_EXTENSIONS)?;
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
         let started = world.start_session(CHANNEL_X, "hello there").await?;
@@ -221,7 +222,7 @@ async fn int_ski_04(ctx: Ctx) -> CheckResult {
 }
 
 async fn int_ski_05(ctx: Ctx) -> CheckResult {
-    ctx.require("intercom-ski-extensions")?;
+    ctx.require(capability::INTERCOM_SKI_EXTENSIONS)?;
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
         let started = world.start_session_asking_clearance(CHANNEL_X).await?;
@@ -244,7 +245,7 @@ async fn int_ski_05(ctx: Ctx) -> CheckResult {
 }
 
 async fn int_ski_06(ctx: Ctx) -> CheckResult {
-    ctx.require("intercom-ski-extensions")?;
+    ctx.require(capability::INTERCOM_SKI_EXTENSIONS)?;
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
         let world = AcpWorld::start(&ctx, Options::new(dialect)).await?;
         let started = world
@@ -271,7 +272,7 @@ async fn int_ski_06(ctx: Ctx) -> CheckResult {
 }
 
 async fn int_ski_07(ctx: Ctx) -> CheckResult {
-    ctx.require("intercom-ski-extensions")?;
+    ctx.require(capability::INTERCOM_SKI_EXTENSIONS)?;
     let world = World::new(&ctx).await?;
     let server = world.start(None).await?;
     world
@@ -283,7 +284,7 @@ async fn int_ski_07(ctx: Ctx) -> CheckResult {
 }
 
 async fn int_ski_09(ctx: Ctx) -> CheckResult {
-    ctx.require("intercom-ski-extensions")?;
+    ctx.require(capability::INTERCOM_SKI_EXTENSIONS)?;
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let (world, started) = session(&ctx, Options::new(dialect)).await?;
         started.agent.send_line(CLEARANCE_WITHOUT_FILE_PATH).await?;
@@ -313,7 +314,7 @@ async fn int_ski_09(ctx: Ctx) -> CheckResult {
 }
 
 async fn int_ski_10(ctx: Ctx) -> CheckResult {
-    ctx.require("intercom-ski-extensions")?;
+    ctx.require(capability::INTERCOM_SKI_EXTENSIONS)?;
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
         let (world, started) = crash_with_pending_clearance(&ctx, dialect).await?;
         ensure_eq!(
@@ -328,7 +329,7 @@ async fn int_ski_10(ctx: Ctx) -> CheckResult {
 }
 
 async fn int_ski_11(ctx: Ctx) -> CheckResult {
-    ctx.require("intercom-ski-extensions")?;
+    ctx.require(capability::INTERCOM_SKI_EXTENSIONS)?;
     each_dialect(&ctx, BOTH, |ctx, dialect| async move {
         let (world, started) = oversize_line(&ctx, dialect).await?;
         started

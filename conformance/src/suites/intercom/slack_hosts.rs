@@ -16,12 +16,9 @@ use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::task::JoinHandle;
 
 use super::netns::{CONNECTED, INWARD_SOCKET, OUTWARD_SOCKET, READY, header, read_header};
+use crate::vocabulary::intercom;
 use crate::{CheckError, Ctx, OrFail};
 
-/// The setting that chooses how the target reaches the fake Slack.
-pub const SETTING: &str = "slack";
-/// The setting with more host names (space-separated) the hosts file sends to the fake.
-pub const EXTRA_HOSTS_SETTING: &str = "slack_extra_hosts";
 /// The Web API base URL a target is given in this mode.
 pub const SLACK_API: &str = "https://slack.com/api";
 /// Slack's names the hosts file always maps: the Web API and the Socket Mode hosts.
@@ -47,11 +44,11 @@ pub enum Reach {
 impl Reach {
     /// The profile's choice (`settings.slack`, default `base-url`).
     pub fn of(ctx: &Ctx) -> Result<Reach, CheckError> {
-        match ctx.setting(SETTING)?.as_deref() {
+        match ctx.setting(&intercom::SLACK)?.as_deref() {
             None | Some("base-url") => Ok(Reach::BaseUrl),
             Some("slack-hosts") => Ok(Reach::SlackHosts),
             Some(other) => Err(CheckError::harness(format!(
-                "settings.{SETTING} is {other:?}; it must be \"base-url\" or \"slack-hosts\""
+                "settings.slack is {other:?}; it must be \"base-url\" or \"slack-hosts\""
             ))),
         }
     }
@@ -203,7 +200,9 @@ impl SlackHosts {
 
 /// The hosts file: the loopback names, Slack's names and the profile's extra names.
 fn hosts_file(ctx: &Ctx) -> Result<String, CheckError> {
-    let extra = ctx.setting(EXTRA_HOSTS_SETTING)?.unwrap_or_default();
+    let extra = ctx
+        .setting(&intercom::SLACK_EXTRA_HOSTS)?
+        .unwrap_or_default();
     let names: Vec<&str> = SLACK_HOSTS
         .iter()
         .copied()

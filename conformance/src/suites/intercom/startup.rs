@@ -9,6 +9,7 @@ use crate::{Check, CheckResult, Ctx, Failure, OrFail, ensure, ensure_eq};
 
 use super::harness::{CHANNEL_X, World, connect_url};
 use super::profile::Readiness;
+use crate::vocabulary::capability;
 use ski::transport::child::OutputStream;
 
 /// The checks of this part.
@@ -74,7 +75,7 @@ async fn mcp_starts(ctx: &Ctx, mode: Option<&str>) -> CheckResult {
 
 async fn s001(ctx: Ctx) -> CheckResult {
     mcp_starts(&ctx, None).await?;
-    if ctx.has("mcp-stdio") {
+    if ctx.has(capability::MCP_STDIO) {
         stdio_session_leaves_http_running(&ctx).await?;
     }
     Ok(())
@@ -186,7 +187,7 @@ async fn s002(ctx: Ctx) -> CheckResult {
 }
 
 async fn s003(ctx: Ctx) -> CheckResult {
-    ctx.require("acp-mode")?;
+    ctx.require(capability::ACP_MODE)?;
     let world = World::new(&ctx).await?;
     let host_cli = ctx.bin("ski-mock-agent").display().to_string();
     world.write_config(

@@ -7,6 +7,7 @@ use serde_json::json;
 use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 
 use super::harness::{CHANNEL_X, CHANNEL_Y, CHANNEL_Z, World, call, shows};
+use crate::vocabulary::capability;
 
 /// The checks of this part.
 pub fn checks() -> Vec<Check> {
@@ -195,7 +196,7 @@ async fn reload(
     new_mapping: &[(&str, &str)],
     expected_new: Option<&str>,
 ) -> CheckResult {
-    ctx.require("hot-reload")?;
+    ctx.require(capability::HOT_RELOAD)?;
     let world = World::new(ctx).await?;
     let server = world.start(None).await?;
     // The rows speak of the channels sessions use, not of what a server stores: each session's

@@ -16,6 +16,7 @@ use ski::transport::child::group_alive;
 use ski_mocks::testing::KIRO_RULES;
 
 use crate::suites::aof::adapter::Output;
+use crate::vocabulary::kiro;
 use crate::{CheckError, Ctx, Failure, OrFail};
 
 /// The profile's command that starts the adapter.
@@ -160,7 +161,7 @@ impl Kiro {
     /// Where the adapter reads its `.env` file: the profile's `env_file` setting, relative to the
     /// world (the adapter's working directory) unless absolute; by default `.env` in the world.
     pub fn env_file(&self) -> Result<PathBuf, CheckError> {
-        let setting = self.ctx.setting("env_file")?;
+        let setting = self.ctx.setting(&kiro::ENV_FILE)?;
         Ok(self.root.join(setting.as_deref().unwrap_or(".env")))
     }
 
@@ -199,7 +200,7 @@ impl Kiro {
 
     /// Installs `bin/kiro-cli`.
     pub fn wrapper(&self, wrapper: Wrapper) -> Result<(), CheckError> {
-        let mock = match self.ctx.setting("mock_agent")? {
+        let mock = match self.ctx.setting(&kiro::MOCK_AGENT)? {
             Some(path) => path,
             None => self.ctx.bin("ski-mock-agent").display().to_string(),
         };
@@ -264,7 +265,7 @@ impl Kiro {
 
     /// `echo PROMPT` with extra flags; the profile's `grace_ms` setting is passed when set.
     pub async fn echo(&self, prompt: &str, flags: &[&str]) -> Result<Echo, CheckError> {
-        let grace = self.ctx.setting("grace_ms")?;
+        let grace = self.ctx.setting(&kiro::GRACE_MS)?;
         let mut args = vec!["echo"];
         if let Some(grace) = &grace {
             args.extend(["--grace-ms", grace.as_str()]);

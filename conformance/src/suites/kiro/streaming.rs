@@ -3,6 +3,7 @@
 
 use super::config::logged_marker;
 use super::harness::{Kiro, Wrapper};
+use crate::vocabulary::kiro;
 use crate::{Check, CheckError, CheckResult, Ctx, ensure, ensure_eq};
 
 /// The checks of this module.
@@ -88,7 +89,7 @@ async fn br_07_2(ctx: Ctx) -> CheckResult {
 /// Whether the target's `turn_end` carries the response's `stopReason`: the profile's
 /// `stop_reason` setting, `kept` (the default) or `absent` (the implementation drops it).
 fn keeps_stop_reason(ctx: &Ctx) -> Result<bool, CheckError> {
-    match ctx.setting("stop_reason")?.as_deref() {
+    match ctx.setting(&kiro::STOP_REASON)?.as_deref() {
         None | Some("kept") => Ok(true),
         Some("absent") => Ok(false),
         Some(other) => Err(CheckError::harness(format!(

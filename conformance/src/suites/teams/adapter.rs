@@ -10,6 +10,7 @@ use serde_json::Value;
 use ski::transport::child::{Child, OutputStream};
 
 use crate::suites::aof::adapter::Output;
+use crate::vocabulary::teams;
 use crate::{CheckError, Ctx, Failure, OrFail};
 
 /// The profile's command that starts the adapter.
@@ -239,7 +240,7 @@ impl Adapter {
     /// Whether the profile's `task_description` setting is `required` (the implementation refuses
     /// a task without `--description`) rather than `optional` (the default, the reference's).
     pub fn description_required(&self) -> Result<bool, CheckError> {
-        match self.ctx.setting("task_description")?.as_deref() {
+        match self.ctx.setting(&teams::TASK_DESCRIPTION)?.as_deref() {
             None | Some("optional") => Ok(false),
             Some("required") => Ok(true),
             Some(other) => Err(CheckError::Harness(format!(

@@ -9,6 +9,7 @@ use tokio::io::AsyncReadExt;
 
 use super::adapter::{Adapter, Gated, LEAD, refusal};
 use super::ledger::{self, WriteLock};
+use crate::vocabulary::capability;
 use crate::{Check, CheckError, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
 const TEAM: &str = "alpha-squad";
@@ -60,7 +61,7 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
     let mut claimants: Vec<Gated> = Vec::new();
     for key in &keys {
         let mut args = vec!["--gate", "--trace", "task", "claim", TEAM, task.as_str()];
-        if ctx.has("teams-busy-trace") {
+        if ctx.has(capability::TEAMS_BUSY_TRACE) {
             args.splice(2..2, ["--busy-timeout-ms", "60000"]);
         }
         claimants.push(adapter.start(key, &args)?);
@@ -125,7 +126,7 @@ async fn cc_01(ctx: Ctx) -> CheckResult {
             error["message"]
         );
     }
-    if ctx.has("teams-ledger-read") {
+    if ctx.has(capability::TEAMS_LEDGER_READ) {
         let row = ledger::task(&ctx, &ledger::path(adapter.root(), TEAM), &task)
             .await?
             .or_fail("T1's row")?;
@@ -176,7 +177,7 @@ async fn cc_02(ctx: Ctx) -> CheckResult {
     let task = adapter.create_task(TEAM, "T1", &[]).await?;
     adapter.ok(LEAD, &["task", "claim", TEAM, &task]).await?;
     let path = ledger::path(adapter.root(), TEAM);
-    let backoff = ctx.has("teams-busy-trace");
+    let backoff = ctx.has(capability::TEAMS_BUSY_TRACE);
     let mut args = vec!["--gate", "--trace", "task", "complete", TEAM, task.as_str()];
     if backoff {
         args.splice(2..2, ["--busy-timeout-ms", "60000"]);
@@ -275,7 +276,7 @@ async fn cc_02(ctx: Ctx) -> CheckResult {
 async fn cc_03(ctx: Ctx) -> CheckResult {
     const WRITERS: usize = 5;
     const PER_WRITER: usize = 20;
-    ctx.require("teams-context")?;
+    ctx.require(capability::TEAMS_CONTEXT)?;
     let adapter = Adapter::new(&ctx);
     adapter.create_team(TEAM).await?;
     let reader = "agent:reader:main";
@@ -492,8 +493,8 @@ async fn cc_04(ctx: Ctx) -> CheckResult {
 }
 
 async fn cc_05(ctx: Ctx) -> CheckResult {
-    ctx.require("teams-maintenance")?;
-    ctx.require("teams-ledger-read")?;
+    ctx.require(capability::TEAMS_MAINTENANCE)?;
+    ctx.require(capability::TEAMS_LEDGER_READ)?;
     let adapter = Adapter::new(&ctx);
     adapter.create_team(TEAM).await?;
     let path = ledger::path(adapter.root(), TEAM);

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::adapter::{Adapter, LEAD, inbox_lines, tree};
 use super::ledger;
+use crate::vocabulary::capability;
 use crate::{Check, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
 /// The checks of this module.
@@ -73,7 +74,7 @@ pub fn is_teammate_key(key: &str) -> bool {
 }
 
 async fn lc_01(ctx: Ctx) -> CheckResult {
-    ctx.require("teams-ledger-read")?;
+    ctx.require(capability::TEAMS_LEDGER_READ)?;
     let adapter = Adapter::new(&ctx);
     let created = adapter.create_team("alpha-squad").await?;
     ensure_eq!(
@@ -220,7 +221,7 @@ async fn lc_05(ctx: Ctx) -> CheckResult {
 }
 
 async fn lc_06(ctx: Ctx) -> CheckResult {
-    ctx.require("teams-shutdown")?;
+    ctx.require(capability::TEAMS_SHUTDOWN)?;
     let adapter = Adapter::new(&ctx);
     adapter.create_team("alpha-squad").await?;
     let spawned = adapter
@@ -287,7 +288,7 @@ async fn lc_06(ctx: Ctx) -> CheckResult {
 }
 
 async fn lc_07(ctx: Ctx) -> CheckResult {
-    ctx.require("teams-shutdown")?;
+    ctx.require(capability::TEAMS_SHUTDOWN)?;
     let adapter = Adapter::new(&ctx);
     adapter.create_team("alpha-squad").await?;
     adapter.create_team("sibling").await?;

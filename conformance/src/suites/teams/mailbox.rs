@@ -6,6 +6,7 @@ use serde_json::Value;
 use super::adapter::{Adapter, LEAD, inbox_lines};
 use super::tasks::{RESEARCHER, TESTER, team};
 use super::xml::parse_block;
+use crate::vocabulary::capability;
 use crate::{Check, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
 const TEAM: &str = "alpha-squad";
@@ -199,7 +200,7 @@ pub(super) async fn two_messages(adapter: &Adapter) -> Result<(), crate::CheckEr
 }
 
 async fn mb_04(ctx: Ctx) -> CheckResult {
-    ctx.require("teams-context")?;
+    ctx.require(capability::TEAMS_CONTEXT)?;
     let adapter = Adapter::new(&ctx);
     two_messages(&adapter).await?;
     let value = adapter
@@ -253,7 +254,7 @@ async fn mb_04(ctx: Ctx) -> CheckResult {
 }
 
 async fn mb_05(ctx: Ctx) -> CheckResult {
-    ctx.require("teams-context")?;
+    ctx.require(capability::TEAMS_CONTEXT)?;
     let adapter = Adapter::new(&ctx);
     two_messages(&adapter).await?;
     let inbox = adapter.inbox_file(TEAM, RESEARCHER).await?;

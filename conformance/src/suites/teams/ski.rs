@@ -8,10 +8,11 @@ use super::adapter::{Adapter, LEAD, inbox_lines, refusal};
 use super::mailbox::two_messages;
 use super::tasks::{RESEARCHER, TESTER, ids, team};
 use super::xml::parse_block;
+use crate::vocabulary::{Capability, capability};
 use crate::{Check, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
 const TEAM: &str = "alpha-squad";
-const CAPABILITY: &str = "teams-ski-extensions";
+const CAPABILITY: Capability = capability::TEAMS_SKI_EXTENSIONS;
 
 /// The checks of the `teams-ski` suite.
 pub fn checks() -> Vec<Check> {
@@ -73,7 +74,7 @@ async fn ski_01(ctx: Ctx) -> CheckResult {
 
 async fn ski_02(ctx: Ctx) -> CheckResult {
     ctx.require(CAPABILITY)?;
-    ctx.require("teams-shutdown")?;
+    ctx.require(capability::TEAMS_SHUTDOWN)?;
     let adapter = Adapter::new(&ctx);
     adapter.create_team(TEAM).await?;
     adapter.ok(LEAD, &["team", "delete", TEAM]).await?;
@@ -206,7 +207,7 @@ async fn ski_06(ctx: Ctx) -> CheckResult {
 
 async fn ski_07(ctx: Ctx) -> CheckResult {
     ctx.require(CAPABILITY)?;
-    ctx.require("teams-context")?;
+    ctx.require(capability::TEAMS_CONTEXT)?;
     let adapter = Adapter::new(&ctx);
     two_messages(&adapter).await?;
     let value = adapter.ok(RESEARCHER, &["context", "inject", TEAM]).await?;

@@ -5,6 +5,8 @@ use serde_json::Value;
 
 use super::adapter::{Adapter, LEAD};
 use super::ledger;
+use crate::vocabulary::capability;
+use crate::vocabulary::teams;
 use crate::{Check, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 
 /// The team of every row.
@@ -186,7 +188,7 @@ async fn tl_03(ctx: Ctx) -> CheckResult {
 }
 
 async fn tl_04(ctx: Ctx) -> CheckResult {
-    ctx.require("teams-ledger-read")?;
+    ctx.require(capability::TEAMS_LEDGER_READ)?;
     let adapter = Adapter::new(&ctx);
     team(&adapter).await?;
     let t1 = adapter.create_task(TEAM, "T1", &[]).await?;
@@ -370,7 +372,7 @@ async fn tl_10(ctx: Ctx) -> CheckResult {
     team(&adapter).await?;
     let b = adapter.create_task(TEAM, "B", &[]).await?;
     let a = adapter.create_task(TEAM, "A", &[&b]).await?;
-    match ctx.setting("cycle_detection")?.as_deref() {
+    match ctx.setting(&teams::CYCLE_DETECTION)?.as_deref() {
         None | Some("refuse-edge") => cycle_refused(&adapter, &a, &b).await,
         Some("query") => cycle_found(&adapter, &a, &b).await,
         Some(other) => Err(crate::CheckError::Harness(format!(

@@ -13,6 +13,7 @@ use super::control::Control;
 use super::mock::{ClientRun, Mock, is_request, method_of, run_drive, start_client};
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::acp;
 use crate::{ensure, ensure_eq, fail};
 
 /// The checks of this module.
@@ -435,7 +436,7 @@ fn gate_size(ctx: &Ctx, stats: &Value) -> Result<u64, CheckError> {
     if let Some(n) = stats.get("maxInFlightSends").and_then(Value::as_u64) {
         return Ok(n);
     }
-    ctx.setting("max_in_flight_sends")?
+    ctx.setting(&acp::MAX_IN_FLIGHT_SENDS)?
         .and_then(|s| s.parse().ok())
         .ok_or_else(|| {
             CheckError::Harness(

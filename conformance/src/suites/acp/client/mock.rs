@@ -11,6 +11,7 @@ use super::super::oracle::{Oracle, Problem, Sender};
 use crate::check::{CheckError, Failure};
 use crate::context::Ctx;
 use crate::target::join_words;
+use crate::vocabulary::acp;
 
 /// A mock agent for one client run: the command the client spawns and where its transcript goes.
 #[derive(Debug, Clone)]
@@ -30,7 +31,7 @@ impl Mock {
         let path = ctx.temp_dir().join(format!("{name}.toml"));
         std::fs::write(&path, script)?;
         let transcript = ctx.temp_dir().join(format!("{name}.transcript.ndjson"));
-        let program = match ctx.setting("mock_agent")? {
+        let program = match ctx.setting(&acp::MOCK_AGENT)? {
             Some(program) => PathBuf::from(program),
             None => ctx.bin("ski-mock-agent"),
         };

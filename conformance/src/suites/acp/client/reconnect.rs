@@ -16,6 +16,7 @@ use tokio_tungstenite::tungstenite::Message;
 use super::mock::{Mock, method_of, on_prompt, start_client};
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::acp;
 use crate::{ensure, ensure_eq, fail};
 
 /// The reconnect delay cap of E-ACP-13.
@@ -62,7 +63,7 @@ struct Seen {
 }
 
 async fn scenario(ctx: &Ctx, run_name: &str, drop_at: Cut) -> CheckResult {
-    let base = match ctx.setting("reconnect_base_delay_ms")? {
+    let base = match ctx.setting(&acp::RECONNECT_BASE_DELAY_MS)? {
         Some(ms) => Duration::from_millis(ms.parse().map_err(|_| {
             CheckError::Harness(format!(
                 "settings.reconnect_base_delay_ms {ms:?} is no number"

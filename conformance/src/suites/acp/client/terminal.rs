@@ -8,6 +8,7 @@ use super::control::{Control, ask};
 use super::mock::{ClientRun, Mock, Running, on_prompt, start_client};
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq, fail};
 
 /// The checks of this module.
@@ -185,7 +186,7 @@ async fn ws_035(ctx: Ctx) -> CheckResult {
         "the client accepts the lifecycle and the tool_call naming the terminalId",
         "{errors:?}"
     );
-    if ctx.has("client-echo-updates") {
+    if ctx.has(capability::CLIENT_ECHO_UPDATES) {
         let referenced = run.updates().iter().any(|u| {
             u.pointer("/content/0/terminalId").and_then(Value::as_str) == Some(id.as_str())
         });

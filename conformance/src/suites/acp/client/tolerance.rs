@@ -10,6 +10,7 @@ use super::mock::{
 };
 use crate::check::{Check, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq, fail};
 
 /// The checks of this module.
@@ -116,7 +117,7 @@ async fn core_028(ctx: Ctx) -> CheckResult {
     let dir = cwd(&ctx);
     std::fs::write(format!("{dir}/notes.txt"), "one\ntwo\n")?;
     let mut steps = vec![permission_step("\"perm-28\"")];
-    if ctx.has("fs") {
+    if ctx.has(capability::FS) {
         steps.push(format!(
             "{{ request = \"fs/read_text_file\", params = {{ sessionId = \"${{session}}\", path = {} }} }}",
             super::mock::toml_str(&format!("{dir}/notes.txt"))
@@ -222,13 +223,13 @@ async fn core_031(ctx: Ctx) -> CheckResult {
         permission_step("\"${uuid}\""),
         permission_step("0"),
     ];
-    if ctx.has("fs") {
+    if ctx.has(capability::FS) {
         steps.push(format!(
             "{{ request = \"fs/read_text_file\", id = \"fs-${{uuid}}\", params = {{ sessionId = \"${{session}}\", path = {} }} }}",
             super::mock::toml_str(&format!("{dir}/notes.txt"))
         ));
     }
-    if ctx.has("terminal") {
+    if ctx.has(capability::TERMINAL) {
         steps.push(
             "{ request = \"terminal/create\", id = 7, params = { sessionId = \"${session}\", command = \"true\" } }"
                 .to_owned(),

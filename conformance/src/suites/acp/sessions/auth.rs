@@ -11,6 +11,7 @@ use super::advertised;
 use super::list::{entries, ids_of, list_all};
 use crate::check::{Check, CheckResult, Failure};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, fail};
 
 /// The checks of this module.
@@ -94,7 +95,7 @@ async fn ws_060(ctx: Ctx) -> CheckResult {
     }
     let reply = opened.conn.call("logout", json!({})).await?;
     expect_result(reply, "logout succeeds")?;
-    if ctx.has("session-list") {
+    if ctx.has(capability::SESSION_LIST) {
         let listed: Vec<Value> = list_all(&mut opened.conn)
             .await?
             .iter()
@@ -106,7 +107,7 @@ async fn ws_060(ctx: Ctx) -> CheckResult {
             "{listed:?}"
         );
     }
-    if ctx.has("prompt") {
+    if ctx.has(capability::PROMPT) {
         let turn = exchange::prompt(&mut opened.conn, &opened.session, "still mine?").await?;
         expect_error(
             &turn.reply,

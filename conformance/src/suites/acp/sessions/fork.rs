@@ -10,6 +10,7 @@ use super::session_params;
 use super::state::other_config_value;
 use crate::check::{Check, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq, fail};
 
 /// The checks of this module.
@@ -48,7 +49,7 @@ async fn ws_052(ctx: Ctx) -> CheckResult {
     let session = opened.session.clone();
     let conn = &mut opened.conn;
     let mut mode = created.pointer("/modes/currentModeId").cloned();
-    if ctx.has("set-mode")
+    if ctx.has(capability::SET_MODE)
         && let Some(other) = another_id(&created, "/modes/availableModes", "id", mode.as_ref())
     {
         conn.call_ok(
@@ -59,7 +60,7 @@ async fn ws_052(ctx: Ctx) -> CheckResult {
         mode = Some(other);
     }
     let mut options = created.get("configOptions").cloned();
-    if ctx.has("config-options")
+    if ctx.has(capability::CONFIG_OPTIONS)
         && let Some((config, value)) = other_config_value(options.as_ref().unwrap_or(&Value::Null))
     {
         let result = conn
@@ -71,7 +72,7 @@ async fn ws_052(ctx: Ctx) -> CheckResult {
         options = result.get("configOptions").cloned();
     }
     let mut model = created.pointer("/models/currentModelId").cloned();
-    if ctx.has("set-model")
+    if ctx.has(capability::SET_MODEL)
         && let Some(other) = another_id(
             &created,
             "/models/availableModels",

@@ -10,6 +10,7 @@ use super::super::connection::Connection;
 use super::super::exchange::{expect_error, expect_result, new_session, open};
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::acp;
 use crate::{ensure, ensure_eq, fail};
 
 /// The checks of this module.
@@ -120,7 +121,7 @@ async fn ws_050(ctx: Ctx) -> CheckResult {
 }
 
 async fn ws_053(ctx: Ctx) -> CheckResult {
-    let size: usize = match ctx.setting("page_size")? {
+    let size: usize = match ctx.setting(&acp::PAGE_SIZE)? {
         Some(text) => text.trim().parse().map_err(|_| {
             CheckError::Harness(format!("settings.page_size {text:?} is not a whole number"))
         })?,

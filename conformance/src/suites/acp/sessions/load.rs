@@ -17,6 +17,7 @@ use super::session_params;
 use super::state::state_problems;
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, fail};
 
 /// The checks of this module.
@@ -63,7 +64,7 @@ async fn second(agent: &mut Agent) -> Result<Option<Connection>, CheckError> {
 
 async fn ws_039(ctx: Ctx) -> CheckResult {
     let mut opened = open(&ctx, PLAIN).await?;
-    if ctx.has("prompt") {
+    if ctx.has(capability::PROMPT) {
         prompt_ok(&mut opened.conn, &opened.session, "load me later").await?;
     }
     let mut other = second(&mut opened.agent).await?;

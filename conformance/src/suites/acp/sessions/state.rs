@@ -13,6 +13,7 @@ use super::super::exchange::{expect_error, expect_result, open, session_id_of};
 use super::session_params;
 use crate::check::{Check, CheckError, CheckResult};
 use crate::context::Ctx;
+use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq, fail};
 
 /// The checks of this module.
@@ -412,7 +413,7 @@ async fn ws_049(ctx: Ctx) -> CheckResult {
         )
         .await?;
     expect_result(reply, "session/set_model with an offered modelId succeeds")?;
-    if ctx.has("session-fork") {
+    if ctx.has(capability::SESSION_FORK) {
         let fork = opened
             .conn
             .call_ok("session/fork", session_params(&ctx, &opened.session))
