@@ -425,3 +425,55 @@ async fn the_session_s_commands_after_a_turn_s_answer_are_not_a_late_turn_update
     let result = row(&results, "ACP-CORE-003");
     assert_eq!(result["outcome"], "fail", "{result:#}");
 }
+
+/// Writes an agent that advertises `session/list` and `session/delete` and keeps its session out
+/// of `session/list` until the list has been asked for once (as Claude Agent ACP lists a session
+/// only once its transcript is written, about a second after the turn's answer); a delete of a
+/// session not yet listed answers -32603 "not found". With `refuses`, a delete of a listed session
+/// is refused too.
+fn late_listing_agent(dir: &Path, refuses: bool) -> PathBuf {
+    let delete = if refuses {
+        r#"printf '{"jsonrpc":"2.0","id":%s,"error":{"code":-32603,"message":"Internal error"}}\n' "$id""#
+    } else {
+        r#"deleted=1; printf '{"jsonrpc":"2.0","id":%s,"result":{}}\n' "$id""#
+    };
+    let cases = format!(
+        r#"    *'"method":"initialize"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"protocolVersion":1,"agentCapabilities":{{"sessionCapabilities":{{"list":{{}},"delete":{{}}}}}},"authMethods":[]}}}}\n' "$id"
+      ;;
+    *'"method":"session/new"'*)
+      printf '{{"jsonrpc":"2.0","id":%s,"result":{{"sessionId":"s-1"}}}}\n' "$id"
+      ;;
+    *'"method":"session/list"'*)
+      if [ -n "$asked" ] && [ -z "$deleted" ]; then
+        printf '{{"jsonrpc":"2.0","id":%s,"result":{{"sessions":[{{"sessionId":"s-1","cwd":"/"}}]}}}}\n' "$id"
+      else
+        printf '{{"jsonrpc":"2.0","id":%s,"result":{{"sessions":[]}}}}\n' "$id"
+      fi
+      asked=1
+      ;;
+    *'"method":"session/delete"'*)
+      if [ -z "$asked" ]; then
+        printf '{{"jsonrpc":"2.0","id":%s,"error":{{"code":-32603,"message":"Session s-1 not found"}}}}\n' "$id"
+      else
+        {delete}
+      fi
+      ;;"#
+    );
+    script_agent(dir, "late-listing.sh", &cases, "")
+}
+
+#[tokio::test]
+async fn a_session_is_deleted_once_session_list_names_it() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    // ACP deletes a session from session/list and does not say how soon a session is listed.
+    let agent = late_listing_agent(dir.path(), false);
+    let results = run_against(&agent, &["ACP-CAP-004"], dir.path()).await;
+    let result = row(&results, "ACP-CAP-004");
+    assert_eq!(result["outcome"], "pass", "{result:#}");
+    // A listed session whose delete is refused still fails the row.
+    let agent = late_listing_agent(dir.path(), true);
+    let results = run_against(&agent, &["ACP-CAP-004"], dir.path()).await;
+    let result = row(&results, "ACP-CAP-004");
+    assert_eq!(result["outcome"], "fail", "{result:#}");
+}

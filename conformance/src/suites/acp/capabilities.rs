@@ -4,6 +4,8 @@
 //! `authenticate` (ACP-CAP-001 to ACP-CAP-007). The seed document's stricter WS rows stay
 //! separate, under `ski-serve-spec`.
 
+use std::time::{Duration, Instant};
+
 use serde_json::{Value, json};
 
 use super::agent::PLAIN;
@@ -45,8 +47,9 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "ACP-CAP-004",
-            "Where sessionCapabilities.delete is advertised: session/delete answers a result, \
-             and session/list (where advertised) no longer names the session.",
+            "Where sessionCapabilities.delete is advertised: once session/list (where \
+             advertised) names the session (waited for up to a set-up step), session/delete \
+             answers a result, and session/list no longer names the session.",
             cap_004,
         ),
         Check::new(
@@ -260,6 +263,13 @@ async fn cap_004(ctx: Ctx) -> CheckResult {
         "the turn before the delete is answered",
     )
     .await?;
+    let lists = opened
+        .init
+        .pointer("/agentCapabilities/sessionCapabilities/list")
+        .is_some_and(|v| !v.is_null());
+    if lists {
+        wait_listed(&ctx, conn, &session).await?;
+    }
     let reply = conn
         .call("session/delete", json!({"sessionId": session}))
         .await?;
@@ -267,10 +277,6 @@ async fn cap_004(ctx: Ctx) -> CheckResult {
         reply,
         "session/delete of an existing session answers a result",
     )?;
-    let lists = opened
-        .init
-        .pointer("/agentCapabilities/sessionCapabilities/list")
-        .is_some_and(|v| !v.is_null());
     if lists {
         let listed = conn.call_ok("session/list", json!({})).await?;
         let ids = listed_sessions(&listed, None)?;
@@ -282,6 +288,41 @@ async fn cap_004(ctx: Ctx) -> CheckResult {
     }
     Ok(())
 }
+
+/// Waits, at most one set-up step, until `session/list` names `session`: ACP's `session/delete`
+/// removes a session from `session/list`, and nothing says how soon a session appears there
+/// (E-ACP-36, -62). A session never listed in that time is deleted as it is, saying so.
+async fn wait_listed(ctx: &Ctx, conn: &mut Connection, session: &str) -> CheckResult {
+    let allowance = ctx.setup_step();
+    let deadline = Instant::now() + allowance;
+    let mut asked = 0;
+    loop {
+        let listed = conn.call_ok("session/list", json!({})).await?;
+        asked += 1;
+        if listed_sessions(&listed, None)?
+            .iter()
+            .any(|id| id == session)
+        {
+            if asked > 1 {
+                ctx.note(format!(
+                    "session/list named the session after {asked} calls: deleted from there"
+                ));
+            }
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            ctx.note(format!(
+                "session/list did not name the session in {allowance:?} ({asked} calls): \
+                 deleted as it is"
+            ));
+            return Ok(());
+        }
+        tokio::time::sleep(LIST_POLL).await;
+    }
+}
+
+/// How often [`wait_listed`] asks again.
+const LIST_POLL: Duration = Duration::from_millis(100);
 
 async fn cap_005(ctx: Ctx) -> CheckResult {
     let mut opened = open_advertising(&ctx, "/agentCapabilities/sessionCapabilities/fork").await?;
@@ -309,7 +350,11 @@ async fn cap_006(ctx: Ctx) -> CheckResult {
 }
 
 async fn cap_007(ctx: Ctx) -> CheckResult {
-    let variant = if ctx.has(capability::AUTH) { "auth" } else { PLAIN };
+    let variant = if ctx.has(capability::AUTH) {
+        "auth"
+    } else {
+        PLAIN
+    };
     let mut opened = open(&ctx, variant).await?;
     let methods = opened
         .init
