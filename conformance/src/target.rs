@@ -200,7 +200,8 @@ pub struct SuiteTarget {
     /// `[suites.aof-ski]`): every key of its `env`, `commands`, `urls`, `settings` and
     /// `overrides` this section does not set, and its `auth` and `model` unless this section has
     /// its own; never its `capabilities`, `discover` or `exclude_capabilities`, which each
-    /// section declares for its own rows ([`Target::parse`] resolves it).
+    /// section declares for its own rows (an inherited `model` still adds what a model gives).
+    /// [`Target::parse`] resolves it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extends: Option<String>,
     /// Capabilities this build declares for the suite.
@@ -896,6 +897,9 @@ batch = \"{{bin_dir}}/other batch\"
         // The parent is left as written.
         assert_eq!(parent.settings["grace_ms"], "300");
         assert_eq!(parent.env["B"], "parent");
+        // Written back, the resolved profile reads as the same profile (the fuzz target's rule).
+        let written = toml::to_string(&target).unwrap();
+        assert_eq!(Target::parse("t.toml", &written).unwrap(), target);
     }
 
     #[test]
