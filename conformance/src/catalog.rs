@@ -572,13 +572,6 @@ impl CatalogSet {
             .collect()
     }
 
-    /// What a capability of a suite's family means, from the catalog that declares it.
-    pub fn capability_about(&self, suite: &str, capability: &str) -> Option<&str> {
-        self.family_catalogs(suite)
-            .find_map(|catalog| catalog.capabilities.get(capability))
-            .map(String::as_str)
-    }
-
     /// The catalogs of a suite's family (the suite and its ski-only twin).
     fn family_catalogs(&self, suite: &str) -> impl Iterator<Item = &Catalog> {
         let family = family(suite).to_owned();

@@ -214,11 +214,6 @@ impl CheckError {
         CheckError::Harness(cause.to_string())
     }
 
-    /// A harness error from an `anyhow` error, with its whole chain.
-    pub fn from_anyhow(error: &anyhow::Error) -> Self {
-        CheckError::Harness(format!("{error:#}"))
-    }
-
     /// The outcome this error leads to.
     pub fn outcome(&self) -> Outcome {
         match self {

@@ -51,11 +51,6 @@ impl Pace {
         self.jobs
     }
 
-    /// The most rows at once a paced run may reach.
-    pub fn max_jobs(&self) -> usize {
-        self.cores * MAX_PER_CORE
-    }
-
     /// Counts one finished row of `took` and answers the rows to run at once from now on.
     pub fn row_finished(&mut self, took: Duration) -> usize {
         self.rows += 1;

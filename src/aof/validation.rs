@@ -175,21 +175,6 @@ impl<'v, 'i> Fields<'v, 'i> {
         self.opt_str(field, max)
     }
 
-    /// A required non-empty string.
-    pub fn req_non_empty(&mut self, field: &str, max: Option<usize>) -> Option<String> {
-        let text = self.req_str(field, max)?;
-        if text.is_empty() {
-            let path = self.path_of(field);
-            self.issues.push(Issue::new(
-                path,
-                IssueKind::Empty,
-                format!("{field} must not be empty"),
-            ));
-            return None;
-        }
-        Some(text)
-    }
-
     /// An optional task id.
     pub fn opt_task_id(&mut self, field: &str) -> Option<TaskId> {
         let text = self.opt_str(field, None)?;

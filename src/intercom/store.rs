@@ -641,15 +641,6 @@ impl Store {
         Ok(())
     }
 
-    /// How many steering messages wait for a session.
-    pub fn queued_steering(&self, session_id: &str) -> Result<i64, StoreError> {
-        Ok(self.db().query_row(
-            "SELECT COUNT(*) FROM steering_message WHERE session_id = ?1 AND consumed = 0",
-            params![session_id],
-            |r| r.get(0),
-        )?)
-    }
-
     /// The next request id of a session: `req-001`, `req-002`, … (ids are session-scoped).
     pub fn next_request_id(&self, session_id: &str) -> Result<String, StoreError> {
         let count: i64 = self.db().query_row(

@@ -628,11 +628,6 @@ impl Agent {
 
     // ---- reading -------------------------------------------------------------------------
 
-    /// The inbound log position a new sequence starts searching from.
-    pub fn seen_len(&self) -> usize {
-        self.state().seen.len()
-    }
-
     /// Waits for an inbound message with `method` (and `id`) at or after `*cursor`; moves the
     /// cursor past it and returns it.
     pub async fn wait_for(&self, method: &str, id: Option<&RequestId>, cursor: &mut usize) -> Seen {

@@ -336,13 +336,6 @@ impl Adapter {
         self.ctx.spawn(spec)
     }
 
-    /// `route --ndjson` of several messages, one per line.
-    pub async fn route_ndjson(&self, messages: &[Value], now: &str) -> Result<Output, CheckError> {
-        let text: Vec<String> = messages.iter().map(Value::to_string).collect();
-        self.run_data(&["route", "--ndjson"], Some(now), Some(&text.join("\n")))
-            .await
-    }
-
     /// `run show --task ID`: `{taskId, dir, run, heartbeat, runResult}`.
     pub async fn run_show(&self, task: &str) -> Result<Value, CheckError> {
         self.run_data(&["run", "show", "--task", task], None, None)

@@ -80,11 +80,6 @@ impl Dialect {
         }
     }
 
-    /// Whether the agent speaks the stream dialect's bespoke methods (`status/update`,
-    /// `clearance/request`, `session/interrupt` …).
-    pub fn has_stream_methods(self) -> bool {
-        matches!(self, Dialect::Intercom | Dialect::IntercomJsonrpc)
-    }
 }
 
 /// Runs `row` once for each of `dialects` the target declares (at least one must be declared);
