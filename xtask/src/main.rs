@@ -4,6 +4,7 @@ mod bench;
 mod ci;
 mod conformance;
 mod fuzz;
+mod modules;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};
@@ -26,6 +27,8 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Fuzz the parsers for `--time` seconds per target; exits non-zero on a finding.
     Fuzz(fuzz::FuzzArgs),
+    /// Check (or `--write`) the module index of docs/ARCHITECTURE.md against the sources.
+    Modules(modules::ModulesArgs),
 }
 
 fn main() -> Result<()> {
@@ -36,6 +39,7 @@ fn main() -> Result<()> {
         Command::Conformance(args) => conformance::run(&args),
         Command::Bench(args) => bench::run(&args),
         Command::Fuzz(args) => fuzz::run(&args),
+        Command::Modules(args) => modules::run(&args),
     }
 }
 
