@@ -130,8 +130,7 @@ use shared::Shared;
 /// `ski-fuzz`; not a stable interface.
 #[doc(hidden)]
 pub mod web_params {
-    pub use super::params::{JSON_FIELDS, Params};
-    pub use super::web::Request;
+    pub use super::params::{JSON_FIELDS, Params, Request};
 }
 
 /// The Web API coverage matrix as Markdown (what `ski-fake-slack methods --markdown` prints and

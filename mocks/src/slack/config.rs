@@ -97,6 +97,20 @@ impl Default for EventsHttpConfig {
     }
 }
 
+/// A checked Request URL: `http://host[:port]/path`, with a host.
+pub(crate) fn parse_request_url(text: &str) -> Result<url::Url, String> {
+    let url = url::Url::parse(text).map_err(|error| format!("{text:?} is not a URL: {error}"))?;
+    if url.scheme() != "http" {
+        return Err(format!(
+            "{text:?}: the fake posts to http:// Request URLs only"
+        ));
+    }
+    if url.host_str().is_none_or(str::is_empty) {
+        return Err(format!("{text:?} names no host"));
+    }
+    Ok(url)
+}
+
 /// Per-method rate limits in Slack's tiers (see `mocks/SLACK-METHODS.md`); off by default.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -349,10 +363,23 @@ impl Config {
     /// Checks what the TOML types cannot: the Request URL.
     pub fn check(&self) -> Result<(), FakeSlackError> {
         match &self.events_http.request_url {
-            Some(url) => super::events_http::parse_request_url(url).map_err(|error| {
+            Some(url) => parse_request_url(url).map(|_| ()).map_err(|error| {
                 FakeSlackError::Config(format!("events_http.request_url: {error}"))
             }),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_http_urls_with_a_host_are_request_urls() {
+        assert!(parse_request_url("http://127.0.0.1:3000/slack/events").is_ok());
+        assert!(parse_request_url("https://example.test/slack/events").is_err());
+        assert!(parse_request_url("not a url").is_err());
+        assert!(parse_request_url("file:///tmp/x").is_err());
     }
 }

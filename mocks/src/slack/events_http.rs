@@ -15,21 +15,16 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::FakeSlackError;
-use super::config::EventsHttpConfig;
+use super::config::{EventsHttpConfig, parse_request_url};
 use super::envelope::EnvelopeKind;
 use super::record::{AfterTry, RecordedDelivery};
 use super::shared::{Ack, Shared};
 use super::socket::EnvelopeState;
 use wire::{Body, Outcome, Target};
 
-/// Checks a Request URL: `http://host[:port]/path`.
-pub fn parse_request_url(text: &str) -> Result<(), String> {
-    wire::parse_request_url(text).map(|_| ())
-}
-
 fn target(url: &str, settings: &EventsHttpConfig) -> Result<Target, String> {
     Ok(Target {
-        url: wire::parse_request_url(url)?,
+        url: parse_request_url(url)?,
         signing_secret: settings.signing_secret.clone(),
         timeout: Duration::from_millis(settings.timeout_ms),
     })

@@ -1,6 +1,9 @@
-//! A Web API call's parameters and token, merged from the query string, a form body (with JSON
-//! inside fields such as `blocks`), a JSON body, or nothing, as the different clients send them.
+//! A Web API request as the front read it, and its parameters and token, merged from the query
+//! string, a form body (with JSON inside fields such as `blocks`), a JSON body, or nothing, as the
+//! different clients send them.
 
+use hyper::body::Bytes;
+use hyper::header::HeaderMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -13,6 +16,14 @@ pub const JSON_FIELDS: [&str; 6] = [
     "metadata",
     "unfurls",
 ];
+
+/// One request as the Web API front read it.
+pub struct Request {
+    pub method: String,
+    pub url: url::Url,
+    pub headers: HeaderMap,
+    pub body: Bytes,
+}
 
 /// The kind of a token, by its prefix.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -46,7 +57,7 @@ pub struct Params {
 
 impl Params {
     /// Reads a request's parameters; `Err` is Slack's error code for a body it cannot read.
-    pub fn from_request(request: &super::web::Request) -> Result<Params, &'static str> {
+    pub fn from_request(request: &Request) -> Result<Params, &'static str> {
         let mut map = Map::new();
         for (key, value) in request.url.query_pairs() {
             map.insert(key.into_owned(), Value::String(value.into_owned()));

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::HeaderMap;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use serde_json::{Map, Value, json};
@@ -19,7 +18,7 @@ use super::api;
 use super::fault::Fault;
 use super::limits::{Gate, after_accept_error, http1_builder};
 use super::overrides::{Router, Upstream, Verdict};
-use super::params::{Params, TokenKind};
+use super::params::{Params, Request, TokenKind};
 use super::shared::Shared;
 use super::workspace::Stored;
 
@@ -27,14 +26,6 @@ const JSON: &str = "application/json; charset=utf-8";
 
 /// The largest request body the Web API reads (uploads included); a larger one is answered 413.
 pub const MAX_BODY_BYTES: usize = 64 << 20;
-
-/// One request as the front read it.
-pub struct Request {
-    pub method: String,
-    pub url: url::Url,
-    pub headers: HeaderMap,
-    pub body: Bytes,
-}
 
 /// What the front answers.
 pub struct ResponseTemplate {

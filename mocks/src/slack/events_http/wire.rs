@@ -74,20 +74,6 @@ pub fn signature(secret: &str, timestamp: u64, body: &str) -> String {
     format!("v0={hex}")
 }
 
-/// A checked Request URL: `http://`, with a host.
-pub fn parse_request_url(text: &str) -> Result<url::Url, String> {
-    let url = url::Url::parse(text).map_err(|error| format!("{text:?} is not a URL: {error}"))?;
-    if url.scheme() != "http" {
-        return Err(format!(
-            "{text:?}: the fake posts to http:// Request URLs only"
-        ));
-    }
-    if url.host_str().is_none_or(str::is_empty) {
-        return Err(format!("{text:?} names no host"));
-    }
-    Ok(url)
-}
-
 /// Where to post and how long to wait.
 #[derive(Debug, Clone)]
 pub struct Target {
@@ -230,13 +216,5 @@ mod tests {
         let click = Body::of(EnvelopeKind::Interactive, &json!({"type": "block_actions"}));
         assert_eq!(click.content_type, "application/x-www-form-urlencoded");
         assert_eq!(click.text, "payload=%7B%22type%22%3A%22block_actions%22%7D");
-    }
-
-    #[test]
-    fn only_http_urls_with_a_host_are_request_urls() {
-        assert!(parse_request_url("http://127.0.0.1:3000/slack/events").is_ok());
-        assert!(parse_request_url("https://example.test/slack/events").is_err());
-        assert!(parse_request_url("not a url").is_err());
-        assert!(parse_request_url("file:///tmp/x").is_err());
     }
 }
