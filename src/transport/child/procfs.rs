@@ -136,14 +136,22 @@ mod tests {
 
     #[test]
     fn a_child_shows_its_environment_and_command_line() {
-        use std::io::Write;
-        // The child waits on its stdin, so it is there to be read until the test closes it.
+        use std::io::{BufRead, Write};
+        // The child says it runs, then waits on its stdin, so it is there to be read until the
+        // test closes it. Its line is awaited first: `spawn` returns once the exec has begun,
+        // and until the new program's stack is set up its environ reads as empty.
         let mut child = std::process::Command::new("sh")
-            .args(["-c", "read line; echo ski-procfs-marker >/dev/null"])
+            .args(["-c", "echo up; read line; echo ski-procfs-marker >/dev/null"])
             .env("SKI_PROCFS_MARK", "on")
             .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("sh starts");
+        let mut up = String::new();
+        std::io::BufReader::new(child.stdout.take().expect("piped stdout"))
+            .read_line(&mut up)
+            .expect("the child says it runs");
+        assert_eq!("up\n", up);
         let pid = child.id() as i32;
         assert!(environ_holds(pid, "SKI_PROCFS_MARK=on"));
         assert!(!environ_holds(pid, "SKI_PROCFS_MARK=off"));
