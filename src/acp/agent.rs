@@ -41,6 +41,7 @@
 
 pub mod clock;
 pub mod config;
+pub mod control;
 pub mod export;
 pub mod listing;
 pub mod model;
@@ -66,18 +67,18 @@ pub use self::config::{
     AgentConfig, AuthMethodSpec, EchoConfig, Feature, Features, PermissionConfig, PermissionMode,
     PolicyMode, ToolCallSpec, TurnUpdates,
 };
+pub use self::control::StopCause;
 pub use self::model::PromptDirectives;
 pub use self::registry::{ConnectionId, RouteError};
-pub use self::turn::StopCause;
 
+use self::control::{TurnControl, TurnOutcome};
 use self::policy::Remembered;
 use self::registry::Registry;
 use self::store::{HistoryEntry, Store};
-use self::turn::TurnControl;
 use crate::acp::methods::SESSION_UPDATE;
 use crate::acp::{
-    ExecutionState, ExecutionStateKind, ExecutionStateUpdate, Extra, PermissionOptionKind,
-    SessionInfoUpdate, SessionNotification, SessionUpdate, ToolCallUpdate,
+    ExecutionState, ExecutionStateKind, ExecutionStateUpdate, Extra, Nullable,
+    PermissionOptionKind, SessionInfoUpdate, SessionNotification, SessionUpdate, ToolCallUpdate,
 };
 use crate::jsonrpc::{DEFAULT_MAX_LINE_BYTES, Peer, Transport};
 use crate::transport::ws_server::WsServer;
@@ -358,6 +359,20 @@ impl Inner {
         }
     }
 
+    /// Sends a content update unless the turn was stopped.
+    pub(crate) async fn content(
+        &self,
+        session: &str,
+        control: &TurnControl,
+        update: SessionUpdate,
+    ) -> Result<(), TurnOutcome> {
+        if control.is_stopped() {
+            return Err(TurnOutcome::stopped(control));
+        }
+        self.update(session, update).await;
+        Ok(())
+    }
+
     /// Sends the `agent_message_chunk` of `text`, the update every turn streams: the line
     /// [`Inner::update`] writes for it, assembled from fixed text (`acp::turn_lines`).
     pub(crate) async fn message_chunk(&self, session: &str, text: &str) {
@@ -436,7 +451,7 @@ impl Inner {
         }
         let title = model::title(prompt);
         session.title = Some(title.clone());
-        Some(turn::session_info(&title, clock::rfc3339(session.updated)))
+        Some(session_info(&title, clock::rfc3339(session.updated)))
     }
 
     /// Clears a session's running turn if it is still `control`.
@@ -491,5 +506,14 @@ impl Inner {
                 tracing::warn!(session, "a stopped turn did not end in time");
             }
         }
+    }
+}
+
+/// The `session_info_update` of a title change.
+fn session_info(title: &str, updated_at: String) -> SessionInfoUpdate {
+    SessionInfoUpdate {
+        title: Nullable::Value(title.to_owned()),
+        updated_at: Nullable::Value(updated_at),
+        extra: Extra::new(),
     }
 }

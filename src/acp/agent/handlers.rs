@@ -21,10 +21,11 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::config::Feature;
+use super::control::{StopCause, TurnControl, TurnOutcome};
 use super::export;
 use super::model::PromptDirectives;
 use super::registry::ConnectionId;
-use super::turn::{self, StopCause, TurnControl, TurnOutcome};
+use super::turn;
 use super::{ConnectionOptions, Inner, clock};
 use crate::acp::methods::{
     AUTHENTICATE, INITIALIZE, LOGOUT, SESSION_CANCEL, SESSION_CLOSE, SESSION_DELETE,

@@ -13,9 +13,9 @@ use serde_json::Value;
 
 use super::Inner;
 use super::config::{PermissionMode, PolicyMode};
+use super::control::TurnControl;
 use super::policy::Remembered;
 use super::registry::RouteError;
-use super::turn::TurnControl;
 use crate::acp::methods::SESSION_REQUEST_PERMISSION;
 use crate::acp::{
     Extra, Nullable, PermissionOption, PermissionOptionKind, PermissionOutcome,

@@ -10,9 +10,9 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
+use super::control::TurnControl;
 use super::listing::Listings;
 use super::policy::PolicyMemory;
-use super::turn::TurnControl;
 use crate::acp::{
     ConfigOptionCategory, ConfigValue, ContentBlock, Extra, ModelInfo, SelectConfigOption,
     SelectOption, SelectOptions, SessionConfigOption, SessionMode, SessionModeState,

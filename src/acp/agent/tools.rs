@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 
 use super::Inner;
 use super::config::ToolCallSpec;
+use super::control::{StopCause, TurnControl, TurnOutcome};
 use super::store::HistoryEntry;
-use super::turn::{StopCause, TurnControl, TurnOutcome, content};
 use crate::acp::methods::{
     FS_READ_TEXT_FILE, FS_WRITE_TEXT_FILE, TERMINAL_CREATE, TERMINAL_KILL, TERMINAL_OUTPUT,
     TERMINAL_RELEASE, TERMINAL_WAIT_FOR_EXIT,
@@ -118,7 +118,9 @@ pub(crate) async fn run(
     };
     let id = new_tool_call_id();
     let (name, call, input) = describe(spec, &cwd, reply, &id);
-    content(agent, session, control, SessionUpdate::ToolCall(call)).await?;
+    agent
+        .content(session, control, SessionUpdate::ToolCall(call))
+        .await?;
     let owner = agent.registry.owner_peer(session);
     let capable = owner
         .as_ref()
@@ -180,13 +182,9 @@ pub(crate) async fn run(
         session,
         HistoryEntry::tool(id.clone(), name.to_owned(), input, output),
     );
-    content(
-        agent,
-        session,
-        control,
-        SessionUpdate::ToolCallUpdate(update),
-    )
-    .await
+    agent
+        .content(session, control, SessionUpdate::ToolCallUpdate(update))
+        .await
 }
 
 async fn call_client(
@@ -220,13 +218,9 @@ async fn report_failure(
         session,
         HistoryEntry::tool(id.to_owned(), name.to_owned(), input, output),
     );
-    content(
-        agent,
-        session,
-        control,
-        SessionUpdate::ToolCallUpdate(update),
-    )
-    .await
+    agent
+        .content(session, control, SessionUpdate::ToolCallUpdate(update))
+        .await
 }
 
 /// The `tool_call` of a spec: its name, the update, and the input sent to the client.
@@ -343,13 +337,9 @@ async fn terminal_steps(
         terminal_id: terminal_id.to_owned(),
         extra: Extra::new(),
     })]);
-    content(
-        agent,
-        session,
-        control,
-        SessionUpdate::ToolCallUpdate(running),
-    )
-    .await?;
+    agent
+        .content(session, control, SessionUpdate::ToolCallUpdate(running))
+        .await?;
     let exit = match call(peer, control, TERMINAL_WAIT_FOR_EXIT, terminal.clone()).await? {
         Ok(exit) => exit,
         Err(error) => return Ok((ToolCallStatus::Failed, json!({ "error": error }), None)),

@@ -21,15 +21,14 @@
 //! or the session going away) it sends no further content update.
 
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::task::{Context, Poll, ready};
 
 use serde_json::json;
-use tokio_util::sync::CancellationToken;
 
 use super::Inner;
 use super::config::{EchoConfig, TurnUpdates};
+pub use super::control::{StopCause, TurnControl, TurnOutcome};
 use super::model::{self, AttemptError};
 use super::permission::{self, Decision};
 use super::store::HistoryEntry;
@@ -37,8 +36,7 @@ use super::tools;
 use crate::acp::{
     AvailableCommand, AvailableCommandInput, AvailableCommandsUpdate, ContentBlock,
     ExecutionStateKind, Extra, Nullable, Plan, PlanEntry, PlanEntryPriority, PlanEntryStatus,
-    RetryInfo, RetryUpdate, SessionInfoUpdate, SessionUpdate, ToolCall, ToolCallStatus,
-    ToolCallUpdate, ToolKind,
+    RetryInfo, RetryUpdate, SessionUpdate, ToolCall, ToolCallStatus, ToolCallUpdate, ToolKind,
 };
 
 /// A future that runs where it is awaited and, dropped before it finished, goes on running on a
@@ -74,110 +72,6 @@ impl<T: Send + 'static> Drop for Detached<T> {
             && let Ok(runtime) = tokio::runtime::Handle::try_current()
         {
             runtime.spawn(rest);
-        }
-    }
-}
-
-/// Why a turn was stopped before it finished.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopCause {
-    /// `session/cancel`, `session/stop`, or the session being deleted, closed or logged out:
-    /// the turn answers `stopReason: cancelled`.
-    Cancelled,
-    /// `$/cancel_request` for the prompt request: the turn answers `-32800`.
-    RequestCancelled,
-    /// The prompt timeout fired: the turn answers `-32603`.
-    TimedOut,
-}
-
-/// The control of a running turn: stopping it and waiting for its end.
-#[derive(Debug)]
-pub struct TurnControl {
-    stop: CancellationToken,
-    cause: Mutex<Option<StopCause>>,
-    done: CancellationToken,
-    /// Set once the turn reported the session's `updatedAt` in a `session_info_update`.
-    reported_update: AtomicBool,
-}
-
-impl Default for TurnControl {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl TurnControl {
-    /// A control for a turn that has not been stopped.
-    pub fn new() -> Self {
-        Self {
-            stop: CancellationToken::new(),
-            cause: Mutex::new(None),
-            done: CancellationToken::new(),
-            reported_update: AtomicBool::new(false),
-        }
-    }
-
-    /// Stops the turn; the first cause wins. Returns whether this call stopped it.
-    pub fn stop(&self, cause: StopCause) -> bool {
-        let mut current = self.cause.lock().unwrap_or_else(PoisonError::into_inner);
-        if current.is_some() {
-            return false;
-        }
-        *current = Some(cause);
-        self.stop.cancel();
-        true
-    }
-
-    /// Why the turn was stopped, if it was.
-    pub fn cause(&self) -> Option<StopCause> {
-        *self.cause.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Whether the turn was stopped.
-    pub fn is_stopped(&self) -> bool {
-        self.stop.is_cancelled()
-    }
-
-    /// The token cancelled when the turn is stopped.
-    pub fn token(&self) -> &CancellationToken {
-        &self.stop
-    }
-
-    /// Resolves once the turn has ended (its outcome is decided and its last update sent).
-    pub async fn finished(&self) {
-        self.done.cancelled().await;
-    }
-
-    /// Whether the turn reported the session's `updatedAt`, which must then stay as reported.
-    pub(super) fn reported_update(&self) -> bool {
-        self.reported_update.load(Ordering::SeqCst)
-    }
-
-    pub(super) fn mark_finished(&self) {
-        self.done.cancel();
-    }
-}
-
-/// How a turn ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TurnOutcome {
-    /// The reply was sent: `stopReason: end_turn`.
-    EndTurn,
-    /// The turn was stopped.
-    Stopped(StopCause),
-    /// Permission was refused: `stopReason: cancelled`.
-    Denied,
-    /// The model failed for good, or the permission bridge failed under `required`: `-32603`.
-    Failed(String),
-}
-
-impl TurnOutcome {
-    fn final_state(&self) -> ExecutionStateKind {
-        match self {
-            TurnOutcome::EndTurn => ExecutionStateKind::Completed,
-            TurnOutcome::Stopped(StopCause::TimedOut) => ExecutionStateKind::TimedOut,
-            TurnOutcome::Stopped(_) | TurnOutcome::Denied => ExecutionStateKind::Cancelled,
-            TurnOutcome::Failed(_) => ExecutionStateKind::Failed,
         }
     }
 }
@@ -242,24 +136,6 @@ pub(crate) async fn run(
     outcome
 }
 
-fn stopped(control: &TurnControl) -> TurnOutcome {
-    TurnOutcome::Stopped(control.cause().unwrap_or(StopCause::Cancelled))
-}
-
-/// Sends a content update unless the turn was stopped.
-pub(super) async fn content(
-    agent: &Inner,
-    session: &str,
-    control: &TurnControl,
-    update: SessionUpdate,
-) -> Result<(), TurnOutcome> {
-    if control.is_stopped() {
-        return Err(stopped(control));
-    }
-    agent.update(session, update).await;
-    Ok(())
-}
-
 /// After a failed model attempt that will be retried: reports the retry and waits its delay.
 async fn announce_retry(
     agent: &Arc<Inner>,
@@ -294,7 +170,7 @@ async fn announce_retry(
     let delay = agent.config.retry_base_delay.saturating_mul(attempt);
     tokio::select! {
         biased;
-        () = control.token().cancelled() => Err(stopped(control)),
+        () = control.token().cancelled() => Err(TurnOutcome::stopped(control)),
         () = tokio::time::sleep(delay) => Ok(()),
     }
 }
@@ -313,24 +189,24 @@ async fn steps(
         Decision::Allow => {}
         Decision::Deny => return Err(TurnOutcome::Denied),
         Decision::Fail(message) => return Err(TurnOutcome::Failed(message)),
-        Decision::Stopped => return Err(stopped(control)),
+        Decision::Stopped => return Err(TurnOutcome::stopped(control)),
     }
     if control.is_stopped() {
-        return Err(stopped(control));
+        return Err(TurnOutcome::stopped(control));
     }
     agent.record(session, HistoryEntry::user(prompt));
     let max_attempts = agent.config.max_retries.saturating_add(1);
     let mut attempt = 1;
     loop {
         if control.is_stopped() {
-            return Err(stopped(control));
+            return Err(TurnOutcome::stopped(control));
         }
         agent
             .execution_state(session, ExecutionStateKind::Running, Some(attempt), None)
             .await;
         match model::attempt(plan, attempt, control.token()).await {
             Ok(()) => break,
-            Err(AttemptError::Stopped) => return Err(stopped(control)),
+            Err(AttemptError::Stopped) => return Err(TurnOutcome::stopped(control)),
             Err(AttemptError::Failed(message)) => {
                 tracing::info!(session, attempt, %message, "model attempt failed");
                 if attempt >= max_attempts {
@@ -356,8 +232,10 @@ async fn steps(
     if full {
         // Boxed where it runs, as the other optional parts: the turn's future stays small.
         Box::pin(async {
-            content(agent, session, control, available_commands()).await?;
-            content(agent, session, control, plan_update()).await
+            agent
+                .content(session, control, available_commands())
+                .await?;
+            agent.content(session, control, plan_update()).await
         })
         .await?;
     }
@@ -372,13 +250,13 @@ async fn steps(
     }
     for _ in 0..plan.reply_chunks.max(1) {
         if control.is_stopped() {
-            return Err(stopped(control));
+            return Err(TurnOutcome::stopped(control));
         }
         agent.message_chunk(session, &reply).await;
     }
     agent.record(session, HistoryEntry::Agent(reply));
     if full && let Some(info) = agent.title_session(session, prompt) {
-        control.reported_update.store(true, Ordering::SeqCst);
+        control.report_update();
         agent
             .update(session, SessionUpdate::SessionInfoUpdate(info))
             .await;
@@ -439,65 +317,20 @@ async fn echo_tool_call(
     call.kind = Some(ToolKind::Think);
     call.status = Some(ToolCallStatus::InProgress);
     call.raw_input = Some(json!({ "blocks": prompt.len() }));
-    content(agent, session, control, SessionUpdate::ToolCall(call)).await?;
+    agent
+        .content(session, control, SessionUpdate::ToolCall(call))
+        .await?;
     let mut update = ToolCallUpdate::new(&id);
     update.status = Nullable::Value(ToolCallStatus::Completed);
     update.raw_output = Nullable::Value(json!({ "characters": reply.chars().count() }));
-    content(
-        agent,
-        session,
-        control,
-        SessionUpdate::ToolCallUpdate(update),
-    )
-    .await
-}
-
-/// The `session_info_update` of a title change.
-pub(super) fn session_info(title: &str, updated_at: String) -> SessionInfoUpdate {
-    SessionInfoUpdate {
-        title: Nullable::Value(title.to_owned()),
-        updated_at: Nullable::Value(updated_at),
-        extra: Extra::new(),
-    }
+    agent
+        .content(session, control, SessionUpdate::ToolCallUpdate(update))
+        .await
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_first_stop_cause_wins() {
-        let control = TurnControl::new();
-        assert!(!control.is_stopped());
-        assert!(control.stop(StopCause::RequestCancelled));
-        assert!(!control.stop(StopCause::TimedOut));
-        assert_eq!(control.cause(), Some(StopCause::RequestCancelled));
-        assert!(control.token().is_cancelled());
-    }
-
-    #[test]
-    fn outcomes_map_to_their_final_state() {
-        assert_eq!(
-            TurnOutcome::EndTurn.final_state(),
-            ExecutionStateKind::Completed
-        );
-        assert_eq!(
-            TurnOutcome::Stopped(StopCause::TimedOut).final_state(),
-            ExecutionStateKind::TimedOut
-        );
-        assert_eq!(
-            TurnOutcome::Stopped(StopCause::RequestCancelled).final_state(),
-            ExecutionStateKind::Cancelled
-        );
-        assert_eq!(
-            TurnOutcome::Denied.final_state(),
-            ExecutionStateKind::Cancelled
-        );
-        assert_eq!(
-            TurnOutcome::Failed("x".into()).final_state(),
-            ExecutionStateKind::Failed
-        );
-    }
 
     #[tokio::test]
     async fn a_detached_future_runs_where_awaited_and_on_after_a_drop() {
