@@ -86,6 +86,10 @@ pub type Variant = &'static str;
 /// The plain agent.
 pub const PLAIN: Variant = "";
 
+/// The variant whose turns run until they are cancelled (the cancellation checks, the fake
+/// model's held stream).
+pub const HOLD: Variant = "hold";
+
 /// A started agent (or an already running WebSocket endpoint) that checks connect to.
 pub struct Agent {
     ctx: Ctx,

@@ -17,6 +17,7 @@
 
 use serde_json::{Value, json};
 
+pub use super::agent::HOLD;
 use super::agent::{PLAIN, Transport, declared};
 use super::connection::{Connection, PermissionReply, permission_outcome};
 use super::exchange::{
@@ -29,8 +30,6 @@ use crate::context::Ctx;
 use crate::vocabulary::capability;
 use crate::{ensure, ensure_eq, fail};
 
-/// The variant whose turns run until they are cancelled.
-pub const HOLD: &str = "hold";
 /// The variant whose turns take a while and then end normally.
 pub const DELAY: &str = "delay";
 /// The variant whose held turns end by the agent's prompt timeout.
