@@ -17,7 +17,7 @@
 
 use serde_json::{Value, json};
 
-pub use super::agent::HOLD;
+use super::agent::HOLD;
 use super::agent::{PLAIN, Transport, declared};
 use super::connection::{Connection, PermissionReply, permission_outcome};
 use super::exchange::{

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use super::agent::HOLD;
 use super::agent::PLAIN;
-use super::cancellation::HOLD;
 use super::connection::{Connection, Reply};
 use super::exchange::{
     self, Opened, QUIET, expect_result, finish_prompt, new_session_params, open, prompt,

@@ -105,7 +105,7 @@ fn script_for(
     let mut script = Script::new(Vec::new());
     script.exhausted_text = ANSWER.to_owned();
     match variant {
-        super::cancellation::HOLD => {
+        super::agent::HOLD => {
             let text = "still thinking ".repeat(HOLD_PIECES);
             script.turns = (0..HOLD_TURNS)
                 .map(|_| Turn::text(text.clone()).paced(HOLD_PIECES, HOLD_DELAY))
