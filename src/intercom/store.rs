@@ -994,7 +994,7 @@ mod tests {
             .expect_err("no such status")
             .to_string();
         assert!(
-            error.contains("session status \"archived\" is not one intercom writes"),
+            error.contains("unknown session status \"archived\" (known: "),
             "{error}"
         );
         let error = store

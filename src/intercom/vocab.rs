@@ -5,88 +5,10 @@
 
 use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, ValueRef};
 
+pub use crate::storage::closed_set::UnknownName;
+use crate::storage::closed_set::closed_set;
+
 use super::config::Mode;
-
-/// A text that is none of a closed set's names.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{set} {value:?} is not one intercom writes (known: {known})", known = .known.join(", "))]
-pub struct UnknownValue {
-    /// Which set, in words (`session status`).
-    pub set: &'static str,
-    /// The text found.
-    pub value: String,
-    /// The set's names.
-    pub known: &'static [&'static str],
-}
-
-/// Declares a closed set: the enum, its names in declaration order, text conversions both ways,
-/// serde under the same names, and SQLite storage as TEXT.
-macro_rules! closed_set {
-    (
-        $(#[$meta:meta])*
-        $name:ident, $what:literal {
-            $($(#[$variant_meta:meta])* $variant:ident = $text:literal,)+
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-        pub enum $name {
-            $($(#[$variant_meta])* #[serde(rename = $text)] $variant,)+
-        }
-
-        impl $name {
-            /// Every member, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant,)+];
-            /// Every member's name, in declaration order.
-            pub const NAMES: &'static [&'static str] = &[$($text,)+];
-            /// What this set is called in an error.
-            pub const SET: &'static str = $what;
-
-            /// The name on the wire and in the database.
-            pub const fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)+
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl std::str::FromStr for $name {
-            type Err = UnknownValue;
-
-            fn from_str(text: &str) -> Result<Self, UnknownValue> {
-                match text {
-                    $($text => Ok($name::$variant),)+
-                    _ => Err(UnknownValue {
-                        set: $what,
-                        value: text.to_owned(),
-                        known: $name::NAMES,
-                    }),
-                }
-            }
-        }
-
-        impl ToSql for $name {
-            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-                Ok(ToSqlOutput::from(self.as_str()))
-            }
-        }
-
-        impl FromSql for $name {
-            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-                value
-                    .as_str()?
-                    .parse()
-                    .map_err(|error: UnknownValue| FromSqlError::Other(Box::new(error)))
-            }
-        }
-    };
-}
 
 closed_set! {
     /// `session.status`.
@@ -211,7 +133,7 @@ impl FromSql for Mode {
         match value.as_str()? {
             "mcp" => Ok(Mode::Mcp),
             "acp" => Ok(Mode::Acp),
-            other => Err(FromSqlError::Other(Box::new(UnknownValue {
+            other => Err(FromSqlError::Other(Box::new(UnknownName {
                 set: "protocol mode",
                 value: other.to_owned(),
                 known: &["mcp", "acp"],
@@ -328,7 +250,7 @@ mod tests {
         let error = read(1).expect_err("archived is no status").to_string();
         assert!(
             error.contains(
-                "session status \"archived\" is not one intercom writes \
+                "unknown session status \"archived\" \
                  (known: created, active, paused, terminated, interrupted)"
             ),
             "{error}"

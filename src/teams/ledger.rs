@@ -28,7 +28,7 @@ pub use crate::storage::sqlite_schema::{RowFinding, SchemaFinding};
 pub use audit::MAX_ROW_FINDINGS;
 pub use rows::{
     Counts, ForeignRow, Member, MemberRole, MemberStatus, NewTask, Task, TaskFilter, TaskStatus,
-    UnknownVariant,
+    UnknownName,
 };
 pub use schema::{LEDGER_FILE, schema_version, wal_path};
 

@@ -2,111 +2,26 @@
 //! stored and printed as the same strings as always, and the mapping from SQLite rows.
 
 use std::fmt;
-use std::str::FromStr;
 
-use rusqlite::types::{FromSql, FromSqlError, FromSqlResult, ToSql, ToSqlOutput, Type, ValueRef};
-use serde::{Serialize, Serializer};
+use rusqlite::types::{Type, ValueRef};
+use serde::Serialize;
 use serde_json::Value;
 
-/// A text column or JSON value that names none of an enum's variants.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UnknownVariant {
-    /// What was being read (`task status`, `member status`, `member role`).
-    pub kind: &'static str,
-    /// The text found.
-    pub value: String,
-}
+pub use crate::storage::closed_set::UnknownName;
+use crate::storage::closed_set::closed_set;
 
-impl fmt::Display for UnknownVariant {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "unknown {} {:?}", self.kind, self.value)
-    }
-}
-
-impl std::error::Error for UnknownVariant {}
-
-/// An enum kept as one fixed string per variant in the ledger, in JSON and on the board: `as_str`
-/// and `FromStr` are the one mapping; `Display` pads like a string; serde and rusqlite use it.
-macro_rules! text_enum {
-    (
-        $(#[$meta:meta])*
-        $name:ident ($kind:literal) {
-            $($(#[$variant_meta:meta])* $variant:ident => $text:literal,)+
-        }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        pub enum $name {
-            $($(#[$variant_meta])* $variant,)+
-        }
-
-        impl $name {
-            /// Every variant, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The text stored in the ledger and printed in JSON.
-            pub fn as_str(self) -> &'static str {
-                match self {
-                    $($name::$variant => $text,)+
-                }
-            }
-        }
-
-        impl FromStr for $name {
-            type Err = UnknownVariant;
-
-            fn from_str(text: &str) -> Result<Self, Self::Err> {
-                match text {
-                    $($text => Ok($name::$variant),)+
-                    _ => Err(UnknownVariant {
-                        kind: $kind,
-                        value: text.to_owned(),
-                    }),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.pad(self.as_str())
-            }
-        }
-
-        impl Serialize for $name {
-            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-                serializer.serialize_str(self.as_str())
-            }
-        }
-
-        impl ToSql for $name {
-            fn to_sql(&self) -> rusqlite::Result<ToSqlOutput<'_>> {
-                Ok(ToSqlOutput::from(self.as_str()))
-            }
-        }
-
-        impl FromSql for $name {
-            fn column_result(value: ValueRef<'_>) -> FromSqlResult<Self> {
-                value
-                    .as_str()?
-                    .parse()
-                    .map_err(|error: UnknownVariant| FromSqlError::Other(Box::new(error)))
-            }
-        }
-    };
-}
-
-text_enum! {
+closed_set! {
     /// Where a task is in its life: `pending` → `in_progress` → `completed`, or `deleted` from
     /// either of the first two.
-    TaskStatus ("task status") {
+    TaskStatus, "task status" {
         /// Waiting to be claimed (possibly blocked by dependencies).
-        Pending => "pending",
+        Pending = "pending",
         /// Claimed by its owner.
-        InProgress => "in_progress",
+        InProgress = "in_progress",
         /// Done; its dependents no longer wait for it.
-        Completed => "completed",
+        Completed = "completed",
         /// Soft-deleted by the lead; its dependents no longer wait for it.
-        Deleted => "deleted",
+        Deleted = "deleted",
     }
 }
 
@@ -117,27 +32,27 @@ impl TaskStatus {
     }
 }
 
-text_enum! {
+closed_set! {
     /// What a member is doing.
-    MemberStatus ("member status") {
+    MemberStatus, "member status" {
         /// Holds no task.
-        Idle => "idle",
+        Idle = "idle",
         /// Holds a task in progress.
-        Working => "working",
+        Working = "working",
         /// Waiting on something outside the ledger.
-        Blocked => "blocked",
+        Blocked = "blocked",
         /// Approved a shutdown, or was shut down with the team.
-        Shutdown => "shutdown",
+        Shutdown = "shutdown",
     }
 }
 
-text_enum! {
+closed_set! {
     /// A member's role: one lead per team, everyone else a member.
-    MemberRole ("member role") {
+    MemberRole, "member role" {
         /// The team's creator: deletes tasks, spawns teammates, shuts the team down.
-        Lead => "lead",
+        Lead = "lead",
         /// A teammate.
-        Member => "member",
+        Member = "member",
     }
 }
 
@@ -410,12 +325,16 @@ fn read_member(row: &rusqlite::Row<'_>) -> rusqlite::Result<Member> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use std::str::FromStr;
+
     use rusqlite::Connection;
+    use rusqlite::types::{FromSql, ToSql};
+
+    use super::*;
 
     fn round_trip<T>(all: &[T], texts: &[&str])
     where
-        T: Copy + fmt::Debug + PartialEq + FromStr<Err = UnknownVariant> + ToSql + FromSql,
+        T: Copy + fmt::Debug + PartialEq + FromStr<Err = UnknownName> + ToSql + FromSql,
         T: Serialize + fmt::Display,
     {
         let conn = Connection::open_in_memory().expect("in-memory database");
