@@ -141,7 +141,10 @@ mod tests {
         // test closes it. Its line is awaited first: `spawn` returns once the exec has begun,
         // and until the new program's stack is set up its environ reads as empty.
         let mut child = std::process::Command::new("sh")
-            .args(["-c", "echo up; read line; echo ski-procfs-marker >/dev/null"])
+            .args([
+                "-c",
+                "echo up; read line; echo ski-procfs-marker >/dev/null",
+            ])
             .env("SKI_PROCFS_MARK", "on")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())

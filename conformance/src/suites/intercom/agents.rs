@@ -79,7 +79,6 @@ impl Dialect {
             Dialect::Acp | Dialect::IntercomJsonrpc => "session/prompt",
         }
     }
-
 }
 
 /// Runs `row` once for each of `dialects` the target declares (at least one must be declared);
