@@ -18,7 +18,7 @@ use ski::jsonrpc::RpcError;
 
 use super::commands;
 use super::runtime::Agent;
-use super::runtime::sequence::Ctx;
+use super::runtime::ctx::Ctx;
 use super::script::{Personality, PromptMode};
 
 /// Runs the built-in handling of the context's trigger.

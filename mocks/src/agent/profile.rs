@@ -1,7 +1,42 @@
 //! Quirk profiles: named sets of a real agent's quirks that a script, a recording or the command
 //! line (`--profile`) switches on, whatever the personality. kiro-cli's quirks are the first.
 
-use super::script::Quirk;
+use serde::Deserialize;
+
+/// A kiro-cli quirk that can be switched on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Quirk {
+    /// `session/new` without `mcpServers`: exit 0 without a word.
+    ExitOnMissingMcpServers,
+    /// `session/load` without `cwd` or `mcpServers`: a parse error on stderr, and no response.
+    SilentMalformedLoad,
+    /// `session/load` of an unknown session: exit 0 without a response.
+    ExitOnUnknownLoad,
+    /// A `context_usage` update after the prompt result.
+    ContextUsageAfterResult,
+}
+
+impl Quirk {
+    /// Parses a quirk name as given on the command line.
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "exit-on-missing-mcp-servers" => Some(Quirk::ExitOnMissingMcpServers),
+            "silent-malformed-load" => Some(Quirk::SilentMalformedLoad),
+            "exit-on-unknown-load" => Some(Quirk::ExitOnUnknownLoad),
+            "context-usage-after-result" => Some(Quirk::ContextUsageAfterResult),
+            _ => None,
+        }
+    }
+
+    /// Every quirk name, for help texts.
+    pub const NAMES: &'static [&'static str] = &[
+        "exit-on-missing-mcp-servers",
+        "silent-malformed-load",
+        "exit-on-unknown-load",
+        "context-usage-after-result",
+    ];
+}
 
 /// A named set of quirks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,51 +3,23 @@
 //! and relative paths rewritten to the live exchange. A message the recording does not hold gets
 //! the configured answer ([`Unrecorded`]), noted in the transcript and the state report.
 
-use std::collections::{HashMap, HashSet};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use ski::jsonrpc::{RequestId, RpcError};
+use ski::jsonrpc::RpcError;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
+pub mod state;
+pub use state::ReplayState;
+
 use super::recording::{AgentLine, MessageKind, Recording, Unrecorded, method_of, prompt_text_of};
-use super::runtime::sequence::Ctx;
+use super::runtime::ctx::Ctx;
 use super::runtime::state::id_key;
 use super::runtime::{Agent, Inbound};
 use super::script::Quirk;
-
-/// What replay remembers of the live exchange.
-#[derive(Debug, Default)]
-pub struct ReplayState {
-    /// Exchanges played, by index.
-    used: HashSet<usize>,
-    /// Recorded session id → live session id.
-    sessions: HashMap<String, String>,
-    /// Every live session id handed out so far; none is handed out twice.
-    minted: HashSet<String>,
-    /// Recorded client request id (JSON text) → the live id.
-    ids: HashMap<String, RequestId>,
-    /// The live working directory relative paths resolve against.
-    cwd: Option<String>,
-    /// Exchanges played.
-    played: u64,
-    /// Client messages the recording did not hold, as reported.
-    unrecorded: Vec<Value>,
-}
-
-impl ReplayState {
-    /// The `replay` part of the state report.
-    pub fn report(&self) -> Value {
-        json!({
-            "played": self.played,
-            "sessions": self.sessions,
-            "unrecorded": self.unrecorded,
-        })
-    }
-}
 
 /// The recording's exchange for a client message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

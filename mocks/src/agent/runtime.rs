@@ -1,39 +1,35 @@
-//! The running agent: shared state, the write path with its faults, and the dispatch of every
-//! inbound line to a script rule or to the personality's built-in handling.
+//! The running agent: shared state, the write path with its faults, sessions, cancels and the
+//! context each sequence runs in. The dispatch of inbound lines is in [`dispatch`].
 
+pub mod ctx;
+pub mod dispatch;
+pub mod inbound;
 pub mod params;
 mod prompt;
 pub mod sequence;
 pub mod state;
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use ski::acp::turn_lines;
-use ski::jsonrpc::{
-    DecodeError, ErrorCode, Message, RequestId, Response, RpcError, VersionField,
-    decode_with_params, encode_into,
-};
+use ski::jsonrpc::{ErrorCode, Message, RequestId, Response, RpcError, VersionField, encode_into};
 use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::AbortHandle;
 
 use super::config::Config;
 use super::output::{ErrorOutput, Gates, Output, Written};
-use super::personality;
 use super::script::step::{FragmentPlan, Fragments};
 use super::script::{IdStyle, Personality, Trigger};
 use super::template::{AgentNames, Vars};
 use super::transcript::Transcript;
-use params::Params;
+use ctx::{Ctx, TurnGuard};
+pub use inbound::Inbound;
 use prompt::prompt_session_and_text;
 pub use prompt::prompt_text;
-use sequence::{Ctx, TurnGuard};
 use state::{Pending, Reply, Role, Running, Seen, SeenLog, SessionId, State, id_key};
 
 /// How the agent process was started, as the transcript and the state report show it.
@@ -56,37 +52,6 @@ pub struct Exit {
     pub code: i32,
     /// Why.
     pub reason: String,
-}
-
-/// An inbound request or notification. Shared (`Arc`) by the record of what was seen, the
-/// context of the sequence it started, and its template variables.
-#[derive(Debug)]
-pub struct Inbound {
-    /// The method.
-    pub method: String,
-    /// The id, for a request.
-    pub id: Option<RequestId>,
-    /// The params.
-    pub params: Option<Params>,
-    /// Whether the message carried `"jsonrpc"`.
-    pub jsonrpc: bool,
-}
-
-impl Inbound {
-    /// The params as a JSON value.
-    pub fn params_value(&self) -> Option<&Value> {
-        self.params.as_ref().map(Params::value)
-    }
-
-    /// A member of the params.
-    pub fn param(&self, key: &str) -> Option<&Value> {
-        self.params_value()?.get(key)
-    }
-
-    /// A string member of the params.
-    pub fn param_str(&self, key: &str) -> Option<&str> {
-        self.param(key)?.as_str()
-    }
 }
 
 /// The version field of a line written with (`true`) or without `"jsonrpc"`.
@@ -663,40 +628,6 @@ impl Agent {
         }
     }
 
-    /// Handles one line read from stdin.
-    pub async fn handle_line(self: &Arc<Self>, line: &[u8]) {
-        self.transcript
-            .line(super::transcript::Kind::In, line, None);
-        self.state().lines_in += 1;
-        let version = if self.config.personality == Personality::Intercom {
-            VersionField::Optional
-        } else {
-            VersionField::Required
-        };
-        match decode_with_params::<Box<RawValue>>(line, version) {
-            Err(error) => self.bad_input(line, error).await,
-            Ok((Message::Response(response), _)) => self.on_response(response).await,
-            Ok((Message::Request(request), jsonrpc)) => {
-                self.on_call(Inbound {
-                    method: request.method,
-                    id: Some(request.id),
-                    params: request.params.map(Params::new),
-                    jsonrpc,
-                })
-                .await;
-            }
-            Ok((Message::Notification(notification), jsonrpc)) => {
-                self.on_call(Inbound {
-                    method: notification.method,
-                    id: None,
-                    params: notification.params.map(Params::new),
-                    jsonrpc,
-                })
-                .await;
-            }
-        }
-    }
-
     /// Answers an input line longer than the limit as ski's reference does: -32600 with a null
     /// id (the intercom personality, which speaks no JSON-RPC errors, only logs it).
     pub async fn oversize_input(&self, length: u64, limit: usize) {
@@ -712,29 +643,6 @@ impl Agent {
         let response = Response::error(RequestId::Null, RpcError::invalid_request(what));
         self.write_message(&Message::Response(response), true, None)
             .await;
-    }
-
-    async fn bad_input(self: &Arc<Self>, line: &[u8], error: DecodeError) {
-        if let Some(recording) = &self.config.script.recording
-            && super::replay::answer_malformed(self, recording, line).await
-        {
-            return;
-        }
-        if self.config.personality == Personality::Intercom {
-            self.log(&format!("skipping a malformed line: {error}"))
-                .await;
-            return;
-        }
-        match error.error_response() {
-            Some(response) => {
-                self.write_message(&Message::Response(response), true, None)
-                    .await;
-            }
-            None => {
-                self.log(&format!("ignoring a malformed response: {error}"))
-                    .await
-            }
-        }
     }
 
     async fn on_response(&self, response: Response) {
@@ -754,130 +662,6 @@ impl Agent {
                 .await;
             }
         }
-    }
-
-    async fn on_call(self: &Arc<Self>, inbound: Inbound) {
-        let inbound = Arc::new(inbound);
-        let searched = {
-            let mut state = self.state();
-            state.seen.push(&inbound);
-            // Only a control channel reads the counts (its `state` and `wait` commands).
-            if self.controlled {
-                match state.method_counts.get_mut(&inbound.method) {
-                    Some(count) => *count += 1,
-                    None => {
-                        state.method_counts.insert(inbound.method.clone(), 1);
-                    }
-                }
-            }
-            state.seen.is_kept()
-        };
-        // Waiters exist only for a kept log (`wait_for` steps, a control channel's `wait`).
-        if searched {
-            self.seen.notify_waiters();
-        }
-
-        // A bespoke reply (intercom `clearance/response`, `prompt/response`) to a request the
-        // agent waits on.
-        if let Some(id) = &inbound.id {
-            let mut state = self.state();
-            let key = (!state.pending.is_empty()).then(|| id_key(id));
-            if let Some(key) = key
-                && state
-                    .pending
-                    .get(&key)
-                    .is_some_and(|p| p.reply_method.as_deref() == Some(inbound.method.as_str()))
-                && let Some(pending) = state.pending.remove(&key)
-            {
-                let _ = pending.reply.send(Reply {
-                    result: Ok(inbound.params_value().cloned().unwrap_or(Value::Null)),
-                });
-                return;
-            }
-        }
-
-        let faults = &self.config.faults;
-        if faults.exit_on.as_deref() == Some(inbound.method.as_str()) {
-            self.transcript.note(&format!(
-                "fault: exit with code {} on {}",
-                faults.exit_code, inbound.method
-            ));
-            self.request_exit(
-                faults.exit_code,
-                &format!("fault: exit on {}", inbound.method),
-            );
-            return;
-        }
-        if faults.hang_on.contains(&inbound.method) {
-            self.transcript
-                .note(&format!("fault: never answering {}", inbound.method));
-            return;
-        }
-
-        let replaying = self.config.script.recording.clone();
-        if replaying.is_none()
-            && matches!(
-                inbound.method.as_str(),
-                "session/cancel" | "$/cancel_request"
-            )
-            && !self.rule_matches(&inbound)
-        {
-            self.cancel(&inbound).await;
-            return;
-        }
-
-        let mut ctx = self.context_for(&inbound);
-        let (parker, parked) = oneshot::channel();
-        ctx.parker = Some(parker);
-        let agent = Arc::clone(self);
-        let id = inbound.id.clone();
-        let mut sequence: Pin<Box<dyn Future<Output = ()> + Send>> =
-            if let Some((index, rule_once)) = self.matching_rule(&inbound, &mut ctx) {
-                if rule_once {
-                    self.state().fired.insert(index);
-                }
-                Box::pin(async move {
-                    let steps = agent.config.script.rules[index].steps.clone();
-                    sequence::run_steps(&agent, &steps, &mut ctx).await;
-                    agent.finish_running(ctx.trigger.as_deref());
-                })
-            } else if let Some(recording) = replaying {
-                Box::pin(async move {
-                    super::replay::answer(&agent, &recording, &mut ctx).await;
-                    agent.finish_running(ctx.trigger.as_deref());
-                })
-            } else {
-                Box::pin(async move {
-                    personality::builtin(&agent, &mut ctx).await;
-                    agent.finish_running(ctx.trigger.as_deref());
-                })
-            };
-        // The sequence runs here until it first waits; most end without waiting (an echo turn),
-        // and only one that waits becomes a task of its own. The task polls it again at once,
-        // so the no-op waker of this first poll loses no wake-up.
-        // Lines it queues meanwhile are the reader's to write (see `Output::reader_flushes`).
-        self.reader_flushes.store(true, Ordering::Relaxed);
-        let first_poll = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            sequence
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()))
-        }));
-        self.reader_flushes.store(false, Ordering::Relaxed);
-        match first_poll {
-            Ok(Poll::Ready(())) => {}
-            Ok(Poll::Pending) => {
-                // It waits, maybe for an answer to what it queued: that goes out now.
-                self.flush_wanted.notify_one();
-                let task = self.spawn(sequence);
-                self.track_running(id.as_ref(), task);
-            }
-            // As in a task of its own, a panicking sequence ends alone.
-            Err(_) => self
-                .transcript
-                .note(&format!("the sequence for {} panicked", inbound.method)),
-        }
-        // The next input line is handled once this message's sequence ended or waits.
-        let _ = parked.await;
     }
 
     fn track_running(&self, id: Option<&RequestId>, task: AbortHandle) {
@@ -1058,34 +842,6 @@ impl Agent {
         }
     }
 
-    /// Runs the rules with a `control` trigger of this name, one after the other; returns how
-    /// many ran.
-    pub async fn fire_control(self: &Arc<Self>, name: &str) -> usize {
-        let indices: Vec<usize> = self
-            .config
-            .script
-            .rules
-            .iter()
-            .enumerate()
-            .filter(|(_, rule)| matches!(&rule.trigger, Trigger::Control(n) if n == name))
-            .map(|(index, _)| index)
-            .collect();
-        let mut ran = 0;
-        for index in indices {
-            let rule = &self.config.script.rules[index];
-            if rule.once {
-                let mut state = self.state();
-                if !state.fired.insert(index) {
-                    continue;
-                }
-            }
-            let mut ctx = self.detached_context();
-            sequence::run_steps(self, &rule.steps.clone(), &mut ctx).await;
-            ran += 1;
-        }
-        ran
-    }
-
     /// A context with no trigger: the last session, the current counters.
     pub fn detached_context(&self) -> Ctx {
         let state = self.state();
@@ -1096,30 +852,6 @@ impl Agent {
             ..Vars::default()
         };
         Ctx::detached(vars, state.last_session.clone(), state.seen.len())
-    }
-
-    /// Starts the timer rules.
-    pub fn start_timers(self: &Arc<Self>) {
-        for (index, rule) in self.config.script.rules.iter().enumerate() {
-            let Trigger::Timer { after, every } = rule.trigger else {
-                continue;
-            };
-            let agent = Arc::clone(self);
-            self.spawn(async move {
-                tokio::time::sleep(after).await;
-                loop {
-                    let steps = agent.config.script.rules[index].steps.clone();
-                    let mut ctx = agent.detached_context();
-                    sequence::run_steps(&agent, &steps, &mut ctx).await;
-                    match every {
-                        Some(period) if !agent.config.script.rules[index].once => {
-                            tokio::time::sleep(period).await;
-                        }
-                        _ => break,
-                    }
-                }
-            });
-        }
     }
 
     /// The state report of the control channel.

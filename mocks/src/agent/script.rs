@@ -12,13 +12,14 @@ pub mod trigger;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::Value;
 
 pub use step::{Action, ErrorSpec, Fragments, Step, StepSpec};
 pub use trigger::{Matcher, Rule, RuleSpec, Trigger};
+
+pub use super::profile::Quirk;
 
 use super::recording::{ExchangeSpec, Recording, RecordingSpec};
 use super::template;
@@ -129,41 +130,6 @@ pub enum IdStyle {
     Uuid,
     /// Strings `s2c-N` counting from 0.
     String,
-}
-
-/// A kiro-cli quirk that can be switched on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Quirk {
-    /// `session/new` without `mcpServers`: exit 0 without a word.
-    ExitOnMissingMcpServers,
-    /// `session/load` without `cwd` or `mcpServers`: a parse error on stderr, and no response.
-    SilentMalformedLoad,
-    /// `session/load` of an unknown session: exit 0 without a response.
-    ExitOnUnknownLoad,
-    /// A `context_usage` update after the prompt result.
-    ContextUsageAfterResult,
-}
-
-impl Quirk {
-    /// Parses a quirk name as given on the command line.
-    pub fn parse(name: &str) -> Option<Self> {
-        match name {
-            "exit-on-missing-mcp-servers" => Some(Quirk::ExitOnMissingMcpServers),
-            "silent-malformed-load" => Some(Quirk::SilentMalformedLoad),
-            "exit-on-unknown-load" => Some(Quirk::ExitOnUnknownLoad),
-            "context-usage-after-result" => Some(Quirk::ContextUsageAfterResult),
-            _ => None,
-        }
-    }
-
-    /// Every quirk name, for help texts.
-    pub const NAMES: &'static [&'static str] = &[
-        "exit-on-missing-mcp-servers",
-        "silent-malformed-load",
-        "exit-on-unknown-load",
-        "context-usage-after-result",
-    ];
 }
 
 /// Which handshake the intercom personality expects.
@@ -472,9 +438,4 @@ impl Script {
     pub fn builtin_names() -> impl Iterator<Item = &'static str> {
         BUILTIN_SCRIPTS.iter().map(|(name, _)| *name)
     }
-}
-
-/// Milliseconds from a script value.
-pub(crate) fn millis(value: u64) -> Duration {
-    Duration::from_millis(value)
 }

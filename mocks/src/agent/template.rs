@@ -10,8 +10,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::runtime::Inbound;
-use super::script::trigger::Captures;
+use super::runtime::inbound::Inbound;
 
 /// The placeholder names, for messages; `match.N`, `params.PATH`, `reply.PATH` and `env.NAME`
 /// take a suffix.
@@ -268,6 +267,28 @@ fn pointer(value: &Value, path: &str) -> Option<Value> {
         };
     }
     Some(current.clone())
+}
+
+/// The captured groups of a matching prompt.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Captures {
+    /// By number (0 is the whole match).
+    pub numbered: Vec<Option<String>>,
+    /// By name.
+    pub named: Vec<(String, String)>,
+}
+
+impl Captures {
+    /// The group with this number or name.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        if let Ok(index) = key.parse::<usize>() {
+            return self.numbered.get(index)?.as_deref();
+        }
+        self.named
+            .iter()
+            .find(|(name, _)| name == key)
+            .map(|(_, value)| value.as_str())
+    }
 }
 
 #[cfg(test)]

@@ -107,8 +107,18 @@ fn script_for(
     match variant {
         super::agent::HOLD => {
             let text = "still thinking ".repeat(HOLD_PIECES);
+            // An agent that offers its tools (the section maps them) asks side questions
+            // without them, a session's title say: those get the plain answer, and only the
+            // turn's own requests are held.
             script.turns = (0..HOLD_TURNS)
-                .map(|_| Turn::text(text.clone()).paced(HOLD_PIECES, HOLD_DELAY))
+                .map(|_| {
+                    let held = Turn::text(text.clone()).paced(HOLD_PIECES, HOLD_DELAY);
+                    if tools.is_empty() {
+                        held
+                    } else {
+                        held.when_tools_offered()
+                    }
+                })
                 .collect();
         }
         "fs" => {
@@ -165,15 +175,19 @@ fn arguments(tool: &ModelTool, values: &[(&str, &str)]) -> Value {
     Value::Object(object)
 }
 
-/// Waits until the newest fake model of the scenario is streaming an answer (a request in
-/// progress), so a held turn is cancelled mid-stream; at once without a model. A model that
-/// was never asked within the row's set-up allowance is left to the row's own judgement.
+/// Waits until the newest fake model of the scenario is streaming a scripted answer (a request
+/// in progress that took one of the script's turns, not a side question answered plainly), so a
+/// held turn is cancelled mid-stream; at once without a model. A model that was never asked
+/// within the row's set-up allowance is left to the row's own judgement.
 pub async fn wait_streaming(ctx: &Ctx) {
     let Some(model) = ctx.models().pop() else {
         return;
     };
     let waited = model
-        .await_request(|r| r.outcome == Outcome::InProgress, ctx.setup_step())
+        .await_request(
+            |r| r.outcome == Outcome::InProgress && r.turn.is_some(),
+            ctx.setup_step(),
+        )
         .await;
     match waited {
         Ok(request) => ctx.note(format!(

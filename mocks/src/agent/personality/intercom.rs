@@ -11,7 +11,7 @@ use ski::jsonrpc::RpcError;
 
 use super::{reply, standard};
 use crate::agent::runtime::Agent;
-use crate::agent::runtime::sequence::Ctx;
+use crate::agent::runtime::ctx::Ctx;
 use crate::agent::script::InterruptAction;
 
 /// What the agent sends once it started (the greeting) and then periodically (heartbeats).

@@ -10,7 +10,7 @@ use ski::jsonrpc::{ErrorCode, RpcError};
 
 use super::{kiro_sessions, reply, standard};
 use crate::agent::runtime::Agent;
-use crate::agent::runtime::sequence::Ctx;
+use crate::agent::runtime::ctx::Ctx;
 use crate::agent::runtime::state::{Role, Session};
 use crate::agent::script::Quirk;
 

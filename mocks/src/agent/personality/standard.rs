@@ -9,7 +9,7 @@ use ski::jsonrpc::{ErrorCode, RpcError};
 
 use super::{prompt_turn, reply};
 use crate::agent::runtime::Agent;
-use crate::agent::runtime::sequence::Ctx;
+use crate::agent::runtime::ctx::Ctx;
 use crate::agent::runtime::state::Role;
 use crate::agent::script::Quirk;
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::de::{Deserialize, Deserializer, SeqAccess, Visitor};
 use serde_json::Value;
 
-use super::Inbound;
+use super::inbound::Inbound;
 use super::params::{Params, Text};
 use super::state::SessionId;
 

@@ -41,7 +41,7 @@ pub struct Pending {
 pub type SessionId = Arc<str>;
 
 /// One inbound request or notification, as `wait_for` steps see it.
-pub type Seen = std::sync::Arc<super::Inbound>;
+pub type Seen = std::sync::Arc<super::inbound::Inbound>;
 
 /// The inbound requests and notifications by arrival, for `wait_for` steps to search from a
 /// position. An agent nothing can ask (no `wait_for` step in its script, no control channel to
@@ -154,7 +154,7 @@ pub struct Session {
     pub cancel: watch::Sender<u64>,
     /// A cancel arrived while no prompt ran (reported by `cancel_status`).
     pub pending_cancel: bool,
-    /// Prompt turns running now: each holds a [`super::sequence::TurnGuard`], which counts
+    /// Prompt turns running now: each holds a [`super::ctx::TurnGuard`], which counts
     /// itself here without locking the state.
     pub active_prompts: Arc<AtomicU32>,
     /// Closed or deleted.
@@ -230,7 +230,7 @@ pub struct State {
     /// Rules with `once` that fired.
     pub fired: HashSet<usize>,
     /// What replay of a recording remembers.
-    pub replay: crate::agent::replay::ReplayState,
+    pub replay: crate::agent::replay::state::ReplayState,
 }
 
 impl State {

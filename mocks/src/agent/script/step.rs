@@ -6,8 +6,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::millis;
-use crate::agent::commands::Scenario;
+use crate::agent::commands::scenario::Scenario;
 use crate::agent::template;
 
 /// The default wait for a reply to an agent-to-client request or for an awaited message.
@@ -451,7 +450,9 @@ impl Step {
                     params: spec.params.clone(),
                     id: spec.id.clone(),
                     wait: spec.await_reply.unwrap_or(true),
-                    timeout: spec.timeout_ms.map_or(DEFAULT_TIMEOUT, millis),
+                    timeout: spec
+                        .timeout_ms
+                        .map_or(DEFAULT_TIMEOUT, Duration::from_millis),
                     reply_method: spec.reply_method.clone(),
                 }
             }
@@ -496,7 +497,7 @@ impl Step {
             "stderr_bytes" => {
                 Action::StderrBytes(generated(spec.stderr_bytes, "stderr_bytes").map_err(fail)?)
             }
-            "sleep_ms" => Action::Sleep(millis(spec.sleep_ms.unwrap_or(0))),
+            "sleep_ms" => Action::Sleep(Duration::from_millis(spec.sleep_ms.unwrap_or(0))),
             "wait_for" => match spec.wait_for.clone() {
                 Some(WaitForSpec::Method(method)) => Action::WaitFor {
                     method,
@@ -514,7 +515,7 @@ impl Step {
                     Action::WaitFor {
                         method,
                         id,
-                        timeout: timeout_ms.map(millis),
+                        timeout: timeout_ms.map(Duration::from_millis),
                     }
                 }
                 None => return Err(fail("missing wait_for".to_owned())),
@@ -553,7 +554,7 @@ impl Step {
                 }
                 other => other.clone(),
             },
-            delay: spec.fragment_delay_ms.map(millis),
+            delay: spec.fragment_delay_ms.map(Duration::from_millis),
             gate: spec.fragment_gate.clone(),
         };
         if fragments.fragments.is_none() && (fragments.delay.is_some() || fragments.gate.is_some())
@@ -568,7 +569,7 @@ impl Step {
         }
         Ok(Self {
             action,
-            delay: spec.delay_ms.map(millis),
+            delay: spec.delay_ms.map(Duration::from_millis),
             repeat,
             fragments,
             jsonrpc: spec.jsonrpc,

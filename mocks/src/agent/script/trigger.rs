@@ -7,8 +7,8 @@ use globset::GlobBuilder;
 use regex::Regex;
 use serde::Deserialize;
 
-use super::millis;
 use super::step::{Step, StepSpec};
+pub use crate::agent::template::Captures;
 
 /// A rule as written: one trigger key and the steps under `do`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -160,28 +160,6 @@ fn flush(pending: &mut Vec<u8>, out: &mut String) -> Option<()> {
     Some(())
 }
 
-/// The captured groups of a matching prompt.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Captures {
-    /// By number (0 is the whole match).
-    pub numbered: Vec<Option<String>>,
-    /// By name.
-    pub named: Vec<(String, String)>,
-}
-
-impl Captures {
-    /// The group with this number or name.
-    pub fn get(&self, key: &str) -> Option<&str> {
-        if let Ok(index) = key.parse::<usize>() {
-            return self.numbered.get(index)?.as_deref();
-        }
-        self.named
-            .iter()
-            .find(|(name, _)| name == key)
-            .map(|(_, value)| value.as_str())
-    }
-}
-
 /// What makes a rule fire.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Trigger {
@@ -244,8 +222,8 @@ impl Rule {
         }
         if let Some(after) = spec.after_ms {
             triggers.push(Trigger::Timer {
-                after: millis(after),
-                every: spec.every_ms.map(millis),
+                after: Duration::from_millis(after),
+                every: spec.every_ms.map(Duration::from_millis),
             });
         } else if spec.every_ms.is_some() {
             return Err(fail("`every_ms` needs `after_ms`".to_owned()));
