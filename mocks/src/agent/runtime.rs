@@ -4,6 +4,7 @@
 pub mod ctx;
 pub mod dispatch;
 pub mod inbound;
+mod inline;
 pub mod params;
 mod prompt;
 pub mod sequence;

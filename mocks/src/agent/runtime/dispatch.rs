@@ -5,8 +5,6 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
-use std::task::{Context, Poll, Waker};
 
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -14,6 +12,7 @@ use ski::jsonrpc::{DecodeError, Message, VersionField, decode_with_params};
 use tokio::sync::oneshot;
 
 use super::inbound::Inbound;
+use super::inline::{FirstPoll, poll_first};
 use super::params::Params;
 use super::state::{Reply, id_key};
 use super::{Agent, sequence};
@@ -175,27 +174,17 @@ impl Agent {
                     agent.finish_running(ctx.trigger.as_deref());
                 })
             };
-        // The sequence runs here until it first waits; most end without waiting (an echo turn),
-        // and only one that waits becomes a task of its own. The task polls it again at once,
-        // so the no-op waker of this first poll loses no wake-up.
-        // Lines it queues meanwhile are the reader's to write (see `Output::reader_flushes`).
-        self.reader_flushes.store(true, Ordering::Relaxed);
-        let first_poll = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            sequence
-                .as_mut()
-                .poll(&mut Context::from_waker(Waker::noop()))
-        }));
-        self.reader_flushes.store(false, Ordering::Relaxed);
-        match first_poll {
-            Ok(Poll::Ready(())) => {}
-            Ok(Poll::Pending) => {
+        // The sequence runs here until it first waits (see `inline::poll_first`).
+        match poll_first(sequence.as_mut(), &self.reader_flushes) {
+            FirstPoll::Ready => {}
+            FirstPoll::Pending => {
                 // It waits, maybe for an answer to what it queued: that goes out now.
                 self.flush_wanted.notify_one();
                 let task = self.spawn(sequence);
                 self.track_running(id.as_ref(), task);
             }
             // As in a task of its own, a panicking sequence ends alone.
-            Err(_) => self
+            FirstPoll::Panicked => self
                 .transcript
                 .note(&format!("the sequence for {} panicked", inbound.method)),
         }
