@@ -40,6 +40,18 @@ const INTERCOM_ERRORING_GOAL: f64 = 60.0;
 /// seconds at `-j 2`, discovered or declared: each row fails at the first error answer.
 const ACP_ERRORING_GOAL: f64 = 60.0;
 
+/// The flags of a run that declares by hand what the rows needing a turn require, instead of
+/// discovering it.
+const DECLARED_TURN: &[&str] = &[
+    "--no-discover",
+    "--capability",
+    "agent",
+    "--capability",
+    "session",
+    "--capability",
+    "prompt",
+];
+
 /// The most time a real agent's failing rows may take, as a multiple of its passing rows' time.
 const FAILING_SHARE_GOAL: f64 = 3.0;
 
@@ -107,18 +119,10 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
         &runner,
         &out_root.join("acp-silent-declared"),
         &[
-            "--agent-cmd",
-            &silent_arg,
-            "--no-discover",
-            "--capability",
-            "agent",
-            "--capability",
-            "session",
-            "--capability",
-            "prompt",
-            "--suite",
-            "acp",
-        ],
+            &["--agent-cmd", &silent_arg, "--suite", "acp"],
+            DECLARED_TURN,
+        ]
+        .concat(),
     )?;
     goal(
         "acp-silent-declared",
@@ -191,15 +195,7 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
     ] {
         let mut args = vec!["--agent-cmd", erroring_agent.as_str(), "--suite", "acp"];
         if declared {
-            args.extend([
-                "--no-discover",
-                "--capability",
-                "agent",
-                "--capability",
-                "session",
-                "--capability",
-                "prompt",
-            ]);
+            args.extend(DECLARED_TURN);
         }
         let timed = time_run(sh, &runner, &out_root.join(id), &args)?;
         goal(id, name, &timed, timed.wall, ACP_ERRORING_GOAL, "s");
