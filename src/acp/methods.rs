@@ -1,92 +1,31 @@
-//! The ACP method table: every method name ski knows, which side handles it, how it is
-//! specified, and whether it is a request or a notification.
+//! The ACP method table: every method ski knows described once (wire name, side, stability,
+//! protocol generation, request or notification, params and result types, what the agent must
+//! have advertised and whether it waits for `authenticate`); the name constants, [`METHODS`], the
+//! typed payloads of [`message`](super::message) and the reference agent's handlers derive from it.
 //!
 //! The stable and unstable rows follow the `x-method`/`x-side` annotations of the ACP v1 JSON
 //! Schemas (stable `schema.json` and `schema.unstable.json`); the legacy and ski rows come from
 //! real agents and the ski specification.
+//!
+//! # The table
+//!
+//! `acp_method_table!` holds the rows and hands them to a macro that builds something from them:
+//! `define_methods!` here (the name constants, [`METHODS`] and the [`typed`] method keys), and
+//! `method_payloads!` in [`message`](super::message) ([`MethodParams`](super::MethodParams) and
+//! [`MethodResult`](super::MethodResult)). A row reads
+//!
+//! ```text
+//! CONSTANT = "wire/name" [side, stability, generation, kind, gate G, auth A] Key(Params => Result);
+//! ```
+//!
+//! where `G` is `-` (always served), a [`Feature`] name or `AuthMethods` (see [`Gate`]); `A` is
+//! `auth` (refused before `authenticate` when the agent requires it), `open` (never refused) or
+//! `-` (not a request the agent serves); and the typed part is `Key(Params => Result)` for a
+//! request, `Key(Params)` for a notification, or absent for a method ski has no types for. The
+//! types are named as [`crate::acp`] exports them. ACP v2 (draft) methods go in as rows of a new
+//! [`Generation`].
 
-/// `initialize`.
-pub const INITIALIZE: &str = "initialize";
-/// `authenticate`.
-pub const AUTHENTICATE: &str = "authenticate";
-/// `logout`.
-pub const LOGOUT: &str = "logout";
-/// `session/new`.
-pub const SESSION_NEW: &str = "session/new";
-/// `session/load`.
-pub const SESSION_LOAD: &str = "session/load";
-/// `session/list`.
-pub const SESSION_LIST: &str = "session/list";
-/// `session/delete`.
-pub const SESSION_DELETE: &str = "session/delete";
-/// `session/resume`.
-pub const SESSION_RESUME: &str = "session/resume";
-/// `session/close`.
-pub const SESSION_CLOSE: &str = "session/close";
-/// `session/set_mode`.
-pub const SESSION_SET_MODE: &str = "session/set_mode";
-/// `session/set_config_option`.
-pub const SESSION_SET_CONFIG_OPTION: &str = "session/set_config_option";
-/// `session/prompt`.
-pub const SESSION_PROMPT: &str = "session/prompt";
-/// `session/cancel`.
-pub const SESSION_CANCEL: &str = "session/cancel";
-/// `session/request_permission`.
-pub const SESSION_REQUEST_PERMISSION: &str = "session/request_permission";
-/// `session/update`.
-pub const SESSION_UPDATE: &str = "session/update";
-/// `fs/read_text_file`.
-pub const FS_READ_TEXT_FILE: &str = "fs/read_text_file";
-/// `fs/write_text_file`.
-pub const FS_WRITE_TEXT_FILE: &str = "fs/write_text_file";
-/// `terminal/create`.
-pub const TERMINAL_CREATE: &str = "terminal/create";
-/// `terminal/output`.
-pub const TERMINAL_OUTPUT: &str = "terminal/output";
-/// `terminal/wait_for_exit`.
-pub const TERMINAL_WAIT_FOR_EXIT: &str = "terminal/wait_for_exit";
-/// `terminal/kill`.
-pub const TERMINAL_KILL: &str = "terminal/kill";
-/// `terminal/release`.
-pub const TERMINAL_RELEASE: &str = "terminal/release";
-/// `elicitation/create`.
-pub const ELICITATION_CREATE: &str = "elicitation/create";
-/// `elicitation/complete`.
-pub const ELICITATION_COMPLETE: &str = "elicitation/complete";
-/// `$/cancel_request`.
-pub const CANCEL_REQUEST: &str = "$/cancel_request";
-/// Unstable `session/fork`.
-pub const SESSION_FORK: &str = "session/fork";
-/// Unstable `session/archive`.
-pub const SESSION_ARCHIVE: &str = "session/archive";
-/// Unstable `session/unarchive`.
-pub const SESSION_UNARCHIVE: &str = "session/unarchive";
-/// Unstable `session/status`.
-pub const SESSION_STATUS: &str = "session/status";
-/// Unstable `session/set_title`.
-pub const SESSION_SET_TITLE: &str = "session/set_title";
-/// Unstable `auth/status`.
-pub const AUTH_STATUS: &str = "auth/status";
-/// Unstable `auth/status_update`.
-pub const AUTH_STATUS_UPDATE: &str = "auth/status_update";
-/// Unstable `providers/list`.
-pub const PROVIDERS_LIST: &str = "providers/list";
-/// Unstable `providers/set`.
-pub const PROVIDERS_SET: &str = "providers/set";
-/// Unstable `providers/disable`.
-pub const PROVIDERS_DISABLE: &str = "providers/disable";
-/// Unstable `mcp/message`.
-pub const MCP_MESSAGE: &str = "mcp/message";
-/// Unstable `proxy/initialize`.
-pub const PROXY_INITIALIZE: &str = "proxy/initialize";
-/// Unstable `proxy/successor`.
-pub const PROXY_SUCCESSOR: &str = "proxy/successor";
-/// Legacy `session/set_model`, removed from the schema but still used by real agents.
-pub const SESSION_SET_MODEL: &str = "session/set_model";
-/// ski extension `session/export`.
-pub const SESSION_EXPORT: &str = "session/export";
-/// ski extension `session/stop`.
-pub const SESSION_STOP: &str = "session/stop";
+use super::agent::config::Feature;
 
 /// Which side receives and handles a method.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -95,7 +34,8 @@ pub enum Side {
     Agent,
     /// The client handles it (the agent sends it).
     Client,
-    /// Either side may send it (`$/cancel_request`; `mcp/message` flows both ways).
+    /// Either side may send it: a protocol-level method (`$/cancel_request`; `mcp/message`
+    /// flows both ways).
     Both,
     /// A proxy in a proxy chain handles it.
     Proxy,
@@ -104,14 +44,21 @@ pub enum Side {
 /// How a method is specified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Stability {
-    /// In the stable ACP v1 schema.
+    /// In the stable ACP schema.
     Stable,
-    /// Only in the unstable ACP v1 schema.
+    /// Only in the unstable ACP schema.
     Unstable,
     /// Removed from the schema but used by real agents.
     Legacy,
     /// A ski extension, in no ACP schema.
     ExtensionSki,
+}
+
+/// The ACP protocol generation a row belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Generation {
+    /// ACP v1 (`protocolVersion` 1), with its unstable schema.
+    V1,
 }
 
 /// Whether a method is called as a request, a notification, or either.
@@ -125,6 +72,17 @@ pub enum Kind {
     RequestOrNotification,
 }
 
+/// What an agent must have advertised in its `initialize` result to serve a method; one it did
+/// not advertise answers `-32601` (a notification is ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Gate {
+    /// The capability of a reference agent [`Feature`] (see its variants for where each is
+    /// advertised).
+    Feature(Feature),
+    /// At least one entry of `authMethods`.
+    AuthMethods,
+}
+
 /// One row of the method table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Method {
@@ -134,67 +92,204 @@ pub struct Method {
     pub side: Side,
     /// How it is specified.
     pub stability: Stability,
+    /// The protocol generation.
+    pub generation: Generation,
     /// Request or notification.
     pub kind: Kind,
+    /// What must have been advertised for the agent to serve it.
+    pub gate: Option<Gate>,
+    /// Whether an agent that requires authentication refuses it before `authenticate`.
+    pub needs_auth: bool,
 }
 
-const fn row(name: &'static str, side: Side, stability: Stability, kind: Kind) -> Method {
-    Method {
-        name,
-        side,
-        stability,
-        kind,
-    }
+/// A method the table has types for: the key under which a typed handler is installed.
+pub trait TypedMethod: Send + Sync + 'static {
+    /// The method's row.
+    const ROW: &'static Method;
+    /// The params type.
+    type Params: serde::Serialize + serde::de::DeserializeOwned + Send + 'static;
 }
 
-use Kind::{Notification, Request, RequestOrNotification};
-use Side::{Agent, Both, Client, Proxy};
-use Stability::{ExtensionSki, Legacy, Stable, Unstable};
+/// A method the table has a result type for (a request).
+pub trait TypedRequest: TypedMethod {
+    /// The result type.
+    type Result: serde::Serialize + serde::de::DeserializeOwned + Send + 'static;
+}
 
-/// Every method ski knows, stable first.
-pub const METHODS: &[Method] = &[
-    row(INITIALIZE, Agent, Stable, Request),
-    row(AUTHENTICATE, Agent, Stable, Request),
-    row(LOGOUT, Agent, Stable, Request),
-    row(SESSION_NEW, Agent, Stable, Request),
-    row(SESSION_LOAD, Agent, Stable, Request),
-    row(SESSION_LIST, Agent, Stable, Request),
-    row(SESSION_DELETE, Agent, Stable, Request),
-    row(SESSION_RESUME, Agent, Stable, Request),
-    row(SESSION_CLOSE, Agent, Stable, Request),
-    row(SESSION_SET_MODE, Agent, Stable, Request),
-    row(SESSION_SET_CONFIG_OPTION, Agent, Stable, Request),
-    row(SESSION_PROMPT, Agent, Stable, Request),
-    row(SESSION_CANCEL, Agent, Stable, Notification),
-    row(SESSION_REQUEST_PERMISSION, Client, Stable, Request),
-    row(SESSION_UPDATE, Client, Stable, Notification),
-    row(FS_READ_TEXT_FILE, Client, Stable, Request),
-    row(FS_WRITE_TEXT_FILE, Client, Stable, Request),
-    row(TERMINAL_CREATE, Client, Stable, Request),
-    row(TERMINAL_OUTPUT, Client, Stable, Request),
-    row(TERMINAL_WAIT_FOR_EXIT, Client, Stable, Request),
-    row(TERMINAL_KILL, Client, Stable, Request),
-    row(TERMINAL_RELEASE, Client, Stable, Request),
-    row(ELICITATION_CREATE, Client, Stable, Request),
-    row(ELICITATION_COMPLETE, Client, Stable, Notification),
-    row(CANCEL_REQUEST, Both, Stable, Notification),
-    row(SESSION_FORK, Agent, Unstable, Request),
-    row(SESSION_ARCHIVE, Agent, Unstable, Request),
-    row(SESSION_UNARCHIVE, Agent, Unstable, Request),
-    row(SESSION_STATUS, Agent, Unstable, Request),
-    row(SESSION_SET_TITLE, Agent, Unstable, Request),
-    row(AUTH_STATUS, Agent, Unstable, Request),
-    row(AUTH_STATUS_UPDATE, Client, Unstable, Notification),
-    row(PROVIDERS_LIST, Agent, Unstable, Request),
-    row(PROVIDERS_SET, Agent, Unstable, Request),
-    row(PROVIDERS_DISABLE, Agent, Unstable, Request),
-    row(MCP_MESSAGE, Both, Unstable, RequestOrNotification),
-    row(PROXY_INITIALIZE, Proxy, Unstable, Request),
-    row(PROXY_SUCCESSOR, Proxy, Unstable, RequestOrNotification),
-    row(SESSION_SET_MODEL, Agent, Legacy, Request),
-    row(SESSION_EXPORT, Agent, ExtensionSki, Request),
-    row(SESSION_STOP, Agent, ExtensionSki, RequestOrNotification),
-];
+/// The rows of the method table, handed to `$callback!` (see the module documentation).
+macro_rules! acp_method_table {
+    ($callback:ident) => {
+        $callback! {
+            INITIALIZE = "initialize" [Agent, Stable, V1, Request, gate -, auth open]
+                Initialize(InitializeRequest => InitializeResponse);
+            AUTHENTICATE = "authenticate" [Agent, Stable, V1, Request, gate AuthMethods, auth open]
+                Authenticate(AuthenticateRequest => AuthenticateResponse);
+            LOGOUT = "logout" [Agent, Stable, V1, Request, gate Logout, auth open]
+                Logout(LogoutRequest => LogoutResponse);
+            SESSION_NEW = "session/new" [Agent, Stable, V1, Request, gate -, auth auth]
+                NewSession(NewSessionRequest => NewSessionResponse);
+            SESSION_LOAD = "session/load" [Agent, Stable, V1, Request, gate LoadSession, auth auth]
+                LoadSession(LoadSessionRequest => LoadSessionResponse);
+            SESSION_LIST = "session/list" [Agent, Stable, V1, Request, gate List, auth auth]
+                ListSessions(ListSessionsRequest => ListSessionsResponse);
+            SESSION_DELETE = "session/delete" [Agent, Stable, V1, Request, gate Delete, auth auth]
+                DeleteSession(DeleteSessionRequest => DeleteSessionResponse);
+            SESSION_RESUME = "session/resume" [Agent, Stable, V1, Request, gate Resume, auth auth]
+                ResumeSession(ResumeSessionRequest => ResumeSessionResponse);
+            SESSION_CLOSE = "session/close" [Agent, Stable, V1, Request, gate Close, auth auth]
+                CloseSession(CloseSessionRequest => CloseSessionResponse);
+            SESSION_SET_MODE = "session/set_mode" [Agent, Stable, V1, Request, gate -, auth auth]
+                SetSessionMode(SetSessionModeRequest => SetSessionModeResponse);
+            SESSION_SET_CONFIG_OPTION = "session/set_config_option" [Agent, Stable, V1, Request, gate -, auth auth]
+                SetSessionConfigOption(SetSessionConfigOptionRequest => SetSessionConfigOptionResponse);
+            SESSION_PROMPT = "session/prompt" [Agent, Stable, V1, Request, gate -, auth auth]
+                Prompt(PromptRequest => PromptResponse);
+            SESSION_CANCEL = "session/cancel" [Agent, Stable, V1, Notification, gate -, auth -]
+                Cancel(CancelNotification);
+            SESSION_REQUEST_PERMISSION = "session/request_permission" [Client, Stable, V1, Request, gate -, auth -]
+                RequestPermission(RequestPermissionRequest => RequestPermissionResponse);
+            SESSION_UPDATE = "session/update" [Client, Stable, V1, Notification, gate -, auth -]
+                SessionUpdate(SessionNotification);
+            FS_READ_TEXT_FILE = "fs/read_text_file" [Client, Stable, V1, Request, gate -, auth -]
+                ReadTextFile(ReadTextFileRequest => ReadTextFileResponse);
+            FS_WRITE_TEXT_FILE = "fs/write_text_file" [Client, Stable, V1, Request, gate -, auth -]
+                WriteTextFile(WriteTextFileRequest => WriteTextFileResponse);
+            TERMINAL_CREATE = "terminal/create" [Client, Stable, V1, Request, gate -, auth -]
+                CreateTerminal(CreateTerminalRequest => CreateTerminalResponse);
+            TERMINAL_OUTPUT = "terminal/output" [Client, Stable, V1, Request, gate -, auth -]
+                TerminalOutput(TerminalOutputRequest => TerminalOutputResponse);
+            TERMINAL_WAIT_FOR_EXIT = "terminal/wait_for_exit" [Client, Stable, V1, Request, gate -, auth -]
+                WaitForTerminalExit(WaitForTerminalExitRequest => WaitForTerminalExitResponse);
+            TERMINAL_KILL = "terminal/kill" [Client, Stable, V1, Request, gate -, auth -]
+                KillTerminal(KillTerminalRequest => KillTerminalResponse);
+            TERMINAL_RELEASE = "terminal/release" [Client, Stable, V1, Request, gate -, auth -]
+                ReleaseTerminal(ReleaseTerminalRequest => ReleaseTerminalResponse);
+            ELICITATION_CREATE = "elicitation/create" [Client, Stable, V1, Request, gate -, auth -]
+                CreateElicitation(CreateElicitationRequest => CreateElicitationResponse);
+            ELICITATION_COMPLETE = "elicitation/complete" [Client, Stable, V1, Notification, gate -, auth -]
+                CompleteElicitation(CompleteElicitationNotification);
+            CANCEL_REQUEST = "$/cancel_request" [Both, Stable, V1, Notification, gate -, auth -]
+                CancelRequest(CancelRequestNotification);
+            SESSION_FORK = "session/fork" [Agent, Unstable, V1, Request, gate Fork, auth auth]
+                ForkSession(ForkSessionRequest => ForkSessionResponse);
+            SESSION_ARCHIVE = "session/archive" [Agent, Unstable, V1, Request, gate -, auth auth]
+                ArchiveSession(SessionIdRequest => Empty);
+            SESSION_UNARCHIVE = "session/unarchive" [Agent, Unstable, V1, Request, gate -, auth auth]
+                UnarchiveSession(SessionIdRequest => Empty);
+            SESSION_STATUS = "session/status" [Agent, Unstable, V1, Request, gate -, auth auth]
+                SessionStatus(SessionIdRequest => SessionStatusResponse);
+            SESSION_SET_TITLE = "session/set_title" [Agent, Unstable, V1, Request, gate -, auth auth]
+                SetSessionTitle(SetSessionTitleRequest => SetSessionTitleResponse);
+            AUTH_STATUS = "auth/status" [Agent, Unstable, V1, Request, gate -, auth open]
+                AuthStatus(AuthStatusRequest => AuthStatus);
+            AUTH_STATUS_UPDATE = "auth/status_update" [Client, Unstable, V1, Notification, gate -, auth -]
+                AuthStatusUpdate(AuthStatus);
+            PROVIDERS_LIST = "providers/list" [Agent, Unstable, V1, Request, gate -, auth auth];
+            PROVIDERS_SET = "providers/set" [Agent, Unstable, V1, Request, gate -, auth auth];
+            PROVIDERS_DISABLE = "providers/disable" [Agent, Unstable, V1, Request, gate -, auth auth];
+            MCP_MESSAGE = "mcp/message" [Both, Unstable, V1, RequestOrNotification, gate -, auth -];
+            PROXY_INITIALIZE = "proxy/initialize" [Proxy, Unstable, V1, Request, gate -, auth -];
+            PROXY_SUCCESSOR = "proxy/successor" [Proxy, Unstable, V1, RequestOrNotification, gate -, auth -];
+            SESSION_SET_MODEL = "session/set_model" [Agent, Legacy, V1, Request, gate SetModel, auth auth]
+                SetSessionModel(SetSessionModelRequest => SetSessionModelResponse);
+            SESSION_EXPORT = "session/export" [Agent, ExtensionSki, V1, Request, gate Export, auth auth]
+                ExportSession(ExportSessionRequest => ExportSessionResponse);
+            SESSION_STOP = "session/stop" [Agent, ExtensionSki, V1, RequestOrNotification, gate Stop, auth auth]
+                StopSession(StopSessionRequest => StopSessionResponse);
+        }
+    };
+}
+pub(crate) use acp_method_table;
+
+/// The `gate` column as a value.
+macro_rules! gate_of {
+    (-) => {
+        None
+    };
+    (AuthMethods) => {
+        Some(Gate::AuthMethods)
+    };
+    ($feature:ident) => {
+        Some(Gate::Feature(Feature::$feature))
+    };
+}
+
+/// The `auth` column as a value.
+macro_rules! needs_auth_of {
+    (auth) => {
+        true
+    };
+    (open) => {
+        false
+    };
+    (-) => {
+        false
+    };
+}
+
+/// The name constants, [`METHODS`] and the [`typed`] keys, from the table's rows.
+macro_rules! define_methods {
+    ($(
+        $konst:ident = $name:literal [$side:ident, $stability:ident, $generation:ident, $kind:ident,
+            gate $gate:tt, auth $auth:tt]
+            $( $key:ident($params:ty $(=> $result:ty)?) )?;
+    )*) => {
+        $(
+            #[doc = concat!("`", $name, "` (", stringify!($stability), ", handled by the ", stringify!($side), " side).")]
+            pub const $konst: &str = $name;
+        )*
+
+        /// One [`Method`] per row, by the row's constant name.
+        #[allow(non_upper_case_globals, reason = "named after the wire-name constants")]
+        mod row {
+            use super::*;
+            $(
+                pub(super) const $konst: Method = Method {
+                    name: $name,
+                    side: Side::$side,
+                    stability: Stability::$stability,
+                    generation: Generation::$generation,
+                    kind: Kind::$kind,
+                    gate: gate_of!($gate),
+                    needs_auth: needs_auth_of!($auth),
+                };
+            )*
+        }
+
+        /// Every method ski knows, stable first.
+        pub const METHODS: &[Method] = &[$(row::$konst),*];
+
+        /// One key per method the table has types for, named as its
+        /// [`MethodParams`](super::MethodParams) variant: `typed::Prompt` is `session/prompt`.
+        pub mod typed {
+            $($(
+                #[doc = concat!("`", $name, "`.")]
+                #[derive(Debug, Clone, Copy)]
+                pub struct $key;
+            )?)*
+        }
+
+        /// The [`TypedMethod`] and [`TypedRequest`] impls, where the payload types are in scope.
+        mod typed_impls {
+            #[allow(clippy::wildcard_imports, reason = "the rows name the types as acp exports them")]
+            use crate::acp::*;
+            use super::{Method, TypedMethod, TypedRequest, row, typed};
+            $($(
+                impl TypedMethod for typed::$key {
+                    const ROW: &'static Method = &row::$konst;
+                    type Params = $params;
+                }
+                $(
+                    impl TypedRequest for typed::$key {
+                        type Result = $result;
+                    }
+                )?
+            )?)*
+        }
+    };
+}
+
+acp_method_table!(define_methods);
 
 /// The row for `name`, if ski knows the method.
 pub fn lookup(name: &str) -> Option<&'static Method> {
@@ -213,7 +308,6 @@ pub fn with_stability(stability: Stability) -> impl Iterator<Item = &'static Met
         .iter()
         .filter(move |method| method.stability == stability)
 }
-
 #[cfg(test)]
 mod tests {
     use std::collections::HashSet;
@@ -300,6 +394,68 @@ mod tests {
                 method.name
             );
         }
+    }
+
+    /// Each reference agent feature gates the one method it names, and only agent-side rows
+    /// carry a gate or wait for `authenticate`.
+    #[test]
+    fn gates_and_authentication_are_agent_columns() {
+        for feature in Feature::ALL {
+            let gated: Vec<&str> = METHODS
+                .iter()
+                .filter(|m| m.gate == Some(Gate::Feature(feature)))
+                .map(|m| m.name)
+                .collect();
+            assert_eq!(gated.len(), 1, "{feature} gates {gated:?}");
+        }
+        assert_eq!(
+            lookup(AUTHENTICATE).and_then(|m| m.gate),
+            Some(Gate::AuthMethods)
+        );
+        for method in METHODS.iter().filter(|m| m.side != Side::Agent) {
+            assert_eq!(method.gate, None, "{}", method.name);
+            assert!(!method.needs_auth, "{}", method.name);
+        }
+        let open: Vec<&str> = METHODS
+            .iter()
+            .filter(|m| m.side == Side::Agent && m.kind != Kind::Notification && !m.needs_auth)
+            .map(|m| m.name)
+            .collect();
+        assert_eq!(open, [INITIALIZE, AUTHENTICATE, LOGOUT, AUTH_STATUS]);
+    }
+
+    /// A typed row has a result type exactly when it can be called as a request, and its key
+    /// names its own row.
+    #[test]
+    fn typed_rows_fit_their_kind() {
+        use crate::acp::{MethodParams, MethodResult};
+
+        for method in METHODS {
+            let typed = !matches!(
+                MethodParams::decode(method.name, Some(serde_json::Value::Null)),
+                Ok(MethodParams::Other { .. })
+            );
+            let has_result = !matches!(
+                MethodResult::decode(method.name, serde_json::Value::Null),
+                Ok(MethodResult::Other { .. })
+            );
+            if typed {
+                assert_eq!(
+                    has_result,
+                    method.kind != Kind::Notification,
+                    "{}",
+                    method.name
+                );
+            } else {
+                assert!(!has_result, "{}", method.name);
+            }
+        }
+        assert_eq!(<typed::Prompt as TypedMethod>::ROW.name, SESSION_PROMPT);
+        assert_eq!(<typed::Cancel as TypedMethod>::ROW.kind, Kind::Notification);
+        assert_eq!(
+            <typed::StopSession as TypedMethod>::ROW.gate,
+            Some(Gate::Feature(Feature::Stop))
+        );
     }
 
     #[test]

@@ -1,8 +1,5 @@
-//! The agent's method handlers and the peer they are installed on.
-//!
-//! Every request first passes [`Inner::admit`]: a method gated by a disabled feature answers
-//! `-32601` (before its params are read), session work before `authenticate` answers `-32000`
-//! when authentication is required, and idle sessions older than the TTL are pruned.
+//! The agent's method handlers and the peer they are installed on: each takes the typed params
+//! of its method-table row and returns its typed result (admission and decoding: [`install`]).
 //!
 //! A `cwd` (and every additional directory) must be an absolute path of an existing directory
 //! without a NUL byte, else `-32602` with a message that says which and why (it is checked when
@@ -12,12 +9,13 @@
 //! connection while the agent holds
 //! [`AgentConfig::max_total_sessions`](super::AgentConfig::max_total_sessions) in all.
 
-use std::future::Future;
+mod install;
+
+use self::install::Installer;
+
 use std::path::Path;
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
-use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
 use super::config::Feature;
@@ -27,49 +25,23 @@ use super::model::PromptDirectives;
 use super::registry::ConnectionId;
 use super::turn;
 use super::{ConnectionOptions, Inner, clock};
-use crate::acp::methods::{
-    AUTHENTICATE, INITIALIZE, LOGOUT, SESSION_CANCEL, SESSION_CLOSE, SESSION_DELETE,
-    SESSION_EXPORT, SESSION_FORK, SESSION_LIST, SESSION_LOAD, SESSION_NEW, SESSION_PROMPT,
-    SESSION_RESUME, SESSION_SET_CONFIG_OPTION, SESSION_SET_MODE, SESSION_SET_MODEL, SESSION_STOP,
-    SESSION_UPDATE,
-};
+use crate::acp::methods::{SESSION_CANCEL, SESSION_STOP, SESSION_UPDATE, typed};
 use crate::acp::{
     AgentAuthCapabilities, AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest,
-    CancelNotification, Capability, ConfigOptionUpdate, ContentBlock, ContentChunk,
-    CurrentModeUpdate, ExportSessionRequest, ExportSessionResponse, Extra, Implementation,
-    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
-    LoadSessionRequest, NewSessionRequest, NewSessionResponse, Nullable, PROTOCOL_VERSION,
-    PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest, SessionCapabilities,
-    SessionIdRequest, SessionInfo, SessionNotification, SessionStateResponse, SessionUpdate,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModelRequest, StopReason,
+    AuthenticateResponse, Capability, CloseSessionRequest, CloseSessionResponse,
+    ConfigOptionUpdate, ContentBlock, ContentChunk, CurrentModeUpdate, DeleteSessionRequest,
+    DeleteSessionResponse, Empty, ExportSessionRequest, ExportSessionResponse, Extra,
+    ForkSessionRequest, ForkSessionResponse, Implementation, InitializeRequest, InitializeResponse,
+    ListSessionsRequest, ListSessionsResponse, LoadSessionRequest, LoadSessionResponse,
+    LogoutRequest, LogoutResponse, NewSessionRequest, NewSessionResponse, Nullable,
+    PROTOCOL_VERSION, PromptCapabilities, PromptRequest, PromptResponse, ResumeSessionRequest,
+    ResumeSessionResponse, SessionCapabilities, SessionInfo, SessionNotification,
+    SessionStateResponse, SessionUpdate, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModeResponse,
+    SetSessionModelRequest, SetSessionModelResponse, StopReason, StopSessionRequest,
+    StopSessionResponse,
 };
-use crate::jsonrpc::{
-    ErrorCode, NotificationContext, PeerBuilder, RequestContext, RpcError, decode_params,
-    decode_params_text,
-};
-
-/// The feature a method needs, if any.
-fn gate(method: &str) -> Option<Feature> {
-    Some(match method {
-        SESSION_LOAD => Feature::LoadSession,
-        SESSION_LIST => Feature::List,
-        SESSION_RESUME => Feature::Resume,
-        SESSION_FORK => Feature::Fork,
-        SESSION_DELETE => Feature::Delete,
-        SESSION_CLOSE => Feature::Close,
-        SESSION_EXPORT => Feature::Export,
-        SESSION_STOP => Feature::Stop,
-        LOGOUT => Feature::Logout,
-        SESSION_SET_MODEL => Feature::SetModel,
-        _ => return None,
-    })
-}
-
-/// Whether a method is refused before `authenticate` when authentication is required.
-fn needs_auth(method: &str) -> bool {
-    !matches!(method, INITIALIZE | AUTHENTICATE | LOGOUT)
-}
+use crate::jsonrpc::{ErrorCode, PeerBuilder, RequestContext, RpcError};
 
 fn invalid_params(reason: impl Into<String>) -> RpcError {
     RpcError::new(
@@ -115,47 +87,7 @@ async fn existing_directories(cwd: &str, additional: Option<&[String]>) -> Resul
     Ok(())
 }
 
-fn params<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
-    decode_params(params)
-}
-
-fn to_value(result: impl serde::Serialize) -> Result<Value, RpcError> {
-    serde_json::to_value(result)
-        .map_err(|error| RpcError::internal_error(format!("cannot encode result: {error}")))
-}
-
-/// As [`to_value`], as JSON text (for a handler installed with [`on_text_request`]).
-fn to_text(result: impl serde::Serialize) -> Result<Box<RawValue>, RpcError> {
-    serde_json::value::to_raw_value(&result)
-        .map_err(|error| RpcError::internal_error(format!("cannot encode result: {error}")))
-}
-
 impl Inner {
-    fn admit(&self, method: &str) -> Result<(), RpcError> {
-        if let Some(feature) = gate(method)
-            && !self.config.features.has(feature)
-        {
-            return Err(RpcError::method_not_found(method));
-        }
-        if self.config.auth_required && needs_auth(method) && !self.is_authenticated() {
-            let ids: Vec<&str> = self
-                .config
-                .auth_methods
-                .iter()
-                .map(|m| m.id.as_str())
-                .collect();
-            return Err(RpcError::new(
-                ErrorCode::AUTH_REQUIRED,
-                format!(
-                    "authentication required: call authenticate with one of: {}",
-                    ids.join(", ")
-                ),
-            ));
-        }
-        self.prune();
-        Ok(())
-    }
-
     /// Refuses a new session (`session/new`, `session/fork`) on a connection that owns the
     /// configured number of live sessions.
     fn room_for_session(&self, connection: ConnectionId) -> Result<(), RpcError> {
@@ -281,65 +213,6 @@ impl Inner {
     }
 }
 
-/// Installs one request handler that records the connection's peer and runs the admission
-/// checks first.
-fn on_request<F, Fut>(
-    builder: PeerBuilder,
-    agent: &Arc<Inner>,
-    connection: ConnectionId,
-    method: &'static str,
-    handler: F,
-) -> PeerBuilder
-where
-    F: Fn(Arc<Inner>, ConnectionId, RequestContext, Option<Value>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
-{
-    let agent = agent.clone();
-    let handler = Arc::new(handler);
-    builder.on_request(method, move |cx: RequestContext, params: Option<Value>| {
-        let agent = agent.clone();
-        let handler = handler.clone();
-        async move {
-            agent.registry.attach(connection, cx.peer());
-            agent.admit(method)?;
-            handler(agent, connection, cx, params).await
-        }
-    })
-}
-
-/// As [`on_request`], for a handler that decodes its params from their text and writes its result
-/// as text: the prompt turn, the one request a client sends over and over, builds no `Value` of
-/// its params or its result.
-fn on_text_request<F, Fut>(
-    builder: PeerBuilder,
-    agent: &Arc<Inner>,
-    connection: ConnectionId,
-    method: &'static str,
-    handler: F,
-) -> PeerBuilder
-where
-    F: Fn(Arc<Inner>, ConnectionId, RequestContext, Option<Box<RawValue>>) -> Fut
-        + Send
-        + Sync
-        + 'static,
-    Fut: Future<Output = Result<Box<RawValue>, RpcError>> + Send + 'static,
-{
-    let agent = agent.clone();
-    let handler = Arc::new(handler);
-    builder.on_text_request(
-        method,
-        move |cx: RequestContext, params: Option<Box<RawValue>>| {
-            let agent = agent.clone();
-            let handler = handler.clone();
-            async move {
-                agent.registry.attach(connection, cx.peer());
-                agent.admit(method)?;
-                handler(agent, connection, cx, params).await
-            }
-        },
-    )
-}
-
 /// The peer builder of one connection, with every agent method installed.
 pub(super) fn peer_builder(
     agent: &Arc<Inner>,
@@ -349,80 +222,54 @@ pub(super) fn peer_builder(
     let builder = crate::jsonrpc::Peer::builder()
         .max_in_flight_sends(options.max_in_flight_sends)
         .max_message_bytes(options.max_message_bytes);
-    let builder = on_request(builder, agent, connection, INITIALIZE, initialize);
-    let builder = on_request(builder, agent, connection, AUTHENTICATE, authenticate);
-    let builder = on_request(builder, agent, connection, LOGOUT, logout);
-    let builder = on_request(builder, agent, connection, SESSION_NEW, new_session);
-    let builder = on_request(builder, agent, connection, SESSION_LOAD, load_session);
-    let builder = on_request(builder, agent, connection, SESSION_LIST, list_sessions);
-    let builder = on_request(builder, agent, connection, SESSION_RESUME, resume_session);
-    let builder = on_request(builder, agent, connection, SESSION_FORK, fork_session);
-    let builder = on_request(builder, agent, connection, SESSION_DELETE, delete_session);
-    let builder = on_request(builder, agent, connection, SESSION_CLOSE, close_session);
-    let builder = on_request(builder, agent, connection, SESSION_SET_MODE, set_mode);
-    let builder = on_request(
-        builder,
-        agent,
-        connection,
-        SESSION_SET_CONFIG_OPTION,
-        set_config_option,
-    );
-    let builder = on_request(builder, agent, connection, SESSION_SET_MODEL, set_model);
-    let builder = on_text_request(builder, agent, connection, SESSION_PROMPT, prompt);
-    let builder = on_request(builder, agent, connection, SESSION_EXPORT, export_session);
-    let builder = on_request(builder, agent, connection, SESSION_STOP, stop_session);
-    let cancel_agent = agent.clone();
-    let stop_agent = agent.clone();
-    builder
-        .on_notification(
-            SESSION_CANCEL,
-            move |cx: NotificationContext, params: Option<Value>| {
-                let agent = cancel_agent.clone();
-                agent.registry.attach(connection, cx.peer());
-                async move { cancel_notification(&agent, SESSION_CANCEL, params) }
-            },
-        )
-        .on_notification(
-            SESSION_STOP,
-            move |cx: NotificationContext, params: Option<Value>| {
-                let agent = stop_agent.clone();
-                agent.registry.attach(connection, cx.peer());
-                async move {
-                    if agent.config.features.has(Feature::Stop) {
-                        cancel_notification(&agent, SESSION_STOP, params);
-                    } else {
-                        tracing::debug!("session/stop notification ignored: the feature is off");
-                    }
-                }
-            },
-        )
+    Installer::new(builder, agent, connection)
+        .checked_request(typed::Initialize, initialize_version, initialize)
+        .request(typed::Authenticate, authenticate)
+        .request(typed::Logout, logout)
+        .request(typed::NewSession, new_session)
+        .request(typed::LoadSession, load_session)
+        .request(typed::ListSessions, list_sessions)
+        .request(typed::ResumeSession, resume_session)
+        .request(typed::ForkSession, fork_session)
+        .request(typed::DeleteSession, delete_session)
+        .request(typed::CloseSession, close_session)
+        .request(typed::SetSessionMode, set_mode)
+        .request(typed::SetSessionConfigOption, set_config_option)
+        .request(typed::SetSessionModel, set_model)
+        .text_request(typed::Prompt, prompt)
+        .request(typed::ExportSession, export_session)
+        .request(typed::StopSession, stop_session)
+        .notification(typed::Cancel, |agent, params| {
+            cancel_turn(agent, SESSION_CANCEL, &params.session_id);
+        })
+        .notification(typed::StopSession, |agent, params| {
+            cancel_turn(agent, SESSION_STOP, &params.session_id);
+        })
+        .finish()
 }
 
-fn cancel_notification(agent: &Inner, method: &str, params: Option<Value>) {
-    let notification: CancelNotification = match params_of(params) {
-        Ok(notification) => notification,
-        Err(error) => {
-            tracing::info!(method, %error, "notification with invalid params ignored");
-            return;
-        }
-    };
+/// Stops a session's running turn for a `session/cancel` or `session/stop` notification.
+fn cancel_turn(agent: &Inner, method: &str, session: &str) {
     let control = agent
         .store()
-        .get(&notification.session_id)
+        .get(session)
         .and_then(|session| session.turn.clone());
     match control {
         Some(control) => {
             control.stop(StopCause::Cancelled);
-            tracing::info!(session = %notification.session_id, method, "turn cancelled");
+            tracing::info!(session = %session, method, "turn cancelled");
         }
         None => {
-            tracing::debug!(session = %notification.session_id, method, "no running turn to cancel");
+            tracing::debug!(session = %session, method, "no running turn to cancel");
         }
     }
 }
 
-fn params_of<T: DeserializeOwned>(params: Option<Value>) -> Result<T, serde_json::Error> {
-    serde_json::from_value(params.unwrap_or(Value::Null))
+/// [`check_protocol_version`] of `initialize`'s raw params, before they are decoded (so that a
+/// version that is missing or no uint16 is refused with its own message).
+fn initialize_version(agent: &Inner, params: Option<&Value>) -> Result<(), RpcError> {
+    let version = params.and_then(|params| params.get("protocolVersion"));
+    check_protocol_version(version, agent.config.strict_version)
 }
 
 /// Whether `initialize` goes on with the client's `protocolVersion`. As ACP negotiates, any
@@ -451,11 +298,8 @@ async fn initialize(
     agent: Arc<Inner>,
     connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let raw = raw.unwrap_or(Value::Null);
-    check_protocol_version(raw.get("protocolVersion"), agent.config.strict_version)?;
-    let request: InitializeRequest = params(Some(raw))?;
+    request: InitializeRequest,
+) -> Result<InitializeResponse, RpcError> {
     if let Some(client) = &request.client_info {
         tracing::info!(connection, client = %client.name, version = %client.version, "initialize");
     }
@@ -464,7 +308,7 @@ async fn initialize(
         .set_client(connection, request.client_capabilities.unwrap_or_default());
     let mut info = Implementation::new(&agent.config.name, &agent.config.version);
     info.title = Some(agent.config.title.clone());
-    to_value(InitializeResponse {
+    Ok(InitializeResponse {
         protocol_version: PROTOCOL_VERSION,
         agent_capabilities: Some(agent.capabilities()),
         auth_methods: Some(
@@ -491,12 +335,8 @@ async fn authenticate(
     agent: Arc<Inner>,
     _connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    if agent.config.auth_methods.is_empty() {
-        return Err(RpcError::method_not_found(AUTHENTICATE));
-    }
-    let request: AuthenticateRequest = params(raw)?;
+    request: AuthenticateRequest,
+) -> Result<AuthenticateResponse, RpcError> {
     if !agent
         .config
         .auth_methods
@@ -517,30 +357,29 @@ async fn authenticate(
     }
     agent.set_authenticated(true);
     tracing::info!(method = %request.method_id, "authenticated");
-    Ok(json!({}))
+    Ok(Empty::default())
 }
 
 async fn logout(
     agent: Arc<Inner>,
     _connection: ConnectionId,
     _cx: RequestContext,
-    _raw: Option<Value>,
-) -> Result<Value, RpcError> {
+    _request: LogoutRequest,
+) -> Result<LogoutResponse, RpcError> {
     agent.stop_all_turns().await;
     let removed = agent.store().clear();
     agent.registry.forget_sessions();
     agent.set_authenticated(false);
     tracing::info!(sessions = removed.len(), "logged out; every session ended");
-    Ok(json!({}))
+    Ok(Empty::default())
 }
 
 async fn new_session(
     agent: Arc<Inner>,
     connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: NewSessionRequest = params(raw)?;
+    request: NewSessionRequest,
+) -> Result<NewSessionResponse, RpcError> {
     existing_directories(&request.cwd, request.additional_directories.as_deref()).await?;
     agent.room_for_session(connection)?;
     let now = agent.now();
@@ -549,16 +388,15 @@ async fn new_session(
         .create(request.cwd, request.additional_directories, now);
     agent.registry.set_owner(&session, connection);
     tracing::info!(%session, connection, "session created");
-    to_value(agent.new_session_response(&session)?)
+    agent.new_session_response(&session)
 }
 
 async fn load_session(
     agent: Arc<Inner>,
     connection: ConnectionId,
     cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: LoadSessionRequest = params(raw)?;
+    request: LoadSessionRequest,
+) -> Result<LoadSessionResponse, RpcError> {
     existing_directories(&request.cwd, request.additional_directories.as_deref()).await?;
     let session = request.session_id;
     let history = {
@@ -585,23 +423,25 @@ async fn load_session(
             super::store::HistoryEntry::Tool(_) => Vec::new(),
         };
         for update in updates {
-            let notification = to_value(SessionNotification::new(&session, update))?;
+            let notification = serde_json::to_value(SessionNotification::new(&session, update))
+                .map_err(|error| {
+                    RpcError::internal_error(format!("cannot encode result: {error}"))
+                })?;
             cx.peer()
                 .notify(SESSION_UPDATE, Some(notification))
                 .await
                 .map_err(|error| RpcError::internal_error(error.to_string()))?;
         }
     }
-    to_value(agent.state(&session)?)
+    agent.state(&session)
 }
 
 async fn list_sessions(
     agent: Arc<Inner>,
     _connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: ListSessionsRequest = params(raw)?;
+    request: ListSessionsRequest,
+) -> Result<ListSessionsResponse, RpcError> {
     let now = agent.now();
     let page_size = agent.config.page_size;
     let mut store = agent.store();
@@ -644,7 +484,7 @@ async fn list_sessions(
             }
         })
         .collect();
-    to_value(ListSessionsResponse {
+    Ok(ListSessionsResponse {
         sessions,
         next_cursor: match page.next_cursor {
             Some(cursor) => Nullable::Value(cursor),
@@ -658,25 +498,23 @@ async fn resume_session(
     agent: Arc<Inner>,
     connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: ResumeSessionRequest = params(raw)?;
+    request: ResumeSessionRequest,
+) -> Result<ResumeSessionResponse, RpcError> {
     existing_directories(&request.cwd, request.additional_directories.as_deref()).await?;
     let session = request.session_id;
     agent.exists(&session)?;
     let now = agent.now();
     agent.store().touch(&session, now);
     agent.registry.set_owner(&session, connection);
-    to_value(agent.state(&session)?)
+    agent.state(&session)
 }
 
 async fn fork_session(
     agent: Arc<Inner>,
     connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: ResumeSessionRequest = params(raw)?;
+    request: ForkSessionRequest,
+) -> Result<ForkSessionResponse, RpcError> {
     existing_directories(&request.cwd, request.additional_directories.as_deref()).await?;
     agent.room_for_session(connection)?;
     let now = agent.now();
@@ -686,21 +524,20 @@ async fn fork_session(
         .ok_or_else(|| unknown_session(&request.session_id))?;
     agent.registry.set_owner(&fork, connection);
     tracing::info!(source = %request.session_id, %fork, "session forked");
-    to_value(agent.new_session_response(&fork)?)
+    agent.new_session_response(&fork)
 }
 
 async fn delete_session(
     agent: Arc<Inner>,
     _connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: SessionIdRequest = params(raw)?;
+    request: DeleteSessionRequest,
+) -> Result<DeleteSessionResponse, RpcError> {
     let session = request.session_id;
     if agent.end_session(&session).await {
         tracing::info!(%session, "session deleted");
     }
-    Ok(json!({}))
+    Ok(Empty::default())
 }
 
 /// Cancels the session's running turn and drops the session: its history, settings and
@@ -710,15 +547,14 @@ async fn close_session(
     agent: Arc<Inner>,
     _connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: SessionIdRequest = params(raw)?;
+    request: CloseSessionRequest,
+) -> Result<CloseSessionResponse, RpcError> {
     let session = request.session_id;
     agent.exists(&session)?;
     if agent.end_session(&session).await {
         tracing::info!(%session, "session closed");
     }
-    Ok(json!({}))
+    Ok(Empty::default())
 }
 
 /// Changes one session's settings (mode, model or a config option) and marks the session touched;
@@ -744,9 +580,8 @@ async fn set_mode(
     agent: Arc<Inner>,
     _connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: SetSessionModeRequest = params(raw)?;
+    request: SetSessionModeRequest,
+) -> Result<SetSessionModeResponse, RpcError> {
     let session = request.session_id;
     change_settings(&agent, &session, |settings| {
         settings.set_mode(&request.mode_id)
@@ -760,16 +595,15 @@ async fn set_mode(
             }),
         )
         .await;
-    Ok(json!({}))
+    Ok(Empty::default())
 }
 
 async fn set_config_option(
     agent: Arc<Inner>,
     _connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: SetSessionConfigOptionRequest = params(raw)?;
+    request: SetSessionConfigOptionRequest,
+) -> Result<SetSessionConfigOptionResponse, RpcError> {
     let session = request.session_id;
     let options = change_settings(&agent, &session, |settings| {
         settings.set_config(&request.config_id, &request.value)
@@ -783,7 +617,7 @@ async fn set_config_option(
             }),
         )
         .await;
-    to_value(SetSessionConfigOptionResponse {
+    Ok(SetSessionConfigOptionResponse {
         config_options: options,
         extra: Extra::new(),
     })
@@ -793,9 +627,8 @@ async fn set_model(
     agent: Arc<Inner>,
     _connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: SetSessionModelRequest = params(raw)?;
+    request: SetSessionModelRequest,
+) -> Result<SetSessionModelResponse, RpcError> {
     let session = request.session_id;
     let options = change_settings(&agent, &session, |settings| {
         settings.set_model(&request.model_id)
@@ -809,16 +642,15 @@ async fn set_model(
             }),
         )
         .await;
-    Ok(json!({}))
+    Ok(Empty::default())
 }
 
 async fn export_session(
     agent: Arc<Inner>,
     _connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: ExportSessionRequest = params(raw)?;
+    request: ExportSessionRequest,
+) -> Result<ExportSessionResponse, RpcError> {
     let format = request
         .format
         .unwrap_or_else(|| export::FORMAT_JSONL.to_owned());
@@ -832,7 +664,7 @@ async fn export_session(
     let session = store
         .get(&request.session_id)
         .ok_or_else(|| unknown_session(&request.session_id))?;
-    to_value(ExportSessionResponse {
+    Ok(ExportSessionResponse {
         session_id: session.id.clone(),
         format,
         mime_type: export::MIME_TYPE.to_owned(),
@@ -845,9 +677,8 @@ async fn stop_session(
     agent: Arc<Inner>,
     _connection: ConnectionId,
     _cx: RequestContext,
-    raw: Option<Value>,
-) -> Result<Value, RpcError> {
-    let request: SessionIdRequest = params(raw)?;
+    request: StopSessionRequest,
+) -> Result<StopSessionResponse, RpcError> {
     let control = {
         let store = agent.store();
         let session = store
@@ -859,7 +690,7 @@ async fn stop_session(
         control.stop(StopCause::Cancelled);
         tracing::info!(session = %request.session_id, "turn stopped by session/stop");
     }
-    Ok(json!({}))
+    Ok(Empty::default())
 }
 
 impl Inner {
@@ -905,11 +736,10 @@ async fn prompt(
     agent: Arc<Inner>,
     connection: ConnectionId,
     cx: RequestContext,
-    raw: Option<Box<RawValue>>,
-) -> Result<Box<RawValue>, RpcError> {
+    request: PromptRequest,
+) -> Result<PromptResponse, RpcError> {
     // The turn ends itself on `$/cancel_request`, so that it can answer after cleaning up.
     cx.handle_cancellation();
-    let request: PromptRequest = decode_params_text(raw.as_deref())?;
     let plan = PromptDirectives::from_meta(request.extra.meta())
         .and_then(|directives| directives.apply(&agent.config.echo))
         .map_err(invalid_params)?;
@@ -944,9 +774,9 @@ async fn prompt(
     };
     tracing::info!(%session, ?outcome, "turn ended");
     match outcome {
-        TurnOutcome::EndTurn => to_text(PromptResponse::new(StopReason::EndTurn)),
+        TurnOutcome::EndTurn => Ok(PromptResponse::new(StopReason::EndTurn)),
         TurnOutcome::Denied | TurnOutcome::Stopped(StopCause::Cancelled) => {
-            to_text(PromptResponse::new(StopReason::Cancelled))
+            Ok(PromptResponse::new(StopReason::Cancelled))
         }
         TurnOutcome::Stopped(StopCause::RequestCancelled) => Err(RpcError::request_cancelled()),
         TurnOutcome::Stopped(StopCause::TimedOut) => {
