@@ -159,6 +159,35 @@ async fn minimal_agent_advertises_nothing_optional_and_gates_with_32601() {
     assert_eq!(result["stopReason"], "end_turn");
 }
 
+/// Params are decoded once into the type of the method's table row. Absent params read as
+/// `null`, so a method with required fields refuses them `-32602` naming the type it expected;
+/// `logout`, whose params have no required field, is served without any.
+#[tokio::test]
+async fn absent_params_are_refused_by_type_and_logout_takes_none() {
+    let (_agent, client) = client(config()).await;
+    let refused =
+        acp_agent_support::within("session/new", client.peer.request("session/new", None)).await;
+    let Err(ski::jsonrpc::CallError::Rpc(error)) = refused else {
+        panic!("session/new without params: {refused:?}");
+    };
+    assert_eq!(error.code.0, -32602);
+    let reason = error.data.as_ref().and_then(|data| data["reason"].as_str());
+    assert_eq!(
+        reason,
+        Some("invalid type: null, expected struct NewSessionRequest")
+    );
+    let session = client.new_session().await;
+    let logout = acp_agent_support::within("logout", client.peer.request("logout", None)).await;
+    assert_eq!(logout.unwrap(), json!({}));
+    let (code, _) = client
+        .call_err(
+            "session/prompt",
+            json!({"sessionId": session, "prompt": []}),
+        )
+        .await;
+    assert_eq!(code, -32002, "logout ended {session}");
+}
+
 #[tokio::test]
 async fn disabling_one_feature_gates_only_that_method() {
     let (_agent, client) = client(AgentConfig {
