@@ -1,6 +1,6 @@
 //! Typed params and results chosen by method name: the bridge between a JSON-RPC message
 //! (`method` plus raw `params`, or a raw `result` plus the method of the pending request) and
-//! the ACP types.
+//! the ACP types, built from the rows of the method table ([`methods`]).
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
