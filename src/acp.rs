@@ -26,6 +26,7 @@ pub mod methods;
 pub mod permission;
 pub mod plan;
 pub mod prompt;
+pub mod remote;
 pub mod session;
 pub mod session_update;
 pub mod terminal;

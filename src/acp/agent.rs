@@ -255,6 +255,11 @@ impl Agent {
         self.inner.store().len()
     }
 
+    /// Whether a session exists (the remote transport checks `Acp-Session-Id` with it).
+    pub fn has_session(&self, id: &str) -> bool {
+        self.inner.store().contains(id)
+    }
+
     /// How many connections are open.
     pub fn connection_count(&self) -> usize {
         self.inner.registry.open_connections()

@@ -1,9 +1,11 @@
-//! `ski acp serve`: runs the reference ACP agent over stdio or WebSocket, with a flag for every
-//! behaviour a test may need to drive.
+//! `ski acp serve`: runs the reference ACP agent over stdio, WebSocket or ACP's remote `/acp`
+//! transport (Streamable HTTP and the WebSocket upgrade), with a flag for every behaviour a test
+//! may need to drive.
 //!
 //! On stdio, stdout carries only ACP messages and the process exits when stdin ends. On
 //! WebSocket, the bound address is printed on stderr as `listening on ws://HOST:PORT/acp` once
-//! connections are accepted. Logs go to stderr only.
+//! connections are accepted; on HTTP as `listening on http://HOST:PORT/acp` (see
+//! [`crate::acp::remote::server`]). Logs go to stderr only.
 //!
 //! Each connection is bounded: messages of 32 MiB, `--max-in-flight-sends` (64) messages waiting
 //! to be written, while which the connection's input is not read, and `--max-sessions` (1024) live
@@ -28,6 +30,7 @@ use crate::acp::agent::{
         DEFAULT_PERMISSION_TIMEOUT,
     },
 };
+use crate::acp::remote::server::{DEFAULT_SSE_QUEUE, HttpOptions, HttpServer};
 use crate::exit::{CommandError, CommandResult};
 use crate::jsonrpc::Transport;
 use crate::transport::ws_server::{Liveness, WsServer, WsServerOptions};
@@ -44,6 +47,9 @@ Examples:
       Serve on stdio (for clients that spawn the agent, e.g. `acpx --agent \"ski acp serve\"`).
   ski acp serve --transport ws --listen 127.0.0.1:0
       Serve on a free loopback port; the address is printed on stderr.
+  ski acp serve --transport http --listen 127.0.0.1:0
+      Serve ACP's remote transport on http://HOST:PORT/acp: Streamable HTTP (POST, SSE GET
+      streams, DELETE; HTTP/1.1 or cleartext HTTP/2) and the WebSocket upgrade.
   ski acp serve --permission-mode disabled --hold
       Every prompt runs until it is cancelled.
   ski acp serve --execution-state --max-retries 2 --fail-attempts 1
@@ -70,7 +76,11 @@ live sessions, after which session/new and session/fork answer -32603 (and --max
 across all connections). On WebSocket: --max-connections clients at once (one more gets close code
 1013), the upgrade within --handshake-timeout-ms, a message whole within --message-timeout-ms of its
 first byte (else close code 1008), and a client silent for --idle-timeout-ms is pinged and must send
-something within --pong-timeout-ms (else close code 1001).
+something within --pong-timeout-ms (else close code 1001). On HTTP: --max-connections ACP
+connections (Streamable HTTP and WebSocket; one more is answered 503), request headers within
+--handshake-timeout-ms, POST bodies of 32 MiB (413), and --max-sse-queue messages waiting per SSE
+stream: a reader that falls that far behind loses its stream (it ends, the message that did not fit
+is dropped, and the next GET gets messages from then on).
 
 Exit codes: 0 ok, 2 invalid arguments, 3 configuration error, 4 cannot listen, 5 internal error.";
 
@@ -81,6 +91,8 @@ pub enum TransportArg {
     Stdio,
     /// WebSocket, one JSON-RPC message per text frame, several clients at once.
     Ws,
+    /// ACP's remote transport on /acp: Streamable HTTP and the WebSocket upgrade.
+    Http,
 }
 
 /// `--permission-mode`.
@@ -139,7 +151,8 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: TransportArg,
 
-    /// Address for --transport ws, HOST:PORT (port 0 picks a free port) [default: 127.0.0.1:8900].
+    /// Address for --transport ws or http, HOST:PORT (port 0 picks a free port) [default:
+    /// 127.0.0.1:8900].
     #[arg(long, value_name = "HOST:PORT")]
     pub listen: Option<String>,
 
@@ -273,6 +286,11 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", value_parser = positive_ms, help_heading = "WebSocket limits")]
     pub pong_timeout_ms: Option<u64>,
 
+    /// Messages one SSE stream holds for its reader; past it the stream ends and the message is
+    /// dropped [default: 1024]
+    #[arg(long, value_name = "N", value_parser = positive, help_heading = "HTTP limits")]
+    pub max_sse_queue: Option<usize>,
+
     /// Advertise an auth method, ID or ID=NAME; repeatable.
     #[arg(long, value_name = "ID[=NAME]", help_heading = "Capabilities")]
     pub auth_method: Vec<String>,
@@ -312,6 +330,8 @@ pub enum Listen {
     Stdio,
     /// A WebSocket server on `HOST:PORT`.
     Ws(String),
+    /// The remote `/acp` transport on `HOST:PORT`.
+    Http(String),
 }
 
 impl ServeArgs {
@@ -321,12 +341,15 @@ impl ServeArgs {
         let listen = match (self.transport, &self.listen) {
             (TransportArg::Stdio, Some(_)) => {
                 return Err(invalid(
-                    "--listen applies only to --transport ws; remove it or add --transport ws"
+                    "--listen applies only to --transport ws or http; remove it or add --transport ws"
                         .to_owned(),
                 ));
             }
             (TransportArg::Stdio, None) => Listen::Stdio,
             (TransportArg::Ws, listen) => Listen::Ws(
+                parse_listen(listen.as_deref().unwrap_or(DEFAULT_LISTEN)).map_err(invalid)?,
+            ),
+            (TransportArg::Http, listen) => Listen::Http(
                 parse_listen(listen.as_deref().unwrap_or(DEFAULT_LISTEN)).map_err(invalid)?,
             ),
         };
@@ -462,6 +485,18 @@ impl ServeArgs {
                 "{flag} applies only to --transport ws; remove it or add --transport ws"
             )));
         }
+        if self.transport == TransportArg::Http
+            && let Some((flag, _)) = given[2..].iter().find(|(_, given)| *given)
+        {
+            return Err(CommandError::invalid_input(anyhow!(
+                "{flag} applies only to --transport ws (the WebSocket upgrade of --transport http has no message deadline or ping); remove it or use --transport ws"
+            )));
+        }
+        if self.transport != TransportArg::Http && self.max_sse_queue.is_some() {
+            return Err(CommandError::invalid_input(anyhow!(
+                "--max-sse-queue applies only to --transport http; remove it or add --transport http"
+            )));
+        }
         let defaults = WsServerOptions::default();
         let millis =
             |given: Option<u64>, default: Duration| given.map_or(default, Duration::from_millis);
@@ -475,6 +510,23 @@ impl ServeArgs {
             },
             ..defaults
         })
+    }
+}
+
+impl ServeArgs {
+    /// The limits of `--transport http`: the flags given, the defaults for the rest.
+    pub fn http_options(&self) -> HttpOptions {
+        let defaults = HttpOptions::default();
+        let max_connections = self.max_connections.unwrap_or(defaults.max_connections);
+        HttpOptions {
+            max_connections,
+            max_tcp_connections: max_connections.saturating_mul(4),
+            header_timeout: self
+                .handshake_timeout_ms
+                .map_or(defaults.header_timeout, Duration::from_millis),
+            sse_queue: self.max_sse_queue.unwrap_or(DEFAULT_SSE_QUEUE),
+            ..defaults
+        }
     }
 }
 
@@ -508,6 +560,7 @@ pub fn parse_listen(text: &str) -> Result<String, String> {
 pub fn run(args: ServeArgs) -> CommandResult {
     let (config, listen) = args.config()?;
     let ws_options = args.ws_options()?;
+    let http_options = args.http_options();
     args.log.init()?;
     // One connection on stdio needs one thread: reading, handling and writing on it means no
     // cross-thread hand-off per message. A WebSocket server serves many connections at once.
@@ -515,7 +568,7 @@ pub fn run(args: ServeArgs) -> CommandResult {
         Listen::Stdio => tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build(),
-        Listen::Ws(_) => tokio::runtime::Builder::new_multi_thread()
+        Listen::Ws(_) | Listen::Http(_) => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build(),
     }
@@ -525,17 +578,49 @@ pub fn run(args: ServeArgs) -> CommandResult {
         ..ConnectionOptions::default()
     };
     let json_logs = args.log.log_format == super::LogFormat::Json;
-    let result = runtime.block_on(serve(config, listen, options, ws_options, json_logs));
+    let transports = Transports {
+        ws: ws_options,
+        http: http_options,
+    };
+    let result = runtime.block_on(serve(config, listen, options, transports, json_logs));
     // The stdin reader may still wait on a blocking read; do not wait for it.
     runtime.shutdown_timeout(RUNTIME_SHUTDOWN);
     result
+}
+
+/// The limits of the network transports.
+struct Transports {
+    ws: WsServerOptions,
+    http: HttpOptions,
+}
+
+/// Says where the server listens, on stderr.
+fn announce(url: &str, json_logs: bool) {
+    if json_logs {
+        eprintln!(
+            "{}",
+            serde_json::json!({"level": "INFO", "event": "listening", "url": url})
+        );
+    } else {
+        eprintln!("listening on {url}");
+    }
+}
+
+/// The error of a failed bind, with a hint for a port in use.
+fn bind_failure(error: &crate::transport::ws_server::WsServerError) -> CommandError {
+    let hint = if error.io_error().kind() == std::io::ErrorKind::AddrInUse {
+        "; pick another port, or port 0 for a free one"
+    } else {
+        ""
+    };
+    CommandError::upstream(anyhow!("{error}{hint}"))
 }
 
 async fn serve(
     config: AgentConfig,
     listen: Listen,
     options: ConnectionOptions,
-    ws_options: WsServerOptions,
+    transports: Transports,
     json_logs: bool,
 ) -> CommandResult {
     let shutdown = CancellationToken::new();
@@ -551,28 +636,24 @@ async fn serve(
         Listen::Ws(address) => {
             let server_options = WsServerOptions {
                 max_message_bytes: options.max_message_bytes,
-                ..ws_options
+                ..transports.ws
             };
             let server = WsServer::bind(&address, server_options)
                 .await
-                .map_err(|error| {
-                    let hint = if error.io_error().kind() == std::io::ErrorKind::AddrInUse {
-                        "; pick another port, or port 0 for a free one"
-                    } else {
-                        ""
-                    };
-                    CommandError::upstream(anyhow!("{error}{hint}"))
-                })?;
-            let url = server.url();
-            if json_logs {
-                eprintln!(
-                    "{}",
-                    serde_json::json!({"level": "INFO", "event": "listening", "url": url})
-                );
-            } else {
-                eprintln!("listening on {url}");
-            }
+                .map_err(|error| bind_failure(&error))?;
+            announce(&server.url(), json_logs);
             agent.serve_websocket(server, &options, &shutdown).await;
+        }
+        Listen::Http(address) => {
+            let server_options = HttpOptions {
+                max_message_bytes: options.max_message_bytes,
+                ..transports.http
+            };
+            let server = HttpServer::bind(&address, server_options)
+                .await
+                .map_err(|error| bind_failure(&error))?;
+            announce(&server.url(), json_logs);
+            server.serve(agent, options, shutdown).await;
         }
     }
     tracing::info!("agent stopped");
