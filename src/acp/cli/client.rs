@@ -1,5 +1,6 @@
-//! `ski acp client`: connect to an ACP agent over stdio (spawning it) or WebSocket, run prompt
-//! turns and print the reply; stop a session; run a scripted driver for conformance runners.
+//! `ski acp client`: connect to an ACP agent over stdio (spawning it), WebSocket or ACP's remote
+//! `/acp` transport (either profile, see [`crate::acp::remote::client`]), run prompt turns and
+//! print the reply; stop a session; run a scripted driver for conformance runners.
 //!
 //! Output: the human form streams the reply text and ends each turn with `stopReason: <r>`.
 //! With `--json`, every line is one JSON object with sorted keys:
@@ -28,6 +29,7 @@ use crate::acp::client::driver::{self, sorted_line};
 use crate::acp::client::{
     Client, ClientConfig, ClientError, FsConfig, PermissionPolicy, TerminalConfig,
 };
+use crate::acp::remote::client::{Profile, connector as remote_connector};
 use crate::acp::{
     NewSessionRequest, PROTOCOL_VERSION, PromptRequest, SessionNotification, SessionUpdate,
     StopReason,
@@ -38,8 +40,8 @@ use crate::jsonrpc::{CallError, ErrorCode, Transport};
 use crate::storage::inside_root::Root;
 use crate::transport::child::{self, ChildSpec};
 use crate::transport::ws_client::{
-    ConnectError, DEFAULT_HEARTBEAT, DEFAULT_RECONNECT_ATTEMPTS, DEFAULT_RECONNECT_BASE_DELAY,
-    ReconnectPolicy, WsConnector,
+    ConnectError, ConnectionFactory, DEFAULT_HEARTBEAT, DEFAULT_RECONNECT_ATTEMPTS,
+    DEFAULT_RECONNECT_BASE_DELAY, ReconnectPolicy, WsConnector,
 };
 
 /// How long a spawned agent may take to exit by itself once its stdin is closed, before it is
@@ -68,7 +70,8 @@ const CONNECT_EXAMPLES: &str = "\
 Examples:
   ski acp client connect --agent-cmd 'ski acp serve' --prompt hi
   ski acp client connect --agent-cmd ski --args acp --args serve --prompt hi --json
-  ski acp client connect --transport ws --endpoint ws://127.0.0.1:8900 --prompt hi --prompt again";
+  ski acp client connect --transport ws --endpoint ws://127.0.0.1:8900 --prompt hi --prompt again
+  ski acp client connect --transport http --endpoint http://127.0.0.1:8900/acp --profile http --prompt hi";
 
 const STOP_EXAMPLES: &str = "\
 Examples:
@@ -123,6 +126,18 @@ pub enum TransportKind {
     Stdio,
     /// Connect to a WebSocket endpoint (--endpoint), one JSON message per text frame
     Ws,
+    /// Connect to an ACP remote endpoint (--endpoint http://HOST:PORT/acp) in the --profile
+    /// given
+    Http,
+}
+
+/// Which profile of the remote transport `--transport http` speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ProfileArg {
+    /// The WebSocket upgrade of GET /acp, which every remote ACP server offers
+    Ws,
+    /// Streamable HTTP: POST, SSE GET streams and DELETE over HTTP/2
+    Http,
 }
 
 /// How the client answers session/request_permission.
@@ -150,9 +165,12 @@ pub struct TransportArgs {
     /// stdio: one argument for the agent; repeat for more (write --args=--flag for a flag)
     #[arg(long = "args", value_name = "ARG", allow_hyphen_values = true)]
     args: Vec<String>,
-    /// ws: the agent's URL, ws://HOST:PORT[/PATH]
+    /// ws: the agent's URL, ws://HOST:PORT[/PATH]; http: http://HOST:PORT/acp
     #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
+    /// http: the remote transport's profile
+    #[arg(long, value_enum, value_name = "PROFILE")]
+    profile: Option<ProfileArg>,
     /// Timeout of each request in milliseconds; 0 waits forever
     #[arg(long, value_name = "MS", default_value_t = 300_000)]
     request_timeout_ms: u64,
@@ -294,7 +312,7 @@ enum Endpoint {
         argv: Vec<String>,
     },
     WebSocket {
-        connector: WsConnector,
+        connector: Arc<dyn ConnectionFactory>,
         policy: ReconnectPolicy,
     },
 }
@@ -331,6 +349,12 @@ fn endpoint(args: &TransportArgs) -> CommandResult<Endpoint> {
                     "{flag} only applies to --transport ws; remove it or add --transport ws"
                 ));
             }
+            if args.profile.is_some() {
+                return invalid(
+                    "--profile only applies to --transport http; remove it or add --transport http"
+                        .to_owned(),
+                );
+            }
             let Some(cmd) = args.agent_cmd.as_deref() else {
                 return invalid(
                     "--transport stdio needs --agent-cmd PROG, the agent to spawn (for example --agent-cmd 'ski acp serve')"
@@ -352,25 +376,51 @@ fn endpoint(args: &TransportArgs) -> CommandResult<Endpoint> {
             }
             Ok(Endpoint::Spawn { argv })
         }
-        TransportKind::Ws => {
+        TransportKind::Ws | TransportKind::Http => {
             if args.agent_cmd.is_some() || !args.args.is_empty() {
                 return invalid(
                     "--agent-cmd and --args only apply to --transport stdio; with ws give --endpoint"
                         .to_owned(),
                 );
             }
+            let http = args.transport == TransportKind::Http;
             let Some(url) = args.endpoint.as_deref() else {
-                return invalid(
+                return invalid(if http {
+                    "--transport http needs --endpoint http://HOST:PORT/acp (start an agent with `ski acp serve --transport http --listen 127.0.0.1:0`)"
+                } else {
                     "--transport ws needs --endpoint ws://HOST:PORT (start an agent with `ski acp serve --transport ws --listen 127.0.0.1:0`)"
+                }
+                .to_owned());
+            };
+            if !http && args.profile.is_some() {
+                return invalid(
+                    "--profile only applies to --transport http; remove it or use --transport http"
                         .to_owned(),
                 );
-            };
+            }
             let heartbeat = args
                 .ws_heartbeat_ms
                 .map_or(DEFAULT_HEARTBEAT, Duration::from_millis);
-            let connector = WsConnector::new(url)
-                .map_err(CommandError::invalid_input)?
-                .heartbeat(Some(heartbeat));
+            let connector: Arc<dyn ConnectionFactory> = if http {
+                let profile = match args.profile.unwrap_or(ProfileArg::Ws) {
+                    ProfileArg::Ws => Profile::WebSocket,
+                    ProfileArg::Http => Profile::Streamable,
+                };
+                if profile == Profile::Streamable && args.ws_heartbeat_ms.is_some() {
+                    return invalid(
+                        "--ws-heartbeat-ms applies to WebSocket connections; remove it or use --profile ws"
+                            .to_owned(),
+                    );
+                }
+                remote_connector(url, profile, Some(heartbeat))
+                    .map_err(CommandError::invalid_input)?
+            } else {
+                Arc::new(
+                    WsConnector::new(url)
+                        .map_err(CommandError::invalid_input)?
+                        .heartbeat(Some(heartbeat)),
+                )
+            };
             let policy = ReconnectPolicy::new(
                 args.ws_reconnect_attempts
                     .unwrap_or(DEFAULT_RECONNECT_ATTEMPTS),
@@ -494,13 +544,13 @@ impl Session {
                 })
             }
             Endpoint::WebSocket { connector, policy } => {
-                tracing::debug!(transport = "ws", endpoint = %connector.url(), "ACP client connecting");
-                let url = connector.url().to_owned();
+                let url = connector.describe();
+                tracing::debug!(endpoint = %url, "ACP client connecting");
                 let config = ClientConfig {
                     reconnect: policy,
                     ..config
                 };
-                let client = Client::connect(Arc::new(connector), config)
+                let client = Client::connect(connector, config)
                     .await
                     .map_err(|error| connect_failure(&url, error))?;
                 Ok(Session {
@@ -531,7 +581,11 @@ fn connect_failure(url: &str, error: ClientError) -> CommandError {
             return CommandError::invalid_input(error);
         }
         _ => {
-            "is an agent listening there? start one with `ski acp serve --transport ws --listen 127.0.0.1:0`"
+            if url.starts_with("http://") {
+                "is an agent listening there? start one with `ski acp serve --transport http --listen 127.0.0.1:0`"
+            } else {
+                "is an agent listening there? start one with `ski acp serve --transport ws --listen 127.0.0.1:0`"
+            }
         }
     };
     CommandError::upstream(anyhow!(error).context(format!("cannot connect to {url}; {hint}")))
