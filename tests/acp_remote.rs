@@ -389,6 +389,39 @@ async fn a_prompt_turn_streams_on_the_session_stream_and_permission_answers_are_
 }
 
 #[tokio::test]
+async fn a_session_is_resumed_on_a_new_connection_with_session_load() {
+    let served = Served::start(&["--permission-mode", "disabled"]).await;
+    let (first, connection, _events, session) = with_session(&served).await;
+    let conn = [("acp-connection-id", connection.as_str())];
+    assert_eq!(
+        first.status(Method::DELETE, &conn, "").await,
+        StatusCode::ACCEPTED
+    );
+    // The RFD's resume flow: a new connection opens the session's stream before session/load.
+    let client = served.h2().await;
+    let (connection, _) = client.initialize().await;
+    let mut events = client.stream(&connection, None).await;
+    let mut stream = client.stream(&connection, Some(&session)).await;
+    let load = json!({"jsonrpc":"2.0","id":2,"method":"session/load","params":{"sessionId":session,"cwd":std::env::temp_dir(),"mcpServers":[]}});
+    let scoped = [
+        ("acp-connection-id", connection.as_str()),
+        ("acp-session-id", session.as_str()),
+    ];
+    client.accepted(&scoped, &load).await;
+    // The answer to session/load comes on the connection's stream.
+    let answer = events.next().await;
+    assert_eq!(answer["id"], 2, "{answer}");
+    assert!(answer.get("result").is_some(), "{answer}");
+    // The session works on the new connection: a turn's answer comes on its stream.
+    client
+        .accepted(&scoped, &prompt(3, &session, "resumed"))
+        .await;
+    let turn = stream.until_response(3).await;
+    assert_eq!(turn.last().unwrap()["result"]["stopReason"], "end_turn");
+    served.stop().await;
+}
+
+#[tokio::test]
 async fn unknown_missing_and_malformed_requests_get_the_status_the_rfd_names() {
     let served = Served::start(&[]).await;
     let (client, connection, _events, session) = with_session(&served).await;
@@ -629,12 +662,15 @@ async fn the_client_does_prompt_turns_against_serve_in_both_profiles() {
     served.stop().await;
 }
 
+/// What the proxy saw of one request: its method, `Cookie` and `Acp-Protocol-Version`.
+type Seen = (Method, Option<String>, Option<String>);
+
 /// The cookie the proxy sets on every answer.
 const AFFINITY: &str = "affinity=node-7";
 
 /// A proxy in front of `upstream` (HTTP/2 both ways) that sets [`AFFINITY`] on every answer and
-/// records the `Cookie` header of every request, in order.
-async fn cookie_proxy(upstream: String) -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+/// records every request, in order.
+async fn cookie_proxy(upstream: String) -> (String, Arc<Mutex<Vec<Seen>>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -654,11 +690,18 @@ async fn cookie_proxy(upstream: String) -> (String, Arc<Mutex<Vec<Option<String>
                 let mut send = send.clone();
                 let record = record.clone();
                 async move {
-                    let cookie = request
-                        .headers()
-                        .get("cookie")
-                        .map(|value| value.to_str().unwrap().to_owned());
-                    record.lock().unwrap().push(cookie);
+                    let header = |name: &str| {
+                        request
+                            .headers()
+                            .get(name)
+                            .map(|value| value.to_str().unwrap().to_owned())
+                    };
+                    let seen = (
+                        request.method().clone(),
+                        header("cookie"),
+                        header("acp-protocol-version"),
+                    );
+                    record.lock().unwrap().push(seen);
                     let (parts, body) = request.into_parts();
                     let body = body.collect().await?.to_bytes();
                     let forwarded = Request::from_parts(parts, Full::new(body));
@@ -682,7 +725,7 @@ async fn cookie_proxy(upstream: String) -> (String, Arc<Mutex<Vec<Option<String>
 }
 
 #[tokio::test]
-async fn the_streamable_client_returns_the_servers_cookies_on_every_later_request() {
+async fn the_streamable_client_sends_cookies_and_the_protocol_version_on_every_later_request() {
     let served = Served::start(&[]).await;
     let (url, seen) = cookie_proxy(served.address().to_owned()).await;
     let run = tokio::task::spawn_blocking(move || client_turn(&url, "http"));
@@ -693,16 +736,17 @@ async fn the_streamable_client_returns_the_servers_cookies_on_every_later_reques
         String::from_utf8_lossy(&output.stderr)
     );
     let seen = seen.lock().unwrap().clone();
-    // initialize, the connection's stream, the session's stream, session/new, two prompts,
-    // permission answers, DELETE: all but the first carry the cookie.
+    // initialize, the connection's stream, session/new, the session's stream, two prompts,
+    // permission answers, DELETE: all but the first carry the cookie and the negotiated version.
     assert!(seen.len() >= 6, "{seen:?}");
-    assert_eq!(seen[0], None, "{seen:?}");
+    assert_eq!(seen[0], (Method::POST, None, None), "{seen:?}");
     assert!(
-        seen[1..]
-            .iter()
-            .all(|cookie| cookie.as_deref() == Some(AFFINITY)),
+        seen[1..].iter().all(|(_, cookie, version)| {
+            cookie.as_deref() == Some(AFFINITY) && version.as_deref() == Some("1")
+        }),
         "{seen:?}"
     );
+    assert_eq!(seen.last().unwrap().0, Method::DELETE, "{seen:?}");
     served.stop().await;
 }
 
