@@ -175,7 +175,10 @@ impl Installer {
                 async move {
                     agent.registry.attach(connection, cx.peer());
                     agent.admit(method)?;
-                    let params = decode_params_text::<M::Params>(params.as_deref())?;
+                    let params = match params.as_deref() {
+                        Some(text) => decode_params_text::<M::Params>(Some(text))?,
+                        None => decode::<M::Params>(None)?,
+                    };
                     let result = handler(agent, connection, cx, params).await?;
                     serde_json::value::to_raw_value(&result).map_err(|error| encode_error(&error))
                 }
