@@ -421,6 +421,9 @@ async fn a_session_is_resumed_on_a_new_connection_with_session_load() {
     served.stop().await;
 }
 
+/// A request that must be refused: what it is, its method, headers and body, and the status.
+type Case<'a> = (&'a str, Method, Vec<(&'a str, &'a str)>, String, StatusCode);
+
 #[tokio::test]
 async fn unknown_missing_and_malformed_requests_get_the_status_the_rfd_names() {
     let served = Served::start(&[]).await;
@@ -428,7 +431,7 @@ async fn unknown_missing_and_malformed_requests_get_the_status_the_rfd_names() {
     let json = ("content-type", "application/json");
     let conn = ("acp-connection-id", connection.as_str());
     let sse = ("accept", "text/event-stream");
-    let cases: Vec<(&str, Method, Vec<(&str, &str)>, String, StatusCode)> = vec![
+    let cases: Vec<Case<'_>> = vec![
         (
             "POST without a connection, not initialize",
             Method::POST,

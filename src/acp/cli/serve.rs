@@ -264,11 +264,13 @@ pub struct ServeArgs {
     pub max_total_sessions: usize,
 
     /// WebSocket connections at once, upgrades under way included; a client past it is
-    /// closed with code 1013 and a reason [default: 1024]
+    /// closed with code 1013 and a reason. With --transport http: ACP connections at once
+    /// (Streamable HTTP and WebSocket), one more answered 503 [default: 1024]
     #[arg(long, value_name = "N", value_parser = positive, help_heading = "WebSocket limits")]
     pub max_connections: Option<usize>,
 
-    /// How long a client may take to complete the WebSocket upgrade [default: 10000]
+    /// How long a client may take to complete the WebSocket upgrade; with --transport http,
+    /// to send a request's headers [default: 10000]
     #[arg(long, value_name = "MS", value_parser = positive_ms, help_heading = "WebSocket limits")]
     pub handshake_timeout_ms: Option<u64>,
 
@@ -868,6 +870,43 @@ mod tests {
             assert!(error.contains("--transport ws"), "{flag}: {error}");
             let error = ws_options(&["--transport", "ws", flag, "0"]).unwrap_err();
             assert!(error.contains("at least 1"), "{flag}: {error}");
+        }
+    }
+
+    #[test]
+    fn the_http_transport_takes_its_limits_and_refuses_the_websocket_deadlines() {
+        let (_, listen) = config(&["--transport", "http", "--listen", "127.0.0.1:0"]).unwrap();
+        assert_eq!(listen, Listen::Http("127.0.0.1:0".into()));
+        let harness = Harness::try_parse_from([
+            "serve",
+            "--transport",
+            "http",
+            "--max-connections",
+            "3",
+            "--handshake-timeout-ms",
+            "40",
+            "--max-sse-queue",
+            "5",
+        ])
+        .unwrap();
+        harness.serve.ws_options().unwrap();
+        let options = harness.serve.http_options();
+        assert_eq!(options.max_connections, 3);
+        assert_eq!(options.max_tcp_connections, 12);
+        assert_eq!(options.header_timeout, Duration::from_millis(40));
+        assert_eq!(options.sse_queue, 5);
+        for flag in [
+            "--message-timeout-ms",
+            "--idle-timeout-ms",
+            "--pong-timeout-ms",
+        ] {
+            let error = ws_options(&["--transport", "http", flag, "5"]).unwrap_err();
+            assert!(error.contains("--transport ws"), "{flag}: {error}");
+        }
+        for transport in ["stdio", "ws"] {
+            let error =
+                ws_options(&["--transport", transport, "--max-sse-queue", "5"]).unwrap_err();
+            assert!(error.contains("--transport http"), "{transport}: {error}");
         }
     }
 

@@ -240,8 +240,11 @@ struct Shared {
     tasks: TaskTracker,
 }
 
+/// An error response that ends a handler early (boxed: a response is large).
+type Refused = Box<Response<Body>>;
+
 /// A finished response, or the error response that ends a handler early.
-type Handled = Result<Response<Body>, Response<Body>>;
+type Handled = Result<Response<Body>, Refused>;
 
 fn body(bytes: impl Into<Bytes>) -> Body {
     Full::new(bytes.into()).boxed_unsync()
@@ -252,21 +255,18 @@ fn empty() -> Body {
 }
 
 /// An error response with a plain-text reason.
-fn refuse(status: StatusCode, reason: impl std::fmt::Display) -> Response<Body> {
+fn refuse(status: StatusCode, reason: impl std::fmt::Display) -> Refused {
     let mut response = Response::new(body(format!("{reason}\n")));
     *response.status_mut() = status;
     response.headers_mut().insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
-    response
+    Box::new(response)
 }
 
 /// A header's value as text; `Err` (400) when it is not visible ASCII.
-fn header_text<'r>(
-    request: &'r Request<Incoming>,
-    name: &str,
-) -> Result<Option<&'r str>, Response<Body>> {
+fn header_text<'r>(request: &'r Request<Incoming>, name: &str) -> Result<Option<&'r str>, Refused> {
     match request.headers().get(name) {
         None => Ok(None),
         Some(value) => value.to_str().map(Some).map_err(|_| {
@@ -302,7 +302,7 @@ impl Shared {
 
     async fn handle(self: Arc<Self>, request: Request<Incoming>) -> Response<Body> {
         if request.uri().path() != ENDPOINT_PATH {
-            return refuse(
+            return *refuse(
                 StatusCode::NOT_FOUND,
                 format!("no such endpoint; ACP is served at {ENDPOINT_PATH}"),
             );
@@ -320,17 +320,17 @@ impl Shared {
                 response
                     .headers_mut()
                     .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
-                Ok(response)
+                Err(response)
             }
         };
-        handled.unwrap_or_else(|response| response)
+        handled.unwrap_or_else(|response| *response)
     }
 
     /// The connection a request names, or the 400/404 response.
     fn named_connection(
         &self,
         request: &Request<Incoming>,
-    ) -> Result<(String, Arc<Routes>), Response<Body>> {
+    ) -> Result<(String, Arc<Routes>), Refused> {
         let Some(id) = header_text(request, CONNECTION_ID_HEADER)? else {
             return Err(refuse(
                 StatusCode::BAD_REQUEST,
