@@ -362,6 +362,31 @@ impl Ctx {
         limit_to(self.inner.timeouts.scale(limit), what, fut).await
     }
 
+    /// `duration` times the timeout multiplier.
+    pub fn scaled(&self, duration: Duration) -> Duration {
+        self.inner.timeouts.scale(duration)
+    }
+
+    /// Runs `fut`, a wait for something the target does by a time the row derives from what it
+    /// gave the target (a threshold, a schedule), for at most `limit` times the timeout
+    /// multiplier. On expiry the check fails with the observation "nothing by then": the limit
+    /// already holds room for contention, so unlike [`Ctx::within`] the failure is not a
+    /// deadline a re-run could clear.
+    pub async fn observe_for<T>(
+        &self,
+        limit: Duration,
+        what: &str,
+        fut: impl Future<Output = Result<T, CheckError>>,
+    ) -> Result<T, CheckError> {
+        let limit = self.scaled(limit);
+        match tokio::time::timeout(limit, fut).await {
+            Ok(result) => result,
+            Err(_) => Err(Failure::new(what, format!("{what} within {limit:?}"))
+                .actual(format!("nothing after {limit:?}"))
+                .into()),
+        }
+    }
+
     /// The placeholder values of this scenario, plus `extra`.
     pub fn vars(&self, extra: &[(&str, &str)]) -> Result<BTreeMap<String, String>, CheckError> {
         let mut vars = BTreeMap::new();

@@ -353,6 +353,30 @@ impl AcpWorld {
             .collect()
     }
 
+    /// Waits for the notice a build posts as the session ends, a reply in the thread of `root`
+    /// containing `needle` ([`World::message_as_session_ends`]).
+    pub async fn final_reply(
+        &self,
+        root: &Message,
+        session_id: &str,
+        needle: &str,
+    ) -> Result<Message, CheckError> {
+        let thread = root.ts().to_string();
+        let channel = root.channel.clone();
+        self.world
+            .message_as_session_ends(
+                &format!("a reply in the thread containing {needle:?}"),
+                |row| row.id == session_id,
+                |m| {
+                    m.channel == channel
+                        && m.thread_ts() == Some(thread.as_str())
+                        && m.ts() != thread
+                        && shows(m, needle)
+                },
+            )
+            .await
+    }
+
     /// A session's row now.
     pub async fn row(&self, session_id: &str) -> Result<SessionRow, CheckError> {
         self.world

@@ -3,7 +3,7 @@
 
 use crate::{Check, CheckResult, Ctx, ensure, ensure_eq};
 
-use super::harness::{ALICE, CHANNEL_X, World, ask_clearance, clearance_answer, has_button, shows};
+use super::harness::{ALICE, CHANNEL_X, World, ask_clearance, clearance_answer, shows};
 
 /// The checks of this part.
 pub fn checks() -> Vec<Check> {
@@ -27,9 +27,11 @@ async fn s008(ctx: Ctx) -> CheckResult {
     let client = server.connect("workspace_id=myproj").await?;
     let pending = ask_clearance(&client, "edit main");
     let approval = world
-        .message("an approval message with Accept", |m| {
-            m.channel == CHANNEL_X && has_button(m, "approve_accept")
-        })
+        .approval(
+            "an approval message with Accept",
+            |m| m.channel == CHANNEL_X,
+            "approve_accept",
+        )
         .await?;
     ensure!(
         !pending.is_finished(),
@@ -45,9 +47,11 @@ async fn s008(ctx: Ctx) -> CheckResult {
     // The pending entry is gone: a second request gets its own decision.
     let again = ask_clearance(&client, "second");
     let second = world
-        .message("a second approval message", |m| {
-            shows(m, "second") && has_button(m, "approve_reject")
-        })
+        .approval(
+            "a second approval message",
+            |m| shows(m, "second"),
+            "approve_reject",
+        )
         .await?;
     world.reject_with_reason(&second, "no").await?;
     let answer = clearance_answer(&ctx, again).await?;
@@ -67,9 +71,11 @@ async fn s009(ctx: Ctx) -> CheckResult {
     let client = server.connect("workspace_id=myproj").await?;
     let pending = ask_clearance(&client, "edit main");
     let approval = world
-        .message("an approval message with Reject", |m| {
-            m.channel == CHANNEL_X && has_button(m, "approve_reject")
-        })
+        .approval(
+            "an approval message with Reject",
+            |m| m.channel == CHANNEL_X,
+            "approve_reject",
+        )
         .await?;
     world.reject_with_reason(&approval, "wrong file").await?;
     let answer = clearance_answer(&ctx, pending).await?;

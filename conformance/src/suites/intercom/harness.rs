@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rmcp::model::{CallToolRequestParams, ClientConfig};
 use rmcp::service::RunningService;
@@ -485,6 +485,89 @@ impl World {
         }
     }
 
+    /// Waits for an approval request in `scope` (a message with an approval button, or one that
+    /// asks for the decision the profile's way) and fails at once, showing it, unless it carries
+    /// the button `button`: a build that asks in another way (text to reply to) shows that as
+    /// soon as it posts, not at the end of the wait.
+    pub async fn approval(
+        &self,
+        what: &str,
+        scope: impl Fn(&Message) -> bool,
+        button: &str,
+    ) -> Result<Message, CheckError> {
+        let message = self
+            .message(what, |m| scope(m) && self.asks_approval(m))
+            .await?;
+        if !has_button(&message, button) {
+            return Err(
+                Failure::new(what, format!("{what}, with the {button} button"))
+                    .actual(format!(
+                        "an approval request without it: {:?}",
+                        shown_text(&message)
+                    ))
+                    .into(),
+            );
+        }
+        Ok(message)
+    }
+
+    /// Waits for the approval requests, in any channel or thread, that show each of `titles`,
+    /// asked at once: all of them within the wait, and once the first is posted, the others
+    /// within [`SETTLED`] (a build that posts only some fails in seconds, naming the missing).
+    /// Where each landed is for the row to judge. In the order of `titles`.
+    pub async fn approvals_showing(&self, titles: &[&str]) -> Result<Vec<Message>, CheckError> {
+        let started = Instant::now();
+        let (limit, settled) = (self.ctx.timeout(), self.ctx.scaled(SETTLED));
+        let mut first: Option<Instant> = None;
+        loop {
+            let posted = self.slack.all_messages();
+            let found: Vec<Option<&Message>> = titles
+                .iter()
+                .map(|title| {
+                    posted
+                        .iter()
+                        .find(|m| shows(m, title) && self.asks_approval(m))
+                })
+                .collect();
+            if found.iter().all(Option::is_some) {
+                return Ok(found.into_iter().flatten().cloned().collect());
+            }
+            let missing: Vec<&str> = titles
+                .iter()
+                .zip(&found)
+                .filter(|(_, message)| message.is_none())
+                .map(|(title, _)| *title)
+                .collect();
+            if first.is_none() && found.iter().any(Option::is_some) {
+                first = Some(Instant::now());
+            }
+            let expected = format!("approval requests showing {titles:?}");
+            match first {
+                Some(at) if at.elapsed() >= settled => {
+                    return Err(Failure::expected(expected)
+                        .actual(format!(
+                            "none showing {missing:?} {settled:?} after the first was posted"
+                        ))
+                        .into());
+                }
+                None if started.elapsed() >= limit => {
+                    return Err(Failure::expected(expected)
+                        .actual(format!("none after {limit:?}"))
+                        .into());
+                }
+                _ => tokio::time::sleep(REREAD).await,
+            }
+        }
+    }
+
+    /// Whether `message` is an approval request: it has an approval button, or asks for the
+    /// decision the profile's way.
+    fn asks_approval(&self, message: &Message) -> bool {
+        has_button(message, "approve_accept")
+            || has_button(message, "approve_reject")
+            || self.asks_decision(message)
+    }
+
     /// The operator approves the request `message` shows: a click on Accept, or (`reply`) the
     /// `approve_reply` in its thread.
     pub fn approve(&self, message: &Message) -> Result<(), CheckError> {
@@ -511,13 +594,30 @@ impl World {
         template: &str,
         reason: &str,
     ) -> Result<(), CheckError> {
+        let thread = message.thread_ts().unwrap_or(message.ts());
+        let root_there = self
+            .slack
+            .all_messages()
+            .iter()
+            .any(|m| m.channel == message.channel && m.ts() == thread);
+        if !root_there {
+            return Err(Failure::expected(format!(
+                "the request's thread ({thread}) starts at a message in its channel {}",
+                message.channel
+            ))
+            .actual(format!(
+                "no message {thread} there: {:?}",
+                shown_text(message)
+            ))
+            .into());
+        }
         let text = template
             .replace("{bot}", &self.slack.config().bot.user_id)
             .replace("{reason}", reason);
         self.slack
             .user_message(UserMessage {
                 channel: message.channel.clone(),
-                thread_ts: Some(message.thread_ts().unwrap_or(message.ts()).to_string()),
+                thread_ts: Some(thread.to_string()),
                 text: text.trim().to_string(),
                 user: ALICE.into(),
             })
@@ -538,6 +638,60 @@ impl World {
             )
             .await?
             .or_fail(what.to_string())
+    }
+
+    /// Waits for a message matching `predicate` that a build posts as a session ends: until the
+    /// row of the session `session` picks shows it ended (`terminated` or `interrupted`), then
+    /// for at most [`SETTLED`] more. A build that ends the session without it fails in seconds,
+    /// with the messages of the session's channel as evidence, not at the end of the wait.
+    ///
+    /// It polls rather than racing two waits: a read of the database is never dropped half-way
+    /// (the SQLite helper's answer would go to the next query).
+    pub async fn message_as_session_ends(
+        &self,
+        what: &str,
+        session: impl Fn(&SessionRow) -> bool,
+        predicate: impl Fn(&Message) -> bool,
+    ) -> Result<Message, CheckError> {
+        let started = Instant::now();
+        let (limit, settled) = (self.ctx.timeout(), self.ctx.scaled(SETTLED));
+        let mut ended: Option<(Instant, SessionRow)> = None;
+        loop {
+            if let Some(message) = self.slack.all_messages().into_iter().find(&predicate) {
+                return Ok(message);
+            }
+            if ended.is_none()
+                && let Some(row) = self.sessions().await?.into_iter().find(&session)
+                && matches!(row.status.as_str(), "terminated" | "interrupted")
+            {
+                ended = Some((Instant::now(), row));
+            }
+            match &ended {
+                Some((at, row)) if at.elapsed() >= settled => {
+                    let posted: Vec<String> = self
+                        .slack
+                        .all_messages()
+                        .iter()
+                        .filter(|m| row.channel_id.as_deref().is_none_or(|c| c == m.channel))
+                        .map(|m| m.text().to_string())
+                        .collect();
+                    return Err(Failure::expected(what)
+                        .actual(format!(
+                            "nothing {settled:?} after the session's row showed it {}; posted: {posted:?}",
+                            row.status
+                        ))
+                        .into());
+                }
+                None if started.elapsed() >= limit => {
+                    return Err(Failure::expected(what)
+                        .actual(format!(
+                            "timed out after {limit:?} waiting for a matching message"
+                        ))
+                        .into());
+                }
+                _ => tokio::time::sleep(REREAD).await,
+            }
+        }
     }
 
     /// Runs one query on the target's database, opened read-only for that query and closed
@@ -591,6 +745,45 @@ impl World {
         self.session_when(index, "exists", |_| true).await
     }
 
+    /// Waits until session row #`index + 1` has `channel_id` `channel`, as
+    /// [`World::session_when`] does; once the row exists, for at most [`SETTLED`] more (a build
+    /// places the session as it makes it, or a moment after): a build that never fills it fails
+    /// in seconds, with the rows as evidence.
+    pub async fn session_placed(
+        &self,
+        index: usize,
+        channel: &str,
+    ) -> Result<SessionRow, CheckError> {
+        let started = Instant::now();
+        let (limit, settled) = (self.ctx.timeout(), self.ctx.scaled(SETTLED));
+        let mut written: Option<Instant> = None;
+        loop {
+            let rows = self.sessions().await?;
+            if let Some(row) = rows.get(index) {
+                if row.channel_id.as_deref() == Some(channel) {
+                    return Ok(row.clone());
+                }
+                written.get_or_insert_with(Instant::now);
+            }
+            let expected = format!("a session row #{} that has channel_id {channel}", index + 1);
+            match written {
+                Some(at) if at.elapsed() >= settled => {
+                    return Err(Failure::expected(expected)
+                        .actual(format!(
+                            "rows {settled:?} after the row was written: {rows:?}"
+                        ))
+                        .into());
+                }
+                None if started.elapsed() >= limit => {
+                    return Err(Failure::expected(expected)
+                        .actual(format!("rows after {limit:?}: {rows:?}"))
+                        .into());
+                }
+                _ => tokio::time::sleep(REREAD).await,
+            }
+        }
+    }
+
     /// Waits until session row #`index + 1` exists and `ready` holds for it, and answers it. A
     /// target may write the row, or a column of it, a moment after the event that causes it
     /// (the MCP handshake, the first post), so checks wait for it rather than read it once. The
@@ -601,7 +794,6 @@ impl World {
         what: &str,
         ready: impl Fn(&SessionRow) -> bool,
     ) -> Result<SessionRow, CheckError> {
-        const REREAD: Duration = Duration::from_millis(10);
         let expected = format!("a session row #{} that {what}", index + 1);
         let wait = async {
             loop {
@@ -793,9 +985,18 @@ pub async fn clearance_answer(
     ctx: &Ctx,
     pending: tokio::task::JoinHandle<Result<(Value, bool), CheckError>>,
 ) -> Result<Value, CheckError> {
-    let (value, is_error) = ctx
-        .within("check_clearance to return", pending)
-        .await?
+    // The answer is owed once the operator has decided: nothing within the row's timeout is an
+    // observation of the target, as a message that never comes is (not a deadline to re-run).
+    let limit = ctx.timeout();
+    let (value, is_error) = tokio::time::timeout(limit, pending)
+        .await
+        .map_err(|_| {
+            Failure::new(
+                "check_clearance to return",
+                format!("check_clearance to return within {limit:?}"),
+            )
+            .actual(format!("nothing after {limit:?}"))
+        })?
         .or_error("the clearance task")??;
     if is_error {
         return Err(Failure::expected("check_clearance returns a decision")
@@ -836,6 +1037,13 @@ pub fn shown_text(message: &Message) -> String {
 pub fn shows(message: &Message, needle: &str) -> bool {
     shown_text(message).contains(needle)
 }
+
+/// How often the polling waits read the session rows again.
+const REREAD: Duration = Duration::from_millis(10);
+
+/// How long [`World::message_as_session_ends`] waits for a session's last messages once its
+/// row shows the session ended (times the timeout multiplier).
+pub const SETTLED: Duration = Duration::from_secs(5);
 
 /// Whether a message carries a button with this action id.
 pub fn has_button(message: &Message, action_id: &str) -> bool {

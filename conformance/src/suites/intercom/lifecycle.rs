@@ -11,7 +11,7 @@ use crate::{Check, CheckError, CheckResult, Ctx, OrFail, ensure, ensure_eq};
 use super::agents::{
     AcpWorld, Dialect, Options, Started, each_dialect, ensure_reply_contains, with_reply,
 };
-use super::harness::{ALICE, CHANNEL_X, has_button, shows};
+use super::harness::{ALICE, CHANNEL_X, SETTLED, has_button, shows};
 
 const BOTH: &[Dialect] = &[Dialect::Intercom, Dialect::Acp];
 const STREAM: &[Dialect] = &[Dialect::Intercom];
@@ -135,9 +135,11 @@ pub async fn approval_message(
     let thread = started.root.ts().to_string();
     world
         .world
-        .message("an approval message with Accept in the thread", |m| {
-            m.thread_ts() == Some(thread.as_str()) && has_button(m, "approve_accept")
-        })
+        .approval(
+            "an approval message with Accept in the thread",
+            |m| m.thread_ts() == Some(thread.as_str()),
+            "approve_accept",
+        )
         .await
 }
 
@@ -326,6 +328,19 @@ async fn s015(ctx: Ctx) -> CheckResult {
         world
             .reply_with(&started.root, &ctx.text("final", SESSION_ENDED))
             .await?;
+        // The stop may reach the agent a moment after the thread says the session ended (and
+        // the agent may be gone by then): read its transcript until the stop is there, for at
+        // most SETTLED more, then count.
+        let stop = match dialect {
+            Dialect::Intercom | Dialect::IntercomJsonrpc => "session/interrupt",
+            Dialect::Acp => "session/cancel",
+        };
+        let since = tokio::time::Instant::now();
+        while started.agent.received_method(stop)?.is_empty()
+            && since.elapsed() < ctx.scaled(SETTLED)
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
         match dialect {
             Dialect::Intercom | Dialect::IntercomJsonrpc => {
                 let interrupts = started.agent.received_method("session/interrupt")?;
@@ -408,11 +423,11 @@ async fn s017(ctx: Ctx) -> CheckResult {
         let first_ts = first.ts().to_string();
         let second = world
             .world
-            .message("a second approval message", |m| {
-                m.thread_ts() == Some(thread.as_str())
-                    && m.ts() != first_ts
-                    && has_button(m, "approve_accept")
-            })
+            .approval(
+                "a second approval message",
+                |m| m.thread_ts() == Some(thread.as_str()) && m.ts() != first_ts,
+                "approve_accept",
+            )
             .await?;
         world.world.click(&first, "approve_accept", ALICE)?;
         world.world.click(&second, "approve_accept", ALICE)?;
@@ -578,7 +593,9 @@ async fn ends_by_itself(
     // The agent may end before it greets the control socket: only the thread is awaited.
     let started = world.start_session_quiet(CHANNEL_X, prompt).await?;
     let expected = ctx.text(text_key, text);
-    world.reply_with(&started.root, &expected).await?;
+    world
+        .final_reply(&started.root, &started.session_id, &expected)
+        .await?;
     ensure_eq!(
         status.to_string(),
         world.row(&started.session_id).await?.status,

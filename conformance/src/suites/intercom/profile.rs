@@ -159,13 +159,15 @@ pub fn seconds(ms: u64) -> u64 {
 }
 
 /// The time (ms) a target really has for a knob given as `ms`: rounded up to whole seconds
-/// when the profile's `acp_template` places the knob's seconds counterpart (`{NAME_s}`).
+/// when the profile's `acp_template` or `config_template` places the knob's seconds counterpart (`{NAME_s}`).
 pub fn in_force_ms(ctx: &Ctx, ms: u64, seconds_placeholder: &str) -> u64 {
-    let uses_seconds = ctx
-        .section()
-        .settings
-        .get("acp_template")
-        .is_some_and(|t| t.contains(&format!("{{{seconds_placeholder}}}")));
+    let placeholder = format!("{{{seconds_placeholder}}}");
+    let settings = &ctx.section().settings;
+    let uses_seconds = ["acp_template", "config_template"].iter().any(|name| {
+        settings
+            .get(*name)
+            .is_some_and(|t| t.contains(&placeholder))
+    });
     if uses_seconds { seconds(ms) * 1000 } else { ms }
 }
 

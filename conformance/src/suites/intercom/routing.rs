@@ -3,13 +3,14 @@
 //! ACP mode, where `session-stop` exists).
 
 use serde_json::{Value, json};
+use ski_mocks::slack::Message;
 
-use crate::{Check, CheckResult, ensure, ensure_eq};
+use crate::{Check, CheckError, CheckResult, ensure, ensure_eq};
 
 use super::agents::{AcpWorld, Dialect, Options, each_dialect};
 use super::harness::{
     ALICE, CHANNEL_X, CHANNEL_Y, CHANNEL_Z, SessionRow, World, ask_clearance, call,
-    clearance_answer, has_button,
+    clearance_answer, shows,
 };
 use crate::Ctx;
 use crate::vocabulary::capability;
@@ -52,6 +53,12 @@ pub fn checks() -> Vec<Check> {
     ]
 }
 
+/// The two messages of a two-title [`World::approvals_showing`].
+fn two(messages: Vec<Message>) -> Result<[Message; 2], CheckError> {
+    <[Message; 2]>::try_from(messages)
+        .map_err(|_| CheckError::harness("approvals_showing answers one message per title"))
+}
+
 fn status(answer: &Value) -> String {
     answer["status"].as_str().unwrap_or_default().to_string()
 }
@@ -63,16 +70,18 @@ async fn s043(ctx: Ctx) -> CheckResult {
     let b = server.connect("workspace_id=other").await?;
     let pa = ask_clearance(&a, "for A");
     let pb = ask_clearance(&b, "for B");
-    let ma = world
-        .message("A's approval in X", |m| {
-            m.channel == CHANNEL_X && world.asks_decision(m)
-        })
-        .await?;
-    let mb = world
-        .message("B's approval in Y", |m| {
-            m.channel == CHANNEL_Y && world.asks_decision(m)
-        })
-        .await?;
+    // Both asked at once: found by their titles wherever they landed, then their channels judged.
+    let [ma, mb] = two(world.approvals_showing(&["for A", "for B"]).await?)?;
+    ensure_eq!(
+        CHANNEL_X,
+        ma.channel.as_str(),
+        "the channel of A's approval"
+    );
+    ensure_eq!(
+        CHANNEL_Y,
+        mb.channel.as_str(),
+        "the channel of B's approval"
+    );
     world.approve(&ma)?;
     ensure_eq!(
         "approved",
@@ -159,16 +168,22 @@ async fn s046(ctx: Ctx) -> CheckResult {
     );
     let pa = ask_clearance(&a, "for A");
     let ma = world
-        .message("A's approval", |m| {
-            m.thread_ts() == Some(ta.as_str()) && has_button(m, "approve_accept")
-        })
+        .approval("A's approval", |m| shows(m, "for A"), "approve_accept")
         .await?;
+    ensure_eq!(
+        Some(ta.as_str()),
+        ma.thread_ts(),
+        "the thread of A's approval"
+    );
     let pb = ask_clearance(&b, "for B");
     let mb = world
-        .message("B's approval", |m| {
-            m.thread_ts() == Some(tb.as_str()) && has_button(m, "approve_accept")
-        })
+        .approval("B's approval", |m| shows(m, "for B"), "approve_accept")
         .await?;
+    ensure_eq!(
+        Some(tb.as_str()),
+        mb.thread_ts(),
+        "the thread of B's approval"
+    );
     world.click(&ma, "approve_accept", ALICE)?;
     ensure_eq!(
         "approved",
@@ -232,21 +247,23 @@ async fn s048(ctx: Ctx) -> CheckResult {
         ask_clearance(&y, "in Y"),
         ask_clearance(&z, "in Z"),
     );
-    let find = |channel: &'static str| {
-        let world = &world;
-        async move {
-            world
-                .message("an approval", move |m| {
-                    m.channel == channel && world.asks_decision(m)
-                })
-                .await
-        }
-    };
-    let (mx, my, mz) = (
-        find(CHANNEL_X).await?,
-        find(CHANNEL_Y).await?,
-        find(CHANNEL_Z).await?,
-    );
+    // Each approval is found by its title wherever it landed; its channel is then judged.
+    // All three asked at once: found by their titles wherever they landed, then their channels
+    // judged.
+    let approvals = world.approvals_showing(&["in X", "in Y", "in Z"]).await?;
+    for (approval, (channel, title)) in
+        approvals
+            .iter()
+            .zip([(CHANNEL_X, "X"), (CHANNEL_Y, "Y"), (CHANNEL_Z, "Z")])
+    {
+        ensure_eq!(
+            channel,
+            approval.channel.as_str(),
+            "the channel of the approval in {title}"
+        );
+    }
+    let [mx, my, mz] = <[Message; 3]>::try_from(approvals)
+        .map_err(|_| CheckError::harness("approvals_showing answers one message per title"))?;
     world.approve(&mz)?;
     world.reject(&my, "not in Y").await?;
     world.approve(&mx)?;

@@ -4,6 +4,8 @@
 //! script that never answers a nudge unless the check makes it speak. A build that takes whole
 //! seconds gets the thresholds rounded up; the timing assertions use what it really got.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::{Check, CheckError, CheckResult, Ctx, OrFail, ensure, ensure_eq};
@@ -114,11 +116,25 @@ fn prompts_before_nudges(dialect: Dialect) -> u64 {
     u64::from(dialect.nudge_method() == dialect.prompt_method())
 }
 
-/// Waits until the agent received `count` nudges; answers them.
-async fn nudges(started: &Started, dialect: Dialect, count: u64) -> Result<Vec<Value>, CheckError> {
+/// Waits until the agent received `count` nudges, for at most the detector's schedule for them
+/// ([`by_schedule`]); answers them.
+async fn nudges(
+    ctx: &Ctx,
+    stall: (u64, u64, u32),
+    started: &Started,
+    dialect: Dialect,
+    count: u64,
+) -> Result<Vec<Value>, CheckError> {
     let method = dialect.nudge_method();
     let skip = prompts_before_nudges(dialect);
-    started.agent.wait_method(method, count + skip).await?;
+    let what = format!("{count} nudge(s) ({method}) written to the agent");
+    by_schedule(
+        ctx,
+        schedule(ctx, stall, count),
+        &what,
+        started.agent.wait_method(method, count + skip),
+    )
+    .await?;
     Ok(started
         .agent
         .received_method(method)?
@@ -157,18 +173,54 @@ async fn stalling(
     Ok((world, started))
 }
 
-/// Waits for the escalation message (the agent silent past all nudges).
+/// When the detector has sent `nudges` nudges, as the build was given its thresholds: the
+/// inactivity threshold, then one escalation interval per nudge after the first (each as in
+/// force, whole seconds for a build that takes seconds).
+fn schedule(ctx: &Ctx, (inactivity, escalation, _): (u64, u64, u32), nudges: u64) -> Duration {
+    let inactivity = in_force_ms(ctx, inactivity, "inactivity_s");
+    let escalation = in_force_ms(ctx, escalation, "escalation_s");
+    Duration::from_millis(inactivity + escalation.saturating_mul(nudges.saturating_sub(1)))
+}
+
+/// Runs a wait for what the detector does by itself, for at most twice when it is `due` plus
+/// 5 s (times the timeout multiplier): a build that never nudges or escalates fails in
+/// seconds with "nothing after …", not at the long timeout, and the room left for contention is
+/// many times the schedule (so the failure is an observation, not re-run).
+async fn by_schedule<T>(
+    ctx: &Ctx,
+    due: Duration,
+    what: &str,
+    wait: impl Future<Output = Result<T, CheckError>>,
+) -> Result<T, CheckError> {
+    let limit = due.saturating_mul(2) + SCHEDULE_ROOM;
+    ctx.observe_for(limit, &format!("{what}, due {due:?} in"), wait)
+        .await
+}
+
+/// The fixed room [`by_schedule`] adds to twice a schedule.
+const SCHEDULE_ROOM: Duration = Duration::from_secs(5);
+
+/// Waits for the escalation message (the agent silent past all `nudges` nudges of `stall`).
 async fn escalated(
     ctx: &Ctx,
     world: &AcpWorld,
     started: &Started,
-    nudges: u32,
+    stall: (u64, u64, u32),
 ) -> Result<ski_mocks::slack::Message, CheckError> {
+    let nudges = stall.2;
     let text = ctx.text(
         "escalation",
         &format!("Agent unresponsive after {nudges} nudge attempts"),
     );
-    world.reply_with(&started.root, &text).await
+    // The escalation follows the last nudge by one more escalation interval.
+    let due = schedule(ctx, stall, u64::from(nudges) + 1);
+    by_schedule(
+        ctx,
+        due,
+        "the escalation",
+        world.reply_with(&started.root, &text),
+    )
+    .await
 }
 
 async fn session_value(
@@ -218,7 +270,7 @@ const FAST: (u64, u64, u32) = (200, 200, 2);
 async fn s059(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let (world, started) = stalling(&ctx, dialect, FAST, "stall test").await?;
-        escalated(&ctx, &world, &started, 2).await?;
+        escalated(&ctx, &world, &started, FAST).await?;
         let reply = steer(&world, "queued one").await?;
         let offline = ctx.text("offline", "Agent offline — message queued");
         world.reply_with(&started.root, &offline).await?;
@@ -246,7 +298,7 @@ async fn s059(ctx: Ctx) -> CheckResult {
 async fn s060(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let (world, started) = stalling(&ctx, dialect, FAST, "stall test").await?;
-        escalated(&ctx, &world, &started, 2).await?;
+        escalated(&ctx, &world, &started, FAST).await?;
         for text in ["one", "two", "three"] {
             steer(&world, text).await?;
         }
@@ -289,12 +341,14 @@ async fn s060(ctx: Ctx) -> CheckResult {
 async fn s061(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let (world, started) = stalling(&ctx, dialect, FAST, "stall test").await?;
-        world
-            .reply_with(
-                &started.root,
-                &ctx.text("queue_mode", "switching to queue mode"),
-            )
-            .await?;
+        let queue_mode = ctx.text("queue_mode", "switching to queue mode");
+        by_schedule(
+            &ctx,
+            schedule(&ctx, FAST, u64::from(FAST.2) + 1),
+            "queue mode",
+            world.reply_with(&started.root, &queue_mode),
+        )
+        .await?;
         ensure_eq!(
             json!("stalled"),
             session_value(&world, &started.row.id, "connectivity_status").await?,
@@ -309,7 +363,7 @@ async fn s061(ctx: Ctx) -> CheckResult {
 async fn s062(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let (world, started) = stalling(&ctx, dialect, FAST, "stall test").await?;
-        escalated(&ctx, &world, &started, 2).await?;
+        escalated(&ctx, &world, &started, FAST).await?;
         steer(&world, "one").await?;
         steer(&world, "two").await?;
         started
@@ -360,9 +414,9 @@ fn transcript_at(
 
 async fn s063(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
-        let (world, started) =
-            stalling(&ctx, dialect, (600, 60_000, 3), "keepalive please").await?;
-        nudges(&started, dialect, 1).await?;
+        let stall = (600, 60_000, 3);
+        let (world, started) = stalling(&ctx, dialect, stall, "keepalive please").await?;
+        nudges(&ctx, stall, &started, dialect, 1).await?;
         let status = transcript_at(&started, "out", "still working", 0)?;
         let method = format!("\"{}\"", dialect.nudge_method());
         let skip = usize::from(prompts_before_nudges(dialect) == 1);
@@ -392,8 +446,9 @@ async fn s063(ctx: Ctx) -> CheckResult {
 
 async fn s064(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
-        let (world, started) = stalling(&ctx, dialect, (300, 60_000, 3), "stall test").await?;
-        let nudges = nudges(&started, dialect, 1).await?;
+        let stall = (300, 60_000, 3);
+        let (world, started) = stalling(&ctx, dialect, stall, "stall test").await?;
+        let nudges = nudges(&ctx, stall, &started, dialect, 1).await?;
         let first = nudges.first().or_fail("a nudge")?;
         ensure!(
             !nudge_text(first).is_empty(),
@@ -417,8 +472,9 @@ async fn s064(ctx: Ctx) -> CheckResult {
 
 async fn s065(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
-        let (world, started) = stalling(&ctx, dialect, (300, 60_000, 3), "stall test").await?;
-        nudges(&started, dialect, 1).await?;
+        let stall = (300, 60_000, 3);
+        let (world, started) = stalling(&ctx, dialect, stall, "stall test").await?;
+        nudges(&ctx, stall, &started, dialect, 1).await?;
         world
             .reply_with(&started.root, &ctx.text("nudged", "Auto-nudge #1"))
             .await?;
@@ -447,7 +503,7 @@ async fn s065(ctx: Ctx) -> CheckResult {
 async fn s066(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
         let (world, started) = stalling(&ctx, dialect, FAST, "stall test").await?;
-        let message = escalated(&ctx, &world, &started, 2).await?;
+        let message = escalated(&ctx, &world, &started, FAST).await?;
         ensure!(
             has_button(&message, "stall_terminate") && has_button(&message, "stall_restart"),
             "the escalation has Terminate and Restart buttons",
@@ -456,7 +512,7 @@ async fn s066(ctx: Ctx) -> CheckResult {
         );
         ensure_eq!(
             2,
-            nudges(&started, dialect, 2).await?.len(),
+            nudges(&ctx, FAST, &started, dialect, 2).await?.len(),
             "nudges before the escalation"
         );
         world.server.stop().await?;
@@ -467,9 +523,10 @@ async fn s066(ctx: Ctx) -> CheckResult {
 
 async fn s067(ctx: Ctx) -> CheckResult {
     each_dialect(&ctx, STREAM, |ctx, dialect| async move {
-        let (world, started) = stalling(&ctx, dialect, (200, 200, 1), "original task").await?;
+        let stall = (200, 200, 1);
+        let (world, started) = stalling(&ctx, dialect, stall, "original task").await?;
         let old_pid = started.agent.pid().or_fail("the agent's pid")?;
-        let message = escalated(&ctx, &world, &started, 1).await?;
+        let message = escalated(&ctx, &world, &started, stall).await?;
         steer(&world, "queued before restart").await?;
         world.world.click(&message, "stall_restart", ALICE)?;
         let second = world.agents.nth(1).await?;
@@ -538,12 +595,15 @@ pub async fn crash_with_pending_clearance(
         .agent
         .fire(json!({"cmd": "exit", "code": 1}))
         .await?;
+    // Both notices come as the session ends.
+    let session_id = started.row.id.clone();
     world
-        .reply_with(&started.root, &ctx.text("expired", "expired"))
+        .final_reply(&started.root, &session_id, &ctx.text("expired", "expired"))
         .await?;
     world
-        .reply_with(
+        .final_reply(
             &started.root,
+            &session_id,
             &ctx.text("final", "Agent crashed (exit code: 1)"),
         )
         .await?;

@@ -115,7 +115,7 @@ async fn s038(ctx: Ctx) -> CheckResult {
     let (world, server, client, thread_ts) = one_session(&ctx).await?;
     let pending = ask_clearance(&client, "edit main");
     let approval = world
-        .message("the approval message", |m| has_button(m, "approve_accept"))
+        .approval("the approval message", |_| true, "approve_accept")
         .await?;
     ensure_eq!(
         Some(thread_ts.as_str()),
@@ -137,7 +137,7 @@ async fn s039(ctx: Ctx) -> CheckResult {
     let (world, server, client, thread_ts) = one_session(&ctx).await?;
     let pending = ask_clearance(&client, "edit main");
     let approval = world
-        .message("the approval message", |m| has_button(m, "approve_accept"))
+        .approval("the approval message", |_| true, "approve_accept")
         .await?;
     let before = world.slack.messages(CHANNEL_X, Some(&thread_ts)).len();
     world.click(&approval, "approve_accept", ALICE)?;
@@ -175,9 +175,11 @@ async fn s040(ctx: Ctx) -> CheckResult {
         .or_fail("the MCP client closes its session")?;
     let ended = ctx.text("final", SESSION_ENDED);
     let last = world
-        .message(&format!("a final message containing {ended:?}"), |m| {
-            shows(m, &ended)
-        })
+        .message_as_session_ends(
+            &format!("a final message containing {ended:?}"),
+            |_| true,
+            |m| shows(m, &ended),
+        )
         .await?;
     ensure_eq!(
         Some(thread_ts.as_str()),

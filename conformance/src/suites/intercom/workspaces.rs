@@ -71,13 +71,7 @@ async fn placed(
     let client = server.connect(query).await?;
     // A server may fill the row's channel a moment after the handshake: wait for it.
     let row = match expected {
-        Some(channel) => {
-            world
-                .session_when(0, &format!("has channel_id {channel}"), |row| {
-                    row.channel_id.as_deref() == Some(channel)
-                })
-                .await?
-        }
+        Some(channel) => world.session_placed(0, channel).await?,
         None => world.session(0).await?,
     };
     ensure_eq!(
