@@ -72,6 +72,11 @@ pub struct BenchArgs {
     /// with `SKI_BENCH_OTHER_SLACK`).
     #[arg(long)]
     pub with_other_slack: bool,
+    /// For `runner-failing`: also time the intercom suite against this profile (a build of
+    /// another intercom server, which fails rows) and against the reference, each paced as
+    /// `ski-conformance run` paces without `-j`; goal: at most 10 times the reference's time.
+    #[arg(long, value_name = "PROFILE")]
+    pub foreign_intercom: Option<PathBuf>,
 }
 
 /// Runs the benchmarks and writes the report.
@@ -162,7 +167,13 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             suite_timing::run(&sh, &target, &rows_dir)?;
         }
         if time_failing {
-            runner_failing::run(&sh, &root, &target, &rows_dir)?;
+            runner_failing::run(
+                &sh,
+                &root,
+                &target,
+                &rows_dir,
+                args.foreign_intercom.as_deref(),
+            )?;
         }
     }
     let rows = collect_rows(&rows_dir)?;

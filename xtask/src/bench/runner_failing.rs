@@ -11,7 +11,10 @@
 //!   (`ski-conformance fixture acp-errors`), discovered and declared: at most 60 s each;
 //! - a real agent's run (Gemini CLI offline, profile `gemini-cli`, when
 //!   `conformance/targets/peers` has installed it): its failing rows, re-runs included, take at
-//!   most 3 times its passing rows' time.
+//!   most 3 times its passing rows' time;
+//! - with `--foreign-intercom PROFILE`, the intercom suite against another intercom server's
+//!   build (which fails rows) and against the reference, both paced as a user runs them: at
+//!   most 10 times the reference's time.
 //!
 //! The debug binaries run, as `cargo xtask conformance` runs them. Each row is written to
 //! `rows/runner-failing.json` (wall time as `median_ns`, rows run as `messages`, and the goal);
@@ -55,6 +58,13 @@ const DECLARED_TURN: &[&str] = &[
 /// The most time a real agent's failing rows may take, as a multiple of its passing rows' time.
 const FAILING_SHARE_GOAL: f64 = 3.0;
 
+/// The most a foreign intercom build's run of the suite may take, as a multiple of the
+/// reference's run.
+const FOREIGN_INTERCOM_GOAL: f64 = 10.0;
+
+/// Rows at once: `-j 2`, or paced (`None`) as `ski-conformance run` is without `-j`.
+const TWO_JOBS: Option<&str> = Some("2");
+
 /// One timed run: what it ran and what it found.
 struct Timed {
     /// The whole process, discovery included, in seconds.
@@ -65,7 +75,13 @@ struct Timed {
 }
 
 /// Builds the binaries, times the runs and writes `rows/runner-failing.json`.
-pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Result<()> {
+pub fn run(
+    sh: &Shell,
+    root: &Path,
+    target_dir: &Path,
+    rows_dir: &Path,
+    foreign_intercom: Option<&Path>,
+) -> Result<()> {
     cmd!(sh, "cargo build --workspace --bins")
         .run()
         .context("building the binaries failed")?;
@@ -103,6 +119,7 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
     let timed = time_run(
         sh,
         &runner,
+        TWO_JOBS,
         &out_root.join("acp-silent-discovered"),
         &["--agent-cmd", &silent_arg, "--suite", "acp"],
     )?;
@@ -117,6 +134,7 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
     let timed = time_run(
         sh,
         &runner,
+        TWO_JOBS,
         &out_root.join("acp-silent-declared"),
         &[
             &["--agent-cmd", &silent_arg, "--suite", "acp"],
@@ -139,6 +157,7 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
     let timed = time_run(
         sh,
         &runner,
+        TWO_JOBS,
         &out_root.join("intercom-silent"),
         &["--target", &profile_arg, "--suite", "intercom"],
     )?;
@@ -165,6 +184,7 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
     let timed = time_run(
         sh,
         &runner,
+        TWO_JOBS,
         &out_root.join("intercom-erroring"),
         &["--target", &erroring_arg, "--suite", "intercom"],
     )?;
@@ -197,13 +217,14 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
         if declared {
             args.extend(DECLARED_TURN);
         }
-        let timed = time_run(sh, &runner, &out_root.join(id), &args)?;
+        let timed = time_run(sh, &runner, TWO_JOBS, &out_root.join(id), &args)?;
         goal(id, name, &timed, timed.wall, ACP_ERRORING_GOAL, "s");
     }
 
     let timed = time_run(
         sh,
         &runner,
+        TWO_JOBS,
         &out_root.join("gemini-cli"),
         &["--target", "gemini-cli", "--suite", "acp"],
     )?;
@@ -222,6 +243,32 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
         );
     }
 
+    if let Some(profile) = foreign_intercom {
+        let reference = root.join("conformance/targets/reference.toml");
+        let mut runs = Vec::new();
+        for (id, profile) in [
+            ("intercom-reference-paced", reference.as_path()),
+            ("intercom-foreign-paced", profile),
+        ] {
+            let profile = profile.display().to_string();
+            let args = ["--target", profile.as_str(), "--suite", "intercom"];
+            runs.push(time_run(sh, &runner, None, &out_root.join(id), &args)?);
+        }
+        let (reference, foreign) = (&runs[0], &runs[1]);
+        println!(
+            "intercom suite, paced: reference {:.1} s, foreign build {:.1} s",
+            reference.wall, foreign.wall
+        );
+        goal(
+            "intercom-foreign-share",
+            "intercom suite, a foreign build's failing run over the reference's run (paced)",
+            foreign,
+            foreign.wall / reference.wall,
+            FOREIGN_INTERCOM_GOAL,
+            "x",
+        );
+    }
+
     let path = rows_dir.join(format!("{NAME}.json"));
     fs::write(
         &path,
@@ -234,13 +281,20 @@ pub fn run(sh: &Shell, root: &Path, target_dir: &Path, rows_dir: &Path) -> Resul
     Ok(())
 }
 
-/// Runs `ski-conformance run ARGS --jobs 2` into `out` (whatever its verdict: these targets fail)
-/// and reads its results.
-fn time_run(sh: &Shell, runner: &Path, out: &Path, args: &[&str]) -> Result<Timed> {
+/// Runs `ski-conformance run ARGS` with `--jobs JOBS` (paced without) into `out` (whatever its
+/// verdict: these targets fail) and reads its results.
+fn time_run(
+    sh: &Shell,
+    runner: &Path,
+    jobs: Option<&str>,
+    out: &Path,
+    args: &[&str],
+) -> Result<Timed> {
+    let jobs: Vec<&str> = jobs.map(|jobs| vec!["--jobs", jobs]).unwrap_or_default();
     let started = std::time::Instant::now();
     let status = std::process::Command::from(cmd!(
         sh,
-        "{runner} run {args...} --jobs 2 --quiet --out {out}"
+        "{runner} run {args...} {jobs...} --quiet --out {out}"
     ))
     .stdout(std::process::Stdio::null())
     .status()
