@@ -317,9 +317,32 @@ impl Ctx {
         what: &str,
         fut: impl Future<Output = T>,
     ) -> Result<T, CheckError> {
-        let allowance = self.setup_step();
+        self.setup_of(None, what, fut).await
+    }
+
+    /// [`Ctx::setup`] for a step of a named `kind` as well (the target's Socket Mode connection):
+    /// once the run has seen this kind of step run out and never done, the next ones get the
+    /// short allowance, whatever other steps the target answers.
+    pub async fn setup_of<T>(
+        &self,
+        kind: Option<&str>,
+        what: &str,
+        fut: impl Future<Output = T>,
+    ) -> Result<T, CheckError> {
+        let allowance = match kind {
+            Some(kind) if self.inner.setup.silent_of(kind) => {
+                self.setup_step();
+                self.inner.timeouts.scale(crate::setup::SILENT_ALLOWANCE)
+            }
+            _ => self.setup_step(),
+        };
         let result = limit_to(allowance, what, fut).await;
-        self.setup_ended(result.is_ok());
+        match kind {
+            Some(kind) if self.inner.reached_target.load(Ordering::Relaxed) => {
+                self.inner.setup.record_of(kind, result.is_ok());
+            }
+            _ => self.setup_ended(result.is_ok()),
+        }
         result.map_err(|error| match error {
             CheckError::Fail(failure) => {
                 let actual = if self.inner.setup.silent() {

@@ -3,8 +3,9 @@
 //! `session/new`), and a run whose target has answered no set-up step at all gives the next ones
 //! only a short wait, so that a target that answers nothing fails every row quickly.
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// How long one set-up step may take (scaled by the run's timeouts): a target that has answered
@@ -37,6 +38,8 @@ struct Counts {
     answered: AtomicUsize,
     ran_out: AtomicUsize,
     refused: AtomicUsize,
+    /// Per kind of step a row names ([`SetupGauge::record_of`]): answered, ran out.
+    kinds: Mutex<HashMap<String, (usize, usize)>>,
 }
 
 impl SetupGauge {
@@ -73,6 +76,47 @@ impl SetupGauge {
             &self.counts.ran_out
         };
         counter.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Records how a set-up step of one kind ended (for example the target opening its Socket
+    /// Mode connection), besides [`SetupGauge::record`].
+    pub fn record_of(&self, kind: &str, answered: bool) {
+        self.record(answered);
+        let mut kinds = self
+            .counts
+            .kinds
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (yes, no) = kinds.entry(kind.to_owned()).or_default();
+        if answered {
+            *yes += 1;
+        } else {
+            *no += 1;
+        }
+    }
+
+    /// Whether the target has done no set-up step of `kind` in this run while at least one ran
+    /// out: a target that answers other steps but never this one.
+    pub fn silent_of(&self, kind: &str) -> bool {
+        let kinds = self
+            .counts
+            .kinds
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        kinds
+            .get(kind)
+            .is_some_and(|(answered, ran_out)| *answered == 0 && *ran_out > 0)
+    }
+
+    /// The allowance of the next set-up step of `kind`: [`SILENT_ALLOWANCE`] once the target
+    /// has shown it answers nothing, or never does this kind of step, else
+    /// [`SetupGauge::allowance`].
+    pub fn allowance_of(&self, kind: &str) -> Duration {
+        if self.silent_of(kind) {
+            SILENT_ALLOWANCE
+        } else {
+            self.allowance()
+        }
     }
 
     /// Records that the target, ready, refused a request any working build answers (its MCP
@@ -123,6 +167,19 @@ mod tests {
         gauge.record(true);
         assert!(!gauge.silent());
         assert_eq!(gauge.allowance(), SETUP_ALLOWANCE);
+    }
+
+    #[test]
+    fn a_target_that_never_does_one_kind_of_step_gets_the_short_wait_for_it() {
+        let gauge = SetupGauge::new();
+        gauge.record(true);
+        assert_eq!(gauge.allowance_of("socket"), SETUP_ALLOWANCE);
+        gauge.record_of("socket", false);
+        assert!(!gauge.silent());
+        assert_eq!(gauge.allowance_of("socket"), SILENT_ALLOWANCE);
+        assert_eq!(gauge.allowance_of("other"), SETUP_ALLOWANCE);
+        gauge.record_of("socket", true);
+        assert_eq!(gauge.allowance_of("socket"), SETUP_ALLOWANCE);
     }
 
     #[test]

@@ -256,9 +256,14 @@ impl World {
                 into.push('\n');
             }
         };
-        // Exiting at start-up is bounded as getting ready is: a set-up step.
+        // Exiting at start-up is bounded as getting ready is: a set-up step, of a kind of its
+        // own (a target that has never exited by itself in this run gets the short allowance).
         self.ctx
-            .setup("the target to exit on its own", collect)
+            .setup_of(
+                Some("exit-at-start-up"),
+                "the target to exit on its own",
+                collect,
+            )
             .await?;
         let status = self
             .ctx
@@ -397,6 +402,8 @@ impl World {
         user: &str,
         text: &str,
     ) -> Result<Option<String>, CheckError> {
+        // The command reaches the target over its Socket Mode connection.
+        self.socket_mode().await?;
         let injected = self
             .slack
             .slash_command(SlashCommand {
@@ -415,6 +422,24 @@ impl World {
             .payload
             .and_then(|p| p.get("text").and_then(Value::as_str).map(str::to_string))
             .filter(|t| !t.is_empty()))
+    }
+
+    /// Waits until the target has opened its Socket Mode connection, as a set-up step of its
+    /// own kind: a target that has not by the step's allowance fails here (and once the run has
+    /// seen one never open, within the short allowance), not at a slash command's full wait.
+    pub async fn socket_mode(&self) -> Result<(), CheckError> {
+        self.ctx
+            .setup_of(
+                Some("socket-mode"),
+                "the target's Socket Mode connection",
+                self.slack.wait_for_connections(1, self.ctx.timeout()),
+            )
+            .await?
+            .map_err(|e| {
+                Failure::expected("the target opens Socket Mode")
+                    .actual(e.to_string())
+                    .into()
+            })
     }
 
     /// A user clicks a button of a posted message.

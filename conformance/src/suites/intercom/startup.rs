@@ -56,12 +56,7 @@ pub fn checks() -> Vec<Check> {
 async fn mcp_starts(ctx: &Ctx, mode: Option<&str>) -> CheckResult {
     let world = World::new(ctx).await?;
     let server = world.start(mode).await?;
-    ctx.within(
-        "a Socket Mode connection",
-        world.slack.wait_for_connections(1, ctx.timeout()),
-    )
-    .await?
-    .map_err(|e| crate::Failure::expected("the target opens Socket Mode").actual(e.to_string()))?;
+    world.socket_mode().await?;
     let client = server.connect("").await?;
     let tools = client
         .list_tools(None)
@@ -195,12 +190,7 @@ async fn s003(ctx: Ctx) -> CheckResult {
         &format!("host_cli = \"{host_cli}\""),
     )?;
     let server = world.start(Some("acp")).await?;
-    ctx.within(
-        "a Socket Mode connection",
-        world.slack.wait_for_connections(1, ctx.timeout()),
-    )
-    .await?
-    .map_err(|e| crate::Failure::expected("the target opens Socket Mode").actual(e.to_string()))?;
+    world.socket_mode().await?;
     ensure!(
         !server.serves_mcp().await,
         "no MCP transport in ACP mode",
