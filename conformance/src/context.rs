@@ -289,7 +289,17 @@ impl Ctx {
     /// the run's target has answered no set-up step at all). Report how it ended with
     /// [`Ctx::setup_ended`].
     pub fn setup_step(&self) -> Duration {
-        let allowance = self.inner.timeouts.scale(self.inner.setup.allowance());
+        self.setup_step_of(None)
+    }
+
+    /// [`Ctx::setup_step`] for a step of a named `kind`: short as well once the run has seen
+    /// that kind of step run out and never done ([`crate::setup::SetupGauge::allowance_of`]).
+    fn setup_step_of(&self, kind: Option<&str>) -> Duration {
+        let allowance = match kind {
+            Some(kind) => self.inner.setup.allowance_of(kind),
+            None => self.inner.setup.allowance(),
+        };
+        let allowance = self.inner.timeouts.scale(allowance);
         let mut granted = self
             .inner
             .granted
@@ -329,19 +339,13 @@ impl Ctx {
         what: &str,
         fut: impl Future<Output = T>,
     ) -> Result<T, CheckError> {
-        let allowance = match kind {
-            Some(kind) if self.inner.setup.silent_of(kind) => {
-                self.setup_step();
-                self.inner.timeouts.scale(crate::setup::SILENT_ALLOWANCE)
-            }
-            _ => self.setup_step(),
-        };
+        let allowance = self.setup_step_of(kind);
         let result = limit_to(allowance, what, fut).await;
-        match kind {
-            Some(kind) if self.inner.reached_target.load(Ordering::Relaxed) => {
-                self.inner.setup.record_of(kind, result.is_ok());
+        if self.inner.reached_target.load(Ordering::Relaxed) {
+            match kind {
+                Some(kind) => self.inner.setup.record_of(kind, result.is_ok()),
+                None => self.inner.setup.record(result.is_ok()),
             }
-            _ => self.setup_ended(result.is_ok()),
         }
         result.map_err(|error| match error {
             CheckError::Fail(failure) => {
@@ -404,9 +408,7 @@ impl Ctx {
         let limit = self.scaled(limit);
         match tokio::time::timeout(limit, fut).await {
             Ok(result) => result,
-            Err(_) => Err(Failure::new(what, format!("{what} within {limit:?}"))
-                .actual(format!("nothing after {limit:?}"))
-                .into()),
+            Err(_) => Err(nothing_within(limit, what).into()),
         }
     }
 
@@ -746,12 +748,15 @@ async fn limit_to<T>(
     what: &str,
     fut: impl Future<Output = T>,
 ) -> Result<T, CheckError> {
-    tokio::time::timeout(limit, fut).await.map_err(|_| {
-        Failure::new(what, format!("{what} within {limit:?}"))
-            .actual(format!("nothing after {limit:?}"))
-            .at_deadline()
-            .into()
-    })
+    tokio::time::timeout(limit, fut)
+        .await
+        .map_err(|_| nothing_within(limit, what).at_deadline().into())
+}
+
+/// The failure of a wait for `what` that saw nothing within `limit`.
+fn nothing_within(limit: Duration, what: &str) -> Failure {
+    Failure::new(what, format!("{what} within {limit:?}"))
+        .actual(format!("nothing after {limit:?}"))
 }
 
 fn render_words(

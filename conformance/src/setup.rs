@@ -1,7 +1,9 @@
 //! Set-up steps and the time they are given: a row's budget grows by one allowance for each step
 //! it takes before it can judge anything (starting the target until it is ready, `initialize`,
 //! `session/new`), and a run whose target has answered no set-up step at all gives the next ones
-//! only a short wait, so that a target that answers nothing fails every row quickly.
+//! only a short wait, so that a target that answers nothing fails every row quickly. A step of a
+//! named kind (the intercom target's Socket Mode connection, its exit at start-up) is short too
+//! once the run has seen that kind run out and never done.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -308,18 +308,10 @@ impl AcpWorld {
 
     /// Waits for a reply in the thread of `root` whose text contains `needle`.
     pub async fn reply_with(&self, root: &Message, needle: &str) -> Result<Message, CheckError> {
-        let thread = root.ts().to_string();
-        let channel = root.channel.clone();
-        let needle_owned = needle.to_string();
         self.world
             .message(
                 &format!("a reply in the thread containing {needle:?}"),
-                move |m| {
-                    m.channel == channel
-                        && m.thread_ts() == Some(thread.as_str())
-                        && m.ts() != thread
-                        && shows(m, &needle_owned)
-                },
+                reply_in(root, needle),
             )
             .await
     }
@@ -361,18 +353,11 @@ impl AcpWorld {
         session_id: &str,
         needle: &str,
     ) -> Result<Message, CheckError> {
-        let thread = root.ts().to_string();
-        let channel = root.channel.clone();
         self.world
             .message_as_session_ends(
                 &format!("a reply in the thread containing {needle:?}"),
                 |row| row.id == session_id,
-                |m| {
-                    m.channel == channel
-                        && m.thread_ts() == Some(thread.as_str())
-                        && m.ts() != thread
-                        && shows(m, needle)
-                },
+                reply_in(root, needle),
             )
             .await
     }
@@ -385,6 +370,19 @@ impl AcpWorld {
             .into_iter()
             .find(|row| row.id == session_id)
             .or_fail("the session row")
+    }
+}
+
+/// Whether a message is a reply in the thread of `root` whose shown text contains `needle`.
+fn reply_in(root: &Message, needle: &str) -> impl Fn(&Message) -> bool + use<> {
+    let thread = root.ts().to_string();
+    let channel = root.channel.clone();
+    let needle = needle.to_string();
+    move |m| {
+        m.channel == channel
+            && m.thread_ts() == Some(thread.as_str())
+            && m.ts() != thread
+            && shows(m, &needle)
     }
 }
 
