@@ -1,5 +1,6 @@
 //! `cargo xtask ci`: the project's test command, the same locally and in CI (format, clippy,
-//! feature checks, tests, doc tests, and the fuzz targets' tests and a short campaign per target).
+//! feature checks, the tests with the doc tests and the fuzz engine's, and a short fuzz campaign
+//! per target).
 //! Each step's output streams as it runs; the last line says which step failed (for the tests,
 //! which test programs), or how many steps passed and how long they took.
 
@@ -22,7 +23,7 @@ pub struct CiArgs {
 }
 
 /// Runs the format check, clippy with `-D warnings`, the feature checks, every test program of
-/// the workspace, the doc tests, and the fuzz targets' tests and campaigns, stopping at the first
+/// the workspace with the doc tests, and the fuzz campaigns, stopping at the first
 /// step that fails. Ends with one line: the step that failed (and the process exits 1), or the
 /// steps run and the time they took.
 pub fn run(args: &CiArgs) -> Result<()> {
@@ -82,38 +83,23 @@ fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
         )?;
         step("feature checks", check_features(&sh))?;
     }
-    // The test programs of the workspace (`--all-targets` would add every program and benchmark
-    // built in test mode, none of which has tests; clippy has already compiled the benchmarks).
+    // The test programs of the workspace and its doc tests (`--all-targets` would add every
+    // program and benchmark built in test mode, none of which has tests; clippy has already
+    // compiled the benchmarks). `ski-fuzz`'s engine tests and its regression pass (every seed,
+    // corpus entry and saved finding) are among them, built at the `opt-level = 3` of the
+    // campaigns, with the workspace's features: one build serves the tests and the fuzz step.
     step(
         "tests",
         cargo_tests(&sh, &["test", "--workspace", "--locked", "--no-fail-fast"]),
     )?;
-    step(
-        "doc tests",
-        cargo_tests(&sh, &["test", "--workspace", "--doc", "--locked"]),
-    )?;
-    // The fuzz engine's tests and the regression pass, which replays every seed, corpus entry
-    // and saved finding (`test = false` in fuzz/Cargo.toml: only this step builds them, optimised
-    // as the campaigns run).
-    step(
-        "fuzz tests",
-        cargo_tests(
-            &sh,
-            &[
-                "test",
-                "-p",
-                "ski-fuzz",
-                "--lib",
-                "--test",
-                "regression",
-                "--locked",
-            ],
-        ),
-    )?;
     // Every fuzz target for a short, fixed budget from a fixed seed: the same inputs each run,
-    // so a finding here is reproducible with `cargo xtask fuzz --seed`.
+    // so a finding here is reproducible with `cargo xtask fuzz --seed`. The program is the one
+    // the tests step built (`ski-fuzz`'s regression test makes cargo build it).
     let fuzz_options = ["--time", FUZZ_SECONDS_PER_TARGET, "--seed", FUZZ_SEED].map(str::to_owned);
-    step("fuzz", crate::fuzz::campaign(&sh, &fuzz_options, true))?;
+    step(
+        "fuzz",
+        crate::fuzz::campaign(&sh, &fuzz_options, crate::fuzz::Build::Done),
+    )?;
     Ok(())
 }
 

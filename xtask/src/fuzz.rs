@@ -52,16 +52,27 @@ pub fn run(args: &FuzzArgs) -> Result<()> {
     if args.save_corpus {
         options.push("--save-corpus".to_owned());
     }
-    campaign(&sh, &options, false)
+    campaign(&sh, &options, Build::Now)
 }
 
-/// Builds `ski-fuzz` (as `cargo build --workspace` builds it, so nothing is rebuilt with other
-/// features) and runs it with `options`.
-pub fn campaign(sh: &Shell, options: &[String], locked: bool) -> Result<()> {
-    let locked = locked.then_some("--locked");
-    cmd!(sh, "cargo build --workspace --bin ski-fuzz {locked...}")
-        .run()
-        .context("cannot build ski-fuzz")?;
+/// Where the `ski-fuzz` program of a campaign comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Build {
+    /// Built now, as `cargo build --workspace` builds it (so nothing is rebuilt with other
+    /// features).
+    Now,
+    /// Already built by `cargo test --workspace --locked` (CI's tests step: `ski-fuzz`'s
+    /// regression test makes cargo build the program, with the features of the test build).
+    Done,
+}
+
+/// Runs `ski-fuzz` with `options`, building it first when `build` says so.
+pub fn campaign(sh: &Shell, options: &[String], build: Build) -> Result<()> {
+    if build == Build::Now {
+        cmd!(sh, "cargo build --workspace --bin ski-fuzz")
+            .run()
+            .context("cannot build ski-fuzz")?;
+    }
     let program = target_dir(sh, &workspace_root())?
         .join("debug")
         .join("ski-fuzz");
