@@ -32,6 +32,7 @@ pub mod session_update;
 pub mod terminal;
 pub mod tool_call;
 pub mod turn_lines;
+pub mod v2;
 
 pub use auth::*;
 pub use config::*;

@@ -1,6 +1,7 @@
 //! Typed params and results chosen by method name: the bridge between a JSON-RPC message
 //! (`method` plus raw `params`, or a raw `result` plus the method of the pending request) and
-//! the ACP types, built from the rows of the method table ([`methods`]).
+//! the ACP types, built from the v1 rows of the method table ([`methods`]). The v2 rows share
+//! names with v1 rows and are typed through their keys ([`methods::v2::typed`]), not here.
 
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -40,11 +41,11 @@ fn decode<T: DeserializeOwned>(
 
 /// [`MethodParams`] and [`MethodResult`] from the rows of the method table.
 macro_rules! method_payloads {
-    ($(
+    (v1 { $(
         $konst:ident = $name:literal [$side:ident, $stability:ident, $generation:ident, $kind:ident,
             gate $gate:tt, auth $auth:tt]
             $( $key:ident($params:ty $(=> $result:ty)?) )?;
-    )*) => {
+    )* } v2 { $($v2:tt)* }) => {
         /// The typed params of a request or notification, chosen by method name.
         #[allow(clippy::large_enum_variant, reason = "decoded once per message and matched at once")]
         #[derive(Debug, Clone, PartialEq)]

@@ -59,6 +59,43 @@ pub enum Stability {
 pub enum Generation {
     /// ACP v1 (`protocolVersion` 1), with its unstable schema.
     V1,
+    /// ACP v2 (`protocolVersion` 2), the draft of [`crate::acp::v2::GENERATION`].
+    V2,
+}
+
+impl Generation {
+    /// Every generation, oldest first.
+    pub const ALL: [Generation; 2] = [Generation::V1, Generation::V2];
+
+    /// The `protocolVersion` that names it.
+    pub fn protocol_version(self) -> u16 {
+        match self {
+            Generation::V1 => 1,
+            Generation::V2 => 2,
+        }
+    }
+
+    /// The generation a `protocolVersion` names, if ski speaks it.
+    pub fn from_protocol_version(version: u16) -> Option<Generation> {
+        match version {
+            1 => Some(Generation::V1),
+            2 => Some(Generation::V2),
+            _ => None,
+        }
+    }
+
+    /// The rows of this generation.
+    pub fn methods(self) -> &'static [Method] {
+        match self {
+            Generation::V1 => METHODS,
+            Generation::V2 => v2::METHODS,
+        }
+    }
+
+    /// This generation's row for `name`, if it has the method.
+    pub fn lookup(self, name: &str) -> Option<&'static Method> {
+        self.methods().iter().find(|method| method.name == name)
+    }
 }
 
 /// Whether a method is called as a request, a notification, or either.
@@ -120,6 +157,7 @@ pub trait TypedRequest: TypedMethod {
 macro_rules! acp_method_table {
     ($callback:ident) => {
         $callback! {
+            v1 {
             INITIALIZE = "initialize" [Agent, Stable, V1, Request, gate -, auth open]
                 Initialize(InitializeRequest => InitializeResponse);
             AUTHENTICATE = "authenticate" [Agent, Stable, V1, Request, gate AuthMethods, auth open]
@@ -196,6 +234,45 @@ macro_rules! acp_method_table {
                 ExportSession(ExportSessionRequest => ExportSessionResponse);
             SESSION_STOP = "session/stop" [Agent, ExtensionSki, V1, RequestOrNotification, gate Stop, auth auth]
                 StopSession(StopSessionRequest => StopSessionResponse);
+            }
+            v2 {
+            INITIALIZE = "initialize" [Agent, Stable, V2, Request, gate -, auth open]
+                Initialize(v2::InitializeRequest => v2::InitializeResponse);
+            AUTH_LOGIN = "auth/login" [Agent, Stable, V2, Request, gate AuthMethods, auth open]
+                Login(v2::LoginAuthRequest => Empty);
+            AUTH_LOGOUT = "auth/logout" [Agent, Stable, V2, Request, gate AuthMethods, auth open]
+                Logout(Empty => Empty);
+            SESSION_NEW = "session/new" [Agent, Stable, V2, Request, gate -, auth auth]
+                NewSession(v2::NewSessionRequest => v2::NewSessionResponse);
+            SESSION_LIST = "session/list" [Agent, Stable, V2, Request, gate -, auth auth]
+                ListSessions(ListSessionsRequest => ListSessionsResponse);
+            SESSION_DELETE = "session/delete" [Agent, Stable, V2, Request, gate Delete, auth auth]
+                DeleteSession(DeleteSessionRequest => DeleteSessionResponse);
+            SESSION_RESUME = "session/resume" [Agent, Stable, V2, Request, gate -, auth auth]
+                ResumeSession(v2::ResumeSessionRequest => v2::ResumeSessionResponse);
+            SESSION_CLOSE = "session/close" [Agent, Stable, V2, Request, gate -, auth auth]
+                CloseSession(CloseSessionRequest => CloseSessionResponse);
+            TOOL_CALL_CANCEL = "tool_call/cancel" [Agent, Stable, V2, Request, gate -, auth auth]
+                CancelToolCall(v2::CancelToolCallRequest => Empty);
+            TERMINAL_CANCEL = "terminal/cancel" [Agent, Stable, V2, Request, gate -, auth auth]
+                CancelTerminal(v2::CancelTerminalRequest => Empty);
+            SESSION_SET_CONFIG_OPTION = "session/set_config_option" [Agent, Stable, V2, Request, gate -, auth auth]
+                SetSessionConfigOption(v2::SetSessionConfigOptionRequest => v2::SetSessionConfigOptionResponse);
+            SESSION_PROMPT = "session/prompt" [Agent, Stable, V2, Request, gate -, auth auth]
+                Prompt(PromptRequest => v2::PromptResponse);
+            SESSION_CANCEL = "session/cancel" [Agent, Stable, V2, Notification, gate -, auth -]
+                Cancel(CancelNotification);
+            SESSION_REQUEST_PERMISSION = "session/request_permission" [Client, Stable, V2, Request, gate -, auth -]
+                RequestPermission(RequestPermissionRequest => RequestPermissionResponse);
+            SESSION_UPDATE = "session/update" [Client, Stable, V2, Notification, gate -, auth -]
+                SessionUpdate(v2::SessionNotification);
+            ELICITATION_CREATE = "elicitation/create" [Client, Stable, V2, Request, gate -, auth -]
+                CreateElicitation(CreateElicitationRequest => CreateElicitationResponse);
+            ELICITATION_COMPLETE = "elicitation/complete" [Client, Stable, V2, Notification, gate -, auth -]
+                CompleteElicitation(CompleteElicitationNotification);
+            CANCEL_REQUEST = "$/cancel_request" [Both, Stable, V2, Notification, gate -, auth -]
+                CancelRequest(CancelRequestNotification);
+            }
         }
     };
 }
@@ -227,15 +304,16 @@ macro_rules! needs_auth_of {
     };
 }
 
-/// The name constants, [`METHODS`] and the [`typed`] keys, from the table's rows.
-macro_rules! define_methods {
+/// The name constants, a `METHODS` slice and the `typed` keys of one generation's rows, in the
+/// module it is invoked in.
+macro_rules! method_rows {
     ($(
         $konst:ident = $name:literal [$side:ident, $stability:ident, $generation:ident, $kind:ident,
             gate $gate:tt, auth $auth:tt]
             $( $key:ident($params:ty $(=> $result:ty)?) )?;
     )*) => {
         $(
-            #[doc = concat!("`", $name, "` (", stringify!($stability), ", handled by the ", stringify!($side), " side).")]
+            #[doc = concat!("`", $name, "` (", stringify!($stability), " ", stringify!($generation), ", handled by the ", stringify!($side), " side).")]
             pub const $konst: &str = $name;
         )*
 
@@ -256,11 +334,11 @@ macro_rules! define_methods {
             )*
         }
 
-        /// Every method ski knows, stable first.
+        /// Every method of the generation, stable first.
         pub const METHODS: &[Method] = &[$(row::$konst),*];
 
         /// One key per method the table has types for, named as its
-        /// [`MethodParams`](super::MethodParams) variant: `typed::Prompt` is `session/prompt`.
+        /// [`MethodParams`](crate::acp::MethodParams) variant: `typed::Prompt` is `session/prompt`.
         pub mod typed {
             $($(
                 #[doc = concat!("`", $name, "`.")]
@@ -289,11 +367,28 @@ macro_rules! define_methods {
     };
 }
 
+/// The v1 rows at the top of this module (the name constants, [`METHODS`] and the [`typed`]
+/// keys), the v2 rows in [`v2`].
+macro_rules! define_methods {
+    (v1 { $($v1:tt)* } v2 { $($v2:tt)* }) => {
+        method_rows! { $($v1)* }
+
+        /// The rows of ACP v2 (draft): its name constants, `METHODS` and `typed` keys. A method
+        /// v2 keeps under the same name has a row here too, with v2's types.
+        pub mod v2 {
+            #[allow(clippy::wildcard_imports, reason = "the rows' columns are the parent's types")]
+            use super::*;
+            method_rows! { $($v2)* }
+        }
+    };
+}
+
 acp_method_table!(define_methods);
 
-/// The row for `name`, if ski knows the method.
+/// The v1 row for `name`, if ski knows the method in v1 ([`Generation::lookup`] for another
+/// generation).
 pub fn lookup(name: &str) -> Option<&'static Method> {
-    METHODS.iter().find(|method| method.name == name)
+    Generation::V1.lookup(name)
 }
 
 /// Whether `name` is an extension method: ACP reserves names starting with `_` for them. An
@@ -302,7 +397,7 @@ pub fn is_extension(name: &str) -> bool {
     name.starts_with('_')
 }
 
-/// The rows with the given stability.
+/// The v1 rows with the given stability.
 pub fn with_stability(stability: Stability) -> impl Iterator<Item = &'static Method> {
     METHODS
         .iter()
@@ -315,14 +410,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn names_are_unique() {
-        let mut seen = HashSet::new();
-        for method in METHODS {
-            assert!(
-                seen.insert(method.name),
-                "duplicate method row {}",
-                method.name
-            );
+    fn names_are_unique_within_a_generation() {
+        for generation in Generation::ALL {
+            let mut seen = HashSet::new();
+            for method in generation.methods() {
+                assert!(
+                    seen.insert(method.name),
+                    "duplicate method row {}",
+                    method.name
+                );
+            }
         }
     }
 
@@ -456,6 +553,69 @@ mod tests {
             <typed::StopSession as TypedMethod>::ROW.gate,
             Some(Gate::Feature(Feature::Stop))
         );
+    }
+
+    /// The v2 rows are the methods of the stable v2 schema of npm-sdk 2.4.0 (its `x-method` and
+    /// `x-side` annotations), each name once, with the agent's session baseline ungated.
+    #[test]
+    fn v2_rows_are_the_v2_schema() {
+        let expected = [
+            ("initialize", Side::Agent),
+            ("auth/login", Side::Agent),
+            ("auth/logout", Side::Agent),
+            ("session/new", Side::Agent),
+            ("session/list", Side::Agent),
+            ("session/delete", Side::Agent),
+            ("session/resume", Side::Agent),
+            ("session/close", Side::Agent),
+            ("tool_call/cancel", Side::Agent),
+            ("terminal/cancel", Side::Agent),
+            ("session/set_config_option", Side::Agent),
+            ("session/prompt", Side::Agent),
+            ("session/cancel", Side::Agent),
+            ("session/request_permission", Side::Client),
+            ("session/update", Side::Client),
+            ("elicitation/create", Side::Client),
+            ("elicitation/complete", Side::Client),
+            ("$/cancel_request", Side::Both),
+        ];
+        let rows: Vec<(&str, Side)> = v2::METHODS.iter().map(|m| (m.name, m.side)).collect();
+        assert_eq!(rows, expected);
+        for method in v2::METHODS {
+            assert_eq!(method.generation, Generation::V2, "{}", method.name);
+            assert_eq!(Generation::V2.lookup(method.name), Some(method));
+        }
+        for name in [
+            SESSION_NEW,
+            SESSION_LIST,
+            SESSION_RESUME,
+            SESSION_CLOSE,
+            SESSION_PROMPT,
+            SESSION_CANCEL,
+            SESSION_UPDATE,
+        ] {
+            assert_eq!(Generation::V2.lookup(name).unwrap().gate, None, "{name}");
+        }
+        assert_eq!(
+            Generation::V2.lookup(v2::AUTH_LOGIN).unwrap().gate,
+            Some(Gate::AuthMethods)
+        );
+        // What v2 dropped has no v2 row.
+        for gone in [
+            SESSION_LOAD,
+            SESSION_SET_MODE,
+            AUTHENTICATE,
+            FS_READ_TEXT_FILE,
+            TERMINAL_CREATE,
+        ] {
+            assert!(Generation::V2.lookup(gone).is_none(), "{gone}");
+        }
+        assert_eq!(
+            <v2::typed::Prompt as TypedMethod>::ROW.generation,
+            Generation::V2
+        );
+        assert_eq!(Generation::from_protocol_version(2), Some(Generation::V2));
+        assert_eq!(Generation::V1.protocol_version(), 1);
     }
 
     #[test]
