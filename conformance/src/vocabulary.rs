@@ -109,6 +109,8 @@ macro_rules! settings {
 
 settings! { acp:
     WS_ARGS "ws_args" Text, "Words added to an agent command to serve WebSocket instead.";
+    HTTP_ARGS "http_args" Text, "Words added to an agent command to serve ACP's remote /acp endpoint instead (it prints http://HOST:PORT/acp).";
+    HTTP_PROFILE "http_profile" OneOf(&["streamable", "websocket"]), "The profile rows that name no transport use on the remote endpoint (default: streamable when acp-http-streamable is declared, else websocket).";
     PAGE_SIZE "page_size" Positive, "The session/list page size of the `agent_paged` command (default 50).";
     REQUIRES_PROGRAMS "requires_programs" Text, "Programs that must be on PATH; rows that start the agent are skipped without them.";
     REQUIRES_FILES "requires_files" Text, "Files that must exist (an installed peer); rows are errors without them.";

@@ -37,6 +37,7 @@ pub mod notifications;
 pub mod offers;
 pub mod oracle;
 pub mod permissions;
+pub mod remote;
 pub mod schema;
 pub mod sessions;
 pub mod turns;
@@ -54,6 +55,7 @@ pub fn checks() -> Vec<Check> {
         execution::checks(),
         sessions::checks(),
         websocket::checks(),
+        remote::rows::checks(),
         lifecycle::checks(),
         schema::checks(),
         negotiation::checks(),

@@ -10,9 +10,12 @@
 //!   use `{listen}`, `{host}` or `{port}`, the harness picks the address and starts the agent again
 //!   on a new port when it reports the address in use.
 //! - `urls.ws` is an agent that is already running (only the base variant).
+//! - `settings.http_args` and `urls.http` do the same for ACP's remote endpoint (capability
+//!   `acp-http`): the agent prints `http://HOST:PORT/acp`, and connections speak the profile
+//!   [`remote_profile`] names (Streamable HTTP, or the WebSocket upgrade of the same URL).
 //!
-//! Rows that name no transport run over stdio when the target declares it, else over WebSocket
-//! ([`pick`]).
+//! Rows that name no transport run over stdio when the target declares it, else over WebSocket,
+//! else over the remote endpoint ([`pick`]).
 
 use std::time::Duration;
 
@@ -20,6 +23,7 @@ use ski::transport::child::{Child, ChildSpec};
 use tokio::io::AsyncReadExt;
 
 use super::connection::Connection;
+use super::remote::http::Endpoint;
 use crate::check::{CheckError, Failure};
 use crate::context::Ctx;
 use crate::port::{StartError, says_addr_in_use};
@@ -37,6 +41,45 @@ pub enum Transport {
     Stdio,
     /// One JSON-RPC message per WebSocket text frame.
     Ws,
+    /// ACP's remote `/acp` endpoint, in the profile [`remote_profile`] names.
+    Http,
+}
+
+/// Which profile of the remote endpoint a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RemoteProfile {
+    /// POST, SSE GET streams and DELETE.
+    Streamable,
+    /// The WebSocket upgrade of `GET /acp`.
+    WebSocket,
+}
+
+/// The profile connections to a remote endpoint use: `settings.http_profile` when set, else
+/// Streamable HTTP when the target declares `acp-http-streamable`, else the WebSocket upgrade.
+/// A profile the target does not declare is a harness error.
+pub fn remote_profile(ctx: &Ctx) -> Result<RemoteProfile, CheckError> {
+    let profile = match ctx.setting(&acp::HTTP_PROFILE)?.as_deref() {
+        Some("streamable") => RemoteProfile::Streamable,
+        Some("websocket") => RemoteProfile::WebSocket,
+        Some(other) => {
+            return Err(CheckError::Harness(format!(
+                "settings.http_profile {other:?} is neither streamable nor websocket"
+            )));
+        }
+        None if ctx.has(capability::ACP_HTTP_STREAMABLE) => RemoteProfile::Streamable,
+        None => RemoteProfile::WebSocket,
+    };
+    let needed = match profile {
+        RemoteProfile::Streamable => capability::ACP_HTTP_STREAMABLE,
+        RemoteProfile::WebSocket => capability::ACP_HTTP_WS,
+    };
+    if !ctx.has(needed) {
+        return Err(CheckError::Harness(format!(
+            "target {} connects to its remote endpoint in a profile it does not declare ({needed})",
+            ctx.target().name
+        )));
+    }
+    Ok(profile)
 }
 
 impl Transport {
@@ -45,6 +88,7 @@ impl Transport {
         match self {
             Transport::Stdio => "stdio",
             Transport::Ws => "ws",
+            Transport::Http => "acp-http",
         }
     }
 
@@ -53,6 +97,7 @@ impl Transport {
         match self {
             Transport::Stdio => capability::STDIO,
             Transport::Ws => capability::WS,
+            Transport::Http => capability::ACP_HTTP,
         }
     }
 }
@@ -63,9 +108,11 @@ pub fn pick(ctx: &Ctx) -> Result<Transport, CheckError> {
         Ok(Transport::Stdio)
     } else if ctx.has(capability::WS) {
         Ok(Transport::Ws)
+    } else if ctx.has(capability::ACP_HTTP) {
+        Ok(Transport::Http)
     } else {
         Err(CheckError::Skip(format!(
-            "target {} declares neither stdio nor ws for the acp suite",
+            "target {} declares none of stdio, ws and acp-http for the acp suite",
             ctx.target().name
         )))
     }
@@ -73,7 +120,7 @@ pub fn pick(ctx: &Ctx) -> Result<Transport, CheckError> {
 
 /// Every transport the target declares, stdio first.
 pub fn declared(ctx: &Ctx) -> Vec<Transport> {
-    [Transport::Stdio, Transport::Ws]
+    [Transport::Stdio, Transport::Ws, Transport::Http]
         .into_iter()
         .filter(|t| ctx.has(t.capability()))
         .collect()
@@ -171,19 +218,30 @@ impl Agent {
                     connections: 0,
                 })
             }
-            Transport::Ws => Self::start_ws(ctx, variant).await,
+            Transport::Ws | Transport::Http => Self::start_listening(ctx, transport, variant).await,
         }
     }
 
-    async fn start_ws(ctx: &Ctx, variant: Variant) -> Result<Self, CheckError> {
-        let ws_args = ctx.section().settings.get(acp::WS_ARGS.name).cloned();
+    /// Starts (or finds running) an agent that listens: on WebSocket or the remote endpoint.
+    async fn start_listening(
+        ctx: &Ctx,
+        transport: Transport,
+        variant: Variant,
+    ) -> Result<Self, CheckError> {
+        let (setting, key) = match transport {
+            Transport::Http => (&acp::HTTP_ARGS, "http"),
+            _ => (&acp::WS_ARGS, "ws"),
+        };
+        let ws_args = ctx.section().settings.get(setting.name).cloned();
         let name = resolve_command(ctx, variant);
         let (Some(name), Some(ws_args)) = (name, ws_args) else {
-            let url = ctx.url("ws")?.ok_or_else(|| {
+            let url = ctx.url(key)?.ok_or_else(|| {
                 CheckError::Harness(format!(
-                    "target {} declares ws but has neither settings.ws_args with an agent \
-                     command nor urls.ws",
-                    ctx.target().name
+                    "target {} declares {} but has neither settings.{} with an agent \
+                     command nor urls.{key}",
+                    ctx.target().name,
+                    transport.name(),
+                    setting.name
                 ))
             })?;
             if !variant.is_empty() {
@@ -193,30 +251,36 @@ impl Agent {
             }
             return Ok(Self {
                 ctx: ctx.clone(),
-                transport: Transport::Ws,
+                transport,
                 child: None,
                 url: Some(url),
                 connections: 0,
             });
         };
         let words = split_words(&ws_args).map_err(|e| {
-            CheckError::Harness(format!("settings.ws_args {ws_args:?} is malformed: {e}"))
+            CheckError::Harness(format!(
+                "settings.{} {ws_args:?} is malformed: {e}",
+                setting.name
+            ))
         })?;
         let picks_address = words
             .iter()
             .any(|w| w.contains("{listen}") || w.contains("{port}") || w.contains("{host}"));
         if !picks_address {
             let spec = ws_spec(ctx, &name, &words, &[])?;
-            let (child, url) = launch_ws(ctx, spec).await.map_err(|e| match e {
+            let (child, url) = launch_ws(ctx, spec, transport).await.map_err(|e| match e {
                 StartError::AddrInUse(output) => Failure::new(
                     "the agent starts",
-                    "the WebSocket agent starts and prints its ws:// address",
+                    format!(
+                        "the agent starts and prints its {} address",
+                        scheme(transport)
+                    ),
                 )
                 .actual(format!("its address was in use: {output}"))
                 .into(),
                 StartError::Other(e) => e,
             })?;
-            return Ok(Self::with_child(ctx, child, url));
+            return Ok(Self::with_child(ctx, transport, child, url));
         }
         let started = ctx
             .ports()
@@ -232,7 +296,7 @@ impl Agent {
                 );
                 async move {
                     match spec {
-                        Ok(spec) => launch_ws(ctx, spec).await,
+                        Ok(spec) => launch_ws(ctx, spec, transport).await,
                         Err(e) => Err(StartError::Other(e)),
                     }
                 }
@@ -242,23 +306,25 @@ impl Agent {
             Ok(started) => {
                 let (child, url) = started.value;
                 ctx.note(format!(
-                    "ws agent on {url} after {} attempt(s)",
+                    "{} agent on {url} after {} attempt(s)",
+                    transport.name(),
                     started.attempts.len()
                 ));
-                Ok(Self::with_child(ctx, child, url))
+                Ok(Self::with_child(ctx, transport, child, url))
             }
             Err((StartError::Other(e), _)) => Err(e),
             Err((StartError::AddrInUse(detail), attempts)) => Err(CheckError::Harness(format!(
-                "the ws agent could not get a free port: {detail} ({} attempts)",
+                "the {} agent could not get a free port: {detail} ({} attempts)",
+                transport.name(),
                 attempts.len()
             ))),
         }
     }
 
-    fn with_child(ctx: &Ctx, child: Child, url: String) -> Self {
+    fn with_child(ctx: &Ctx, transport: Transport, child: Child, url: String) -> Self {
         Self {
             ctx: ctx.clone(),
-            transport: Transport::Ws,
+            transport,
             child: Some(child),
             url: Some(url),
             connections: 0,
@@ -270,7 +336,7 @@ impl Agent {
         self.transport
     }
 
-    /// The WebSocket URL, for a WebSocket agent.
+    /// The URL, for a WebSocket agent (`ws://`) or a remote endpoint (`http://`).
     pub fn url(&self) -> Option<&str> {
         self.url.as_deref()
     }
@@ -316,6 +382,22 @@ impl Agent {
                 let channel = format!("ws{}", self.connections);
                 Connection::over_ws(&self.ctx, &channel, &url).await
             }
+            Transport::Http => {
+                let url = self
+                    .url
+                    .clone()
+                    .ok_or_else(|| CheckError::Harness("the remote agent has no url".into()))?;
+                let channel = format!("http{}", self.connections);
+                match remote_profile(&self.ctx)? {
+                    RemoteProfile::Streamable => {
+                        Connection::over_streamable(&self.ctx, &channel, &url)
+                    }
+                    RemoteProfile::WebSocket => {
+                        let endpoint = Endpoint::parse(&url).map_err(CheckError::Harness)?;
+                        Connection::over_ws(&self.ctx, &channel, &endpoint.ws_url()).await
+                    }
+                }
+            }
         }
     }
 
@@ -325,6 +407,10 @@ impl Agent {
             .url
             .clone()
             .ok_or_else(|| CheckError::Harness("the agent has no ws url".into()))?;
+        let url = match self.transport {
+            Transport::Http => Endpoint::parse(&url).map_err(CheckError::Harness)?.ws_url(),
+            _ => url,
+        };
         self.connections += 1;
         let channel = format!("ws{}", self.connections);
         Connection::over_ws(&self.ctx, &channel, &with_path(&url, path)).await
@@ -393,13 +479,30 @@ fn ws_spec(
     Ok(spec)
 }
 
-/// Starts a WebSocket agent and reads its output until it prints a `ws://` URL.
-async fn launch_ws(ctx: &Ctx, spec: ChildSpec) -> Result<(Child, String), StartError<CheckError>> {
+/// The scheme of the address a listening agent prints.
+fn scheme(transport: Transport) -> &'static str {
+    match transport {
+        Transport::Http => "http://",
+        _ => "ws://",
+    }
+}
+
+/// Starts a listening agent and reads its output until it prints its URL (`ws://`, or
+/// `http://` for the remote endpoint).
+async fn launch_ws(
+    ctx: &Ctx,
+    spec: ChildSpec,
+    transport: Transport,
+) -> Result<(Child, String), StartError<CheckError>> {
+    let find = match transport {
+        Transport::Http => find_http_url,
+        _ => find_ws_url,
+    };
     let mut child = ctx.spawn(spec).map_err(StartError::Other)?;
     let mut output = String::new();
     let waited = tokio::time::timeout(ctx.timeouts().scale(START_TIMEOUT), async {
         while let Some((_, line)) = child.next_output_line().await {
-            if let Some(url) = find_ws_url(&line) {
+            if let Some(url) = find(&line) {
                 return Some(url);
             }
             output.push_str(&line);
@@ -431,7 +534,10 @@ async fn launch_ws(ctx: &Ctx, spec: ChildSpec) -> Result<(Child, String), StartE
                 Err(StartError::Other(
                     Failure::new(
                         "the agent starts",
-                        "the WebSocket agent starts and prints its ws:// address",
+                        format!(
+                            "the agent starts and prints its {} address",
+                            scheme(transport)
+                        ),
                     )
                     .actual(format!("it exited ({status}) first; its output: {output}"))
                     .into(),
@@ -442,7 +548,8 @@ async fn launch_ws(ctx: &Ctx, spec: ChildSpec) -> Result<(Child, String), StartE
             Failure::new(
                 "the agent starts",
                 format!(
-                    "the WebSocket agent prints its ws:// address within {:?}",
+                    "the agent prints its {} address within {:?}",
+                    scheme(transport),
                     ctx.timeouts().scale(START_TIMEOUT)
                 ),
             )
@@ -450,6 +557,19 @@ async fn launch_ws(ctx: &Ctx, spec: ChildSpec) -> Result<(Child, String), StartE
             .into(),
         )),
     }
+}
+
+/// The first `http://` or `https://` URL in a line of output.
+pub fn find_http_url(line: &str) -> Option<String> {
+    let start = [line.find("https://"), line.find("http://")]
+        .into_iter()
+        .flatten()
+        .min()?;
+    let url: String = line[start..]
+        .chars()
+        .take_while(|c| !c.is_whitespace() && !matches!(c, '"' | '\'' | ',' | '}' | ')'))
+        .collect();
+    (url.len() > "http://".len()).then_some(url)
 }
 
 /// The first `ws://` or `wss://` URL in a line of output.
@@ -480,6 +600,11 @@ mod tests {
             Some("wss://h:1/x")
         );
         assert_eq!(find_ws_url("no address here"), None);
+        assert_eq!(
+            find_http_url("listening on http://127.0.0.1:4000/acp").as_deref(),
+            Some("http://127.0.0.1:4000/acp")
+        );
+        assert_eq!(find_http_url("listening on ws://127.0.0.1:4000/acp"), None);
     }
 
     #[test]

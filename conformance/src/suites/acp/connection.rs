@@ -25,6 +25,8 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::oracle::{Oracle, Problem};
+use super::remote::http::Endpoint;
+use super::remote::streamable::{Item, Streamable};
 use crate::check::{CheckError, Failure, OrFail};
 use crate::context::Ctx;
 
@@ -286,6 +288,7 @@ pub fn permission_outcome(option: Option<Value>) -> Value {
 enum Sink {
     Stdio(LoggedWrite<ChildStdin>),
     Ws(SplitSink<WsStream, WsMessage>),
+    Http(Arc<Streamable>),
     Closed,
 }
 
@@ -306,6 +309,12 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 impl Shared {
     async fn write_text(&self, text: &str) -> std::io::Result<()> {
         let mut sink = self.sink.lock().await;
+        if let Sink::Http(client) = &*sink {
+            // POSTs go out concurrently (an answer to the agent need not wait for a slow POST).
+            let client = Arc::clone(client);
+            drop(sink);
+            return client.send(text).await;
+        }
         match &mut *sink {
             Sink::Stdio(stdin) => {
                 let mut line = Vec::with_capacity(text.len() + 1);
@@ -320,6 +329,7 @@ impl Shared {
                     .await
                     .map_err(std::io::Error::other)
             }
+            Sink::Http(_) => Ok(()),
             Sink::Closed => Err(std::io::Error::new(
                 std::io::ErrorKind::BrokenPipe,
                 "the connection was closed by the harness",
@@ -443,6 +453,23 @@ impl Connection {
             Sink::Ws(sink),
             headers,
             |shared, tx| tokio::spawn(read_ws(shared, stream, tx)),
+        ))
+    }
+
+    /// A new Streamable HTTP client connection to the remote endpoint `url` (`http://…/acp`):
+    /// nothing is sent until `initialize` ([`Streamable`]).
+    pub fn over_streamable(ctx: &Ctx, channel: &str, url: &str) -> Result<Self, CheckError> {
+        let endpoint = Endpoint::parse(url).map_err(CheckError::Harness)?;
+        ctx.wire()
+            .note(channel, &format!("Streamable HTTP client of {url}"));
+        let limit = ctx.timeouts().scale(Duration::from_secs(10));
+        let (client, items) = Streamable::new(endpoint, ctx.wire().clone(), channel, limit);
+        Ok(Self::new(
+            ctx,
+            channel,
+            Sink::Http(client),
+            Vec::new(),
+            |shared, tx| tokio::spawn(read_streamable(shared, items, tx)),
         ))
     }
 
@@ -795,6 +822,12 @@ impl Connection {
                     .wire
                     .note(&self.shared.channel, "closed by the harness");
             }
+            Sink::Http(client) => {
+                client.close().await;
+                self.shared
+                    .wire
+                    .note(&self.shared.channel, "deleted by the harness");
+            }
             Sink::Closed => {}
         }
     }
@@ -938,6 +971,37 @@ async fn read_ws(
             }
             None => {
                 let _ = tx.send(Inbound::Closed("the WebSocket ended".to_owned()));
+                return;
+            }
+        }
+    }
+    shared.wire.note(&shared.channel, OVER_BUDGET);
+    let _ = tx.send(Inbound::Closed(OVER_BUDGET.to_owned()));
+}
+
+async fn read_streamable(
+    shared: Arc<Shared>,
+    mut items: mpsc::UnboundedReceiver<Item>,
+    tx: mpsc::UnboundedSender<Inbound>,
+) {
+    let mut read = 0usize;
+    for _ in 0..READ_BUDGET_FRAMES {
+        if read as u64 >= READ_BUDGET_BYTES {
+            break;
+        }
+        match items.recv().await {
+            Some(Item::Message(text)) => {
+                read += text.len();
+                accept(&shared, &tx, text, FrameKind::Text).await;
+            }
+            Some(Item::Ended(reason)) => {
+                let _ = tx.send(Inbound::Closed(reason));
+                return;
+            }
+            None => {
+                let _ = tx.send(Inbound::Closed(
+                    "the Streamable HTTP client ended".to_owned(),
+                ));
                 return;
             }
         }

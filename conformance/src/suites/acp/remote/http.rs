@@ -1,0 +1,509 @@
+//! A raw HTTP/1.1 client for judging ACP's remote `/acp` endpoint: one request per TCP
+//! connection (`Connection: close`), the answer's status, headers and body kept as the server
+//! sent them, a long response body read as it arrives (Server-Sent Events for the GET streams),
+//! and the HTTP/2 connection preface sent on its own. Nothing is repaired or retried.
+
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpStream;
+
+/// The most bytes of a response head.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+
+/// The most bytes of a body read whole, or of one SSE event.
+const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// The host, port and path of an `http://` URL.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Endpoint {
+    /// `HOST:PORT`.
+    pub authority: String,
+    /// The path and query, `/acp` by default.
+    pub path: String,
+}
+
+impl Endpoint {
+    /// Parses `http://HOST[:PORT][/PATH]`; `https://` is refused (the runner has no TLS client
+    /// for it), as is every other scheme.
+    pub fn parse(url: &str) -> Result<Self, String> {
+        let rest = if let Some(rest) = url.strip_prefix("http://") {
+            rest
+        } else if url.starts_with("https://") {
+            return Err(format!(
+                "{url}: https:// needs TLS, which the runner's remote client does not include; serve http:// on loopback"
+            ));
+        } else {
+            return Err(format!("{url}: the URL must start with http://"));
+        };
+        let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, path) = rest.split_at(split);
+        if authority.is_empty() {
+            return Err(format!("{url}: the URL names no host"));
+        }
+        let has_port = authority
+            .rsplit_once(':')
+            .is_some_and(|(_, p)| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+        let authority = if has_port {
+            authority.to_owned()
+        } else {
+            format!("{authority}:80")
+        };
+        let path = path.split('#').next().unwrap_or_default();
+        Ok(Self {
+            authority,
+            path: if path.is_empty() {
+                "/acp".to_owned()
+            } else {
+                path.to_owned()
+            },
+        })
+    }
+
+    /// The same endpoint as a `ws://` URL (the WebSocket profile's upgrade).
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}{}", self.authority, self.path)
+    }
+
+    /// The `http://` URL.
+    pub fn url(&self) -> String {
+        format!("http://{}{}", self.authority, self.path)
+    }
+}
+
+/// A response's status line and headers.
+#[derive(Debug, Clone, Default)]
+pub struct Head {
+    /// The status code.
+    pub status: u16,
+    /// Every header as sent, names lower-cased.
+    pub headers: Vec<(String, String)>,
+}
+
+impl Head {
+    /// The first value of header `name`.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every value of header `name`.
+    pub fn all(&self, name: &str) -> Vec<&str> {
+        self.headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+            .collect()
+    }
+
+    /// `STATUS` and the headers, for an Actual line.
+    pub fn describe(&self) -> String {
+        format!("{} {:?}", self.status, self.headers)
+    }
+}
+
+/// A response read whole.
+#[derive(Debug, Clone, Default)]
+pub struct Answer {
+    /// Status and headers.
+    pub head: Head,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    /// The body as text (lossy).
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    /// Status, headers and the start of the body, for an Actual line.
+    pub fn describe(&self) -> String {
+        let text = self.text();
+        let body: String = text.chars().take(300).collect();
+        format!("{} body {body:?}", self.head.describe())
+    }
+}
+
+/// One request: method, headers and an optional body.
+#[derive(Debug, Clone)]
+pub struct Request {
+    method: String,
+    headers: Vec<(String, String)>,
+    body: Option<String>,
+}
+
+impl Request {
+    /// A request without headers or body.
+    pub fn new(method: &str) -> Self {
+        Self {
+            method: method.to_owned(),
+            headers: Vec::new(),
+            body: None,
+        }
+    }
+
+    /// A POST of `body` as `application/json`.
+    pub fn post_json(body: &str) -> Self {
+        Self::new("POST")
+            .header("Content-Type", "application/json")
+            .body(body)
+    }
+
+    /// A GET of an event stream.
+    pub fn get_stream() -> Self {
+        Self::new("GET").header("Accept", "text/event-stream")
+    }
+
+    /// Adds a header.
+    pub fn header(mut self, name: &str, value: &str) -> Self {
+        self.headers.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Adds a header when `value` is some.
+    pub fn header_opt(self, name: &str, value: Option<&str>) -> Self {
+        match value {
+            Some(value) => self.header(name, value),
+            None => self,
+        }
+    }
+
+    /// Sets the body.
+    pub fn body(mut self, body: &str) -> Self {
+        self.body = Some(body.to_owned());
+        self
+    }
+
+    /// The request line (for the wire log).
+    pub fn line(&self) -> String {
+        let names: Vec<String> = self
+            .headers
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}"))
+            .collect();
+        format!(
+            "{} [{}] {}",
+            self.method,
+            names.join(", "),
+            self.body.as_deref().unwrap_or("")
+        )
+    }
+
+    fn bytes(&self, endpoint: &Endpoint) -> Vec<u8> {
+        let mut text = format!(
+            "{} {} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n",
+            self.method, endpoint.path, endpoint.authority
+        );
+        for (k, v) in &self.headers {
+            text.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if let Some(body) = &self.body {
+            text.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        text.push_str("\r\n");
+        if let Some(body) = &self.body {
+            text.push_str(body);
+        }
+        text.into_bytes()
+    }
+}
+
+/// How a body ends.
+#[derive(Debug)]
+enum Framing {
+    Length(usize),
+    Chunked { left: usize, done: bool },
+    Close,
+}
+
+/// The body of a response, read as it arrives.
+pub struct Body {
+    reader: BufReader<TcpStream>,
+    framing: Framing,
+}
+
+impl std::fmt::Debug for Body {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Body")
+            .field("framing", &self.framing)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Body {
+    /// The next bytes of the body; `Ok(None)` at its end.
+    pub async fn chunk(&mut self) -> Result<Option<Vec<u8>>, String> {
+        let mut buf = vec![0u8; 16 * 1024];
+        match &mut self.framing {
+            Framing::Length(0) => Ok(None),
+            Framing::Length(left) => {
+                let want = (*left).min(buf.len());
+                let n = self
+                    .reader
+                    .read(&mut buf[..want])
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if n == 0 {
+                    return Err("the connection ended inside the body".to_owned());
+                }
+                *left -= n;
+                buf.truncate(n);
+                Ok(Some(buf))
+            }
+            Framing::Close => {
+                let n = self
+                    .reader
+                    .read(&mut buf)
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if n == 0 {
+                    return Ok(None);
+                }
+                buf.truncate(n);
+                Ok(Some(buf))
+            }
+            Framing::Chunked { left, done } => {
+                if *done {
+                    return Ok(None);
+                }
+                if *left == 0 {
+                    let line = read_line(&mut self.reader).await?;
+                    let size = line.split(';').next().unwrap_or_default().trim();
+                    let size = usize::from_str_radix(size, 16)
+                        .map_err(|_| format!("a bad chunk size line {line:?}"))?;
+                    if size == 0 {
+                        // Trailers, then the blank line.
+                        loop {
+                            if read_line(&mut self.reader).await?.is_empty() {
+                                break;
+                            }
+                        }
+                        *done = true;
+                        return Ok(None);
+                    }
+                    *left = size;
+                }
+                let want = (*left).min(buf.len());
+                let n = self
+                    .reader
+                    .read(&mut buf[..want])
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if n == 0 {
+                    return Err("the connection ended inside a chunk".to_owned());
+                }
+                *left -= n;
+                if *left == 0 {
+                    read_line(&mut self.reader).await?;
+                }
+                buf.truncate(n);
+                Ok(Some(buf))
+            }
+        }
+    }
+
+    /// The whole rest of the body (at most 4 MiB).
+    pub async fn all(mut self) -> Result<Vec<u8>, String> {
+        let mut body = Vec::new();
+        while let Some(chunk) = self.chunk().await? {
+            body.extend_from_slice(&chunk);
+            if body.len() > MAX_BODY_BYTES {
+                return Err("the body is larger than 4 MiB".to_owned());
+            }
+        }
+        Ok(body)
+    }
+}
+
+async fn read_line(reader: &mut BufReader<TcpStream>) -> Result<String, String> {
+    let mut line = Vec::new();
+    let n = (&mut *reader)
+        .take(MAX_HEAD_BYTES as u64)
+        .read_until(b'\n', &mut line)
+        .await
+        .map_err(|e| e.to_string())?;
+    if n == 0 {
+        return Err("the connection ended".to_owned());
+    }
+    while matches!(line.last(), Some(b'\n' | b'\r')) {
+        line.pop();
+    }
+    Ok(String::from_utf8_lossy(&line).into_owned())
+}
+
+/// Sends `request` on a new connection to `endpoint` and reads the response head; the body is
+/// left to read.
+pub async fn open(endpoint: &Endpoint, request: &Request) -> Result<(Head, Body), String> {
+    let mut tcp = TcpStream::connect(&endpoint.authority)
+        .await
+        .map_err(|e| format!("cannot connect to {}: {e}", endpoint.authority))?;
+    let _ = tcp.set_nodelay(true);
+    tcp.write_all(&request.bytes(endpoint))
+        .await
+        .map_err(|e| format!("cannot send the request: {e}"))?;
+    let mut reader = BufReader::new(tcp);
+    let status_line = read_line(&mut reader).await?;
+    let mut words = status_line.split_whitespace();
+    let status = match (words.next(), words.next()) {
+        (Some(version), Some(code)) if version.starts_with("HTTP/") => code
+            .parse::<u16>()
+            .map_err(|_| format!("a bad status line {status_line:?}"))?,
+        _ => return Err(format!("not an HTTP response: {status_line:?}")),
+    };
+    let mut head = Head {
+        status,
+        headers: Vec::new(),
+    };
+    let mut size = status_line.len();
+    loop {
+        let line = read_line(&mut reader).await?;
+        if line.is_empty() {
+            break;
+        }
+        size += line.len();
+        if size > MAX_HEAD_BYTES {
+            return Err("the response head is larger than 64 KiB".to_owned());
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            head.headers
+                .push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+        }
+    }
+    let chunked = head
+        .header("transfer-encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let framing = if request.method == "HEAD" || matches!(status, 101 | 204 | 304) {
+        Framing::Length(0)
+    } else if chunked {
+        Framing::Chunked {
+            left: 0,
+            done: false,
+        }
+    } else if let Some(length) = head.header("content-length") {
+        Framing::Length(
+            length
+                .trim()
+                .parse()
+                .map_err(|_| format!("a bad Content-Length {length:?}"))?,
+        )
+    } else {
+        Framing::Close
+    };
+    Ok((head, Body { reader, framing }))
+}
+
+/// Sends `request` and reads the whole response within `limit`.
+pub async fn send(
+    endpoint: &Endpoint,
+    request: &Request,
+    limit: Duration,
+) -> Result<Answer, String> {
+    tokio::time::timeout(limit, async {
+        let (head, body) = open(endpoint, request).await?;
+        let body = body.all().await?;
+        Ok(Answer { head, body })
+    })
+    .await
+    .map_err(|_| format!("no whole answer within {limit:?} to {}", request.line()))?
+}
+
+/// Server-Sent Events read from a body: the `data` of each event.
+#[derive(Debug)]
+pub struct Events {
+    body: Body,
+    pending: String,
+    data: Vec<String>,
+}
+
+impl Events {
+    /// Reads `body` as an event stream.
+    pub fn new(body: Body) -> Self {
+        Self {
+            body,
+            pending: String::new(),
+            data: Vec::new(),
+        }
+    }
+
+    /// The data of the next event; `Ok(None)` when the stream ends.
+    pub async fn next(&mut self) -> Result<Option<String>, String> {
+        loop {
+            while let Some(end) = self.pending.find('\n') {
+                let mut line: String = self.pending.drain(..=end).collect();
+                line.pop();
+                if line.ends_with('\r') {
+                    line.pop();
+                }
+                if line.is_empty() {
+                    if !self.data.is_empty() {
+                        let event = self.data.join("\n");
+                        self.data.clear();
+                        return Ok(Some(event));
+                    }
+                    continue;
+                }
+                if let Some(value) = line.strip_prefix("data:") {
+                    self.data
+                        .push(value.strip_prefix(' ').unwrap_or(value).to_owned());
+                }
+            }
+            if self.pending.len() > MAX_BODY_BYTES {
+                return Err("an event larger than 4 MiB".to_owned());
+            }
+            match self.body.chunk().await? {
+                Some(bytes) => self.pending.push_str(&String::from_utf8_lossy(&bytes)),
+                None => return Ok(None),
+            }
+        }
+    }
+}
+
+/// Sends the HTTP/2 connection preface with an empty SETTINGS frame (cleartext, prior
+/// knowledge) and returns the type of the first frame the server answers with (4 is SETTINGS),
+/// or what it sent instead.
+pub async fn h2_preface(endpoint: &Endpoint, limit: Duration) -> Result<u8, String> {
+    tokio::time::timeout(limit, async {
+        let mut tcp = TcpStream::connect(&endpoint.authority)
+            .await
+            .map_err(|e| format!("cannot connect to {}: {e}", endpoint.authority))?;
+        let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
+        hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
+        tcp.write_all(&hello).await.map_err(|e| e.to_string())?;
+        let mut header = [0u8; 9];
+        tcp.read_exact(&mut header)
+            .await
+            .map_err(|e| format!("no HTTP/2 frame in answer to the connection preface ({e})"))?;
+        if header.starts_with(b"HTTP/") {
+            return Err(format!(
+                "an HTTP/1 answer: {:?}",
+                String::from_utf8_lossy(&header)
+            ));
+        }
+        Ok(header[3])
+    })
+    .await
+    .map_err(|_| format!("no answer to the HTTP/2 preface within {limit:?}"))?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn endpoints_are_parsed_and_https_refused() {
+        let e = Endpoint::parse("http://127.0.0.1:4000/acp").unwrap();
+        assert_eq!(e.authority, "127.0.0.1:4000");
+        assert_eq!(e.path, "/acp");
+        assert_eq!(e.ws_url(), "ws://127.0.0.1:4000/acp");
+        assert_eq!(Endpoint::parse("http://h").unwrap().authority, "h:80");
+        assert!(
+            Endpoint::parse("https://h:1/acp")
+                .unwrap_err()
+                .contains("TLS")
+        );
+        assert!(Endpoint::parse("ws://h:1/acp").is_err());
+    }
+}
