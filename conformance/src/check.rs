@@ -204,6 +204,10 @@ pub enum CheckError {
     /// The target refused a step the check needs first (a session it will not open without
     /// authentication); the text says which and why. Never a failure.
     Blocked(String),
+    /// The row's question cannot be put over the transport this target is reached on (a
+    /// JSON-RPC answer the remote endpoint's Streamable HTTP profile gives as an HTTP status);
+    /// the text says why. Not applicable, as a capability the target lacks is.
+    NotApplicable(String),
     /// The harness failed; the text says how.
     Harness(String),
 }
@@ -218,7 +222,9 @@ impl CheckError {
     pub fn outcome(&self) -> Outcome {
         match self {
             CheckError::Fail(_) => Outcome::Fail,
-            CheckError::Skip(_) | CheckError::Undeclared { .. } => Outcome::Skip,
+            CheckError::Skip(_) | CheckError::Undeclared { .. } | CheckError::NotApplicable(_) => {
+                Outcome::Skip
+            }
             CheckError::Blocked(_) => Outcome::Blocked,
             CheckError::Harness(_) => Outcome::Error,
         }
@@ -234,6 +240,7 @@ impl fmt::Display for CheckError {
                 write!(f, "skip: {}", undeclared_text(target, capability))
             }
             CheckError::Blocked(reason) => write!(f, "blocked: {reason}"),
+            CheckError::NotApplicable(reason) => write!(f, "skip (not applicable): {reason}"),
             CheckError::Harness(message) => write!(f, "error: {message}"),
         }
     }

@@ -1038,6 +1038,7 @@ async fn run_in(
         }
     };
     let mut undeclared = Vec::new();
+    let mut applicable = true;
     let (outcome, failure, message, timed_out) = match joined {
         Some(Ok(Ok(()))) => (Outcome::Pass, None, None, false),
         Some(Ok(Err(error))) => {
@@ -1047,6 +1048,10 @@ async fn run_in(
                 CheckError::Skip(reason)
                 | CheckError::Blocked(reason)
                 | CheckError::Harness(reason) => (outcome, None, Some(reason), false),
+                CheckError::NotApplicable(reason) => {
+                    applicable = false;
+                    (outcome, None, Some(reason), false)
+                }
                 CheckError::Undeclared { target, capability } => {
                     undeclared.push(capability.clone());
                     (
@@ -1118,7 +1123,7 @@ async fn run_in(
     result.failure = failure;
     result.message = message;
     result.not_tested = match outcome {
-        Outcome::Skip => scenario.not_tested_without(&undeclared),
+        Outcome::Skip => applicable && scenario.not_tested_without(&undeclared),
         Outcome::Blocked => scenario.level.is_required(),
         _ => false,
     };

@@ -26,7 +26,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use super::oracle::{Oracle, Problem};
 use super::remote::http::Endpoint;
-use super::remote::streamable::{Item, Streamable};
+use super::remote::streamable::{Item, Refused, Streamable};
 use crate::check::{CheckError, Failure, OrFail};
 use crate::context::Ctx;
 
@@ -364,6 +364,8 @@ pub struct Connection {
     /// No wait goes past the row's budget counted from here (it grows with each set-up step),
     /// so that a check fails with what it waited for before the runner cancels it.
     opened: Instant,
+    /// Messages come on several streams (Streamable HTTP).
+    unordered: bool,
 }
 
 impl std::fmt::Debug for Connection {
@@ -409,6 +411,7 @@ impl Connection {
             headers,
             reader,
             opened: Instant::now(),
+            unordered: false,
         }
     }
 
@@ -464,13 +467,15 @@ impl Connection {
             .note(channel, &format!("Streamable HTTP client of {url}"));
         let limit = ctx.timeouts().scale(Duration::from_secs(10));
         let (client, items) = Streamable::new(endpoint, ctx.wire().clone(), channel, limit);
-        Ok(Self::new(
+        let mut conn = Self::new(
             ctx,
             channel,
             Sink::Http(client),
             Vec::new(),
             |shared, tx| tokio::spawn(read_streamable(shared, items, tx)),
-        ))
+        );
+        conn.unordered = true;
+        Ok(conn)
     }
 
     /// The scenario's context.
@@ -533,10 +538,27 @@ impl Connection {
 
     /// Sends a text as one line or text frame, as it is.
     pub async fn send_text(&self, text: &str) -> Result<(), CheckError> {
-        self.shared
-            .write_text(text)
-            .await
-            .or_fail("the agent accepts input")
+        match self.shared.write_text(text).await {
+            Err(error)
+                if error
+                    .get_ref()
+                    .and_then(|e| e.downcast_ref::<Refused>())
+                    .is_some_and(Refused::is_http_level_answer) =>
+            {
+                Err(CheckError::NotApplicable(format!(
+                    "over Streamable HTTP the endpoint answers this message at the HTTP level, \
+                     which the ACP-HTTP rows judge; its JSON-RPC answer cannot be judged over this \
+                     profile (E-ACP-64): {error}"
+                )))
+            }
+            written => written.or_fail("the agent accepts input"),
+        }
+    }
+
+    /// Whether messages arrive on more than one stream (Streamable HTTP: the connection's and
+    /// each session's), so that the order between streams is not the order the agent sent.
+    pub fn streams_unordered(&self) -> bool {
+        self.unordered
     }
 
     /// Writes raw bytes to the agent's stdin, without adding a terminator (stdio only).

@@ -41,6 +41,37 @@ struct State {
     readers: Vec<JoinHandle<()>>,
 }
 
+/// A POST answered with a status other than `202`: the error a send fails with.
+#[derive(Debug)]
+pub struct Refused {
+    /// The status.
+    pub status: u16,
+    /// Status, headers and body.
+    pub detail: String,
+}
+
+impl Refused {
+    /// Whether the RFD answers this status at the HTTP level for a message a row sends on
+    /// purpose (400: not one JSON object, or a session's header missing; 404: an unknown
+    /// session or connection; 501: a batch): the message's JSON-RPC answer cannot be judged over
+    /// this profile (E-ACP-64).
+    pub fn is_http_level_answer(&self) -> bool {
+        matches!(self.status, 400 | 404 | 501)
+    }
+}
+
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the POST of this message was answered {} (202 expected): {}",
+            self.status, self.detail
+        )
+    }
+}
+
+impl std::error::Error for Refused {}
+
 /// One Streamable HTTP connection to an endpoint. See the module docs.
 #[derive(Debug)]
 pub struct Streamable {
@@ -126,11 +157,10 @@ impl Streamable {
         if answer.head.status == 202 {
             return Ok(());
         }
-        Err(failed(format!(
-            "the POST of this message was answered {} (202 expected): {}",
-            answer.head.status,
-            answer.describe()
-        )))
+        Err(std::io::Error::other(Refused {
+            status: answer.head.status,
+            detail: answer.describe(),
+        }))
     }
 
     async fn initialize(self: &Arc<Self>, text: &str) -> std::io::Result<()> {
@@ -192,6 +222,10 @@ impl Streamable {
             &self.channel,
             &format!("GET of the {scope} stream answered {}", head.describe()),
         );
+        if head.status == 404 && session.is_some() {
+            // A session the server does not know: its POST gets the server's own answer.
+            return Ok(());
+        }
         if head.status != 200 {
             return Err(failed(format!(
                 "the GET of the {scope} stream was answered {} (200 expected)",

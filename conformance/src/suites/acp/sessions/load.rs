@@ -171,6 +171,16 @@ async fn load_replay(ctx: &Ctx) -> Result<Vec<Value>, CheckError> {
         .filter(|f| f.is_update_for(&session))
         .filter_map(|f| f.update().cloned())
         .collect();
+    if conn.streams_unordered() {
+        // Over Streamable HTTP the replay comes on the session's stream and the result on the
+        // connection's: their order as read is not the order sent (E-ACP-64).
+        ctx.note("the replay and the session/load result came on different streams: their order is not judged");
+        return Ok(conn.frames()[from..]
+            .iter()
+            .filter(|f| f.is_update_for(&session))
+            .filter_map(|f| f.update().cloned())
+            .collect());
+    }
     // What the conversation holds; the session's commands (available_commands_update) may
     // follow the result (E-ACP-61).
     let after = exchange::turn_content_updates(&exchange::since(conn, answer + 1), &session);
