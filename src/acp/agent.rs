@@ -51,6 +51,7 @@ pub mod registry;
 pub mod store;
 pub mod tools;
 pub mod turn;
+pub mod v2_updates;
 
 mod handlers;
 
@@ -75,7 +76,7 @@ use self::control::{TurnControl, TurnOutcome};
 use self::policy::Remembered;
 use self::registry::Registry;
 use self::store::{HistoryEntry, Store};
-use crate::acp::methods::SESSION_UPDATE;
+use crate::acp::methods::{Generation, SESSION_UPDATE};
 use crate::acp::{
     ExecutionState, ExecutionStateKind, ExecutionStateUpdate, Extra, Nullable,
     PermissionOptionKind, SessionInfoUpdate, SessionNotification, SessionUpdate, ToolCallUpdate,
@@ -140,6 +141,8 @@ impl Agent {
                 store: Mutex::new(Store::default()),
                 registry: Registry::default(),
                 authenticated: AtomicBool::new(false),
+                v2_messages: Mutex::default(),
+                cancellable_tools: Mutex::default(),
             }),
         }
     }
@@ -319,6 +322,10 @@ pub(crate) struct Inner {
     store: Mutex<Store>,
     pub(crate) registry: Registry,
     authenticated: AtomicBool,
+    /// The agent message id of each session's current v2 turn.
+    v2_messages: Mutex<std::collections::HashMap<String, String>>,
+    /// The tool calls `tool_call/cancel` can cancel now: tool call id to (session, token).
+    cancellable_tools: Mutex<std::collections::HashMap<String, (String, CancellationToken)>>,
 }
 
 impl Inner {
@@ -351,8 +358,84 @@ impl Inner {
         }
     }
 
-    /// Sends a `session/update` to the session's owner; a failure is logged, not returned.
+    /// Sets the agent message id of a session's current v2 turn.
+    pub(crate) fn set_v2_message(&self, session: &str, message_id: String) {
+        self.v2_messages
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(session.to_owned(), message_id);
+    }
+
+    /// Makes a running tool call cancellable by `tool_call/cancel` until [`Inner::release_tool`].
+    pub(crate) fn hold_tool(&self, session: &str, tool_call: &str, token: CancellationToken) {
+        self.cancellable_tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(tool_call.to_owned(), (session.to_owned(), token));
+    }
+
+    /// Ends what [`Inner::hold_tool`] started.
+    pub(crate) fn release_tool(&self, tool_call: &str) {
+        self.cancellable_tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(tool_call);
+    }
+
+    /// Whether a tool call can be cancelled now.
+    fn is_cancellable(&self, tool_call: &str) -> bool {
+        self.cancellable_tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains_key(tool_call)
+    }
+
+    /// Cancels a cancellable tool call of `session`; `false` when there is none by that id.
+    pub(crate) fn cancel_tool(&self, session: &str, tool_call: &str) -> bool {
+        let tools = self
+            .cancellable_tools
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        match tools.get(tool_call) {
+            Some((owner, token)) if owner == session => {
+                token.cancel();
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Sends a v2 `session/update` to the session's owner; a failure is logged, not returned.
+    pub(crate) async fn update_v2(&self, session: &str, update: crate::acp::v2::SessionUpdate) {
+        let params = crate::acp::v2::SessionNotification::new(session, update);
+        if let Err(error) = self
+            .registry
+            .notify(Some(session), SESSION_UPDATE, &params)
+            .await
+        {
+            let kind = params.update.kind();
+            tracing::warn!(session, kind, %error, "session/update not delivered");
+        }
+    }
+
+    /// Sends a `session/update` to the session's owner, in v2's form when the owner speaks v2
+    /// ([`v2_updates`]); a failure is logged, not returned.
     pub(crate) async fn update(&self, session: &str, update: SessionUpdate) {
+        if self.registry.session_generation(session) == Generation::V2 {
+            let message_id = self
+                .v2_messages
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(session)
+                .cloned()
+                .unwrap_or_default();
+            if let Some(update) =
+                v2_updates::to_v2(update, &message_id, |id| self.is_cancellable(id))
+            {
+                self.update_v2(session, update).await;
+            }
+            return;
+        }
         let params = SessionNotification::new(session, update);
         if let Err(error) = self
             .registry
@@ -381,6 +464,10 @@ impl Inner {
     /// Sends the `agent_message_chunk` of `text`, the update every turn streams: the line
     /// [`Inner::update`] writes for it, assembled from fixed text (`acp::turn_lines`).
     pub(crate) async fn message_chunk(&self, session: &str, text: &str) {
+        if self.registry.session_generation(session) == Generation::V2 {
+            let chunk = SessionUpdate::agent_message(crate::acp::ContentBlock::text(text));
+            return self.update(session, chunk).await;
+        }
         let encode = |jsonrpc: bool, out: &mut Vec<u8>| {
             crate::acp::turn_lines::message_chunk(session, text, jsonrpc, out)
         };

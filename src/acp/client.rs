@@ -43,6 +43,7 @@ mod link;
 mod permission;
 mod terminal;
 mod updates;
+pub mod v2;
 
 use std::fmt;
 use std::sync::Arc;

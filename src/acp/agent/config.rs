@@ -9,6 +9,8 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
+use crate::acp::methods::Generation;
+
 /// Default page size of `session/list`.
 pub const DEFAULT_PAGE_SIZE: usize = 50;
 
@@ -67,6 +69,9 @@ pub struct AgentConfig {
     /// `initialize` refuses a `protocolVersion` other than 1 with `-32602`, as
     /// acp-websocket-serve-spec.md asks (WS-023), instead of answering 1 as ACP negotiates.
     pub strict_version: bool,
+    /// The newest protocol generation `initialize` settles on (every older one is spoken too):
+    /// v2 by default, v1 to offer v1 alone (`ski acp serve --protocol 1`).
+    pub max_protocol: Generation,
 }
 
 impl Default for AgentConfig {
@@ -90,6 +95,7 @@ impl Default for AgentConfig {
             turn_updates: TurnUpdates::Full,
             echo: EchoConfig::default(),
             strict_version: false,
+            max_protocol: Generation::V2,
         }
     }
 }
@@ -356,6 +362,9 @@ pub struct EchoConfig {
     /// How many times the reply's `agent_message_chunk` is sent (1 normally; more makes a
     /// notification flood for benchmarks).
     pub reply_chunks: u32,
+    /// Whether each turn makes a tool call that runs until it is cancelled (`tool_call/cancel`
+    /// in v2, or the turn's own stop), before the reply.
+    pub hold_tool_call: bool,
 }
 
 impl Default for EchoConfig {
@@ -366,6 +375,7 @@ impl Default for EchoConfig {
             fail_attempts: 0,
             tool_calls: Vec::new(),
             reply_chunks: 1,
+            hold_tool_call: false,
         }
     }
 }

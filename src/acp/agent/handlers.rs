@@ -10,6 +10,7 @@
 //! [`AgentConfig::max_total_sessions`](super::AgentConfig::max_total_sessions) in all.
 
 mod install;
+mod v2;
 
 use self::install::Installer;
 
@@ -25,7 +26,8 @@ use super::model::PromptDirectives;
 use super::registry::ConnectionId;
 use super::turn;
 use super::{ConnectionOptions, Inner, clock};
-use crate::acp::methods::{SESSION_CANCEL, SESSION_STOP, SESSION_UPDATE, typed};
+use crate::acp::methods::v2::typed as v2typed;
+use crate::acp::methods::{Generation, SESSION_CANCEL, SESSION_STOP, SESSION_UPDATE, typed};
 use crate::acp::{
     AgentAuthCapabilities, AgentCapabilities, AuthMethod, AuthMethodAgent, AuthenticateRequest,
     AuthenticateResponse, Capability, CloseSessionRequest, CloseSessionResponse,
@@ -223,7 +225,7 @@ pub(super) fn peer_builder(
         .max_in_flight_sends(options.max_in_flight_sends)
         .max_message_bytes(options.max_message_bytes);
     Installer::new(builder, agent, connection)
-        .checked_request(typed::Initialize, initialize_version, initialize)
+        .every_generation(typed::Initialize, initialize_version, initialize)
         .request(typed::Authenticate, authenticate)
         .request(typed::Logout, logout)
         .request(typed::NewSession, new_session)
@@ -239,6 +241,18 @@ pub(super) fn peer_builder(
         .text_request(typed::Prompt, prompt)
         .request(typed::ExportSession, export_session)
         .request(typed::StopSession, stop_session)
+        // The v2 rows: what v2 keeps unchanged is served by the v1 handler.
+        .request(v2typed::Login, v2::login)
+        .request(v2typed::Logout, logout)
+        .request(v2typed::NewSession, v2::new_session)
+        .request(v2typed::ListSessions, list_sessions)
+        .request(v2typed::ResumeSession, v2::resume_session)
+        .request(v2typed::DeleteSession, delete_session)
+        .request(v2typed::CloseSession, close_session)
+        .request(v2typed::SetSessionConfigOption, v2::set_config_option)
+        .text_request(v2typed::Prompt, v2::prompt)
+        .request(v2typed::CancelToolCall, v2::cancel_tool_call)
+        .request(v2typed::CancelTerminal, v2::cancel_terminal)
         .notification(typed::Cancel, |agent, params| {
             cancel_turn(agent, SESSION_CANCEL, &params.session_id);
         })
@@ -269,37 +283,124 @@ fn cancel_turn(agent: &Inner, method: &str, session: &str) {
 /// version that is missing or no uint16 is refused with its own message).
 fn initialize_version(agent: &Inner, params: Option<&Value>) -> Result<(), RpcError> {
     let version = params.and_then(|params| params.get("protocolVersion"));
-    check_protocol_version(version, agent.config.strict_version)
+    check_protocol_version(version, agent.config.strict_version, newest(&agent.config))
+}
+
+/// The newest generation the agent speaks: `max_protocol`, but v1 under `strict_version`
+/// (WS-023 is a rule of ski's v1 WebSocket spec: the version it allows is 1).
+fn newest(config: &super::AgentConfig) -> Generation {
+    if config.strict_version {
+        Generation::V1
+    } else {
+        config.max_protocol
+    }
+}
+
+/// The versions an agent whose newest generation is `newest` speaks, oldest first.
+fn offered(newest: Generation) -> Vec<u16> {
+    Generation::ALL
+        .iter()
+        .filter(|generation| generation.protocol_version() <= newest.protocol_version())
+        .map(|generation| generation.protocol_version())
+        .collect()
+}
+
+/// The generation `initialize` settles on for a requested version, by ACP's rule: the version
+/// asked for when the agent speaks it, else the newest the agent speaks below it (so a client
+/// asking for a version above the agent's newest gets the newest); a version below every one
+/// the agent speaks (0) is `-32022`, as the v2 schema (npm-sdk 2.4.0) says. A request without
+/// v2's required `info` is a v1 `initialize` whatever version it asks for, and is answered in
+/// v1 (ERRATA E-ACP-70).
+fn negotiate(requested: u16, newest: Generation, v2_shaped: bool) -> Result<Generation, RpcError> {
+    let settled = Generation::ALL
+        .iter()
+        .rev()
+        .copied()
+        .filter(|generation| generation.protocol_version() <= newest.protocol_version())
+        .find(|generation| generation.protocol_version() <= requested)
+        .ok_or_else(|| crate::acp::v2::unsupported_protocol_version(requested, &offered(newest)))?;
+    Ok(match settled {
+        Generation::V2 if !v2_shaped => Generation::V1,
+        settled => settled,
+    })
 }
 
 /// Whether `initialize` goes on with the client's `protocolVersion`. As ACP negotiates, any
-/// version (a uint16) is answered with the one this agent speaks, [`PROTOCOL_VERSION`], and the
-/// client decides whether it can use it; `strict` (`--strict-version`, WS-023) refuses every
-/// version but that one. A value that is no uint16, or none, is invalid params either way.
-fn check_protocol_version(version: Option<&Value>, strict: bool) -> Result<(), RpcError> {
+/// version (a uint16) goes on to [`negotiate`], and the client decides whether it can use the
+/// answer; `strict` (`--strict-version`, WS-023) refuses every version the agent does not speak
+/// with `-32602`. A value that is no uint16, or none, is invalid params either way.
+fn check_protocol_version(
+    version: Option<&Value>,
+    strict: bool,
+    newest: Generation,
+) -> Result<(), RpcError> {
+    let expected = offered(newest)
+        .iter()
+        .map(u16::to_string)
+        .collect::<Vec<_>>()
+        .join(" or ");
     let Some(version) = version else {
         return Err(invalid_params(format!(
-            "missing protocolVersion, expected: {PROTOCOL_VERSION}"
+            "missing protocolVersion, expected: {expected}"
         )));
     };
-    let number = version.as_u64().filter(|n| u16::try_from(*n).is_ok());
+    let number = version.as_u64().and_then(|n| u16::try_from(n).ok());
     match number {
-        Some(n) if n == u64::from(PROTOCOL_VERSION) || !strict => Ok(()),
+        Some(n) if offered(newest).contains(&n) || !strict => Ok(()),
         Some(_) => Err(invalid_params(format!(
-            "unsupported protocolVersion: {version}, expected: {PROTOCOL_VERSION}"
+            "unsupported protocolVersion: {version}, expected: {expected}"
         ))),
         None => Err(invalid_params(format!(
-            "protocolVersion {version} is not an integer from 0 to 65535, expected: {PROTOCOL_VERSION}"
+            "protocolVersion {version} is not an integer from 0 to 65535, expected: {expected}"
         ))),
     }
 }
 
+/// `initialize`: settles the connection's generation ([`negotiate`]) and answers in its form.
+/// A v2 request is read as v2 (`info`, `capabilities`); one the agent answers with 1 is read as
+/// v1.
 async fn initialize(
     agent: Arc<Inner>,
     connection: ConnectionId,
     _cx: RequestContext,
+    raw: Value,
+) -> Result<Value, RpcError> {
+    let requested = raw
+        .get("protocolVersion")
+        .and_then(Value::as_u64)
+        .and_then(|n| u16::try_from(n).ok())
+        .unwrap_or_default();
+    let v2_shaped = raw.get("info").is_some();
+    let generation = negotiate(requested, newest(&agent.config), v2_shaped)?;
+    let encode = |result: Result<Value, serde_json::Error>| {
+        result.map_err(|error| RpcError::internal_error(format!("cannot encode result: {error}")))
+    };
+    match generation {
+        Generation::V2 => {
+            let request: crate::acp::v2::InitializeRequest =
+                crate::jsonrpc::decode_params(Some(raw))?;
+            tracing::info!(connection, client = %request.info.name, version = %request.info.version, protocol = 2, "initialize");
+            agent
+                .registry
+                .set_client(connection, crate::acp::ClientCapabilities::default());
+            agent.registry.set_generation(connection, Generation::V2);
+            encode(serde_json::to_value(agent.initialize_v2()))
+        }
+        Generation::V1 => {
+            let request: InitializeRequest = crate::jsonrpc::decode_params(Some(raw))?;
+            agent.registry.set_generation(connection, Generation::V1);
+            encode(serde_json::to_value(initialize_v1(
+                &agent, connection, request,
+            )))
+        }
+    }
+}
+
+fn initialize_v1(
+    agent: &Inner,
+    connection: ConnectionId,
     request: InitializeRequest,
-) -> Result<InitializeResponse, RpcError> {
+) -> InitializeResponse {
     if let Some(client) = &request.client_info {
         tracing::info!(connection, client = %client.name, version = %client.version, "initialize");
     }
@@ -308,7 +409,7 @@ async fn initialize(
         .set_client(connection, request.client_capabilities.unwrap_or_default());
     let mut info = Implementation::new(&agent.config.name, &agent.config.version);
     info.title = Some(agent.config.title.clone());
-    Ok(InitializeResponse {
+    InitializeResponse {
         protocol_version: PROTOCOL_VERSION,
         agent_capabilities: Some(agent.capabilities()),
         auth_methods: Some(
@@ -328,7 +429,7 @@ async fn initialize(
         ),
         agent_info: Some(info),
         extra: Extra::new(),
-    })
+    }
 }
 
 async fn authenticate(
@@ -701,6 +802,10 @@ impl Inner {
         let removed = self.store().remove(session).is_some();
         if removed {
             self.registry.forget_session(session);
+            self.v2_messages
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .remove(session);
         }
         removed
     }

@@ -31,6 +31,8 @@ pub struct PromptDirectives {
     /// How many times the reply's `agent_message_chunk` is sent (at least 1): a notification
     /// flood for benchmarks.
     pub flood_chunks: Option<u32>,
+    /// Whether the turn makes a tool call that runs until it is cancelled.
+    pub hold_tool_call: Option<bool>,
 }
 
 impl PromptDirectives {
@@ -51,6 +53,9 @@ impl PromptDirectives {
         }
         if let Some(hold) = self.hold {
             plan.hold = hold;
+        }
+        if let Some(hold) = self.hold_tool_call {
+            plan.hold_tool_call = hold;
         }
         if let Some(fail) = self.fail_attempts {
             plan.fail_attempts = fail;

@@ -15,6 +15,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use serde::Serialize;
 
 use crate::acp::ClientCapabilities;
+use crate::acp::methods::Generation;
 use crate::jsonrpc::{Peer, SendError};
 
 /// Identifies one connection of an agent.
@@ -63,6 +64,8 @@ struct Connection {
     label: String,
     peer: Option<Peer>,
     client: ClientCapabilities,
+    /// The protocol generation `initialize` settled on (v1 until then).
+    generation: Generation,
     /// How many sessions this connection owns.
     owned: usize,
 }
@@ -107,6 +110,7 @@ impl Registry {
                 label: label.to_owned(),
                 peer: None,
                 client: ClientCapabilities::default(),
+                generation: Generation::V1,
                 owned: 0,
             },
         );
@@ -137,6 +141,32 @@ impl Registry {
         if let Some(connection) = self.lock().connections.get_mut(&id) {
             connection.client = client;
         }
+    }
+
+    /// Records the protocol generation `initialize` settled on for a connection.
+    pub fn set_generation(&self, id: ConnectionId, generation: Generation) {
+        if let Some(connection) = self.lock().connections.get_mut(&id) {
+            connection.generation = generation;
+        }
+    }
+
+    /// The protocol generation of a connection (v1 before `initialize`, and for one that is
+    /// gone).
+    pub fn generation(&self, id: ConnectionId) -> Generation {
+        self.lock()
+            .connections
+            .get(&id)
+            .map_or(Generation::V1, |c| c.generation)
+    }
+
+    /// The protocol generation of a session's owner (v1 when it has none).
+    pub fn session_generation(&self, session: &str) -> Generation {
+        let inner = self.lock();
+        inner
+            .owners
+            .get(session)
+            .and_then(|owner| inner.connections.get(owner))
+            .map_or(Generation::V1, |c| c.generation)
     }
 
     /// What the client of a connection advertised (nothing before `initialize`).

@@ -77,6 +77,44 @@ async fn call(
     }
 }
 
+/// The held tool call of a turn (`holdToolCall`): reported `in_progress` and cancellable, it
+/// runs until `tool_call/cancel` names it (then it reports `cancelled` and the turn goes on) or
+/// the turn is stopped (then the turn ends as stopped turns do, with no further update).
+pub(crate) async fn held(
+    agent: &Arc<Inner>,
+    session: &str,
+    control: &TurnControl,
+) -> Result<(), TurnOutcome> {
+    let id = new_tool_call_id();
+    let token = tokio_util::sync::CancellationToken::new();
+    agent.hold_tool(session, &id, token.clone());
+    let mut call = ToolCall::new(&id, "Wait until cancelled");
+    call.kind = Some(ToolKind::Other);
+    call.status = Some(ToolCallStatus::InProgress);
+    let reported = agent
+        .content(session, control, SessionUpdate::ToolCall(call))
+        .await;
+    if let Err(stopped) = reported {
+        agent.release_tool(&id);
+        return Err(stopped);
+    }
+    tokio::select! {
+        biased;
+        () = control.token().cancelled() => {
+            agent.release_tool(&id);
+            Err(TurnOutcome::stopped(control))
+        }
+        () = token.cancelled() => {
+            agent.release_tool(&id);
+            let mut update = ToolCallUpdate::new(&id);
+            update.status = Nullable::Value(ToolCallStatus::Unknown("cancelled".to_owned()));
+            agent
+                .content(session, control, SessionUpdate::ToolCallUpdate(update))
+                .await
+        }
+    }
+}
+
 /// A clean-up call that runs even though the turn is stopped.
 async fn cleanup(peer: &Peer, method: &str, params: Value) {
     if let Err(error) = peer

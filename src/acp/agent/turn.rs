@@ -248,6 +248,9 @@ async fn steps(
             Box::pin(tools::run(agent, session, control, spec, &reply)).await?;
         }
     }
+    if plan.hold_tool_call {
+        Box::pin(tools::held(agent, session, control)).await?;
+    }
     for _ in 0..plan.reply_chunks.max(1) {
         if control.is_stopped() {
             return Err(TurnOutcome::stopped(control));

@@ -19,6 +19,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod v2;
+
 use anyhow::{Context, anyhow};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
@@ -229,6 +231,17 @@ pub struct ConnectArgs {
     /// Print sorted-key JSON lines instead of text
     #[arg(long)]
     json: bool,
+    /// The ACP protocol version to ask for and accept: 1 (the default) or 2 (the v2 draft); an
+    /// agent that answers another version is an error
+    #[arg(long, value_name = "VERSION", default_value_t = 1,
+        value_parser = clap::value_parser!(u16).range(1..=2))]
+    protocol: u16,
+    /// With --protocol 2: cancel every tool call that can be cancelled (tool_call/cancel)
+    #[arg(long)]
+    cancel_tool_calls: bool,
+    /// With --protocol 2: set a config option before the first prompt; repeatable
+    #[arg(long, value_name = "ID=VALUE")]
+    config: Vec<String>,
     #[command(flatten)]
     transport: TransportArgs,
     #[command(flatten)]
@@ -778,10 +791,34 @@ async fn connect(args: ConnectArgs) -> CommandResult {
     let endpoint = endpoint(&args.transport)?;
     let cwd = session_cwd(args.offer.cwd.as_deref())?;
     let config = client_config(&args.transport, Some(&args.offer), &cwd)?;
+    if args.protocol == 1 && (args.cancel_tool_calls || !args.config.is_empty()) {
+        return Err(CommandError::invalid_input(anyhow!(
+            "--cancel-tool-calls and --config need --protocol 2"
+        )));
+    }
     let session = Session::open(endpoint, config).await?;
-    let result = turns(&session.client, &args, &cwd).await;
+    let result = match args.protocol {
+        1 => turns(&session.client, &args, &cwd).await,
+        _ => turns_v2(&session.client, &args, &cwd).await,
+    };
     session.finish().await;
     result
+}
+
+/// Initializes asking for protocol version 2 and, if the agent answers 2, runs the turns in v2.
+async fn turns_v2(client: &Client, args: &ConnectArgs, cwd: &Path) -> CommandResult {
+    let negotiated = client
+        .initialize_as(crate::acp::v2::PROTOCOL_VERSION)
+        .await
+        .map_err(call_failure)?;
+    if negotiated.protocol_version() != crate::acp::v2::PROTOCOL_VERSION {
+        return Err(CommandError::upstream(anyhow!(
+            "the agent answered initialize with protocol version {}; this client is pinned to 2 \
+             (--protocol 2), so it stops here",
+            negotiated.protocol_version()
+        )));
+    }
+    v2::turns(client, args, cwd).await
 }
 
 /// Initializes and checks that the agent speaks protocol version 1.

@@ -30,6 +30,7 @@ use crate::acp::agent::{
         DEFAULT_PERMISSION_TIMEOUT,
     },
 };
+use crate::acp::methods::Generation;
 use crate::acp::remote::server::{DEFAULT_SSE_QUEUE, HttpOptions, HttpServer};
 use crate::exit::{CommandError, CommandResult};
 use crate::jsonrpc::Transport;
@@ -226,6 +227,11 @@ pub struct ServeArgs {
     #[arg(long, help_heading = "Prompt turns")]
     pub hold: bool,
 
+    /// Make every turn a tool call that runs until it is cancelled (tool_call/cancel in ACP
+    /// v2, where it ends `cancelled` and the turn goes on; otherwise the turn's own cancel)
+    #[arg(long, help_heading = "Prompt turns")]
+    pub hold_tool_call: bool,
+
     // The help text is an attribute, not a doc comment, because its brackets are not links.
     #[arg(
         long,
@@ -320,6 +326,12 @@ pub struct ServeArgs {
     /// negotiates, and the client decides.
     #[arg(long, help_heading = "Capabilities")]
     pub strict_version: bool,
+
+    /// The newest ACP protocol version to speak: 2 offers ACP v2 (draft) and v1, and
+    /// initialize settles on the one the client asks for; 1 offers v1 alone
+    #[arg(long, value_name = "VERSION", default_value_t = 2,
+        value_parser = clap::value_parser!(u16).range(1..=2), help_heading = "Capabilities")]
+    pub protocol: u16,
 
     #[command(flatten)]
     pub log: LogArgs,
@@ -434,6 +446,8 @@ impl ServeArgs {
             auth_methods,
             auth_required: self.auth_required,
             strict_version: self.strict_version,
+            max_protocol: Generation::from_protocol_version(self.protocol)
+                .unwrap_or(Generation::V2),
             permission: PermissionConfig {
                 mode,
                 timeout: self
@@ -456,6 +470,7 @@ impl ServeArgs {
             echo: EchoConfig {
                 delay: Duration::from_millis(self.delay_ms.unwrap_or(0)),
                 hold: self.hold,
+                hold_tool_call: self.hold_tool_call,
                 fail_attempts: self.fail_attempts,
                 tool_calls,
                 ..EchoConfig::default()

@@ -10,6 +10,12 @@
 //! refusal names the type expected), unless the type reads them as no fields (`logout`'s `{}`).
 //! A notification of a gated method the agent did not advertise, or with params that do not
 //! decode, is ignored (and logged).
+//!
+//! A request is served by the handler of the connection's protocol generation (the one its
+//! `initialize` settled on; v1 before): a method v1 and v2 both have is installed once per
+//! generation and each request goes to its generation's handler, and a method the connection's
+//! generation lacks answers `-32601` (`session/load` on v2, `auth/login` on v1). `initialize` is
+//! served in every generation.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,10 +26,10 @@ use serde_json::{Map, Value};
 
 use crate::acp::agent::Inner;
 use crate::acp::agent::registry::ConnectionId;
-use crate::acp::methods::{Gate, Method, TypedMethod, TypedRequest};
+use crate::acp::methods::{Gate, Generation, Method, TypedMethod, TypedRequest};
 use crate::jsonrpc::{
-    ErrorCode, NotificationContext, PeerBuilder, RequestContext, RpcError, decode_params,
-    decode_params_text,
+    ErrorCode, NotificationContext, PeerBuilder, RequestContext, RequestHandler, RpcError,
+    TextRequestHandler, decode_params, decode_params_text,
 };
 
 /// A check of a request's raw params that runs before they are decoded, for a method whose
@@ -79,11 +85,58 @@ fn encode_error(error: &serde_json::Error) -> RpcError {
     RpcError::internal_error(format!("cannot encode result: {error}"))
 }
 
+/// A request handler and the generations it serves.
+struct Served<H: ?Sized> {
+    name: &'static str,
+    generations: &'static [Generation],
+    handler: Arc<H>,
+}
+
 /// The peer builder of one connection while the agent's handlers are installed on it.
 pub(super) struct Installer {
     builder: PeerBuilder,
     agent: Arc<Inner>,
     connection: ConnectionId,
+    requests: Vec<Served<dyn RequestHandler>>,
+    text_requests: Vec<Served<dyn TextRequestHandler>>,
+}
+
+/// The one generation a row belongs to, as a slice.
+fn generation_of(method: &Method) -> &'static [Generation] {
+    match method.generation {
+        Generation::V1 => &[Generation::V1],
+        Generation::V2 => &[Generation::V2],
+    }
+}
+
+/// The handler of `name` for the connection's generation, from `served`.
+fn pick<H: ?Sized>(
+    served: &[(&'static [Generation], Arc<H>)],
+    generation: Generation,
+) -> Option<Arc<H>> {
+    served
+        .iter()
+        .find(|(generations, _)| generations.contains(&generation))
+        .map(|(_, handler)| handler.clone())
+}
+
+/// Groups handlers by method name, in installation order.
+fn by_name<H: ?Sized>(
+    served: Vec<Served<H>>,
+) -> Vec<(&'static str, Vec<(&'static [Generation], Arc<H>)>)> {
+    let mut grouped: Vec<(&'static str, Vec<(&'static [Generation], Arc<H>)>)> = Vec::new();
+    for Served {
+        name,
+        generations,
+        handler,
+    } in served
+    {
+        match grouped.iter_mut().find(|(known, _)| *known == name) {
+            Some((_, handlers)) => handlers.push((generations, handler)),
+            None => grouped.push((name, vec![(generations, handler)])),
+        }
+    }
+    grouped
 }
 
 impl Installer {
@@ -93,12 +146,88 @@ impl Installer {
             builder,
             agent: agent.clone(),
             connection,
+            requests: Vec::new(),
+            text_requests: Vec::new(),
         }
     }
 
-    /// The builder with every handler installed.
+    /// The builder with every handler installed: one per method name, which hands each request
+    /// to the handler of the connection's generation.
     pub(super) fn finish(self) -> PeerBuilder {
-        self.builder
+        let Self {
+            mut builder,
+            agent,
+            connection,
+            requests,
+            text_requests,
+        } = self;
+        for (name, served) in by_name(requests) {
+            let agent = agent.clone();
+            builder = builder.on_request(name, move |cx: RequestContext, params: Option<Value>| {
+                let generation = agent.registry.generation(connection);
+                let handler = pick(&served, generation);
+                async move {
+                    match handler {
+                        Some(handler) => handler.call(cx, params).await,
+                        None => Err(RpcError::method_not_found(name)),
+                    }
+                }
+            });
+        }
+        for (name, served) in by_name(text_requests) {
+            let agent = agent.clone();
+            builder = builder.on_text_request(
+                name,
+                move |cx: RequestContext, params: Option<Box<RawValue>>| {
+                    let generation = agent.registry.generation(connection);
+                    let handler = pick(&served, generation);
+                    async move {
+                        match handler {
+                            Some(handler) => handler.call(cx, params).await,
+                            None => Err(RpcError::method_not_found(name)),
+                        }
+                    }
+                },
+            );
+        }
+        builder
+    }
+
+    /// Installs `handler` for `method` in every generation (`initialize`, which settles the
+    /// generation): after admission and `check`, it reads the raw params itself (`null` when
+    /// absent) and returns its result as JSON.
+    pub(super) fn every_generation<M, F, Fut>(
+        mut self,
+        _method: M,
+        check: RawCheck,
+        handler: F,
+    ) -> Self
+    where
+        M: TypedRequest,
+        F: Fn(Arc<Inner>, ConnectionId, RequestContext, Value) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, RpcError>> + Send + 'static,
+    {
+        let handler = Arc::new(handler);
+        let method = M::ROW;
+        let shared = self.agent.clone();
+        let connection = self.connection;
+        let served: Arc<dyn RequestHandler> =
+            Arc::new(move |cx: RequestContext, params: Option<Value>| {
+                let agent = shared.clone();
+                let handler = handler.clone();
+                async move {
+                    agent.registry.attach(connection, cx.peer());
+                    agent.admit(method)?;
+                    check(&agent, params.as_ref())?;
+                    handler(agent, connection, cx, params.unwrap_or(Value::Null)).await
+                }
+            });
+        self.requests.push(Served {
+            name: method.name,
+            generations: &Generation::ALL,
+            handler: served,
+        });
+        self
     }
 
     /// Installs the handler of request `M`: it records the connection's peer, admits the
@@ -114,23 +243,23 @@ impl Installer {
 
     /// As [`Installer::request`], with `check` run on the raw params after admission and before
     /// decoding.
-    pub(super) fn checked_request<M, F, Fut>(self, _method: M, check: RawCheck, handler: F) -> Self
+    pub(super) fn checked_request<M, F, Fut>(
+        mut self,
+        _method: M,
+        check: RawCheck,
+        handler: F,
+    ) -> Self
     where
         M: TypedRequest,
         F: Fn(Arc<Inner>, ConnectionId, RequestContext, M::Params) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<M::Result, RpcError>> + Send + 'static,
     {
-        let Self {
-            builder,
-            agent,
-            connection,
-        } = self;
         let handler = Arc::new(handler);
         let method = M::ROW;
-        let shared = agent.clone();
-        let builder = builder.on_request(
-            method.name,
-            move |cx: RequestContext, params: Option<Value>| {
+        let shared = self.agent.clone();
+        let connection = self.connection;
+        let served: Arc<dyn RequestHandler> =
+            Arc::new(move |cx: RequestContext, params: Option<Value>| {
                 let agent = shared.clone();
                 let handler = handler.clone();
                 async move {
@@ -141,35 +270,30 @@ impl Installer {
                     let result = handler(agent, connection, cx, params).await?;
                     serde_json::to_value(result).map_err(|error| encode_error(&error))
                 }
-            },
-        );
-        Self {
-            builder,
-            agent,
-            connection,
-        }
+            });
+        self.requests.push(Served {
+            name: method.name,
+            generations: generation_of(method),
+            handler: served,
+        });
+        self
     }
 
     /// As [`Installer::request`], with the params decoded from their text and the result written
     /// as text: the prompt turn, the one request a client sends over and over, builds no `Value`
     /// of its params or its result.
-    pub(super) fn text_request<M, F, Fut>(self, _method: M, handler: F) -> Self
+    pub(super) fn text_request<M, F, Fut>(mut self, _method: M, handler: F) -> Self
     where
         M: TypedRequest,
         F: Fn(Arc<Inner>, ConnectionId, RequestContext, M::Params) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<M::Result, RpcError>> + Send + 'static,
     {
-        let Self {
-            builder,
-            agent,
-            connection,
-        } = self;
         let handler = Arc::new(handler);
         let method = M::ROW;
-        let shared = agent.clone();
-        let builder = builder.on_text_request(
-            method.name,
-            move |cx: RequestContext, params: Option<Box<RawValue>>| {
+        let shared = self.agent.clone();
+        let connection = self.connection;
+        let served: Arc<dyn TextRequestHandler> =
+            Arc::new(move |cx: RequestContext, params: Option<Box<RawValue>>| {
                 let agent = shared.clone();
                 let handler = handler.clone();
                 async move {
@@ -182,13 +306,13 @@ impl Installer {
                     let result = handler(agent, connection, cx, params).await?;
                     serde_json::value::to_raw_value(&result).map_err(|error| encode_error(&error))
                 }
-            },
-        );
-        Self {
-            builder,
-            agent,
-            connection,
-        }
+            });
+        self.text_requests.push(Served {
+            name: method.name,
+            generations: generation_of(method),
+            handler: served,
+        });
+        self
     }
 
     /// Installs the handler of notification `M`; it runs only when the agent serves the method
@@ -202,6 +326,8 @@ impl Installer {
             builder,
             agent,
             connection,
+            requests,
+            text_requests,
         } = self;
         let handler = Arc::new(handler);
         let method = M::ROW;
@@ -232,6 +358,8 @@ impl Installer {
             builder,
             agent,
             connection,
+            requests,
+            text_requests,
         }
     }
 }
