@@ -47,6 +47,7 @@ pub mod pool;
 pub mod profile;
 pub mod record;
 pub mod recording;
+pub mod remote;
 pub mod replay;
 pub mod runtime;
 pub mod script;
@@ -243,7 +244,7 @@ async fn finish_running(agent: &Arc<Agent>) -> Option<Exit> {
 }
 
 #[cfg(unix)]
-async fn next_signal(
+pub(crate) async fn next_signal(
     term: &mut Option<tokio::signal::unix::Signal>,
     int: &mut Option<tokio::signal::unix::Signal>,
 ) -> (i32, &'static str) {

@@ -17,6 +17,7 @@ mod agent_in_process;
 mod agent_input_ends;
 mod agent_personalities;
 mod agent_readme;
+mod agent_remote;
 mod agent_transcript_control;
 mod cli_closed_stdout;
 mod kiro_client;

@@ -7,6 +7,8 @@
 //!   session-scoped SSE stream, `GET /acp` with `Upgrade: websocket` opens a WebSocket
 //!   connection, `DELETE /acp` ends a connection. HTTP/1.1 and cleartext HTTP/2 (prior
 //!   knowledge) on one port.
+//! - [`host`]: the seam to the agent core the server drives ([`host::Host`]): ski's reference
+//!   agent, or another (the mock agent), given each connection as a [`host::Link`].
 //! - [`routes`]: one Streamable HTTP connection: which stream carries each message the agent
 //!   sends, and the bounded queue of each stream.
 //! - [`sse`]: Server-Sent Events, written and read with a size bound.
@@ -16,9 +18,11 @@
 //!
 //! Every connection, whichever profile, drives the same [`crate::acp::agent::Agent`] as stdio
 //! and `--transport ws` do: the transport turns HTTP into a message [`crate::jsonrpc::Transport`].
+//! Another agent core plugs in as a [`host::Host`].
 
 pub mod client;
 pub mod cookies;
+pub mod host;
 pub mod routes;
 pub mod server;
 pub mod sse;

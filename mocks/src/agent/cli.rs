@@ -64,6 +64,7 @@ Examples:
   ski-mock-agent --script echo --transcript /tmp/agent.ndjson
   ski-mock-agent --script faults --fault update-before-session-result
   ski-mock-agent --script kiro acp --agent my-agent --model auto
+  ski-mock-agent --script echo --listen 127.0.0.1:0
   ski-mock-agent --script intercom --control '/tmp/agent-{env:INTERCOM_SESSION_ID}.sock'
   ski-mock-agent control /tmp/agent-sess-1.sock '{\"cmd\":\"state\"}'
 
@@ -123,6 +124,17 @@ pub struct Cli {
         hide_env_values = true
     )]
     pub control_connect: Option<String>,
+
+    /// Take clients on ACP's remote endpoint instead of stdio: listen on HOST:PORT (port 0 picks
+    /// a free one), serve `/acp` in both profiles (Streamable HTTP and the WebSocket upgrade),
+    /// print `listening on http://HOST:PORT/acp` on stderr once it accepts, and run one scripted
+    /// agent per connection until SIGTERM or SIGINT.
+    #[arg(
+        long,
+        value_name = "HOST:PORT",
+        conflicts_with_all = ["transcript", "control", "control_connect"]
+    )]
+    pub listen: Option<String>,
 
     /// Read prompts as commands of the official test agent (help, echo <msg>, full, ...).
     #[arg(long)]
@@ -362,6 +374,8 @@ pub struct KiroArgs {
 pub enum Action {
     /// Run an agent.
     Run(Box<Launch>),
+    /// Serve the remote `/acp` endpoint on this address, one agent per connection.
+    Listen(Box<Launch>, String),
     /// Print this text and exit 0.
     Print(String),
     /// Send a control command to a running agent.
@@ -589,14 +603,18 @@ impl Cli {
                 .filter(|v| !v.is_empty())
                 .map(|v| expand_path(v, pid))
         };
-        Ok(Action::Run(Box::new(Launch {
+        let launch = Box::new(Launch {
             transcript: path(&self.transcript),
             control: path(&self.control),
             control_connect: path(&self.control_connect),
             process: ProcessInfo::current(argv),
             handle_signals: true,
             config,
-        })))
+        });
+        Ok(match self.listen {
+            Some(address) => Action::Listen(launch, address),
+            None => Action::Run(launch),
+        })
     }
 }
 

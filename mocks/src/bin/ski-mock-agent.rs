@@ -16,6 +16,7 @@ fn main() {
     let cli = Cli::parse();
     let launch = match cli.into_action(argv) {
         Ok(Action::Run(launch)) => launch,
+        Ok(Action::Listen(launch, address)) => listen(*launch, &address),
         Ok(Action::Control(args)) => control(&args),
         Ok(Action::Record(options)) => record(options),
         Ok(Action::Diff(options)) => diff(&options),
@@ -84,6 +85,20 @@ fn diff(options: &ski_mocks::agent::diff::DiffOptions) -> ! {
             output::text(&drift.render());
             std::process::exit(i32::from(!drift.changes.is_empty()));
         }
+        Err(error) => fail(&error),
+    }
+}
+
+/// `ski-mock-agent --listen HOST:PORT`: serves `/acp` until SIGTERM (143) or SIGINT (130).
+fn listen(launch: ski_mocks::agent::Launch, address: &str) -> ! {
+    let runtime = runtime();
+    let _context = runtime.enter();
+    match runtime.block_on(ski_mocks::agent::remote::listen(
+        launch,
+        address,
+        tokio::io::stderr(),
+    )) {
+        Ok(code) => std::process::exit(code),
         Err(error) => fail(&error),
     }
 }

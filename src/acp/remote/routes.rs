@@ -20,14 +20,15 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll};
 
-use futures::{Sink, Stream, stream};
+use futures::{Sink, SinkExt, Stream, stream};
 use hyper::body::Bytes;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use super::host::Link;
 use super::{CONNECTION_SCOPED_RESPONSES, id_key, params_session, sse};
-use crate::jsonrpc::Transport;
+use crate::jsonrpc::transport::BoxError;
 
 /// Messages from the client waiting for the agent to read them; a POST past it waits.
 pub const INBOUND_QUEUE: usize = 64;
@@ -98,7 +99,7 @@ pub enum PostError {
 impl Routes {
     /// A connection and the transport the agent runs over. `queue_bound` is the most messages
     /// one stream holds.
-    pub fn new(queue_bound: usize) -> (Arc<Self>, Transport) {
+    pub fn new(queue_bound: usize) -> (Arc<Self>, Link) {
         let (inbound, rx) = mpsc::channel::<String>(INBOUND_QUEUE);
         let ended = CancellationToken::new();
         let routes = Arc::new(Self {
@@ -116,12 +117,16 @@ impl Routes {
                 () = ended.cancelled() => None,
                 message = rx.recv() => message,
             }?;
-            Some((Ok::<_, Infallible>(message), (rx, ended)))
+            Some((Ok::<_, BoxError>(message), (rx, ended)))
         });
         let outgoing = Outgoing {
             routes: routes.clone(),
-        };
-        (routes, Transport::frames(incoming, outgoing))
+        }
+        .sink_map_err(BoxError::from);
+        (
+            routes,
+            Link::messages(Box::pin(incoming), Box::pin(outgoing)),
+        )
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

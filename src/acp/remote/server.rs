@@ -52,13 +52,14 @@ use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::host::{Host, Link, ReferenceHost};
 use super::routes::{Routes, Target, event_stream};
 use super::{
     ATTACHING_METHODS, CONNECTION_ID_HEADER, ENDPOINT_PATH, EVENT_STREAM, PROTOCOL_VERSION_HEADER,
     SESSION_ID_HEADER,
 };
 use crate::acp::agent::{Agent, ConnectionOptions};
-use crate::jsonrpc::{DEFAULT_MAX_LINE_BYTES, Transport};
+use crate::jsonrpc::DEFAULT_MAX_LINE_BYTES;
 use crate::transport::ws_server::{READ_BUFFER_BYTES, WsServerError};
 
 /// The default [`HttpOptions::sse_queue`].
@@ -150,19 +151,27 @@ impl HttpServer {
         format!("http://{}{ENDPOINT_PATH}", self.local_addr)
     }
 
-    /// Serves `agent` until `shutdown` fires, then ends every connection and stops the turns.
+    /// Serves ski's reference `agent` until `shutdown` fires, then ends every connection and
+    /// stops the turns.
     pub async fn serve(
         self,
         agent: Agent,
         connection: ConnectionOptions,
         shutdown: CancellationToken,
     ) {
+        let connection = ConnectionOptions {
+            max_message_bytes: self.options.max_message_bytes,
+            ..connection
+        };
+        self.serve_host(Arc::new(ReferenceHost::new(agent, connection)), shutdown)
+            .await;
+    }
+
+    /// Serves any agent core (see [`Host`]) until `shutdown` fires, then ends every connection
+    /// and stops the host.
+    pub async fn serve_host(self, host: Arc<dyn Host>, shutdown: CancellationToken) {
         let shared = Arc::new(Shared {
-            agent: agent.clone(),
-            connection: ConnectionOptions {
-                max_message_bytes: self.options.max_message_bytes,
-                ..connection
-            },
+            host: host.clone(),
             options: self.options,
             connections: Mutex::new(HashMap::new()),
             places: Arc::new(Semaphore::new(self.options.max_connections.max(1))),
@@ -223,7 +232,7 @@ impl HttpServer {
         for routes in shared.lock().values() {
             routes.close();
         }
-        agent.stop_turns().await;
+        host.stop().await;
         shared.tasks.close();
         shared.tasks.wait().await;
     }
@@ -231,8 +240,7 @@ impl HttpServer {
 
 /// What every request handler shares.
 struct Shared {
-    agent: Agent,
-    connection: ConnectionOptions,
+    host: Arc<dyn Host>,
     options: HttpOptions,
     connections: Mutex<HashMap<String, Arc<Routes>>>,
     places: Arc<Semaphore>,
@@ -443,7 +451,7 @@ impl Shared {
                 Some(_) => {}
             }
             let attaching = method.is_some_and(|method| ATTACHING_METHODS.contains(&method));
-            if !attaching && !self.agent.has_session(&session) {
+            if !attaching && !self.host.has_session(&session) {
                 return Err(refuse(
                     StatusCode::NOT_FOUND,
                     format!("no session {session:?}"),
@@ -471,9 +479,9 @@ impl Shared {
             ));
         };
         let id = uuid::Uuid::new_v4().to_string();
-        let (routes, transport) = Routes::new(self.options.sse_queue);
+        let (routes, link) = Routes::new(self.options.sse_queue);
         self.lock().insert(id.clone(), routes.clone());
-        self.drive(id.clone(), transport, routes.clone(), place);
+        self.drive(id.clone(), link, routes.clone(), place);
         let answer = routes.initialize(text, message).await.map_err(|_| {
             refuse(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -501,19 +509,15 @@ impl Shared {
     fn drive(
         self: &Arc<Self>,
         id: String,
-        transport: Transport,
+        link: Link,
         routes: Arc<Routes>,
         place: OwnedSemaphorePermit,
     ) {
         let shared = self.clone();
         self.tasks.spawn(async move {
-            let options = ConnectionOptions {
-                label: id.clone(),
-                ..shared.connection.clone()
-            };
-            let connection = shared.agent.connect(transport, &options);
+            let mut connection = shared.host.connect(link, &id);
             tokio::select! {
-                () = connection.input_closed() => {}
+                () = connection.ended() => {}
                 () = routes.closed() => {}
                 () = shared.shutdown.cancelled() => {}
             }
@@ -536,7 +540,7 @@ impl Shared {
         let (_, routes) = self.named_connection(&request)?;
         let target = match header_text(&request, SESSION_ID_HEADER)? {
             None => Target::Connection,
-            Some(session) if self.agent.has_session(session) => Target::Session(session.to_owned()),
+            Some(session) if self.host.has_session(session) => Target::Session(session.to_owned()),
             Some(session) => {
                 return Err(refuse(
                     StatusCode::NOT_FOUND,
@@ -622,14 +626,10 @@ impl Shared {
                 Some(config),
             )
             .await;
-            let options = ConnectionOptions {
-                label: label.clone(),
-                ..shared.connection.clone()
-            };
             tracing::info!(connection = %label, "websocket client connected");
-            let connection = shared.agent.connect(Transport::websocket(socket), &options);
+            let mut connection = shared.host.connect(Link::websocket(socket), &label);
             tokio::select! {
-                () = connection.input_closed() => {}
+                () = connection.ended() => {}
                 () = shared.shutdown.cancelled() => {}
             }
             connection.close().await;
