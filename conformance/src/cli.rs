@@ -107,6 +107,7 @@ const PROBE_EXAMPLES: &str = "\
 Examples:
   ski-conformance probe --agent-cmd \"my-agent --stdio\" > my-agent.toml
   ski-conformance probe --agent-url ws://127.0.0.1:4000/ --name my-ws-agent
+  ski-conformance probe --agent-url http://127.0.0.1:4000/acp --name my-remote-agent
   ski-conformance run --target my-agent.toml    then test with the saved profile";
 
 #[derive(Debug, Subcommand)]
@@ -211,7 +212,8 @@ struct RunArgs {
     /// Test this ACP agent command over stdio (builds an ad-hoc profile).
     #[arg(long, value_name = "CMD", help_heading = "Target")]
     agent_cmd: Option<String>,
-    /// Test the ACP agent at this WebSocket URL (builds an ad-hoc profile).
+    /// Test the ACP agent at this WebSocket URL (`ws://`), or at ACP's remote endpoint
+    /// (`http://HOST:PORT/acp`, either profile) (builds an ad-hoc profile).
     #[arg(long, value_name = "URL", help_heading = "Target")]
     agent_url: Option<String>,
     /// A capability the ad-hoc target declares besides what discovery finds (repeatable).
@@ -328,7 +330,8 @@ struct ProbeArgs {
         conflicts_with = "agent_url"
     )]
     agent_cmd: Option<String>,
-    /// The ACP agent's WebSocket URL.
+    /// The ACP agent's WebSocket URL (`ws://`), or its remote endpoint (`http://HOST:PORT/acp`:
+    /// the profile then says which of its profiles answer).
     #[arg(long, value_name = "URL")]
     agent_url: Option<String>,
     /// The profile's name.
@@ -774,7 +777,9 @@ fn what_was_run(
     };
     let acp = target.suite("acp");
     let mut command = acp.and_then(|s| s.commands.get("agent")).and_then(template);
-    let url = acp.and_then(|s| s.urls.get("ws")).cloned();
+    let url = acp
+        .and_then(|s| s.urls.get("ws").or_else(|| s.urls.get("http")))
+        .cloned();
     if command.is_none() && url.is_none() {
         command = suites
             .iter()
@@ -933,6 +938,9 @@ fn discover_blocking(
     let found = runtime.block_on(async {
         match (agent_cmd, agent_url) {
             (Some(cmd), _) => crate::discover::stdio(cmd, own_home, auth).await,
+            (None, Some(url)) if crate::discover::is_remote_url(url) => {
+                crate::discover::remote(url, auth).await
+            }
             (None, Some(url)) => crate::discover::websocket(url, auth).await,
             (None, None) => Err(crate::discover::DiscoverError::NoAgent),
         }

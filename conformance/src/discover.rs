@@ -375,6 +375,87 @@ pub async fn websocket(url: &str, auth: &AuthOptions) -> Result<Discovery, Disco
     .await
 }
 
+/// Discovers the agent at ACP's remote endpoint `url` (`http://…/acp`): which profiles it
+/// answers (the WebSocket upgrade of the same URL: `acp-http-ws`; an `initialize` POST answered
+/// `200` with `Acp-Connection-Id`: `acp-http-streamable`), then the rest over the WebSocket
+/// profile when it answers it. Over Streamable HTTP alone only the profile is discovered.
+pub async fn remote(url: &str, auth: &AuthOptions) -> Result<Discovery, DiscoverError> {
+    use crate::suites::acp::remote::http::{self, Endpoint, Request};
+    let connect_error = |message: String| DiscoverError::Connect {
+        url: url.to_owned(),
+        message,
+    };
+    let endpoint = Endpoint::parse(url).map_err(connect_error)?;
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "ski-conformance", "version": env!("CARGO_PKG_VERSION")}},
+    });
+    let streamable = match http::send(
+        &endpoint,
+        &Request::post_json(&initialize.to_string()),
+        ANSWER_TIMEOUT,
+    )
+    .await
+    {
+        Ok(answer) => match answer.head.header("acp-connection-id") {
+            Some(id) if answer.head.status == 200 => {
+                let id = id.to_owned();
+                let _ = http::send(
+                    &endpoint,
+                    &Request::new("DELETE").header("Acp-Connection-Id", &id),
+                    ANSWER_TIMEOUT,
+                )
+                .await;
+                Ok(())
+            }
+            _ => Err(format!(
+                "an initialize POST was answered {}",
+                answer.head.describe()
+            )),
+        },
+        Err(e) => Err(e),
+    };
+    let mut discovery = match websocket(&endpoint.ws_url(), auth).await {
+        Ok(mut found) => {
+            found.capabilities.remove("ws");
+            found.capabilities.insert("acp-http-ws".to_owned());
+            found.notes.push(format!(
+                "the WebSocket upgrade of {} answers",
+                endpoint.url()
+            ));
+            found
+        }
+        Err(e) => {
+            if let Err(streamable) = &streamable {
+                return Err(connect_error(format!(
+                    "neither profile of the remote endpoint answers: the WebSocket upgrade: {e}; Streamable HTTP: {streamable}"
+                )));
+            }
+            let mut found = Discovery::default();
+            found.notes.push(format!(
+                "the WebSocket upgrade does not answer ({e}); the rest of discovery speaks WebSocket, so only the Streamable HTTP profile is known: declare the other capabilities by hand"
+            ));
+            found
+        }
+    };
+    discovery.capabilities.insert("acp-http".to_owned());
+    match streamable {
+        Ok(()) => {
+            discovery
+                .capabilities
+                .insert("acp-http-streamable".to_owned());
+            discovery.notes.push(
+                "Streamable HTTP answers: an initialize POST got 200 with Acp-Connection-Id"
+                    .to_owned(),
+            );
+        }
+        Err(e) => discovery
+            .notes
+            .push(format!("Streamable HTTP does not answer: {e}")),
+    }
+    Ok(discovery)
+}
+
 async fn run(
     mut channel: Channel,
     started: Instant,
@@ -904,6 +985,12 @@ fn derive_from_initialize(init: &Value, discovery: &mut Discovery) {
     }
 }
 
+/// Whether `url` names ACP's remote endpoint (`http://` or `https://`) rather than a
+/// WebSocket (`ws://`, `wss://`).
+pub fn is_remote_url(url: &str) -> bool {
+    url.starts_with("http://") || url.starts_with("https://")
+}
+
 /// A target profile (TOML) that declares what was discovered, to save and edit.
 pub fn profile_toml(
     name: &str,
@@ -939,7 +1026,8 @@ pub fn profile_toml(
         ));
     }
     if let Some(url) = agent_url {
-        text.push_str(&format!("\n[suites.acp.urls]\nws = {}\n", quote(url)));
+        let key = if is_remote_url(url) { "http" } else { "ws" };
+        text.push_str(&format!("\n[suites.acp.urls]\n{key} = {}\n", quote(url)));
     }
     if let Some(method) = &discovery.auth {
         text.push_str(&format!(

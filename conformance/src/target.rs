@@ -453,7 +453,8 @@ impl Target {
     /// An ad-hoc profile for an ACP agent given on the command line.
     ///
     /// `agent_cmd` becomes the `agent` command (capability `stdio`), `agent_url` the `ws` URL
-    /// (capability `ws`); `capabilities` are added as declared.
+    /// (capability `ws`), or for an `http://` URL the remote endpoint's `http` URL (capability
+    /// `acp-http`); `capabilities` are added as declared.
     pub fn ad_hoc(
         agent_cmd: Option<&str>,
         agent_url: Option<&str>,
@@ -476,8 +477,14 @@ impl Target {
                 .insert("HOME".to_owned(), AD_HOC_HOME.to_owned());
         }
         if let Some(url) = agent_url {
-            section.urls.insert("ws".to_owned(), url.to_owned());
-            section.capabilities.insert("ws".to_owned());
+            let remote = url.starts_with("http://") || url.starts_with("https://");
+            let (key, capability) = if remote {
+                ("http", "acp-http")
+            } else {
+                ("ws", "ws")
+            };
+            section.urls.insert(key.to_owned(), url.to_owned());
+            section.capabilities.insert(capability.to_owned());
         }
         section.capabilities.extend(capabilities.iter().cloned());
         let target = Target {

@@ -85,15 +85,16 @@ pub fn checks() -> Vec<Check> {
             "ACP-HTTP-011",
             "Creates two sessions on one connection, opens the connection stream and each \
              session's stream, prompts the first; the session/new responses must come on the \
-             connection stream, the prompt's updates and response on the first session's \
-             stream, and nothing of that turn on the connection stream or the second session's.",
+             connection stream, the prompt's updates, requests (a permission request is \
+             answered by a POST with both headers, answered 202) and response on the first \
+             session's stream, and nothing of that turn on the connection stream or the second \
+             session's.",
             http_011,
         ),
         Check::new(
             "ACP-HTTP-012",
-            "POSTs a notification (session/cancel of an idle session) and the answer to nothing \
-             in particular is not sent; the notification's POST must be answered 202 with an \
-             empty body.",
+            "POSTs a notification (session/cancel of an idle session) with both headers; its \
+             POST must be answered 202 with an empty body.",
             http_012,
         ),
         Check::new(
@@ -273,6 +274,65 @@ impl Remote {
                     .actual(answer.to_string())
                     .into()
             })
+    }
+}
+
+impl Remote {
+    /// Reads `tap` (a session's stream) until the response to `id`, answering the agent's
+    /// requests on the way with POSTs that carry the session's header (a permission request:
+    /// the first allow option; any other: method not found), each of which must be answered 202.
+    async fn answer_on(
+        &self,
+        tap: &mut Tap,
+        connection: &str,
+        session: &str,
+        id: i64,
+        what: &str,
+    ) -> Result<Value, CheckError> {
+        let deadline = tokio::time::Instant::now() + self.limit;
+        loop {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            let message = match tap.next(left).await {
+                Ok(Some(message)) => message,
+                Ok(None) => fail!(
+                    what,
+                    "no response with id {id} within {:?}; read {}",
+                    self.limit,
+                    tap.shown()
+                ),
+                Err(e) => fail!(what, "{e}; read {}", tap.shown()),
+            };
+            if message.get("method").is_none() && message.get("id") == Some(&json!(id)) {
+                return Ok(message);
+            }
+            let (Some(method), Some(asked)) = (
+                message.get("method").and_then(Value::as_str),
+                message.get("id"),
+            ) else {
+                continue;
+            };
+            let reply = if method == "session/request_permission" {
+                let options = message
+                    .pointer("/params/options")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default();
+                let chosen = options
+                    .iter()
+                    .find(|o| o.get("kind").and_then(Value::as_str) == Some("allow_once"))
+                    .or_else(|| options.first())
+                    .and_then(|o| o.get("optionId").cloned());
+                let outcome = match chosen {
+                    Some(option) => json!({"outcome": "selected", "optionId": option}),
+                    None => json!({"outcome": "cancelled"}),
+                };
+                json!({"jsonrpc": "2.0", "id": asked, "result": {"outcome": outcome}})
+            } else {
+                json!({"jsonrpc": "2.0", "id": asked, "error": {"code": -32601, "message": "Method not found"}})
+            };
+            self.post_accepted(connection, Some(session), &reply.to_string())
+                .await?;
+        }
     }
 }
 
@@ -582,8 +642,14 @@ async fn http_011(ctx: Ctx) -> CheckResult {
     remote
         .post_accepted(&connection, Some(&first), &body)
         .await?;
-    let answer = first_tap
-        .answer(3, "the session/prompt response on the session's stream")
+    let answer = remote
+        .answer_on(
+            &mut first_tap,
+            &connection,
+            &first,
+            3,
+            "the session/prompt response on the session's stream",
+        )
         .await?;
     ensure!(
         answer.get("result").is_some(),
@@ -699,8 +765,14 @@ async fn http_015(ctx: Ctx) -> CheckResult {
         remote
             .post_accepted(&connection, Some(&session), &body)
             .await?;
-        session_tap
-            .answer(2, "the first connection's prompt response")
+        remote
+            .answer_on(
+                &mut session_tap,
+                &connection,
+                &session,
+                2,
+                "the first connection's prompt response",
+            )
             .await?;
         session
     };
