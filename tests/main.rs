@@ -32,6 +32,7 @@ mod acp_serve_backpressure;
 mod acp_serve_sessions;
 mod acp_serve_ws_limits;
 mod acp_serve_ws_oversize;
+mod acp_v2;
 mod aof_data_safety;
 mod aof_golden;
 mod aof_model;

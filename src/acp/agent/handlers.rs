@@ -307,22 +307,21 @@ fn offered(newest: Generation) -> Vec<u16> {
 
 /// The generation `initialize` settles on for a requested version, by ACP's rule: the version
 /// asked for when the agent speaks it, else the newest the agent speaks below it (so a client
-/// asking for a version above the agent's newest gets the newest); a version below every one
-/// the agent speaks (0) is `-32022`, as the v2 schema (npm-sdk 2.4.0) says. A request without
-/// v2's required `info` is a v1 `initialize` whatever version it asks for, and is answered in
-/// v1 (ERRATA E-ACP-70).
+/// asking for a version above the agent's newest gets the newest). A v2 request (one with v2's
+/// required `info`) asking for a version below every one the agent speaks (0) is `-32022`, as
+/// the v2 schema (npm-sdk 2.4.0) says; a request without `info` is a v1 `initialize` whatever
+/// version it asks for, and is answered in v1, as v1 negotiates (ERRATA E-ACP-70).
 fn negotiate(requested: u16, newest: Generation, v2_shaped: bool) -> Result<Generation, RpcError> {
-    let settled = Generation::ALL
+    if !v2_shaped {
+        return Ok(Generation::V1);
+    }
+    Generation::ALL
         .iter()
         .rev()
         .copied()
         .filter(|generation| generation.protocol_version() <= newest.protocol_version())
         .find(|generation| generation.protocol_version() <= requested)
-        .ok_or_else(|| crate::acp::v2::unsupported_protocol_version(requested, &offered(newest)))?;
-    Ok(match settled {
-        Generation::V2 if !v2_shaped => Generation::V1,
-        settled => settled,
-    })
+        .ok_or_else(|| crate::acp::v2::unsupported_protocol_version(requested, &offered(newest)))
 }
 
 /// Whether `initialize` goes on with the client's `protocolVersion`. As ACP negotiates, any
