@@ -15,6 +15,7 @@ mod binaries;
 #[path = "support/corpus.rs"]
 mod corpus;
 mod corpus_client;
+mod corpus_http_front;
 mod corpus_ws_front;
 #[path = "support/defects.rs"]
 mod defects;
@@ -41,6 +42,9 @@ fn main() -> ExitCode {
         return code;
     }
     if let Some(code) = corpus_ws_front::run_if_asked() {
+        return code;
+    }
+    if let Some(code) = corpus_http_front::run_if_asked() {
         return code;
     }
     let argv: Vec<String> = std::env::args().collect();

@@ -21,6 +21,8 @@ pub struct Corpus {
     pub corpus_client: Base,
     /// The base of every `role = "ws-front"` entry.
     pub ws_front: Base,
+    /// The base of every `role = "http-front"` entry.
+    pub http_front: Base,
     /// The entries, in file order.
     #[serde(rename = "entry")]
     pub entries: Vec<Entry>,
@@ -60,6 +62,9 @@ pub enum Role {
     /// ski's own agent over WebSocket behind the corpus's front (`{corpus_ws_front}`); the
     /// runner is its client.
     WsFront,
+    /// ski's own agent on its remote `/acp` endpoint behind the corpus's HTTP front
+    /// (`{corpus_http_front}`); the runner is its client.
+    HttpFront,
 }
 
 impl Role {
@@ -71,6 +76,7 @@ impl Role {
             Role::Serve => "serve",
             Role::CorpusClient => "corpus-client",
             Role::WsFront => "ws-front",
+            Role::HttpFront => "http-front",
         }
     }
 }
@@ -179,6 +185,7 @@ impl Corpus {
             Role::Serve => &self.serve,
             Role::CorpusClient => &self.corpus_client,
             Role::WsFront => &self.ws_front,
+            Role::HttpFront => &self.http_front,
         }
     }
 
@@ -193,6 +200,7 @@ impl Corpus {
         let exe = shell_words::quote(&exe.display().to_string()).into_owned();
         let corpus_client = format!("{exe} {}", super::corpus_client::FLAG);
         let corpus_ws_front = format!("{exe} {}", super::corpus_ws_front::FLAG);
+        let corpus_http_front = format!("{exe} {}", super::corpus_http_front::FLAG);
         let mut commands = base.commands.clone();
         for (name, command) in &entry.commands {
             if !commands.contains_key(name) {
@@ -214,7 +222,8 @@ impl Corpus {
                 let mut line = command
                     .replace("{corpus}", &corpus)
                     .replace("{corpus_client}", &corpus_client)
-                    .replace("{corpus_ws_front}", &corpus_ws_front);
+                    .replace("{corpus_ws_front}", &corpus_ws_front)
+                    .replace("{corpus_http_front}", &corpus_http_front);
                 for word in &extra {
                     line.push(' ');
                     line.push_str(word);
