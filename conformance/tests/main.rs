@@ -8,6 +8,10 @@
 mod acp_rows;
 #[path = "support/binaries.rs"]
 mod binaries;
+// The corpus's HTTP front, started in-process by `acp_remote_rows` (its command-line entry is
+// the trials program's).
+#[allow(dead_code)]
+mod corpus_http_front;
 #[path = "support/one_row.rs"]
 mod one_row;
 #[path = "support/peer_install.rs"]
@@ -16,6 +20,7 @@ mod support;
 
 // One module per test file.
 mod acp_client_competence;
+mod acp_remote_rows;
 mod catalog;
 mod cli;
 mod engine;
