@@ -1,6 +1,5 @@
-//! The regression pass (a test program of `cargo test --workspace`): every seed, every in-tree
-//! corpus entry and every saved finding goes through every target once; a finding that comes back
-//! fails here.
+//! The regression pass of `cargo xtask ci`'s fuzz step: every seed, every in-tree corpus entry
+//! and every saved finding goes through every target once; a finding that comes back fails here.
 
 use std::time::Duration;
 

@@ -1,9 +1,10 @@
-//! `cargo xtask ci`: the project's test command, the same locally and in CI (format, clippy,
-//! feature checks, the tests with the doc tests and the fuzz engine's, and a short fuzz campaign
-//! per target).
+//! `cargo xtask ci`: the project's test command, the same locally and in CI (format, feature
+//! checks, one build that is clippy's and the tests', the tests with the doc tests, and the fuzz
+//! engine's tests and a short campaign per target).
 //! Each step's output streams as it runs; the last line says which step failed (for the tests,
 //! which test programs), or how many steps passed and how long they took.
 
+use std::ffi::OsString;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -22,8 +23,9 @@ pub struct CiArgs {
     pub tests_only: bool,
 }
 
-/// Runs the format check, clippy with `-D warnings`, the feature checks, every test program of
-/// the workspace with the doc tests, and the fuzz campaigns, stopping at the first
+/// Runs the format check, the feature checks, one build with clippy's lints (`-D warnings`),
+/// every test program of the workspace with the doc tests, and the fuzz engine's tests and
+/// campaigns, stopping at the first
 /// step that fails. Ends with one line: the step that failed (and the process exits 1), or the
 /// steps run and the time they took.
 pub fn run(args: &CiArgs) -> Result<()> {
@@ -70,47 +72,113 @@ fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
                     .context("formatting differs: run `cargo fmt --all` and commit")
             }),
         )?;
-        step(
-            "clippy",
-            ensure_component(&sh, "clippy", "clippy").and_then(|()| {
-                cmd!(
-                    sh,
-                    "cargo clippy --workspace --all-targets --locked -- -D warnings"
-                )
-                .run()
-                .context("clippy found problems")
-            }),
-        )?;
         step("feature checks", check_features(&sh))?;
     }
+    // Clippy's lints come with the test build rather than from a build of their own: clippy's
+    // driver is the compiler of the workspace's packages (`RUSTC_WORKSPACE_WRAPPER`, as `cargo
+    // clippy` sets it, but compiling to programs rather than only checking), so one build of the
+    // dependencies serves both. It lints what `cargo test --workspace` builds (every library,
+    // program and test program, the doc tests aside), the benchmarks, and below the one program
+    // no test builds and the fuzz engine; `cargo clippy --workspace --all-targets -- -D
+    // warnings` covers the same code.
+    // (The driver is part of what cargo fingerprints: a later `cargo test` without it compiles
+    // the workspace's packages again, not their dependencies.)
+    let lints = if args.tests_only {
+        Vec::new()
+    } else {
+        let lints = match clippy_as_compiler(&sh) {
+            Ok(lints) => lints,
+            Err(error) => return Err(format!("clippy: {error:#}")),
+        };
+        step(
+            "lints and test build",
+            cargo_tests(
+                &sh,
+                &lints,
+                &["test", "--workspace", "--locked", "--no-run"],
+            )
+            .and_then(|()| {
+                cargo_tests(
+                    &sh,
+                    &lints,
+                    &["test", "--workspace", "--locked", "--no-run", "--benches"],
+                )
+            })
+            .context("clippy or the compiler found problems"),
+        )?;
+        lints
+    };
     // The test programs of the workspace and its doc tests (`--all-targets` would add every
-    // program and benchmark built in test mode, none of which has tests; clippy has already
-    // compiled the benchmarks). `ski-fuzz`'s engine tests and its regression pass (every seed,
-    // corpus entry and saved finding) are among them, built at the `opt-level = 3` of the
-    // campaigns, with the workspace's features: one build serves the tests and the fuzz step.
+    // program and benchmark built in test mode, none of which has tests). First the one program
+    // no test program makes cargo build, which the conformance tests run (without it they would
+    // build every program again, with the features of a build that is not a test build).
     step(
         "tests",
-        cargo_tests(&sh, &["test", "--workspace", "--locked", "--no-fail-fast"]),
+        cargo_tests(
+            &sh,
+            &lints,
+            &[
+                "build",
+                "--workspace",
+                "--locked",
+                "--bin",
+                "ski-conformance-sqlite",
+            ],
+        )
+        .and_then(|()| {
+            let threads = test_threads().to_string();
+            cargo_tests(
+                &sh,
+                &lints,
+                &[
+                    "test",
+                    "--workspace",
+                    "--locked",
+                    "--no-fail-fast",
+                    "--",
+                    "--test-threads",
+                    &threads,
+                ],
+            )
+        }),
     )?;
-    // Every fuzz target for a short, fixed budget from a fixed seed: the same inputs each run,
-    // so a finding here is reproducible with `cargo xtask fuzz --seed`. The program is the one
-    // the tests step built (`ski-fuzz`'s regression test makes cargo build it).
+    // The fuzz engine's tests and the regression pass, which replays every seed, corpus entry
+    // and saved finding (`test = false` in fuzz/Cargo.toml: only this step builds them, by name,
+    // with the workspace's features, so only `ski-fuzz` is compiled, at the `opt-level = 3` of
+    // its campaigns; the other libraries' unit tests run again, in about a second). Then every
+    // fuzz target for a short, fixed budget from a fixed seed: the same inputs each run, so a
+    // finding here is reproducible with `cargo xtask fuzz --seed`. The program is the one this
+    // build made (cargo builds a package's programs for its integration tests).
     let fuzz_options = ["--time", FUZZ_SECONDS_PER_TARGET, "--seed", FUZZ_SEED].map(str::to_owned);
     step(
         "fuzz",
-        crate::fuzz::campaign(&sh, &fuzz_options, crate::fuzz::Build::Done),
+        cargo_tests(
+            &sh,
+            &lints,
+            &[
+                "test",
+                "--workspace",
+                "--locked",
+                "--lib",
+                "--test",
+                "regression",
+            ],
+        )
+        .and_then(|()| crate::fuzz::campaign(&sh, &fuzz_options, crate::fuzz::Build::Done)),
     )?;
     Ok(())
 }
 
-/// Runs `cargo <args>` in the workspace root, its output passed on as it comes; when it fails,
+/// Runs `cargo <args>` in the workspace root with the variables `env`, its output passed on as
+/// it comes; when it fails,
 /// the error names what cargo reported failing: the test programs (`-p ski --test main`) or
 /// the targets that did not compile.
-fn cargo_tests(sh: &Shell, args: &[&str]) -> Result<()> {
+fn cargo_tests(sh: &Shell, env: &[(&str, OsString)], args: &[&str]) -> Result<()> {
     let mut child = Command::new("cargo")
         .args(args)
         .current_dir(sh.current_dir())
         .env("INSTA_UPDATE", "no")
+        .envs(env.iter().map(|(name, value)| (name, value)))
         .stderr(Stdio::piped())
         .spawn()
         .with_context(|| format!("cannot start cargo {}", args.join(" ")))?;
@@ -163,6 +231,14 @@ fn failed_target(line: &str) -> Option<String> {
 fn minutes(elapsed: Duration) -> String {
     let seconds = elapsed.as_secs();
     format!("{}:{:02}", seconds / 60, seconds % 60)
+}
+
+/// Tests run at once in each test program: three per core. The tests wait far more than they
+/// compute (processes, sockets, a target's timeouts: `ski-conformance`'s `main` used 110 s of CPU
+/// in 213 s on 2 cores two at a time; 119 s at six), and none may depend on an idle machine (the
+/// project's rule: deterministic on a loaded 2-core machine).
+fn test_threads() -> usize {
+    std::thread::available_parallelism().map_or(2, usize::from) * 3
 }
 
 /// Seconds CI fuzzes each target (six targets: one minute in all).
@@ -261,6 +337,29 @@ fn forbidden_in<'a>(tree: &str, forbidden: &[&'a str]) -> Vec<&'a str> {
             })
         })
         .collect()
+}
+
+/// The environment that makes clippy's driver the compiler of the workspace's packages, its
+/// warnings denied (what `cargo clippy -- -D warnings` sets for a check), installing clippy when
+/// it is missing. The dependencies are compiled by rustc as before.
+fn clippy_as_compiler(sh: &Shell) -> Result<Vec<(&'static str, OsString)>> {
+    ensure_component(sh, "clippy", "clippy")?;
+    let sysroot = cmd!(sh, "rustc --print sysroot")
+        .quiet()
+        .read()
+        .context("rustc --print sysroot")?;
+    let driver = Path::new(sysroot.trim()).join("bin").join("clippy-driver");
+    if !driver.is_file() {
+        bail!("clippy is installed but {} is missing", driver.display());
+    }
+    Ok(vec![
+        ("RUSTC_WORKSPACE_WRAPPER", driver.into_os_string()),
+        // Arguments for clippy's driver, separated as `cargo clippy` separates them.
+        (
+            "CLIPPY_ARGS",
+            "-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__".into(),
+        ),
+    ])
 }
 
 /// Installs a rustup component when the cargo subcommand it provides is missing.

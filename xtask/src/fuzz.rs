@@ -61,8 +61,8 @@ pub enum Build {
     /// Built now, as `cargo build --workspace` builds it (so nothing is rebuilt with other
     /// features).
     Now,
-    /// Already built by `cargo test --workspace --locked` (CI's tests step: `ski-fuzz`'s
-    /// regression test makes cargo build the program, with the features of the test build).
+    /// Already built by a test build that included `ski-fuzz`'s regression pass (CI's fuzz
+    /// step: cargo builds a package's programs for its integration tests).
     Done,
 }
 
