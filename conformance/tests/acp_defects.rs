@@ -25,7 +25,7 @@ use ski_conformance::runner::ScenarioResult;
 use ski_conformance::{Level, Outcome, Scenario, Target};
 
 /// Entries run at once; each run has `JOBS` scenarios at once.
-const ENTRIES_AT_ONCE: usize = 4;
+const ENTRIES_AT_ONCE: usize = 8;
 /// `--jobs` of each run.
 const JOBS: &str = "3";
 

@@ -142,7 +142,9 @@ fn runs_here(peer: &str) -> Result<(), String> {
 #[tokio::test]
 async fn each_replayed_recording_gets_the_live_agents_verdicts() {
     let dir = tempfile::tempdir().expect("a temp dir");
-    let mut judged = 0;
+    // The installs one after the other (two recordings may share a peer), then every run at
+    // once: each is a whole ACP suite that mostly waits on its agent.
+    let mut judged_here = Vec::new();
     for (path, peer, recording) in turn_recordings() {
         if let Err(why) = runs_here(&peer) {
             println!("{}: NOT RUN ({why})", path.display());
@@ -151,19 +153,32 @@ async fn each_replayed_recording_gets_the_live_agents_verdicts() {
         let Some(installed) = install(&peer).await else {
             continue;
         };
-        let live = verdicts(
-            &live_command(&recording, &peer, &installed),
-            &dir.path().join(format!("{peer}-live")),
-        )
-        .await;
-        let replay_cmd = shell_words::join([
-            mock_agent().display().to_string(),
-            "--script".to_owned(),
-            path.display().to_string(),
-            "--unrecorded".to_owned(),
-            "nearest".to_owned(),
-        ]);
-        let replayed = verdicts(&replay_cmd, &dir.path().join(format!("{peer}-replay"))).await;
+        let live_cmd = live_command(&recording, &peer, &installed);
+        judged_here.push((path, peer, live_cmd));
+    }
+    let runs = judged_here
+        .iter()
+        .enumerate()
+        .map(|(index, (path, peer, live_cmd))| {
+            let dir = dir.path();
+            async move {
+                let replay_cmd = shell_words::join([
+                    mock_agent().display().to_string(),
+                    "--script".to_owned(),
+                    path.display().to_string(),
+                    "--unrecorded".to_owned(),
+                    "nearest".to_owned(),
+                ]);
+                let live_dir = dir.join(format!("{index}-{peer}-live"));
+                let replay_dir = dir.join(format!("{index}-{peer}-replay"));
+                tokio::join!(
+                    verdicts(live_cmd, &live_dir),
+                    verdicts(&replay_cmd, &replay_dir)
+                )
+            }
+        });
+    let verdicts_of = futures::future::join_all(runs).await;
+    for ((path, peer, _), (live, replayed)) in judged_here.iter().zip(verdicts_of) {
         let passed = live.values().filter(|o| o.contains("pass")).count();
         assert!(passed >= 10, "{peer} live: {live:?}");
         for id in FRAMING_ROWS {
@@ -198,7 +213,9 @@ async fn each_replayed_recording_gets_the_live_agents_verdicts() {
             path.display(),
             live.len()
         );
-        judged += 1;
     }
-    println!("{judged} recording(s) judged live and replayed");
+    println!(
+        "{} recording(s) judged live and replayed",
+        judged_here.len()
+    );
 }

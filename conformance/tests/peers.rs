@@ -65,16 +65,23 @@ async fn sdk_echo_agents_are_discovered_with_prompt_echo_and_session() {
     }
 }
 
-#[tokio::test]
-async fn real_agents_from_npm_are_discovered_and_judged_without_credentials() {
+/// A temp dir with an empty home for a real agent run offline, when node and npm are here.
+fn offline_home(peer: &str) -> Option<(tempfile::TempDir, std::path::PathBuf)> {
     if !on_path("node") || !on_path("npm") {
-        println!("claude-code-acp, gemini-cli peers: NOT RUN (node or npm is not on PATH)");
-        return;
+        println!("{peer} peer: NOT RUN (node or npm is not on PATH)");
+        return None;
     }
     let dir = tempfile::tempdir().expect("a temp dir");
     let home = dir.path().join("home");
     std::fs::create_dir_all(&home).expect("a home");
+    Some((dir, home))
+}
 
+#[tokio::test]
+async fn claude_code_acp_from_npm_is_discovered_and_judged_without_credentials() {
+    let Some((dir, home)) = offline_home("claude-code-acp") else {
+        return;
+    };
     if let Some(peer) = install("claude-code-acp").await {
         let script = peer.join("node_modules/@zed-industries/claude-code-acp/dist/index.js");
         let command = format!(
@@ -100,7 +107,13 @@ async fn real_agents_from_npm_are_discovered_and_judged_without_credentials() {
         assert!(profile.contains("Authentication required"), "{profile}");
         judge_profile("claude-code-acp", dir.path()).await;
     }
+}
 
+#[tokio::test]
+async fn gemini_cli_from_npm_is_discovered_and_judged_without_credentials() {
+    let Some((dir, home)) = offline_home("gemini-cli") else {
+        return;
+    };
     if let Some(peer) = install("gemini-cli").await {
         let script = peer.join("node_modules/@google/gemini-cli/bundle/gemini.js");
         let command = format!(

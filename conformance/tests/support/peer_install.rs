@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
+use ski::storage::file_lock::FileLock;
 use ski::transport::child::{ChildSpec, spawn};
 
 /// Whether `program` is an executable file in a directory of `PATH`.
@@ -29,6 +30,14 @@ pub fn install_root() -> PathBuf {
 /// fails.
 pub async fn install(name: &str) -> Option<PathBuf> {
     let dest = install_root().join(name);
+    // One install of a peer at a time: tests running side by side (and the mocks' tests) share
+    // its folder, and two installs into one (`npm install`, `python3 -m venv`) break each other.
+    std::fs::create_dir_all(install_root()).expect("the peers' folder");
+    let lock_path = install_root().join(format!("{name}.lock"));
+    let _installing = tokio::task::spawn_blocking(move || FileLock::exclusive(&lock_path))
+        .await
+        .expect("the lock task")
+        .expect("the peer's install lock");
     let script = workspace()
         .join("conformance/targets/peers")
         .join(name)
