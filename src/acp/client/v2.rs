@@ -17,9 +17,9 @@ use crate::acp::{
 #[derive(Debug, Clone, PartialEq)]
 pub enum Negotiated {
     /// The agent answered with protocol version 1.
-    V1(InitializeResponse),
+    V1(Box<InitializeResponse>),
     /// The agent answered with protocol version 2.
-    V2(v2::InitializeResponse),
+    V2(Box<v2::InitializeResponse>),
 }
 
 impl Negotiated {
@@ -68,11 +68,11 @@ impl Client {
             .and_then(serde_json::Value::as_u64);
         if answered == Some(u64::from(v2::PROTOCOL_VERSION)) {
             serde_json::from_value(result)
-                .map(Negotiated::V2)
+                .map(|response| Negotiated::V2(Box::new(response)))
                 .map_err(failed)
         } else {
             serde_json::from_value(result)
-                .map(Negotiated::V1)
+                .map(|response| Negotiated::V1(Box::new(response)))
                 .map_err(failed)
         }
     }

@@ -109,6 +109,9 @@ fn generation_of(method: &Method) -> &'static [Generation] {
     }
 }
 
+/// The handlers of one method name, each with the generations it serves.
+type ByGeneration<H> = Vec<(&'static [Generation], Arc<H>)>;
+
 /// The handler of `name` for the connection's generation, from `served`.
 fn pick<H: ?Sized>(
     served: &[(&'static [Generation], Arc<H>)],
@@ -121,10 +124,8 @@ fn pick<H: ?Sized>(
 }
 
 /// Groups handlers by method name, in installation order.
-fn by_name<H: ?Sized>(
-    served: Vec<Served<H>>,
-) -> Vec<(&'static str, Vec<(&'static [Generation], Arc<H>)>)> {
-    let mut grouped: Vec<(&'static str, Vec<(&'static [Generation], Arc<H>)>)> = Vec::new();
+fn by_name<H: ?Sized>(served: Vec<Served<H>>) -> Vec<(&'static str, ByGeneration<H>)> {
+    let mut grouped: Vec<(&'static str, ByGeneration<H>)> = Vec::new();
     for Served {
         name,
         generations,
