@@ -410,11 +410,12 @@ pub async fn send(
     .map_err(|_| format!("no whole answer within {limit:?} to {}", request.line()))?
 }
 
-/// Server-Sent Events read from a body: the `data` of each event.
+/// Server-Sent Events read from a body: the `data` of each event. Lines are split on the raw
+/// bytes and decoded whole, so a character split between two chunks of the body is kept.
 #[derive(Debug)]
 pub struct Events {
     body: Body,
-    pending: String,
+    pending: Vec<u8>,
     data: Vec<String>,
 }
 
@@ -423,7 +424,7 @@ impl Events {
     pub fn new(body: Body) -> Self {
         Self {
             body,
-            pending: String::new(),
+            pending: Vec::new(),
             data: Vec::new(),
         }
     }
@@ -431,10 +432,10 @@ impl Events {
     /// The data of the next event; `Ok(None)` when the stream ends.
     pub async fn next(&mut self) -> Result<Option<String>, String> {
         loop {
-            while let Some(end) = self.pending.find('\n') {
-                let mut line: String = self.pending.drain(..=end).collect();
+            while let Some(end) = self.pending.iter().position(|b| *b == b'\n') {
+                let mut line: Vec<u8> = self.pending.drain(..=end).collect();
                 line.pop();
-                if line.ends_with('\r') {
+                if line.last() == Some(&b'\r') {
                     line.pop();
                 }
                 if line.is_empty() {
@@ -445,6 +446,7 @@ impl Events {
                     }
                     continue;
                 }
+                let line = String::from_utf8_lossy(&line);
                 if let Some(value) = line.strip_prefix("data:") {
                     self.data
                         .push(value.strip_prefix(' ').unwrap_or(value).to_owned());
@@ -454,7 +456,7 @@ impl Events {
                 return Err("an event larger than 4 MiB".to_owned());
             }
             match self.body.chunk().await? {
-                Some(bytes) => self.pending.push_str(&String::from_utf8_lossy(&bytes)),
+                Some(bytes) => self.pending.extend_from_slice(&bytes),
                 None => return Ok(None),
             }
         }
