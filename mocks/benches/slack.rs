@@ -34,7 +34,7 @@ const WAIT: Duration = Duration::from_secs(10);
 async fn posts_per_second(count: usize) -> Result<f64> {
     let slack = FakeSlack::start(Config::default()).await?;
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()?
+        .with_provider_and_native_roots(tokio_rustls::rustls::crypto::ring::default_provider())?
         .https_or_http()
         .enable_http1()
         .build();
@@ -277,7 +277,7 @@ struct Poster {
 impl Poster {
     fn new(slack: &FakeSlack) -> Result<Poster> {
         let https = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_native_roots()?
+            .with_provider_and_native_roots(tokio_rustls::rustls::crypto::ring::default_provider())?
             .https_or_http()
             .enable_http1()
             .build();

@@ -10,7 +10,7 @@ use slack_morphism::prelude::*;
 /// The code under test: posts a notice with slack-morphism pointed at `api_base_url`.
 async fn notify(api_base_url: &str, text: &str) -> Result<SlackTs, SlackClientError> {
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
+        .with_provider_and_native_roots(tokio_rustls::rustls::crypto::ring::default_provider())
         .expect("the platform roots")
         .https_or_http()
         .enable_http1()

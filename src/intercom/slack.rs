@@ -80,8 +80,10 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
 
 /// Builds the slack-morphism client for `api_base_url`.
 pub fn client(api_base_url: &str) -> Result<Arc<Client>, SlackError> {
+    // The ring provider named, not the process default: a build where rustls has two providers
+    // (another crate turns on aws-lc-rs) has no default and would panic here.
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
+        .with_provider_and_native_roots(rustls::crypto::ring::default_provider())
         .map_err(|error| SlackError::Connector(error.to_string()))?
         .https_or_http()
         .enable_http1()

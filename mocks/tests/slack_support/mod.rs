@@ -18,7 +18,7 @@ pub type Connector = SlackClientHyperConnector<hyper_rustls::HttpsConnector<Http
 /// default connector is https-only).
 pub fn morphism(slack: &FakeSlack) -> Arc<SlackClient<Connector>> {
     let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_native_roots()
+        .with_provider_and_native_roots(tokio_rustls::rustls::crypto::ring::default_provider())
         .expect("native roots")
         .https_or_http()
         .enable_http1()
