@@ -306,7 +306,11 @@ async fn s014(ctx: Ctx) -> CheckResult {
         }
         ensure_reply_contains("the steer reply names the closed stream", &reply, &expected)?;
         world
-            .reply_with(&started.root, &ctx.text("final", SESSION_ENDED))
+            .final_reply(
+                &started.root,
+                &started.row.id,
+                &ctx.text("final", SESSION_ENDED),
+            )
             .await?;
         world.ensure_status(&started.row.id, "interrupted").await?;
         world.server.stop().await?;
@@ -326,7 +330,11 @@ async fn s015(ctx: Ctx) -> CheckResult {
             .slash_command(CHANNEL_X, ALICE, "session-stop")
             .await?;
         world
-            .reply_with(&started.root, &ctx.text("final", SESSION_ENDED))
+            .final_reply(
+                &started.root,
+                &started.row.id,
+                &ctx.text("final", SESSION_ENDED),
+            )
             .await?;
         // The stop may reach the agent a moment after the thread says the session ended (and
         // the agent may be gone by then): read its transcript until the stop is there, for at
@@ -370,7 +378,9 @@ async fn s016(ctx: Ctx) -> CheckResult {
             .slash_command(CHANNEL_X, ALICE, "session-stop")
             .await?;
         let ended = ctx.text("final", SESSION_ENDED);
-        world.reply_with(&started.root, &ended).await?;
+        world
+            .final_reply(&started.root, &started.row.id, &ended)
+            .await?;
         let again = world
             .world
             .slash_command(
@@ -568,7 +578,11 @@ async fn s021(ctx: Ctx) -> CheckResult {
             .slash_command(CHANNEL_X, ALICE, "session-stop")
             .await?;
         world
-            .reply_with(&started.root, &ctx.text("final", SESSION_ENDED))
+            .final_reply(
+                &started.root,
+                &started.row.id,
+                &ctx.text("final", SESSION_ENDED),
+            )
             .await?;
         ensure!(
             !ski::transport::child::process_exists(pid),

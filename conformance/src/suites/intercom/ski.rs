@@ -181,7 +181,11 @@ async fn int_ski_03(ctx: Ctx) -> CheckResult {
             .ok_or_else(|| crate::CheckError::harness("the agent's pid"))?;
         started.agent.run(json!([{ "close_stdout": true }])).await?;
         world
-            .reply_with(&started.root, &ctx.text("final", "stream closed"))
+            .final_reply(
+                &started.root,
+                &started.row.id,
+                &ctx.text("final", "stream closed"),
+            )
             .await?;
         ensure!(
             !ski::transport::child::process_exists(pid),
@@ -206,7 +210,11 @@ async fn int_ski_04(ctx: Ctx) -> CheckResult {
         // The agent exits on the interrupt: the final message says it is over, the transcript
         // what it read.
         world
-            .reply_with(&started.root, &ctx.text("final", SESSION_ENDED))
+            .final_reply(
+                &started.root,
+                &started.row.id,
+                &ctx.text("final", SESSION_ENDED),
+            )
             .await?;
         let interrupts = started.agent.received_method("session/interrupt")?;
         ensure!(!interrupts.is_empty(), "the agent read session/interrupt");

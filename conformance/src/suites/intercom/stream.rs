@@ -290,7 +290,11 @@ async fn s055(ctx: Ctx) -> CheckResult {
         let (world, started) = session(&ctx, Options::new(dialect)).await?;
         started.agent.run(json!([{ "close_stdout": true }])).await?;
         world
-            .reply_with(&started.root, &ctx.text("final", "stream closed"))
+            .final_reply(
+                &started.root,
+                &started.row.id,
+                &ctx.text("final", "stream closed"),
+            )
             .await?;
         world.ensure_status(&started.row.id, "interrupted").await?;
         world.server.stop().await?;
