@@ -749,7 +749,12 @@ async fn the_streamable_client_sends_cookies_and_the_protocol_version_on_every_l
         }),
         "{seen:?}"
     );
-    assert_eq!(seen.last().unwrap().0, Method::DELETE, "{seen:?}");
+    // The DELETE that ends the connection is among them (not always last to arrive: the
+    // client's other connections, such as a stream's GET, may reach the proxy after it).
+    assert!(
+        seen.iter().any(|(method, _, _)| *method == Method::DELETE),
+        "{seen:?}"
+    );
     served.stop().await;
 }
 
