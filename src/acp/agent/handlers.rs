@@ -310,7 +310,7 @@ fn offered(newest: Generation) -> Vec<u16> {
 /// asking for a version above the agent's newest gets the newest). A v2 request (one with v2's
 /// required `info`) asking for a version below every one the agent speaks (0) is `-32022`, as
 /// the v2 schema (npm-sdk 2.4.0) says; a request without `info` is a v1 `initialize` whatever
-/// version it asks for, and is answered in v1, as v1 negotiates (ERRATA E-ACP-70).
+/// version it asks for, and is answered in v1, as v1 negotiates (ERRATA E-ACP-66).
 fn negotiate(requested: u16, newest: Generation, v2_shaped: bool) -> Result<Generation, RpcError> {
     if !v2_shaped {
         return Ok(Generation::V1);
