@@ -203,6 +203,10 @@ mod client {
     /// Runs the Web API part, prints `posted <ts>`, starts the Socket Mode listener, prints
     /// `listening`, and stops when stdin closes. Answers the exit code.
     pub fn run(api_base_url: &str) -> i32 {
+        // rustls's ring as the process default, as an application does whose build has two
+        // providers (the workspace's test build also has aws-lc-rs, from the official ACP SDK's
+        // HTTP client): the default connector takes the process default.
+        let _ = tokio_rustls::rustls::crypto::ring::default_provider().install_default();
         let runtime = match tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

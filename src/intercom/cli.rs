@@ -188,6 +188,7 @@ impl Created {
 /// Runs the server; answers the process exit code.
 pub fn run(args: IntercomArgs) -> ExitCode {
     init_logging(args.log_format);
+    crate::intercom::slack::use_ring_for_tls();
     let mut created = Created::default();
     match start(args, &mut created) {
         Ok(()) => ExitCode::SUCCESS,

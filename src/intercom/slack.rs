@@ -78,6 +78,14 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
     text.replace('\n', " ")
 }
 
+/// Makes rustls's ring provider the process default, for every TLS connection of the server
+/// (the Web API client, Socket Mode's WebSocket): a build where another crate also turns on
+/// rustls's aws-lc-rs has no default, and a connection that takes it would panic. A default
+/// already installed stays.
+pub fn use_ring_for_tls() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Builds the slack-morphism client for `api_base_url`.
 pub fn client(api_base_url: &str) -> Result<Arc<Client>, SlackError> {
     // The ring provider named, not the process default: a build where rustls has two providers
