@@ -92,13 +92,13 @@ fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
         };
         step(
             "lints and test build",
-            cargo_tests(
+            cargo_step(
                 &sh,
                 &lints,
                 &["test", "--workspace", "--locked", "--no-run"],
             )
             .and_then(|()| {
-                cargo_tests(
+                cargo_step(
                     &sh,
                     &lints,
                     &["test", "--workspace", "--locked", "--no-run", "--benches"],
@@ -114,7 +114,7 @@ fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
     // build every program again, with the features of a build that is not a test build).
     step(
         "tests",
-        cargo_tests(
+        cargo_step(
             &sh,
             &lints,
             &[
@@ -127,7 +127,7 @@ fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
         )
         .and_then(|()| {
             let threads = test_threads().to_string();
-            cargo_tests(
+            cargo_step(
                 &sh,
                 &lints,
                 &[
@@ -152,7 +152,7 @@ fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
     let fuzz_options = ["--time", FUZZ_SECONDS_PER_TARGET, "--seed", FUZZ_SEED].map(str::to_owned);
     step(
         "fuzz",
-        cargo_tests(
+        cargo_step(
             &sh,
             &lints,
             &[
@@ -169,11 +169,10 @@ fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `cargo <args>` in the workspace root with the variables `env`, its output passed on as
-/// it comes; when it fails,
-/// the error names what cargo reported failing: the test programs (`-p ski --test main`) or
-/// the targets that did not compile.
-fn cargo_tests(sh: &Shell, env: &[(&str, OsString)], args: &[&str]) -> Result<()> {
+/// Runs `cargo <args>` (a build or the tests) in the workspace root with the variables `env`, its
+/// output passed on as it comes; when it fails, the error names what cargo reported failing: the
+/// test programs (`-p ski --test main`) or the targets that did not compile.
+fn cargo_step(sh: &Shell, env: &[(&str, OsString)], args: &[&str]) -> Result<()> {
     let mut child = Command::new("cargo")
         .args(args)
         .current_dir(sh.current_dir())
