@@ -19,6 +19,7 @@ mod agent_personalities;
 mod agent_readme;
 mod agent_remote;
 mod agent_transcript_control;
+mod agent_v2;
 mod cli_closed_stdout;
 mod kiro_client;
 mod kiro_sessions;

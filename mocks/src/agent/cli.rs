@@ -156,6 +156,11 @@ pub struct Cli {
     #[arg(long, value_enum, value_name = "KIND")]
     pub intercom_handshake: Option<HandshakeArg>,
 
+    /// The newest ACP protocol version to speak: 2 (the default) offers ACP v2 (draft) beside
+    /// v1 to a client asking for it, 1 pins v1 (the standard personality; the others speak v1).
+    #[arg(long, value_name = "VERSION", value_parser = clap::value_parser!(u16).range(1..=2))]
+    pub protocol: Option<u16>,
+
     /// Replaying a recording: what a client message it does not hold gets: `error` (-32603, or
     /// -32601 for a method never recorded), `nearest` (the answer to the closest recorded message
     /// of its method, else as `error`) or `fail` (exit 1); default: the recording's, else
@@ -542,7 +547,10 @@ impl Cli {
                 })?;
             }
         }
-        let mut overrides = Overrides::default();
+        let mut overrides = Overrides {
+            protocol: self.protocol,
+            ..Overrides::default()
+        };
         for fault in &self.faults {
             apply_fault(&mut overrides.faults, fault)
                 .map_err(|message| CommandError::invalid_input(anyhow!(message)))?;

@@ -38,6 +38,9 @@ pub struct Overrides {
     pub kiro_engine: Option<String>,
     /// The intercom handshake.
     pub handshake: Option<Handshake>,
+    /// The newest ACP protocol version to speak (`--protocol`): 2 offers ACP v2 (draft) and
+    /// v1, 1 pins v1.
+    pub protocol: Option<u16>,
 }
 
 /// How session ids are made.
@@ -56,6 +59,9 @@ pub struct AgentConfig {
     pub info: Value,
     /// A forced protocol version.
     pub protocol_version: Option<u16>,
+    /// The newest ACP protocol version negotiated: 2 (the standard personality's default) or
+    /// 1 (kiro, intercom, a forced `protocol_version`, `--protocol 1`).
+    pub max_protocol: u16,
     /// `agentCapabilities`.
     pub capabilities: Value,
     /// `authMethods`.
@@ -273,6 +279,13 @@ impl Config {
         let agent_config = AgentConfig {
             info,
             protocol_version: agent.protocol_version,
+            max_protocol: if personality == Personality::Standard
+                && agent.protocol_version.is_none()
+            {
+                overrides.protocol.unwrap_or(ski::acp::v2::PROTOCOL_VERSION)
+            } else {
+                1
+            },
             capabilities: agent.capabilities.clone().unwrap_or(capabilities),
             auth_methods: agent.auth_methods.clone().unwrap_or_else(|| json!([])),
             auth_required: agent.auth_required.unwrap_or(false),

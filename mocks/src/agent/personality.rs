@@ -4,11 +4,13 @@
 //! - [`standard`]: ACP v1 as the specification says.
 //! - [`kiro`]: kiro-cli's extensions, ids and quirks on top of the standard behaviour.
 //! - [`intercom`]: the intercom stream dialect, with the optional JSON-RPC handshake.
+//! - [`v2`]: ACP v2 (draft) in the standard personality, when `initialize` settles on it.
 
 pub mod intercom;
 pub mod kiro;
 pub mod kiro_sessions;
 pub mod standard;
+pub mod v2;
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -66,6 +68,11 @@ pub async fn exit_on_unknown_load(agent: &Arc<Agent>, ctx: &mut Ctx) {
 
 /// Answers the trigger (if it is a request) and marks the context answered.
 pub async fn reply(agent: &Arc<Agent>, ctx: &mut Ctx, result: Result<Value, RpcError>) {
+    if ctx.v2_prompt {
+        // An acknowledged v2 prompt has had its response: its end is the idle state.
+        v2::end_turn(agent, ctx, &v2::stop_reason_of(&result)).await;
+        return;
+    }
     // The turn is over for the agent before the client can see its result, so a cancel sent
     // right after the result finds no running turn.
     ctx.turn.take();
@@ -77,6 +84,10 @@ pub async fn reply(agent: &Arc<Agent>, ctx: &mut Ctx, result: Result<Value, RpcE
 
 /// Answers the turn's prompt with `stop_reason` (once, as [`reply`]).
 async fn reply_prompt_result(agent: &Arc<Agent>, ctx: &mut Ctx, stop_reason: &str) {
+    if ctx.v2_prompt {
+        v2::end_turn(agent, ctx, stop_reason).await;
+        return;
+    }
     ctx.turn.take();
     if let Some(trigger) = ctx.trigger.clone() {
         agent.respond_prompt_result(&trigger, stop_reason).await;
@@ -139,6 +150,8 @@ pub async fn prompt_turn(agent: &Arc<Agent>, ctx: &mut Ctx) {
         .await;
         return;
     }
+    // In ACP v2 the prompt is acknowledged before its turn runs.
+    v2::acknowledge(agent, ctx).await;
     match agent.config.prompt_mode {
         // Boxed: a command turn's future is larger than the echo turn every prompt of the
         // default mode runs.

@@ -431,6 +431,9 @@ impl Agent {
 
     /// Sends a `session/update`.
     pub async fn update(&self, session: &str, update: Value) -> Written {
+        let Some(update) = self.in_protocol(session, update).await else {
+            return Written::Ok;
+        };
         self.record_agent_text(session, &update);
         self.notify(
             "session/update",
@@ -439,10 +442,37 @@ impl Agent {
         .await
     }
 
+    /// An update in the form of the protocol `initialize` settled on: as given in v1, in v2's
+    /// form in v2 ([`v2_form`](crate::agent::personality::v2::v2_form)); `None` (noted and
+    /// logged) for one v2 has no place for.
+    pub async fn in_protocol(&self, session: &str, update: Value) -> Option<Value> {
+        if !self.state().v2 {
+            return Some(update);
+        }
+        match crate::agent::personality::v2::v2_form(self, session, update) {
+            Ok(update) => Some(update),
+            Err(why) => {
+                self.transcript.note(&format!("ACP v2: {why}"));
+                self.log(&format!("ACP v2: {why}")).await;
+                None
+            }
+        }
+    }
+
     /// Sends the `session/update` of an `agent_message_chunk` with `text`, the update every
     /// turn streams: the same line as [`Agent::update`] with its value form, written straight
     /// from borrowed text.
     pub async fn message_chunk(&self, session: &str, text: &Arc<str>) -> Written {
+        if self.state().v2 {
+            // v2's chunk carries the turn's message id: the general path adds it.
+            return self
+                .update(
+                    session,
+                    json!({"sessionUpdate": "agent_message_chunk",
+                           "content": {"type": "text", "text": &**text}}),
+                )
+                .await;
+        }
         self.record_history(session, Arc::clone(text));
         let jsonrpc = self.jsonrpc_for(Some("session/update"), None);
         self.write_turn_line(LineKind::Notification, |line| {

@@ -26,6 +26,9 @@ pub const VERBOSITY: &[(&str, &str)] = &[
 /// The `initialize` result.
 pub fn initialize_result(agent: &Agent, ctx: &Ctx) -> Result<Value, RpcError> {
     let trigger = ctx.trigger.as_ref();
+    if super::v2::negotiate(agent, trigger.and_then(|t| t.params_value()))? {
+        return super::v2::initialize_result(agent, ctx);
+    }
     let requested = trigger.and_then(|t| t.param("protocolVersion")).cloned();
     let version = match (&agent.config.agent.protocol_version, &requested) {
         (Some(forced), _) => json!(forced),
@@ -40,6 +43,7 @@ pub fn initialize_result(agent: &Agent, ctx: &Ctx) -> Result<Value, RpcError> {
     {
         let mut state = agent.state();
         state.initialized = true;
+        state.v2 = false;
         state.client_protocol_version = requested;
         state.client_capabilities = trigger
             .and_then(|t| t.param("clientCapabilities"))
@@ -183,6 +187,12 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
         && let Err(error) = auth_gate(agent, method)
     {
         reply(agent, ctx, Err(error)).await;
+        return;
+    }
+    if method != methods::INITIALIZE
+        && agent.state().v2
+        && super::v2::handle(agent, ctx, method).await
+    {
         return;
     }
     match method {

@@ -52,6 +52,9 @@ pub struct Ctx {
     /// stdin handles the next message only then: input is handled in order, as a serial agent
     /// would, yet a sequence that waits for the client never blocks the input.
     pub parker: Option<oneshot::Sender<()>>,
+    /// An ACP v2 prompt this sequence acknowledged: its end is an idle `state_update`, not a
+    /// response.
+    pub v2_prompt: bool,
 }
 
 impl Ctx {
@@ -66,6 +69,7 @@ impl Ctx {
             cancel: None,
             turn: None,
             parker: None,
+            v2_prompt: false,
         }
     }
 

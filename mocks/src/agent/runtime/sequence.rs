@@ -67,6 +67,9 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
                 .map(|s| ctx.vars.expand_str(s))
                 .unwrap_or_else(|| ctx.session_id());
             let update = ctx.vars.expand(update);
+            let Some(update) = agent.in_protocol(&session, update).await else {
+                return;
+            };
             agent.record_agent_text(&session, &update);
             let params = json!({"sessionId": session, "update": update});
             let jsonrpc = step
@@ -186,6 +189,10 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
             let text = ctx.vars.expand_str(text).into();
             personality::text_turn(agent, ctx, &text).await;
         }
+        Action::HoldToolCall(title) => {
+            let title = ctx.vars.expand_str(title);
+            personality::v2::hold_tool_call(agent, ctx, &title).await;
+        }
     }
 }
 
@@ -236,6 +243,11 @@ async fn respond(
         .jsonrpc
         .unwrap_or_else(|| agent.jsonrpc_for(None, ctx.trigger.as_deref()));
     if ctx.trigger.as_ref().and_then(|t| t.id.as_ref()) == Some(&id) {
+        if ctx.v2_prompt {
+            // An acknowledged v2 prompt: the answer stands for the turn's end.
+            personality::v2::end_turn(agent, ctx, &personality::v2::stop_reason_of(&result)).await;
+            return;
+        }
         // Answering the trigger ends its turn before the client can see the answer.
         ctx.turn.take();
     }

@@ -161,6 +161,10 @@ pub struct Session {
     pub closed: bool,
     /// Ended by `_session/terminate`.
     pub terminated: bool,
+    /// ACP v2: the `messageId` of the agent message the current turn streams.
+    pub message_id: Option<String>,
+    /// Tool calls held until cancelled (a `hold_tool_call` step), by id: sending ends one.
+    pub held_tool_calls: HashMap<String, oneshot::Sender<()>>,
 }
 
 impl Session {
@@ -183,6 +187,8 @@ impl Session {
             active_prompts: Arc::default(),
             closed: false,
             terminated: false,
+            message_id: None,
+            held_tool_calls: HashMap::new(),
         }
     }
 }
@@ -199,6 +205,8 @@ pub struct Running {
 pub struct State {
     /// `initialize` was answered.
     pub initialized: bool,
+    /// `initialize` settled on ACP v2 (draft).
+    pub v2: bool,
     /// The client's `clientCapabilities`.
     pub client_capabilities: Value,
     /// The protocol version the client asked for.

@@ -67,6 +67,9 @@ pub struct StepSpec {
     pub scenario: Option<String>,
     /// Action: a whole prompt turn in the personality's shape whose reply is this text.
     pub turn: Option<String>,
+    /// Action: a tool call with this title that runs until it is cancelled (`tool_call/cancel`
+    /// of its id in ACP v2, `session/cancel` of its turn in either version).
+    pub hold_tool_call: Option<String>,
 
     /// Parameter: `params` of `notify` and `request`.
     pub params: Option<Value>,
@@ -283,6 +286,8 @@ pub enum Action {
     Scenario(Scenario),
     /// A whole prompt turn answering with this text (templated).
     Turn(String),
+    /// A tool call with this title (templated), held until it is cancelled.
+    HoldToolCall(String),
 }
 
 /// Raw output: templated text or literal bytes.
@@ -352,11 +357,12 @@ impl Step {
             close_stdin,
             default,
             scenario,
-            turn
+            turn,
+            hold_tool_call
         );
         let action_name = match actions.as_slice() {
             [one] => *one,
-            [] => return Err(fail("a step needs one action (respond, error, notify, update, request, send, raw, raw_hex, malformed, oversize, stderr, stderr_bytes, sleep_ms, wait_for, gate, exit, hang, close_stdout, close_stdin, default, scenario, turn)".to_owned())),
+            [] => return Err(fail("a step needs one action (respond, error, notify, update, request, send, raw, raw_hex, malformed, oversize, stderr, stderr_bytes, sleep_ms, wait_for, gate, exit, hang, close_stdout, close_stdin, default, scenario, turn, hold_tool_call)".to_owned())),
             many => return Err(fail(format!("a step has one action, this one has {}", many.join(", ")))),
         };
         let check = |value: &Value| template::check_value(value).map_err(&fail);
@@ -544,6 +550,11 @@ impl Step {
                 let text = spec.turn.clone().unwrap_or_default();
                 check_str(&text)?;
                 Action::Turn(text)
+            }
+            "hold_tool_call" => {
+                let title = spec.hold_tool_call.clone().unwrap_or_default();
+                check_str(&title)?;
+                Action::HoldToolCall(title)
             }
             other => return Err(fail(format!("unknown action {other}"))),
         };
