@@ -283,6 +283,8 @@ impl Scenario {
 #[serde(deny_unknown_fields)]
 struct CatalogFile {
     suite: String,
+    #[serde(default)]
+    part: Option<String>,
     document: String,
     #[serde(default)]
     not_tested_without: Vec<String>,
@@ -299,6 +301,12 @@ pub struct Catalog {
     pub suite: String,
     /// The spec document the rows come from.
     pub document: String,
+    /// The name of this file's part of its suite (`v2` for `acp-v2.toml`), or `None` for the
+    /// suite's own file. A part's rows and capabilities join its suite's catalog when the set is
+    /// built ([`CatalogSet::new`]), so that rows of another document generation (ACP's v2
+    /// draft) keep a file of their own and run with the suite's checks and target sections.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub part: Option<String>,
     /// Where the catalog came from (a file name), for messages.
     pub origin: String,
     /// Capabilities that say what a run could make the target do rather than what the target
@@ -325,6 +333,7 @@ impl Catalog {
         let mut catalog = Catalog {
             suite: file.suite,
             document: file.document,
+            part: file.part,
             origin: origin.to_owned(),
             not_tested_without: file.not_tested_without,
             capabilities: file.capabilities,
@@ -369,12 +378,28 @@ impl Catalog {
                 self.suite
             ));
         }
-        if let Some(stem) = self.origin.strip_suffix(".toml")
-            && stem != self.suite
+        let expected = match &self.part {
+            Some(part) => format!("{}-{part}", self.suite),
+            None => self.suite.clone(),
+        };
+        if let Some(part) = &self.part
+            && !is_name(part)
         {
             problems.push(format!(
-                "suite {:?} must match the file name {:?}",
-                self.suite, self.origin
+                "part {part:?} must be lower-case letters, digits and dashes"
+            ));
+        }
+        if let Some(stem) = self.origin.strip_suffix(".toml")
+            && stem != expected
+        {
+            problems.push(format!(
+                "suite {:?}{} must match the file name {:?}",
+                self.suite,
+                self.part
+                    .as_ref()
+                    .map(|p| format!(" part {p:?}"))
+                    .unwrap_or_default(),
+                self.origin
             ));
         }
         if self.document.trim().is_empty() {
@@ -463,19 +488,9 @@ pub struct CatalogSet {
 }
 
 impl CatalogSet {
-    /// Builds a set from catalogs, rejecting duplicate suites and duplicate IDs across suites.
-    pub fn new(mut catalogs: Vec<Catalog>) -> Result<Self, CatalogError> {
-        catalogs.sort_by(|a, b| a.suite.cmp(&b.suite));
-        for pair in catalogs.windows(2) {
-            if pair[0].suite == pair[1].suite {
-                return Err(CatalogError::Duplicate {
-                    what: "suite",
-                    name: pair[0].suite.clone(),
-                    first: pair[0].origin.clone(),
-                    second: pair[1].origin.clone(),
-                });
-            }
-        }
+    /// Builds a set from catalogs, rejecting duplicate suites and duplicate IDs across suites;
+    /// a part (`part = "v2"`) joins its suite's catalog, after its IDs are checked.
+    pub fn new(catalogs: Vec<Catalog>) -> Result<Self, CatalogError> {
         let mut owners: BTreeMap<&str, &str> = Default::default();
         for catalog in &catalogs {
             for row in &catalog.scenarios {
@@ -487,6 +502,42 @@ impl CatalogSet {
                         second: catalog.origin.clone(),
                     });
                 }
+            }
+        }
+        let (parts, mut catalogs): (Vec<Catalog>, Vec<Catalog>) =
+            catalogs.into_iter().partition(|c| c.part.is_some());
+        for part in parts {
+            let Some(whole) = catalogs.iter_mut().find(|c| c.suite == part.suite) else {
+                return Err(CatalogError::Invalid {
+                    origin: part.origin.clone(),
+                    problems: vec![format!(
+                        "part of suite {:?}, which has no catalog",
+                        part.suite
+                    )],
+                });
+            };
+            for (name, about) in part.capabilities {
+                if whole.capabilities.contains_key(&name) {
+                    return Err(CatalogError::Duplicate {
+                        what: "capability",
+                        name,
+                        first: whole.origin.clone(),
+                        second: part.origin.clone(),
+                    });
+                }
+                whole.capabilities.insert(name, about);
+            }
+            whole.scenarios.extend(part.scenarios);
+        }
+        catalogs.sort_by(|a, b| a.suite.cmp(&b.suite));
+        for pair in catalogs.windows(2) {
+            if pair[0].suite == pair[1].suite {
+                return Err(CatalogError::Duplicate {
+                    what: "suite",
+                    name: pair[0].suite.clone(),
+                    first: pair[0].origin.clone(),
+                    second: pair[1].origin.clone(),
+                });
             }
         }
         let set = Self { catalogs };
@@ -694,6 +745,49 @@ errata = ["ACP-1"]
         let other = GOOD.replace("\"demo\"", "\"other\"");
         let err = CatalogSet::parse_all([("demo.toml", GOOD), ("other.toml", other.as_str())])
             .unwrap_err();
+        assert!(err.to_string().contains("duplicate scenario D-01"), "{err}");
+    }
+
+    #[test]
+    fn a_part_joins_its_suite_with_its_rows_capabilities_and_not_tested_without() {
+        let whole = GOOD.replace(
+            "document = \"demo.md\"",
+            "document = \"demo.md\"\n[capabilities]\nstdio = \"s\"",
+        );
+        let part = GOOD
+            .replace("suite = \"demo\"", "suite = \"demo\"\npart = \"v2\"\nnot_tested_without = [\"v2\"]\n[capabilities]\nv2 = \"speaks 2\"")
+            .replace("D-01", "D-V2-01")
+            .replace("[\"stdio\"]", "[\"stdio\", \"v2\"]");
+        let set = CatalogSet::parse_all([
+            ("demo.toml", whole.as_str()),
+            ("demo-v2.toml", part.as_str()),
+        ])
+        .unwrap();
+        assert_eq!(set.catalogs.len(), 1);
+        let demo = set.suite("demo").unwrap();
+        assert_eq!(demo.scenarios.len(), 2);
+        assert!(demo.capabilities.contains_key("v2"));
+        let row = set.find("D-V2-01").unwrap();
+        assert_eq!(row.suite, "demo");
+        assert_eq!(row.not_tested_without, ["v2"]);
+        // A part must be named <suite>-<part>, and needs its suite's own file.
+        let err = CatalogSet::parse_all([
+            ("demo.toml", whole.as_str()),
+            ("demo-v3.toml", part.as_str()),
+        ])
+        .unwrap_err();
+        assert!(
+            err.to_string().contains("must match the file name"),
+            "{err}"
+        );
+        let err = CatalogSet::parse_all([("demo-v2.toml", part.as_str())]).unwrap_err();
+        assert!(err.to_string().contains("which has no catalog"), "{err}");
+        let again = part.replace("D-V2-01", "D-01");
+        let err = CatalogSet::parse_all([
+            ("demo.toml", whole.as_str()),
+            ("demo-v2.toml", again.as_str()),
+        ])
+        .unwrap_err();
         assert!(err.to_string().contains("duplicate scenario D-01"), "{err}");
     }
 

@@ -18,7 +18,8 @@
 //! [`negotiation`] (the version and session ids agreed on), [`notifications`] (nothing answers a
 //! notification; cancelled turns, update session ids, stop reasons), [`offers`] (nothing the
 //! client did not advertise), [`capabilities`] (the advertised optional methods, by ACP alone)
-//! and [`harness`] (the rows that judge the runner itself).
+//! [`harness`] (the rows that judge the runner itself) and [`v2`] (the ACP v2 draft's rows,
+//! `catalog/acp-v2.toml`, on a connection initialized at protocol version 2).
 
 pub mod agent;
 pub mod cancellation;
@@ -41,6 +42,7 @@ pub mod remote;
 pub mod schema;
 pub mod sessions;
 pub mod turns;
+pub mod v2;
 pub mod websocket;
 
 use crate::check::Check;
@@ -64,6 +66,7 @@ pub fn checks() -> Vec<Check> {
         capabilities::checks(),
         harness::checks(),
         client::checks(),
+        v2::checks(),
     ]
     .into_iter()
     .flatten()
