@@ -492,6 +492,9 @@ fn run(args: RunArgs) -> Result<u8> {
                 if let Some(choice) = &found.auth_choice {
                     output::line(format_args!("discovery: auth: {choice}"));
                 }
+                if let Some(versions) = &found.versions {
+                    output::line(format_args!("discovery: protocol versions: {versions}"));
+                }
                 for problem in &found.problems {
                     output::line(format_args!("discovery: {problem}"));
                 }
@@ -872,6 +875,9 @@ fn discover_profile(
     ));
     if let Some(choice) = &found.auth_choice {
         output::line(format_args!("discovery: auth: {choice}"));
+    }
+    if let Some(versions) = &found.versions {
+        output::line(format_args!("discovery: protocol versions: {versions}"));
     }
     for problem in &found.problems {
         output::line(format_args!("discovery: {problem}"));

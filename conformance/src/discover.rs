@@ -81,6 +81,10 @@ pub struct Discovery {
     /// The auth method discovery used and why, or why it used none, in one sentence (the
     /// console, `report.md` and `results.json` print it).
     pub auth_choice: Option<String>,
+    /// Which protocol versions the agent speaks, in one sentence: what it answered a v1
+    /// `initialize` and an `initialize` asking for 2 (a connection of its own); `acp-v2` is derived
+    /// from the second.
+    pub versions: Option<String>,
 }
 
 /// What discovery is told about authentication.
@@ -331,11 +335,11 @@ pub async fn stdio_spec(spec: ChildSpec, auth: &AuthOptions) -> Result<Discovery
     let started = Instant::now();
     // The tracker also ends what the agent started and left its group (a `setsid` daemon).
     let tracker = ProcessTracker::new();
-    let child = spawn(spec.grace(Duration::from_secs(2)).tracker(tracker.clone()))
-        .map_err(|e| start_error(e.to_string()))?;
+    let spec = spec.grace(Duration::from_secs(2)).tracker(tracker.clone());
+    let child = spawn(spec.clone()).map_err(|e| start_error(e.to_string()))?;
     let mut discovery = Discovery::default();
     discovery.capabilities.insert("stdio".to_owned());
-    let found = run(
+    let mut found = run(
         Channel::Stdio(Box::new(child), Asked::new()),
         started,
         discovery,
@@ -343,6 +347,23 @@ pub async fn stdio_spec(spec: ChildSpec, auth: &AuthOptions) -> Result<Discovery
         TURN_WAITS,
     )
     .await;
+    // The version probe needs a connection of its own: `initialize` settles a connection's
+    // version once.
+    if let Ok(found) = &mut found
+        && !found.initialize_unanswered
+    {
+        match spawn(spec) {
+            Ok(child) => {
+                let mut channel = Channel::Stdio(Box::new(child), Asked::new());
+                probe_versions(&mut channel, found).await;
+                channel.close().await;
+            }
+            Err(e) => note_versions(
+                found,
+                format!("the version probe could not start the agent again: {e}"),
+            ),
+        }
+    }
     tracker.shutdown_all().await;
     found
 }
@@ -365,14 +386,101 @@ pub async fn websocket(url: &str, auth: &AuthOptions) -> Result<Discovery, Disco
     })?;
     let mut discovery = Discovery::default();
     discovery.capabilities.insert("ws".to_owned());
-    run(
+    let mut found = run(
         Channel::Ws(Box::new(ws), Asked::new()),
         started,
         discovery,
         auth,
         TURN_WAITS,
     )
-    .await
+    .await;
+    if let Ok(found) = &mut found
+        && !found.initialize_unanswered
+    {
+        match tokio::time::timeout(
+            ANSWER_TIMEOUT,
+            Box::pin(tokio_tungstenite::connect_async(url)),
+        )
+        .await
+        {
+            Ok(Ok((ws, _))) => {
+                let mut channel = Channel::Ws(Box::new(ws), Asked::new());
+                probe_versions(&mut channel, found).await;
+                channel.close().await;
+            }
+            Ok(Err(e)) => note_versions(
+                found,
+                format!("the version probe could not connect again: {e}"),
+            ),
+            Err(_) => note_versions(
+                found,
+                format!("the version probe could not connect again within {ANSWER_TIMEOUT:?}"),
+            ),
+        }
+    }
+    found
+}
+
+/// The version the discovery's v1 `initialize` was answered, when it was.
+fn v1_answer(discovery: &Discovery) -> Option<u64> {
+    discovery
+        .initialize
+        .get("protocolVersion")
+        .and_then(Value::as_u64)
+}
+
+/// Records what the version probe found.
+fn note_versions(discovery: &mut Discovery, sentence: String) {
+    discovery
+        .notes
+        .push(format!("protocol versions: {sentence}"));
+    discovery.versions = Some(sentence);
+}
+
+/// Asks the agent, on a fresh `channel`, for protocol version 2 with v2's `initialize`
+/// (`info`, `capabilities`), and derives `acp-v2` when it answers 2. An answer of 1, `-32022`
+/// (unsupported protocol version), another error or none at all means the agent does not speak
+/// 2: the v2 rows are then not applicable, never failed.
+async fn probe_versions(channel: &mut Channel, discovery: &mut Discovery) {
+    let v1 = match v1_answer(discovery) {
+        Some(version) => format!("a v1 initialize was answered {version}"),
+        None => "a v1 initialize got no version".to_owned(),
+    };
+    let params = json!({
+        "protocolVersion": 2,
+        "capabilities": {},
+        "info": {"name": "ski-conformance", "version": env!("CARGO_PKG_VERSION")},
+    });
+    let sentence = match channel.call(0, "initialize", params).await {
+        Ok((answer, _)) => match (answer.get("result"), answer.get("error")) {
+            (Some(result), _) => match result.get("protocolVersion").and_then(Value::as_u64) {
+                Some(2) => {
+                    discovery.capabilities.insert("acp-v2".to_owned());
+                    format!(
+                        "{v1}, an initialize asking for 2 was answered 2: the agent speaks 2 (acp-v2)"
+                    )
+                }
+                Some(other) => format!(
+                    "{v1}, an initialize asking for 2 was answered {other}: the agent does not speak 2, the v2 rows are not applicable"
+                ),
+                None => format!(
+                    "{v1}, an initialize asking for 2 was answered without a version ({}): the v2 rows are not applicable",
+                    clip(&result.to_string())
+                ),
+            },
+            (None, Some(error)) if error.get("code") == Some(&json!(-32022)) => format!(
+                "{v1}, an initialize asking for 2 was refused with -32022 (unsupported protocol version): the agent does not speak 2, the v2 rows are not applicable"
+            ),
+            _ => format!(
+                "{v1}, an initialize asking for 2 was refused ({}): the v2 rows are not applicable",
+                clip(&answer.to_string())
+            ),
+        },
+        Err(message) => format!(
+            "{v1}, an initialize asking for 2 failed ({message}): the v2 rows are not applicable"
+        ),
+    };
+    note_versions(discovery, sentence);
 }
 
 /// Discovers the agent at ACP's remote endpoint `url` (`http://…/acp`): which profiles it
