@@ -2,9 +2,12 @@
 //! through `ski-mock-agent` (config options set by `configId`, the prompt acknowledged with its
 //! `messageId`, the user message echoed, chunks with the reply's message id, a held tool call
 //! cancelled with `tool_call/cancel`, idle at the end); the version rule at `initialize` and the
-//! `--protocol 1` pin; and what v2 drops (modes, `session/load`) refused or not sent.
+//! `--protocol 1` pin; what v2 drops (modes, `session/load`) refused or not sent; and the
+//! official TypeScript SDK's v2 client (`experimental/v2`, the peer
+//! `conformance/targets/peers/ts-sdk-v2`, installed by the test) cancelling a held tool call.
 
 use crate::agent_support;
+use crate::peer_support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -311,4 +314,69 @@ do = [
         .stderr_until(|text| text.contains("current_mode_update"))
         .await;
     assert!(err.contains("no place in ACP v2"), "{err}");
+}
+
+#[tokio::test]
+async fn the_typescript_sdk_v2_client_cancels_a_held_tool_call() {
+    if !peer_support::on_path("node") || !peer_support::on_path("npm") {
+        println!("ts-sdk-v2: NOT RUN (node or npm is not on PATH)");
+        return;
+    }
+    let Some(peer) = peer_support::install("ts-sdk-v2").await else {
+        return;
+    };
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("hold.toml"), HOLD).expect("write the script");
+    let spec = ChildSpec::new("ts-sdk-v2-client", "node")
+        .arg(peer.join("v2-client.mjs"))
+        .args(["--prompt", "hello ts", "--", binary(), "--script"])
+        .arg(dir.path().join("hold.toml"))
+        .cwd(dir.path());
+    let (code, output) = tokio::time::timeout(PATIENCE, peer_support::run_to_end(spec))
+        .await
+        .expect("the TypeScript client ends");
+    assert_eq!(code, Some(0), "{output}");
+    // The client's JSON lines (its agent's stderr, if any, comes on the same output).
+    let lines: Vec<Value> = output
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    assert_eq!(
+        lines[0],
+        json!({"type": "initialize", "protocolVersion": 2, "session": true})
+    );
+    let ack = lines
+        .iter()
+        .find(|l| l["type"] == "prompt_ack")
+        .expect("the prompt's acknowledgement");
+    let payloads = |kind: &str| -> Vec<Value> {
+        lines
+            .iter()
+            .filter(|l| l["type"] == "session_update" && l["payload"]["sessionUpdate"] == kind)
+            .map(|l| l["payload"].clone())
+            .collect()
+    };
+    let user = payloads("user_message");
+    assert_eq!(user.len(), 1, "{output}");
+    assert_eq!(user[0]["messageId"], ack["messageId"]);
+    let cancel = lines
+        .iter()
+        .find(|l| l["type"] == "tool_call_cancel")
+        .unwrap_or_else(|| panic!("a tool_call/cancel: {output}"));
+    assert!(
+        payloads("tool_call_update")
+            .iter()
+            .any(|c| c["toolCallId"] == cancel["toolCallId"] && c["status"] == "cancelled"),
+        "{output}"
+    );
+    let chunks = payloads("agent_message_chunk");
+    assert_eq!(chunks.len(), 1, "{output}");
+    assert_eq!(chunks[0]["content"]["text"], "hello ts");
+    assert!(chunks[0]["messageId"].is_string() && chunks[0]["messageId"] != ack["messageId"]);
+    assert_eq!(
+        lines.last().unwrap(),
+        &json!({"type": "idle", "stopReason": "end_turn"}),
+        "{output}"
+    );
+    println!("ts-sdk-v2 peer: ran, ok");
 }
