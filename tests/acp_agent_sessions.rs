@@ -121,6 +121,7 @@ async fn initialize_accepts_only_version_1_and_advertises_capabilities() {
 async fn minimal_agent_advertises_nothing_optional_and_gates_with_32601() {
     let (_agent, client) = client(AgentConfig {
         features: Features::minimal(),
+        additional_directories: false,
         ..config()
     })
     .await;
@@ -239,7 +240,8 @@ async fn a_prompt_sends_the_documented_update_order_and_echoes() {
             "tool_call",
             "tool_call_update",
             "agent_message_chunk",
-            "session_info_update"
+            "session_info_update",
+            "usage_update"
         ]
     );
     let updates = client.updates(&session);

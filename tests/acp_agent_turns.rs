@@ -634,7 +634,8 @@ async fn tool_calls_go_through_the_client_and_terminals_are_released() {
             "tool_call_update",
             "tool_call_update",
             "agent_message_chunk",
-            "session_info_update"
+            "session_info_update",
+            "usage_update"
         ]
     );
     let updates = client.updates(&session);

@@ -33,6 +33,7 @@ mod acp_serve_backpressure;
 mod acp_serve_sessions;
 mod acp_serve_ws_limits;
 mod acp_serve_ws_oversize;
+mod acp_v1_additions;
 mod acp_v2;
 mod acp_v2_interop;
 mod aof_data_safety;

@@ -40,6 +40,7 @@
 //! (see [`crate::transport::ws_server`]).
 
 pub mod clock;
+pub mod commands;
 pub mod config;
 pub mod control;
 pub mod export;
@@ -461,15 +462,22 @@ impl Inner {
         Ok(())
     }
 
-    /// Sends the `agent_message_chunk` of `text`, the update every turn streams: the line
-    /// [`Inner::update`] writes for it, assembled from fixed text (`acp::turn_lines`).
-    pub(crate) async fn message_chunk(&self, session: &str, text: &str) {
+    /// Sends the `agent_message_chunk` of `text` in the message `message_id`, the update every
+    /// turn streams: the line [`Inner::update`] writes for it, assembled from fixed text
+    /// (`acp::turn_lines`). In v2 the chunk carries the v2 turn's message id instead.
+    pub(crate) async fn message_chunk(&self, session: &str, text: &str, message_id: &str) {
         if self.registry.session_generation(session) == Generation::V2 {
             let chunk = SessionUpdate::agent_message(crate::acp::ContentBlock::text(text));
             return self.update(session, chunk).await;
         }
         let encode = |jsonrpc: bool, out: &mut Vec<u8>| {
-            crate::acp::turn_lines::message_chunk(session, text, jsonrpc, out)
+            crate::acp::turn_lines::message_chunk_with_id(
+                session,
+                text,
+                Some(message_id),
+                jsonrpc,
+                out,
+            )
         };
         if let Err(error) = self.registry.notify_encoded(session, encode).await {
             let kind = "agent_message_chunk";
@@ -524,8 +532,31 @@ impl Inner {
         }
     }
 
-    pub(crate) fn session_cwd(&self, session: &str) -> Option<String> {
-        self.store().get(session).map(|session| session.cwd.clone())
+    /// Replaces a session's history by the summary of what it held; returns the summary.
+    pub(crate) fn compact(&self, session: &str) -> String {
+        let mut store = self.store();
+        let Some(session) = store.get_mut(session) else {
+            return commands::summary(0);
+        };
+        let summary = commands::summary(session.history.len());
+        session.history = vec![HistoryEntry::Agent(summary.clone())];
+        summary
+    }
+
+    /// The `usage_update` of a session's context now.
+    pub(crate) fn usage(&self, session: &str) -> Option<crate::acp::UsageUpdate> {
+        self.store()
+            .get(session)
+            .map(|session| commands::usage(&session.history))
+    }
+
+    /// A session's roots: its `cwd` first, then its additional directories.
+    pub(crate) fn session_roots(&self, session: &str) -> Option<Vec<String>> {
+        self.store().get(session).map(|session| {
+            let mut roots = vec![session.cwd.clone()];
+            roots.extend(session.additional_directories.iter().flatten().cloned());
+            roots
+        })
     }
 
     /// Gives an untitled session a title derived from the prompt; returns the update to send.

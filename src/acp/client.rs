@@ -40,6 +40,7 @@ pub mod driver;
 mod fs;
 mod known_sessions;
 mod link;
+pub mod messages;
 mod permission;
 mod terminal;
 mod updates;
@@ -66,14 +67,15 @@ use self::permission::PermissionBroker;
 use self::terminal::Terminals;
 use self::updates::SessionRouter;
 use crate::acp::{
-    AuthenticateRequest, CancelNotification, ClientCapabilities, CreateTerminalRequest, Empty,
-    ExportSessionRequest, ExportSessionResponse, FileSystemCapabilities, ForkSessionRequest,
-    Implementation, InitializeRequest, InitializeResponse, ListSessionsRequest,
-    ListSessionsResponse, LoadSessionRequest, NewSessionRequest, NewSessionResponse,
-    PROTOCOL_VERSION, PromptRequest, PromptResponse, ReadTextFileRequest, RequestPermissionRequest,
-    RequestPermissionResponse, ResumeSessionRequest, SessionIdRequest, SessionStateResponse,
-    SetSessionConfigOptionRequest, SetSessionConfigOptionResponse, SetSessionModeRequest,
-    SetSessionModelRequest, TerminalRequest, WriteTextFileRequest, methods,
+    AuthenticateRequest, CancelNotification, Capability, ClientCapabilities,
+    ClientSessionCapabilities, CreateTerminalRequest, Empty, ExportSessionRequest,
+    ExportSessionResponse, FileSystemCapabilities, ForkSessionRequest, Implementation,
+    InitializeRequest, InitializeResponse, ListSessionsRequest, ListSessionsResponse,
+    LoadSessionRequest, NewSessionRequest, NewSessionResponse, PROTOCOL_VERSION, PromptRequest,
+    PromptResponse, ReadTextFileRequest, RequestPermissionRequest, RequestPermissionResponse,
+    ResumeSessionRequest, SessionIdRequest, SessionStateResponse, SetSessionConfigOptionRequest,
+    SetSessionConfigOptionResponse, SetSessionModeRequest, SetSessionModelRequest, TerminalRequest,
+    WriteTextFileRequest, methods,
 };
 use crate::jsonrpc::{
     CallError, ErrorCode, Peer, PeerStats, RequestOptions, RpcError, Transport, WireEvent,
@@ -105,6 +107,10 @@ pub struct ClientConfig {
     pub reconnect: ReconnectPolicy,
     /// Observers of every raw message in and out, on every connection.
     pub observers: Vec<Arc<dyn WireObserver>>,
+    /// Advertise `session.notices`: the client presents `notice` updates.
+    pub notices: bool,
+    /// Advertise `session.compaction`: the client takes compaction updates.
+    pub compaction: bool,
 }
 
 impl Default for ClientConfig {
@@ -120,6 +126,8 @@ impl Default for ClientConfig {
             max_in_flight_sends: DEFAULT_MAX_IN_FLIGHT_SENDS,
             reconnect: ReconnectPolicy::default(),
             observers: Vec::new(),
+            notices: false,
+            compaction: false,
         }
     }
 }
@@ -153,6 +161,11 @@ impl ClientConfig {
                 extra: Default::default(),
             }),
             terminal: Some(self.terminal.is_some()),
+            session: (self.notices || self.compaction).then(|| ClientSessionCapabilities {
+                notices: self.notices.then(Capability::default),
+                compaction: self.compaction.then(Capability::default),
+                ..ClientSessionCapabilities::default()
+            }),
             ..ClientCapabilities::default()
         }
     }

@@ -133,6 +133,18 @@ impl ClientCapabilities {
     pub fn has_terminal(&self) -> bool {
         self.terminal.unwrap_or(false)
     }
+
+    /// Whether the client presents `notice` updates (`session.notices`).
+    pub fn shows_notices(&self) -> bool {
+        self.session.as_ref().is_some_and(|s| s.notices.is_some())
+    }
+
+    /// Whether the client takes compaction updates (`session.compaction`).
+    pub fn shows_compaction(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|s| s.compaction.is_some())
+    }
 }
 
 /// File system capabilities of the client.

@@ -15,6 +15,17 @@ pub fn message_chunk(
     jsonrpc: bool,
     out: &mut Vec<u8>,
 ) -> serde_json::Result<()> {
+    message_chunk_with_id(session, text, None, jsonrpc, out)
+}
+
+/// [`message_chunk`] with the `messageId` of the message the chunk belongs to, when there is one.
+pub fn message_chunk_with_id(
+    session: &str,
+    text: &str,
+    message_id: Option<&str>,
+    jsonrpc: bool,
+    out: &mut Vec<u8>,
+) -> serde_json::Result<()> {
     out.extend_from_slice(if jsonrpc {
         br#"{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"#
     } else {
@@ -25,7 +36,12 @@ pub fn message_chunk(
         br#","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"#,
     );
     push_json_str(text, out)?;
-    out.extend_from_slice(b"}}}}");
+    out.push(b'}');
+    if let Some(message_id) = message_id {
+        out.extend_from_slice(br#","messageId":"#);
+        push_json_str(message_id, out)?;
+    }
+    out.extend_from_slice(b"}}}");
     Ok(())
 }
 
@@ -131,6 +147,23 @@ mod tests {
                         String::from_utf8(line).unwrap(),
                         format!("queued before|{}", String::from_utf8(expected).unwrap())
                     );
+                    // With the id of its message, as the typed chunk writes it.
+                    let mut chunk = ContentChunk::new(ContentBlock::text(*text));
+                    chunk.message_id = Some(format!("msg_{text}"));
+                    let typed =
+                        SessionNotification::new(session, SessionUpdate::AgentMessageChunk(chunk));
+                    let mut expected = Vec::new();
+                    encode_notification_into(
+                        "session/update",
+                        &typed,
+                        version(jsonrpc),
+                        &mut expected,
+                    )
+                    .unwrap();
+                    let mut line = Vec::new();
+                    let id = format!("msg_{text}");
+                    message_chunk_with_id(session, text, Some(&id), jsonrpc, &mut line).unwrap();
+                    assert_eq!(line, expected);
                 }
             }
         }

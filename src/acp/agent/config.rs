@@ -72,6 +72,9 @@ pub struct AgentConfig {
     /// The newest protocol generation `initialize` settles on (every older one is spoken too):
     /// v2 by default, v1 to offer v1 alone (`ski acp serve --protocol 1`).
     pub max_protocol: Generation,
+    /// Advertise `sessionCapabilities.additionalDirectories` in v1 (on by default; off with
+    /// `ski acp serve --minimal`). The roots are honoured either way.
+    pub additional_directories: bool,
 }
 
 impl Default for AgentConfig {
@@ -96,6 +99,7 @@ impl Default for AgentConfig {
             echo: EchoConfig::default(),
             strict_version: false,
             max_protocol: Generation::V2,
+            additional_directories: true,
         }
     }
 }

@@ -89,6 +89,25 @@ async fn existing_directories(cwd: &str, additional: Option<&[String]>) -> Resul
     Ok(())
 }
 
+/// The additional roots a session request activates: those it names, none when it names none
+/// (an empty list included). Stored roots are never reactivated implicitly.
+fn active_roots(requested: Option<Vec<String>>) -> Option<Vec<String>> {
+    requested.filter(|roots| !roots.is_empty())
+}
+
+/// Refuses `session/load` or `session/resume` naming additional roots with a `cwd` other than
+/// the session's, with `-32602`: additional roots may change on load and resume only for the
+/// same `cwd`. Without additional roots the `cwd` is not compared (as before they existed).
+fn same_cwd(stored: &str, requested: &str, roots: Option<&[String]>) -> Result<(), RpcError> {
+    if roots.is_none() || stored == requested {
+        Ok(())
+    } else {
+        Err(invalid_params(format!(
+            "cwd {requested:?} is not the session's cwd {stored:?}"
+        )))
+    }
+}
+
 impl Inner {
     /// Refuses a new session (`session/new`, `session/fork`) on a connection that owns the
     /// configured number of live sessions.
@@ -157,6 +176,7 @@ impl Inner {
         let features = &self.config.features;
         let flag = |feature| features.has(feature).then(Capability::default);
         let sessions = SessionCapabilities {
+            additional_directories: self.config.additional_directories.then(Capability::default),
             list: flag(Feature::List),
             delete: flag(Feature::Delete),
             resume: flag(Feature::Resume),
@@ -172,7 +192,8 @@ impl Inner {
             Feature::Fork,
         ]
         .into_iter()
-        .any(|f| features.has(f));
+        .any(|f| features.has(f))
+            || self.config.additional_directories;
         let mut ski = Map::new();
         if features.has(Feature::Export) {
             ski.insert("sessionExport".into(), json!({}));
@@ -483,9 +504,11 @@ async fn new_session(
     existing_directories(&request.cwd, request.additional_directories.as_deref()).await?;
     agent.room_for_session(connection)?;
     let now = agent.now();
-    let session = agent
-        .store()
-        .create(request.cwd, request.additional_directories, now);
+    let session = agent.store().create(
+        request.cwd,
+        active_roots(request.additional_directories),
+        now,
+    );
     agent.registry.set_owner(&session, connection);
     tracing::info!(%session, connection, "session created");
     agent.new_session_response(&session)
@@ -502,10 +525,13 @@ async fn load_session(
     let history = {
         let now = agent.now();
         let mut store = agent.store();
-        let history = store
-            .get(&session)
-            .map(|s| s.history.clone())
+        let stored = store
+            .get_mut(&session)
             .ok_or_else(|| unknown_session(&session))?;
+        let roots = active_roots(request.additional_directories);
+        same_cwd(&stored.cwd, &request.cwd, roots.as_deref())?;
+        stored.additional_directories = roots;
+        let history = stored.history.clone();
         store.touch(&session, now);
         history
     };
@@ -602,9 +628,17 @@ async fn resume_session(
 ) -> Result<ResumeSessionResponse, RpcError> {
     existing_directories(&request.cwd, request.additional_directories.as_deref()).await?;
     let session = request.session_id;
-    agent.exists(&session)?;
     let now = agent.now();
-    agent.store().touch(&session, now);
+    {
+        let mut store = agent.store();
+        let stored = store
+            .get_mut(&session)
+            .ok_or_else(|| unknown_session(&session))?;
+        let roots = active_roots(request.additional_directories);
+        same_cwd(&stored.cwd, &request.cwd, roots.as_deref())?;
+        stored.additional_directories = roots;
+        store.touch(&session, now);
+    }
     agent.registry.set_owner(&session, connection);
     agent.state(&session)
 }
@@ -620,7 +654,12 @@ async fn fork_session(
     let now = agent.now();
     let fork = agent
         .store()
-        .fork(&request.session_id, request.cwd, now)
+        .fork(
+            &request.session_id,
+            request.cwd,
+            active_roots(request.additional_directories),
+            now,
+        )
         .ok_or_else(|| unknown_session(&request.session_id))?;
     agent.registry.set_owner(&fork, connection);
     tracing::info!(source = %request.session_id, %fork, "session forked");

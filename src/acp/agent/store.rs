@@ -275,7 +275,8 @@ pub struct Session {
     pub id: String,
     /// The working directory the session was created with.
     pub cwd: String,
-    /// Further directories, as given at creation.
+    /// Further roots of the session, as the last `session/new`, `session/load`,
+    /// `session/resume` or `session/fork` gave them (`None`: none).
     pub additional_directories: Option<Vec<String>>,
     /// The title, set after the first completed turn.
     pub title: Option<String>,
@@ -336,18 +337,25 @@ impl Store {
     }
 
     /// Creates a fork of a session: a new id, the same settings, history and title, and the
-    /// source recorded as its parent. Permission memory is not inherited.
-    pub fn fork(&mut self, source: &str, cwd: String, now: SystemTime) -> Option<String> {
-        let (settings, history, title, dirs) = {
+    /// source recorded as its parent. Permission memory is not inherited, and neither are the
+    /// source's additional directories: the fork has those the request named (ACP's
+    /// additional-directories text: no root is inherited implicitly).
+    pub fn fork(
+        &mut self,
+        source: &str,
+        cwd: String,
+        additional_directories: Option<Vec<String>>,
+        now: SystemTime,
+    ) -> Option<String> {
+        let (settings, history, title) = {
             let source = self.sessions.get(source)?;
             (
                 source.settings.clone(),
                 source.history.clone(),
                 source.title.clone(),
-                source.additional_directories.clone(),
             )
         };
-        let id = self.create(cwd, dirs, now);
+        let id = self.create(cwd, additional_directories, now);
         if let Some(session) = self.sessions.get_mut(&id) {
             session.settings = settings;
             session.history = history;
@@ -526,13 +534,13 @@ mod tests {
                 .unwrap();
             session.history.push(HistoryEntry::Agent("hi".into()));
         }
-        let fork = store.fork(&source, "/w".into(), now).unwrap();
+        let fork = store.fork(&source, "/w".into(), None, now).unwrap();
         assert_ne!(fork, source);
         let forked = store.get(&fork).unwrap();
         assert_eq!(forked.parent.as_deref(), Some(source.as_str()));
         assert_eq!(forked.settings, store.get(&source).unwrap().settings);
         assert_eq!(forked.history.len(), 1);
-        assert!(store.fork("missing", "/w".into(), now).is_none());
+        assert!(store.fork("missing", "/w".into(), None, now).is_none());
     }
 
     #[test]

@@ -3,8 +3,11 @@
 //! `tool_call_update`s.
 //!
 //! A call is made only when the session's owner connection advertised the capability it needs;
-//! otherwise the tool call is reported `failed` and nothing is sent to the client. Every
-//! terminal the agent creates is released, also when the turn is stopped while the command runs.
+//! otherwise the tool call is reported `failed` and nothing is sent to the client. A file call
+//! is made only for a path inside the session's roots, its `cwd` and its
+//! `additionalDirectories` (relative paths resolve against the `cwd`): a path that leaves every
+//! root by `..` or a symbolic link is reported `failed` the same way. Every terminal the agent
+//! creates is released, also when the turn is stopped while the command runs.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -26,6 +29,7 @@ use crate::acp::{
     ToolKind,
 };
 use crate::jsonrpc::{Peer, RequestOptions};
+use crate::storage::inside_root::Root;
 
 /// How long the clean-up calls of a stopped terminal (`kill`, `release`) may take.
 const CLEANUP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -42,6 +46,19 @@ fn resolve(cwd: &str, path: &str) -> String {
     } else {
         Path::new(cwd).join(path).to_string_lossy().into_owned()
     }
+}
+
+/// Whether the absolute `path` lies inside one of `roots`, resolved as the client's file methods
+/// resolve it (`..` and symbolic links followed on this machine, so a link out of a root is
+/// outside); a root that is no existing directory holds nothing. What is missing below a root
+/// (a file to be created) is inside.
+pub(crate) fn inside_roots(path: &str, roots: &[String]) -> bool {
+    roots.iter().any(|root| {
+        Root::new(Path::new(root)).is_ok_and(|root| match root.resolve_absolute(Path::new(path)) {
+            Ok(_) => true,
+            Err(error) => !error.is_escape(),
+        })
+    })
 }
 
 /// The result of one client call: its result, or the error text.
@@ -151,14 +168,29 @@ pub(crate) async fn run(
     spec: &ToolCallSpec,
     reply: &str,
 ) -> Result<(), TurnOutcome> {
-    let Some(cwd) = agent.session_cwd(session) else {
+    let Some(roots) = agent.session_roots(session) else {
         return Err(TurnOutcome::Stopped(StopCause::Cancelled));
     };
+    let cwd = &roots[0];
     let id = new_tool_call_id();
-    let (name, call, input) = describe(spec, &cwd, reply, &id);
+    let (name, call, input) = describe(spec, cwd, reply, &id);
     agent
         .content(session, control, SessionUpdate::ToolCall(call))
         .await?;
+    if let Some(path) = input.get("path").and_then(Value::as_str) {
+        let (path, checked) = (path.to_owned(), roots.clone());
+        let inside = tokio::task::spawn_blocking(move || inside_roots(&path, &checked))
+            .await
+            .unwrap_or(false);
+        if !inside {
+            let reason = format!(
+                "{} is outside the session's roots (its cwd and additionalDirectories: {})",
+                input["path"],
+                roots.join(", ")
+            );
+            return report_failure(agent, session, control, &id, name, input, reason).await;
+        }
+    }
     let owner = agent.registry.owner_peer(session);
     let capable = owner
         .as_ref()

@@ -11,9 +11,12 @@
 //! 3. `running`, then the echo back end's attempts; a failed attempt is retried with
 //!    `retrying` and `retry_update`, after a delay of the base delay times the attempt number.
 //! 4. The content updates: `available_commands_update`, `plan`, a tool call lifecycle
-//!    (`tool_call` then `tool_call_update`; the injected tool calls when there are any),
+//!    (`tool_call` then `tool_call_update`; the injected tool calls when there are any), what a
+//!    scripted command sends (`/notice`, `/compact`: [`super::commands`]),
 //!    `agent_message_chunk` with the reply (repeated `reply_chunks` times, a flood for
-//!    benchmarks), and `session_info_update` with a title after the session's first turn.
+//!    benchmarks; every chunk of the reply carries the reply's one `messageId`, new for each
+//!    turn), `session_info_update` with a title after the session's first turn, and last the
+//!    `usage_update` of the session's context.
 //! 5. The terminal execution state (`completed`, `cancelled`, `timed_out` or `failed`), then the
 //!    request handler answers.
 //!
@@ -27,6 +30,7 @@ use std::task::{Context, Poll, ready};
 use serde_json::json;
 
 use super::Inner;
+use super::commands;
 use super::config::{EchoConfig, TurnUpdates};
 pub use super::control::{StopCause, TurnControl, TurnOutcome};
 use super::model::{self, AttemptError};
@@ -251,11 +255,13 @@ async fn steps(
     if plan.hold_tool_call {
         Box::pin(tools::held(agent, session, control)).await?;
     }
+    Box::pin(commands::run(agent, session, control, prompt)).await?;
+    let message_id = new_message_id();
     for _ in 0..plan.reply_chunks.max(1) {
         if control.is_stopped() {
             return Err(TurnOutcome::stopped(control));
         }
-        agent.message_chunk(session, &reply).await;
+        agent.message_chunk(session, &reply, &message_id).await;
     }
     agent.record(session, HistoryEntry::Agent(reply));
     if full && let Some(info) = agent.title_session(session, prompt) {
@@ -264,20 +270,32 @@ async fn steps(
             .update(session, SessionUpdate::SessionInfoUpdate(info))
             .await;
     }
+    if full && let Some(usage) = agent.usage(session) {
+        agent
+            .update(session, SessionUpdate::UsageUpdate(usage))
+            .await;
+    }
     Ok(())
 }
 
+/// A new message id, `msg_<uuid>`.
+pub(crate) fn new_message_id() -> String {
+    format!("msg_{}", uuid::Uuid::new_v4().simple())
+}
+
 fn available_commands() -> SessionUpdate {
-    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate {
-        available_commands: vec![AvailableCommand {
-            name: "echo".to_owned(),
-            description: "Reply with the text of the prompt".to_owned(),
-            input: Some(AvailableCommandInput {
-                hint: "the text to echo".to_owned(),
-                extra: Extra::new(),
-            }),
+    let mut available_commands = vec![AvailableCommand {
+        name: "echo".to_owned(),
+        description: "Reply with the text of the prompt".to_owned(),
+        input: Some(AvailableCommandInput {
+            hint: "the text to echo".to_owned(),
             extra: Extra::new(),
-        }],
+        }),
+        extra: Extra::new(),
+    }];
+    available_commands.extend(commands::offered());
+    SessionUpdate::AvailableCommandsUpdate(AvailableCommandsUpdate {
+        available_commands,
         extra: Extra::new(),
     })
 }

@@ -6,6 +6,9 @@
 //! With `--json`, every line is one JSON object with sorted keys:
 //! `{"payload":{...},"sessionId","text"?,"type":"session_update","update":<kind>}` for each
 //! session update (the payload is the whole update re-encoded; unknown kinds are skipped),
+//! `{"chunks","messageId","role","sessionId","text","type":"message"}` for each message of the
+//! turn whose chunks carried a `messageId` (chunks grouped by id, in order of first arrival;
+//! `role` is `user`, `agent` or `thought`), then
 //! `{"sessionId","stopReason","type":"prompt_result"}` after each turn and
 //! `{"sessionId","type":"session_stop"}` for `stop`. Diagnostics and the agent's own stderr go to
 //! stderr. Output nobody reads stops the client: past its bounded queues it reads no more from
@@ -28,6 +31,7 @@ use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
 use crate::acp::client::driver::{self, sorted_line};
+use crate::acp::client::messages::Messages;
 use crate::acp::client::{
     Client, ClientConfig, ClientError, FsConfig, PermissionPolicy, TerminalConfig,
 };
@@ -217,6 +221,11 @@ pub struct OfferArgs {
     /// Offer terminal/* (the agent may run commands on this machine)
     #[arg(long)]
     terminal: bool,
+    /// A further root of the session, sent in session/new's additionalDirectories (only to an
+    /// agent that advertises sessionCapabilities.additionalDirectories) and, with --fs and no
+    /// --fs-root, a directory the agent may read and write below; repeat for more
+    #[arg(long = "add-dir", value_name = "DIR")]
+    add_dir: Vec<PathBuf>,
 }
 
 /// `ski acp client connect`.
@@ -466,6 +475,27 @@ fn session_cwd(cwd: Option<&Path>) -> CommandResult<PathBuf> {
     Ok(cwd)
 }
 
+/// The `--add-dir` directories, each made absolute (against the session's `cwd`), resolved and
+/// checked to be a directory; duplicates and the `cwd` itself are left out.
+fn additional_directories(offer: &OfferArgs, cwd: &Path) -> CommandResult<Vec<PathBuf>> {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in &offer.add_dir {
+        let resolved = cwd.join(dir).canonicalize().map_err(|e| {
+            CommandError::invalid_input(anyhow!("--add-dir {} is not usable: {e}", dir.display()))
+        })?;
+        if !resolved.is_dir() {
+            return Err(CommandError::invalid_input(anyhow!(
+                "--add-dir {} is not a directory",
+                dir.display()
+            )));
+        }
+        if resolved != cwd && !dirs.contains(&resolved) {
+            dirs.push(resolved);
+        }
+    }
+    Ok(dirs)
+}
+
 /// The client configuration of the flags.
 fn client_config(
     transport: &TransportArgs,
@@ -476,6 +506,9 @@ fn client_config(
         request_timeout: Some(Duration::from_millis(transport.request_timeout_ms))
             .filter(|timeout| !timeout.is_zero()),
         max_in_flight_sends: usize::try_from(transport.max_in_flight_sends).unwrap_or(usize::MAX),
+        // The printer presents notices and compaction progress (on stderr, or as JSON lines).
+        notices: true,
+        compaction: true,
         ..ClientConfig::default()
     };
     let Some(offer) = offer else {
@@ -488,7 +521,9 @@ fn client_config(
     }
     if offer.fs {
         let roots = if offer.fs_root.is_empty() {
-            vec![cwd.to_path_buf()]
+            let mut roots = vec![cwd.to_path_buf()];
+            roots.extend(additional_directories(offer, cwd)?);
+            roots
         } else {
             let mut roots = Vec::new();
             for root in &offer.fs_root {
@@ -681,6 +716,10 @@ struct Printer {
     json: bool,
     printed_text: bool,
     ends_with_newline: bool,
+    /// The turn's messages, from chunks that carry a `messageId`.
+    messages: Messages,
+    /// The `messageId` of the agent message last printed (human form).
+    last_message: Option<String>,
 }
 
 impl Printer {
@@ -689,6 +728,31 @@ impl Printer {
             json,
             printed_text: false,
             ends_with_newline: true,
+            messages: Messages::default(),
+            last_message: None,
+        }
+    }
+
+    /// What the human form shows on stderr for an update that is not the reply's text: a
+    /// notice, the context use, a compaction's progress.
+    fn aside(update: &SessionUpdate) -> Option<String> {
+        match update {
+            SessionUpdate::Notice(notice) => Some(match &notice.description {
+                Some(description) => format!(
+                    "notice ({}): {}: {description}",
+                    notice.severity, notice.title
+                ),
+                None => format!("notice ({}): {}", notice.severity, notice.title),
+            }),
+            SessionUpdate::UsageUpdate(usage) => Some(format!(
+                "context: {} of {} tokens in use",
+                usage.used, usage.size
+            )),
+            SessionUpdate::CompactionUpdate(compaction) => Some(format!(
+                "compaction {}: {}",
+                compaction.compaction_id, compaction.status
+            )),
+            _ => None,
         }
     }
 
@@ -720,6 +784,7 @@ impl Printer {
             | SessionUpdate::UserMessageChunk(chunk) => chunk.content.as_text(),
             _ => None,
         };
+        let message_id = self.messages.push(update).map(str::to_owned);
         let payload = match serde_json::to_value(update) {
             Ok(payload) => payload,
             Err(error) => {
@@ -746,16 +811,42 @@ impl Printer {
         }
         match (update, text) {
             (SessionUpdate::AgentMessageChunk(_), Some(text)) if !text.is_empty() => {
+                // A new message id starts a new paragraph.
+                let new_message = message_id.is_some()
+                    && self.last_message.is_some()
+                    && message_id != self.last_message;
+                if new_message && self.printed_text {
+                    Self::write(if self.ends_with_newline { "\n" } else { "\n\n" });
+                }
+                if message_id.is_some() {
+                    self.last_message = message_id;
+                }
                 Self::write(text);
                 self.printed_text = true;
                 self.ends_with_newline = text.ends_with('\n');
             }
-            _ => tracing::debug!(update = %kind, "session update"),
+            _ => match Self::aside(update) {
+                Some(aside) => eprintln!("{aside}"),
+                None => tracing::debug!(update = %kind, "session update"),
+            },
         }
     }
 
     fn turn_end(&mut self, session_id: &str, stop_reason: &StopReason) {
+        let messages = self.messages.take();
+        self.last_message = None;
         if self.json {
+            // The turn's messages, each whole, before its result.
+            for message in messages {
+                Self::line(&json!({
+                    "type": "message",
+                    "sessionId": session_id,
+                    "messageId": message.message_id,
+                    "role": message.role.as_str(),
+                    "text": message.text,
+                    "chunks": message.chunks,
+                }));
+            }
             Self::line(&json!({
                 "type": "prompt_result",
                 "sessionId": session_id,
@@ -822,7 +913,7 @@ async fn turns_v2(client: &Client, args: &ConnectArgs, cwd: &Path) -> CommandRes
 }
 
 /// Initializes and checks that the agent speaks protocol version 1.
-async fn initialize(client: &Client) -> CommandResult {
+async fn initialize(client: &Client) -> CommandResult<crate::acp::InitializeResponse> {
     let response = client.initialize().await.map_err(call_failure)?;
     if response.protocol_version != PROTOCOL_VERSION {
         return Err(CommandError::upstream(anyhow!(
@@ -830,15 +921,46 @@ async fn initialize(client: &Client) -> CommandResult {
             response.protocol_version
         )));
     }
-    Ok(())
+    Ok(response)
+}
+
+/// The `additionalDirectories` of `session/new`: none without `--add-dir`; with it, refused
+/// unless the agent advertised `sessionCapabilities.additionalDirectories` (ACP: clients send
+/// them only then).
+fn requested_roots(
+    init: &crate::acp::InitializeResponse,
+    args: &ConnectArgs,
+    cwd: &Path,
+) -> CommandResult<Option<Vec<String>>> {
+    let dirs = additional_directories(&args.offer, cwd)?;
+    if dirs.is_empty() {
+        return Ok(None);
+    }
+    let advertised = init
+        .agent_capabilities
+        .as_ref()
+        .and_then(|caps| caps.session_capabilities.as_ref())
+        .is_some_and(|session| session.additional_directories.is_some());
+    if !advertised {
+        return Err(CommandError::upstream(anyhow!(
+            "the agent does not advertise sessionCapabilities.additionalDirectories, so --add-dir \
+             cannot be sent to it"
+        )));
+    }
+    Ok(Some(
+        dirs.iter()
+            .map(|dir| dir.to_string_lossy().into_owned())
+            .collect(),
+    ))
 }
 
 async fn turns(client: &Client, args: &ConnectArgs, cwd: &Path) -> CommandResult {
-    initialize(client).await?;
+    let init = initialize(client).await?;
     let session_id = match &args.session_id {
         Some(id) => id.clone(),
         None => {
-            let request = NewSessionRequest::new(cwd.to_string_lossy());
+            let mut request = NewSessionRequest::new(cwd.to_string_lossy());
+            request.additional_directories = requested_roots(&init, args, cwd)?;
             client
                 .new_session(&request)
                 .await

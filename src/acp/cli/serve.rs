@@ -448,6 +448,7 @@ impl ServeArgs {
             strict_version: self.strict_version,
             max_protocol: Generation::from_protocol_version(self.protocol)
                 .unwrap_or(Generation::V2),
+            additional_directories: !self.minimal,
             permission: PermissionConfig {
                 mode,
                 timeout: self
