@@ -8,7 +8,9 @@
 use serde_json::{Value, json};
 
 use super::agent::{Agent, HOLD, PLAIN, Variant};
-use super::connection::{Connection, Fault, Frame, Reply, describe};
+use super::connection::{
+    Connection, Fault, Frame, PermissionReply, Reply, describe, option_of_kind, permission_outcome,
+};
 use super::exchange::{expect_error, expect_result, list, new_session_params, since};
 use crate::check::{Check, CheckError, CheckResult, Failure};
 use crate::context::Ctx;
@@ -29,6 +31,19 @@ const HOLD_TOOL_CALL: Variant = "hold_tool_call";
 
 /// The variant that advertises auth methods.
 const AUTH: Variant = "auth";
+
+/// The variant that asks for permission before it runs a prompt.
+const PERMISSION: Variant = "permission";
+
+/// The variants whose turns run tool calls, with the capability that declares each.
+const TOOL_VARIANTS: &[(Variant, Option<crate::vocabulary::Capability>)] = &[
+    (PLAIN, None),
+    ("fs", Some(capability::AGENT_FS)),
+    ("terminal", Some(capability::AGENT_TERMINAL)),
+];
+
+/// The content block types the draft names.
+const CONTENT_TYPES: &[&str] = &["text", "image", "audio", "resource_link", "resource"];
 
 /// The stop reasons the draft names (others must begin with `_`).
 const STOP_REASONS: &[&str] = &[
@@ -140,6 +155,28 @@ pub fn checks() -> Vec<Check> {
             v2_014,
         ),
         Check::new(
+            "ACP-V2-015",
+            "Runs one turn at 2, then session/resume with replayFrom start; requires the user \
+             message and the reply again before the answer, each message update with a messageId.",
+            v2_015,
+        ),
+        Check::new(
+            "ACP-V2-016",
+            "Opens a session, then session/list filtered by another directory's cwd; requires an \
+             empty sessions array.",
+            v2_016,
+        ),
+        Check::new(
+            "ACP-V2-017",
+            "Calls session/list with a cursor the agent never issued; requires an error.",
+            v2_017,
+        ),
+        Check::new(
+            "ACP-V2-018",
+            "Calls session/resume with replayFrom of an unknown type; requires -32602.",
+            v2_018,
+        ),
+        Check::new(
             "ACP-V2-020",
             "Sends a v2 session/prompt and requires a result with a non-empty messageId string.",
             v2_020,
@@ -180,6 +217,18 @@ pub fn checks() -> Vec<Check> {
             v2_026,
         ),
         Check::new(
+            "ACP-V2-027",
+            "Prompts the permission variant at 2, allows its permission request, reads the turn \
+             to idle; requires_action must be reported, then running after it, before idle.",
+            v2_027,
+        ),
+        Check::new(
+            "ACP-V2-028",
+            "Answers the permission variant's request with an unknown outcome; requires no reply \
+             text and the turn's idle state_update.",
+            v2_028,
+        ),
+        Check::new(
             "ACP-V2-030",
             "Runs a v2 turn of the hold_tool_call variant, calls tool_call/cancel for the tool \
              call that advertises capabilities.cancel, requires a result, then a final status of \
@@ -196,6 +245,30 @@ pub fn checks() -> Vec<Check> {
             "Runs a v2 turn; the first tool_call_update of each tool call has a title, and kinds \
              and statuses are ACP's or begin with _.",
             v2_032,
+        ),
+        Check::new(
+            "ACP-V2-033",
+            "Runs a turn in the plain, agent-fs and agent-terminal variants (those declared); \
+             every location path, diff path and plan file URI must be absolute.",
+            v2_033,
+        ),
+        Check::new(
+            "ACP-V2-034",
+            "Runs a v2 turn; every content block of message updates and tool call content is of \
+             an ACP type or begins with _.",
+            v2_034,
+        ),
+        Check::new(
+            "ACP-V2-035",
+            "Runs a turn in the plain, agent-fs and agent-terminal variants (those declared) at 2 \
+             with no client capability; the agent's only requests are session/request_permission.",
+            v2_035,
+        ),
+        Check::new(
+            "ACP-V2-036",
+            "Runs a v2 turn; every available command's input carries a type, text or one \
+             beginning with _.",
+            v2_036,
         ),
         Check::new(
             "ACP-V2-040",
@@ -242,6 +315,12 @@ pub fn checks() -> Vec<Check> {
             "ACP-V2-062",
             "Sends an unknown _ request at 2; requires -32601.",
             v2_062,
+        ),
+        Check::new(
+            "ACP-V2-063",
+            "Sends an unknown _ notification at 2, then session/list; nothing may answer the \
+             notification and session/list must answer a result.",
+            v2_063,
         ),
     ]
 }
@@ -1257,5 +1336,414 @@ async fn v2_062(ctx: Ctx) -> CheckResult {
         .call("_ski_conformance/no_such_method", json!({}))
         .await?;
     expect_error(&reply, &[-32601], "an unknown extension request is -32601")?;
+    Ok(())
+}
+
+async fn v2_015(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let conn = &mut opened.conn;
+    let (session, _) = session(&ctx, conn).await?;
+    let said = "replay me";
+    turn(conn, &session, text(said)).await?;
+    let mut params = new_session_params(&ctx);
+    params["sessionId"] = json!(session);
+    params["replayFrom"] = json!({"type": "start"});
+    let start = conn.cursor();
+    let id = conn.request("session/resume", params).await?;
+    let reply = conn.reply(&id, "session/resume").await?;
+    expect_result(reply, "session/resume from the start answers a result")?;
+    let answer = conn
+        .frames()
+        .iter()
+        .position(|f| f.answers(&id))
+        .unwrap_or(conn.frames().len());
+    let before: Vec<&Frame> = conn.frames()[start.min(answer)..answer].iter().collect();
+    let messages: Vec<&Frame> = updates_of(&before, &session)
+        .into_iter()
+        .filter(|f| f.update_kind().is_some_and(|k| MESSAGE_KINDS.contains(&k)))
+        .collect();
+    let kinds = |prefix: &str| {
+        messages
+            .iter()
+            .any(|f| f.update_kind().is_some_and(|k| k.starts_with(prefix)))
+    };
+    ensure!(
+        kinds("user_message") && kinds("agent_message"),
+        "the earlier user message and the agent's reply are replayed before the answer",
+        "replayed before the answer: {}",
+        list(&messages)
+    );
+    let without: Vec<&Frame> = messages
+        .iter()
+        .copied()
+        .filter(|f| field(f, "messageId").is_none_or(str::is_empty))
+        .collect();
+    ensure!(
+        without.is_empty(),
+        "every replayed message carries a messageId",
+        "without one: {}",
+        list(&without)
+    );
+    Ok(())
+}
+
+async fn v2_016(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    session(&ctx, &mut opened.conn).await?;
+    let elsewhere = ctx.temp_dir().join("no-session-here");
+    std::fs::create_dir_all(&elsewhere)
+        .map_err(|e| CheckError::Harness(format!("cannot create {}: {e}", elsewhere.display())))?;
+    let reply = opened
+        .conn
+        .call(
+            "session/list",
+            json!({"cwd": elsewhere.display().to_string()}),
+        )
+        .await?;
+    let result = expect_result(reply, "session/list with a cwd filter answers a result")?;
+    ensure!(
+        result.get("sessions") == Some(&json!([])),
+        "no session matches: sessions is an empty array",
+        "{}",
+        result
+    );
+    Ok(())
+}
+
+async fn v2_017(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let reply = opened
+        .conn
+        .call(
+            "session/list",
+            json!({"cursor": "ski-conformance-never-issued"}),
+        )
+        .await?;
+    if let Ok(result) = reply {
+        fail!(
+            "a cursor the agent never issued is refused",
+            "result {}",
+            result
+        );
+    }
+    Ok(())
+}
+
+async fn v2_018(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let conn = &mut opened.conn;
+    let (session, _) = session(&ctx, conn).await?;
+    let mut params = new_session_params(&ctx);
+    params["sessionId"] = json!(session);
+    params["replayFrom"] = json!({"type": "_ski_conformance_unknown_cursor"});
+    let reply = conn.call("session/resume", params).await?;
+    expect_error(
+        &reply,
+        &[-32602],
+        "an unknown replayFrom cursor is refused -32602, not resumed without replay",
+    )?;
+    Ok(())
+}
+
+/// The first `session/request_permission` request at or after `from`.
+async fn permission_request(
+    conn: &mut Connection,
+    from: usize,
+) -> Result<(Value, Option<Value>), CheckError> {
+    let index = conn
+        .wait_for_turn("session/request_permission", from, |f| {
+            f.is_request() && f.method() == Some("session/request_permission")
+        })
+        .await?;
+    let frame = &conn.frames()[index];
+    let id = frame
+        .id()
+        .cloned()
+        .ok_or_else(|| CheckError::Harness("a request without an id".into()))?;
+    Ok((id, frame.params().cloned()))
+}
+
+async fn v2_027(ctx: Ctx) -> CheckResult {
+    ctx.require(capability::PERMISSION)?;
+    let mut opened = open(&ctx, PERMISSION).await?;
+    let conn = &mut opened.conn;
+    conn.set_responder(|r| r.permission = PermissionReply::Ignore);
+    let (session, _) = session(&ctx, conn).await?;
+    let (_, start) = send_prompt(conn, &session, text("ask me first")).await?;
+    let (request, params) = permission_request(conn, start).await?;
+    let option = option_of_kind(params.as_ref(), "allow_once")
+        .or_else(|| option_of_kind(params.as_ref(), "allow_always"));
+    conn.send(&json!({"jsonrpc": "2.0", "id": request, "result": permission_outcome(option)}))
+        .await?;
+    let end = idle_of(conn, &session, start).await?;
+    let frames: Vec<&Frame> = conn.frames()[start..=end].iter().collect();
+    let updates = updates_of(&frames, &session);
+    let Some(blocked) = updates
+        .iter()
+        .position(|f| is_state(f, &session, "requires_action"))
+    else {
+        fail!(
+            "the session reports state_update requires_action while the permission request waits",
+            "{}",
+            list(&updates)
+        );
+    };
+    ensure!(
+        updates[blocked..]
+            .iter()
+            .any(|f| is_state(f, &session, "running")),
+        "the session reports running again once the permission is answered, before idle",
+        "{}",
+        list(&updates)
+    );
+    Ok(())
+}
+
+async fn v2_028(ctx: Ctx) -> CheckResult {
+    ctx.require(capability::PERMISSION)?;
+    let mut opened = open(&ctx, PERMISSION).await?;
+    let conn = &mut opened.conn;
+    conn.set_responder(|r| r.permission = PermissionReply::Ignore);
+    let (session, _) = session(&ctx, conn).await?;
+    let said = "do not run me unapproved";
+    let (_, start) = send_prompt(conn, &session, text(said)).await?;
+    let (request, _) = permission_request(conn, start).await?;
+    conn.send(&json!({
+        "jsonrpc": "2.0",
+        "id": request,
+        "result": {"outcome": {"outcome": "_ski_conformance_unknown_outcome"}},
+    }))
+    .await?;
+    let end = idle_of(conn, &session, start).await?;
+    let frames: Vec<&Frame> = conn.frames()[start..=end].iter().collect();
+    let replies: Vec<&Frame> = updates_of(&frames, &session)
+        .into_iter()
+        .filter(|f| {
+            matches!(
+                f.update_kind(),
+                Some("agent_message" | "agent_message_chunk")
+            )
+        })
+        .collect();
+    ensure!(
+        replies.is_empty(),
+        "an outcome the agent does not know is not an approval: the prompt does not run",
+        "{}",
+        list(&replies)
+    );
+    Ok(())
+}
+
+/// Runs one turn in each variant of [`TOOL_VARIANTS`] the target declares and passes every
+/// frame of each (from the initialize on) to `judge`.
+async fn each_tool_variant(
+    ctx: &Ctx,
+    judge: impl Fn(&[&Frame], &str) -> CheckResult,
+) -> CheckResult {
+    for (variant, needs) in TOOL_VARIANTS {
+        if needs.is_some_and(|c| !ctx.has(c)) {
+            continue;
+        }
+        let mut opened = open(ctx, variant).await?;
+        let conn = &mut opened.conn;
+        let (session, _) = session(ctx, conn).await?;
+        turn(conn, &session, text("run your tools")).await?;
+        let frames: Vec<&Frame> = conn.frames().iter().collect();
+        judge(&frames, &session)?;
+    }
+    Ok(())
+}
+
+/// Whether `path` is absolute (a Unix or a Windows path).
+fn absolute(path: &str) -> bool {
+    let bytes = path.as_bytes();
+    path.starts_with('/')
+        || (bytes.len() > 2
+            && bytes[0].is_ascii_alphabetic()
+            && bytes[1] == b':'
+            && matches!(bytes[2], b'/' | b'\\'))
+}
+
+/// The paths a tool call or plan update reports: location paths, diff paths, plan file URIs.
+fn reported_paths(update: &Value) -> Vec<String> {
+    let mut paths = Vec::new();
+    for location in update
+        .get("locations")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let Some(path) = location.get("path").and_then(Value::as_str) {
+            paths.push(path.to_owned());
+        }
+    }
+    for item in update
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if item.get("type").and_then(Value::as_str) == Some("diff") {
+            if let Some(path) = item.get("path").and_then(Value::as_str) {
+                paths.push(path.to_owned());
+            }
+            for change in item
+                .get("changes")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                if let Some(path) = change.get("path").and_then(Value::as_str) {
+                    paths.push(path.to_owned());
+                }
+            }
+        }
+    }
+    if let Some(uri) = update.pointer("/plan/uri").and_then(Value::as_str) {
+        paths.push(uri.strip_prefix("file://").unwrap_or(uri).to_owned());
+    }
+    paths
+}
+
+async fn v2_033(ctx: Ctx) -> CheckResult {
+    each_tool_variant(&ctx, |frames, session| {
+        for frame in updates_of(frames, session) {
+            let Some(update) = frame.update() else {
+                continue;
+            };
+            for path in reported_paths(update) {
+                ensure!(
+                    absolute(&path),
+                    "every file path the agent reports is absolute",
+                    "{path:?} in {}",
+                    frame.short(300)
+                );
+            }
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// The content blocks of a message update or chunk, or of a tool call's content items.
+fn content_blocks(update: &Value) -> Vec<&Value> {
+    let kind = update.get("sessionUpdate").and_then(Value::as_str);
+    let content = update.get("content");
+    match kind {
+        Some(k) if MESSAGE_KINDS.contains(&k) => match content {
+            Some(Value::Array(blocks)) => blocks.iter().collect(),
+            Some(block @ Value::Object(_)) => vec![block],
+            _ => Vec::new(),
+        },
+        Some("tool_call_update" | "tool_call_content_chunk") => content
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|item| item.get("type").and_then(Value::as_str) == Some("content"))
+            .filter_map(|item| item.get("content"))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+async fn v2_034(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let conn = &mut opened.conn;
+    let (session, _) = session(&ctx, conn).await?;
+    let turn = turn(conn, &session, text("what content do you send")).await?;
+    for frame in updates_of(&turn_frames(conn, &turn), &session) {
+        let Some(update) = frame.update() else {
+            continue;
+        };
+        for block in content_blocks(update) {
+            let kind = block.get("type").and_then(Value::as_str);
+            ensure!(
+                kind.is_some_and(|k| known_or_custom(k, CONTENT_TYPES)),
+                "every content block is of a type ACP names or begins with _",
+                "{}",
+                frame.short(300)
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn v2_035(ctx: Ctx) -> CheckResult {
+    each_tool_variant(&ctx, |frames, _| {
+        let asked: Vec<&Frame> = frames
+            .iter()
+            .copied()
+            .filter(|f| f.is_request() && f.method() != Some("session/request_permission"))
+            .collect();
+        ensure!(
+            asked.is_empty(),
+            "the agent makes no request beyond session/request_permission of a v2 client that advertised nothing",
+            "{}",
+            list(&asked)
+        );
+        Ok(())
+    })
+    .await
+}
+
+async fn v2_036(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let conn = &mut opened.conn;
+    let (session, _) = session(&ctx, conn).await?;
+    let turn = turn(conn, &session, text("which commands do you offer")).await?;
+    let frames = turn_frames(conn, &turn);
+    let announced: Vec<&Frame> = updates_of(&frames, &session)
+        .into_iter()
+        .filter(|f| f.update_kind() == Some("available_commands_update"))
+        .collect();
+    if announced.is_empty() {
+        return Err(CheckError::Skip(
+            "the turn reported no available_commands_update".into(),
+        ));
+    }
+    for frame in announced {
+        let commands = frame
+            .update()
+            .and_then(|u| u.get("availableCommands"))
+            .and_then(Value::as_array);
+        for command in commands.into_iter().flatten() {
+            let Some(input) = command.get("input").filter(|i| !i.is_null()) else {
+                continue;
+            };
+            ensure!(
+                input
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|t| t == "text" || t.starts_with('_')),
+                "an available command's input carries its type (text, or one beginning with _)",
+                "{}",
+                command
+            );
+        }
+    }
+    Ok(())
+}
+
+async fn v2_063(ctx: Ctx) -> CheckResult {
+    let mut opened = open(&ctx, PLAIN).await?;
+    let conn = &mut opened.conn;
+    let start = conn.cursor();
+    conn.notify("_ski_conformance/unknown_notification", json!({}))
+        .await?;
+    let reply = conn.call("session/list", json!({})).await?;
+    expect_result(
+        reply,
+        "session/list after an unknown notification answers a result",
+    )?;
+    let answered: Vec<&Frame> = since(conn, start)
+        .into_iter()
+        .filter(|f| f.is_response() && f.id().is_none_or(Value::is_null))
+        .collect();
+    ensure!(
+        answered.is_empty(),
+        "nothing answers a notification",
+        "{}",
+        list(&answered)
+    );
     Ok(())
 }
