@@ -17,10 +17,12 @@
 //! server), [`lifecycle`] (the agent process), [`schema`] (the wire against the ACP schema),
 //! [`negotiation`] (the version and session ids agreed on), [`notifications`] (nothing answers a
 //! notification; cancelled turns, update session ids, stop reasons), [`offers`] (nothing the
-//! client did not advertise), [`capabilities`] (the advertised optional methods, by ACP alone)
-//! [`harness`] (the rows that judge the runner itself) and [`v2`] (the ACP v2 draft's rows,
-//! `catalog/acp-v2.toml`, on a connection initialized at protocol version 2).
+//! client did not advertise), [`capabilities`] (the advertised optional methods, by ACP alone),
+//! [`additions`] (v1's newer additions: additional directories, message ids, notices and
+//! compaction), [`harness`] (the rows that judge the runner itself) and [`v2`] (the ACP v2
+//! draft's rows, `catalog/acp-v2.toml`, on a connection initialized at protocol version 2).
 
+pub mod additions;
 pub mod agent;
 pub mod cancellation;
 pub mod capabilities;
@@ -64,6 +66,7 @@ pub fn checks() -> Vec<Check> {
         notifications::checks(),
         offers::checks(),
         capabilities::checks(),
+        additions::checks(),
         harness::checks(),
         client::checks(),
         v2::checks(),

@@ -1,0 +1,2 @@
+# Defect (a filter on what the agent writes): agent message chunks lose their messageId.
+s/,"messageId":"[^"]*"//g
