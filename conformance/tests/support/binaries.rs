@@ -1,9 +1,9 @@
 //! The workspace's binaries for tests that run a target profile: located in the cargo target dir
 //! the test was built into, and built first with `cargo build --workspace --bins` when missing or
-//! older than the sources (`SKI_CONFORMANCE_NO_BUILD=1` only locates them).
+//! older than one of their own sources, as cargo's dep-info file beside each program lists them
+//! (`SKI_CONFORMANCE_NO_BUILD=1` only locates them).
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
 
 use ski::transport::child::{ChildSpec, spawn};
 use ski_conformance::Target;
@@ -43,17 +43,9 @@ pub fn prepare_binaries(target: &Target) -> Result<PathBuf, String> {
         .parent()
         .map(Path::to_path_buf)
         .ok_or("the package has no workspace root")?;
-    let newest_source = newest_mtime(&root);
     let stale: Vec<&String> = needed
         .iter()
-        .filter(|name| {
-            let modified = std::fs::metadata(bin_dir.join(name)).and_then(|m| m.modified());
-            match (modified, newest_source) {
-                (Ok(built), Some(source)) => built < source,
-                (Ok(_), None) => false,
-                (Err(_), _) => true,
-            }
-        })
+        .filter(|name| is_stale(&bin_dir, name))
         .collect();
     if stale.is_empty() {
         return Ok(bin_dir);
@@ -118,30 +110,60 @@ fn build(root: &Path, bin_dir: &Path) -> Result<(), String> {
     })
 }
 
-/// The newest modification time of the workspace's sources (Rust files and manifests).
-fn newest_mtime(root: &Path) -> Option<SystemTime> {
-    let mut newest: Option<SystemTime> = None;
-    let mut stack = vec![root.to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
+/// Whether the program `name` in `bin_dir` is missing, or older than a source cargo built it
+/// from: the paths its dep-info file (`NAME.d`, written beside the program by every build that
+/// makes it) lists. An edit elsewhere in the workspace leaves it fresh.
+fn is_stale(bin_dir: &Path, name: &str) -> bool {
+    let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified());
+    let Ok(built) = modified(&bin_dir.join(name)) else {
+        return true;
+    };
+    let Ok(dep_info) = std::fs::read_to_string(bin_dir.join(format!("{name}.d"))) else {
+        return true;
+    };
+    let sources = dep_info_sources(&dep_info);
+    sources.is_empty()
+        || sources
+            .iter()
+            .any(|source| modified(source).map_or(true, |time| time > built))
+}
+
+/// The sources a dep-info file names: the words after the first rule's colon, with `\ ` an
+/// escaped space and a trailing `\` continuing the line.
+fn dep_info_sources(dep_info: &str) -> Vec<PathBuf> {
+    let joined = dep_info.replace("\\\n", " ");
+    let Some(rule) = joined.lines().find(|line| line.contains(": ")) else {
+        return Vec::new();
+    };
+    let Some((_, sources)) = rule.split_once(": ") else {
+        return Vec::new();
+    };
+    let mut paths = Vec::new();
+    let mut current = String::new();
+    let mut words = sources.split(' ').peekable();
+    while let Some(word) = words.next() {
+        if let Some(escaped) = word.strip_suffix('\\')
+            && words.peek().is_some()
+        {
+            current.push_str(escaped);
+            current.push(' ');
             continue;
-        };
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            if name.starts_with('.') || name == "target" {
-                continue;
-            }
-            if path.is_dir() {
-                stack.push(path);
-            } else if (name.ends_with(".rs") || name == "Cargo.toml" || name == "Cargo.lock")
-                && let Ok(modified) = entry.metadata().and_then(|m| m.modified())
-            {
-                newest = Some(newest.map_or(modified, |n| n.max(modified)));
-            }
+        }
+        current.push_str(word);
+        if !current.is_empty() {
+            paths.push(PathBuf::from(std::mem::take(&mut current)));
         }
     }
-    // File systems with coarse time stamps: treat sources up to a second newer as equal.
-    newest.map(|n| n.checked_sub(Duration::from_secs(1)).unwrap_or(n))
+    paths
+}
+
+#[test]
+fn a_dep_info_file_lists_its_sources_across_continued_lines_and_escaped_spaces() {
+    let dep_info =
+        "/t/debug/ski: /w/src/main.rs /w/my\\ dir/lib.rs \\\n /w/src/acp.rs\n\n/w/src/main.rs:\n";
+    assert_eq!(
+        dep_info_sources(dep_info),
+        ["/w/src/main.rs", "/w/my dir/lib.rs", "/w/src/acp.rs"].map(PathBuf::from)
+    );
+    assert!(dep_info_sources("").is_empty());
 }
