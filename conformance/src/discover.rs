@@ -1265,6 +1265,71 @@ done
             .expect("a command")
     }
 
+    /// An agent in `sh` that answers every `initialize` with `answer` (a JSON-RPC result or
+    /// error member) under the request's id.
+    fn initialize_agent(dir: &std::path::Path, answer: &str) -> ChildSpec {
+        let script = format!(
+            r#"while IFS= read -r line; do
+  id=$(printf '%s' "$line" | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
+  printf '{{"jsonrpc":"2.0","id":%s,{answer}}}\n' "$id"
+done
+"#
+        );
+        let path = dir.join("agent.sh");
+        std::fs::write(&path, script).expect("the script is written");
+        ChildSpec::from_argv("agent", &["sh".to_owned(), path.display().to_string()])
+            .expect("a command")
+    }
+
+    #[tokio::test]
+    async fn the_version_probe_declares_acp_v2_only_for_an_answer_of_2() {
+        for (answer, speaks, said) in [
+            (
+                r#""result":{"protocolVersion":2,"capabilities":{},"info":{"name":"a","version":"1"}}"#,
+                true,
+                "answered 2",
+            ),
+            (
+                r#""result":{"protocolVersion":1,"agentCapabilities":{}}"#,
+                false,
+                "answered 1",
+            ),
+            (
+                r#""error":{"code":-32022,"message":"unsupported"}"#,
+                false,
+                "-32022",
+            ),
+            (
+                r#""error":{"code":-32602,"message":"invalid"}"#,
+                false,
+                "refused",
+            ),
+        ] {
+            let dir = tempfile::tempdir().expect("a temp dir");
+            let child = spawn(initialize_agent(dir.path(), answer).grace(Duration::from_secs(2)))
+                .expect("the agent starts");
+            let mut channel = Channel::Stdio(Box::new(child), Asked::new());
+            let mut found = Discovery {
+                initialize: json!({"protocolVersion": 1}),
+                ..Discovery::default()
+            };
+            probe_versions(&mut channel, &mut found).await;
+            channel.close().await;
+            assert_eq!(found.capabilities.contains("acp-v2"), speaks, "{answer}");
+            let sentence = found.versions.clone().unwrap_or_default();
+            assert!(sentence.contains(said), "{answer}: {sentence}");
+            assert!(
+                sentence.starts_with("a v1 initialize was answered 1"),
+                "{sentence}"
+            );
+            assert!(
+                found.notes.iter().any(|n| n.contains(&sentence)),
+                "{:?}",
+                found.notes
+            );
+        }
+    }
+
     async fn discover_with_short_turn_wait(spec: ChildSpec) -> Discovery {
         let child = spawn(spec.grace(Duration::from_secs(2))).expect("the agent starts");
         let waits = TurnWaits {
