@@ -114,8 +114,37 @@ fn client_and_agent_hold_a_v2_conversation_and_cancel_a_tool_call() {
     assert_eq!(user[0]["messageId"], ack["messageId"]);
     assert_eq!(user[0]["content"][0]["text"], "hello v2");
 
-    // running first, idle with end_turn last.
+    // The change's v2 config_option_update reaches the client too (v1's decoder cannot read it).
+    let changed = updates(&lines, "config_option_update");
+    assert!(
+        changed.iter().any(|update| {
+            update["configOptions"].as_array().is_some_and(|options| {
+                options
+                    .iter()
+                    .any(|o| o["configId"] == "thought_level" && o["currentValue"] == "high")
+            })
+        }),
+        "{lines:?}"
+    );
+    // The first turn titles the session, in v2 as in v1.
+    let info = updates(&lines, "session_info_update");
+    assert_eq!(info.len(), 1, "{lines:?}");
+    assert_eq!(info[0]["title"], "hello v2");
+
+    // running first, requires_action while the permission request waits, running again once it
+    // is answered, idle with end_turn last.
     let states = updates(&lines, "state_update");
+    let order: Vec<&Value> = states.iter().map(|s| &s["state"]).collect();
+    assert_eq!(
+        order,
+        [
+            &json!("running"),
+            &json!("requires_action"),
+            &json!("running"),
+            &json!("idle")
+        ],
+        "{lines:?}"
+    );
     assert_eq!(states.first().map(|s| &s["state"]), Some(&json!("running")));
     assert_eq!(
         states.last().copied(),
@@ -158,7 +187,9 @@ fn client_and_agent_hold_a_v2_conversation_and_cancel_a_tool_call() {
     let mut ids = Ids::default();
     let transcript: Vec<Value> = lines.iter().map(|line| ids.normalize(line)).collect();
     insta::with_settings!({ snapshot_path => SNAPSHOTS, prepend_module_to_snapshot => false, omit_expression => true }, {
-        insta::assert_json_snapshot!("client_conversation", transcript);
+        insta::assert_json_snapshot!("client_conversation", transcript, {
+            "[].payload.updatedAt" => "[time]",
+        });
     });
 }
 

@@ -6,6 +6,10 @@
 //! client's answer is read by the kind of the option it selected (`allow_*` runs the prompt,
 //! `reject_*` or a `cancelled` outcome refuses it). Under the `permissive` mode a bridge
 //! failure counts as `allow_once`; under `required` it ends the turn with an error.
+//!
+//! On a v2 session the question is framed by `state_update`s: `requires_action` before it is
+//! asked, `running` again once it is answered (a turn stopped meanwhile ends with its idle
+//! state instead).
 
 use std::time::Duration;
 
@@ -16,7 +20,8 @@ use super::config::{PermissionMode, PolicyMode};
 use super::control::TurnControl;
 use super::policy::Remembered;
 use super::registry::RouteError;
-use crate::acp::methods::SESSION_REQUEST_PERMISSION;
+use crate::acp::methods::{Generation, SESSION_REQUEST_PERMISSION};
+use crate::acp::v2::StateUpdate;
 use crate::acp::{
     Extra, Nullable, PermissionOption, PermissionOptionKind, PermissionOutcome,
     RequestPermissionRequest, RequestPermissionResponse, ToolCallUpdate, ToolKind,
@@ -147,8 +152,32 @@ pub(crate) async fn decide(agent: &Inner, session: &str, control: &TurnControl) 
     }
 }
 
-/// Sends `session/request_permission` to the session's owner and waits for the answer.
+/// Sends `session/request_permission` to the session's owner and waits for the answer; on a v2
+/// session the session requires action meanwhile.
 pub(crate) async fn ask(
+    agent: &Inner,
+    request: &RequestPermissionRequest,
+    timeout: Duration,
+    control: &TurnControl,
+) -> Result<Answer, BridgeError> {
+    let session = request.session_id.as_str();
+    let v2 = agent.registry.session_generation(session) == Generation::V2;
+    let state = |update: StateUpdate| crate::acp::v2::SessionUpdate::StateUpdate(update);
+    if v2 {
+        agent
+            .update_v2(session, state(StateUpdate::requires_action()))
+            .await;
+    }
+    let answer = ask_client(agent, request, timeout, control).await;
+    if v2 && !matches!(answer, Err(BridgeError::Stopped)) {
+        agent
+            .update_v2(session, state(StateUpdate::running()))
+            .await;
+    }
+    answer
+}
+
+async fn ask_client(
     agent: &Inner,
     request: &RequestPermissionRequest,
     timeout: Duration,

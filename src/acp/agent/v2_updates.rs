@@ -2,8 +2,9 @@
 //! session whose owner speaks v2 gets them in v2's form ([`to_v2`]): chunks with the turn's
 //! message id, `tool_call` as a creating `tool_call_update` (with `capabilities.cancel` while
 //! the call can be cancelled), the plan as an item-based `plan_update`, config options keyed by
-//! `configId`. Kinds v2 has no place for (`current_mode_update`, `session_info_update` and the
-//! ski extensions `execution_state_update`, `retry_update`, `audit_update`) are not sent.
+//! `configId`, `session_info_update` as it is. Kinds v2 has no place for (`current_mode_update`
+//! and the ski extensions `execution_state_update`, `retry_update`, `audit_update`) are not
+//! sent, nor are the compaction updates, which v2's client capabilities cannot ask for.
 
 use crate::acp::plan::{PlanContent, PlanItems, PlanUpdate};
 use crate::acp::tool_call::{ToolCall, ToolCallStatus as V1Status, ToolCallUpdate as V1Update};
@@ -127,6 +128,7 @@ pub fn to_v2(
             })
         }
         SessionUpdate::UsageUpdate(update) => v2::SessionUpdate::UsageUpdate(update),
+        SessionUpdate::SessionInfoUpdate(update) => v2::SessionUpdate::SessionInfoUpdate(update),
         SessionUpdate::Notice(notice) => v2::SessionUpdate::Notice(notice),
         _ => return None,
     })

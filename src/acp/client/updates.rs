@@ -1,5 +1,10 @@
 //! Routing of `session/update` notifications to the code that follows each session.
 //!
+//! Updates are decoded as v1's. On a connection that settled on v2 ([`SessionRouter::speak_v2`])
+//! an update v1 cannot decode but v2 can (a v2 `config_option_update`, options keyed by
+//! `configId`) is routed whole as a kind v1 does not know, for [`super::v2::as_v2`] to read; on
+//! v1 it is dropped as invalid.
+//!
 //! Updates are kept per session id. A session nobody follows yet (its `session/new` result has
 //! not arrived, or it is another session such as a subagent's) gets a buffer; following it later
 //! delivers the buffered updates first, in arrival order. Buffers are bounded: past
@@ -16,7 +21,7 @@
 //! delivered only after its updates were handed on.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use serde_json::Value;
@@ -80,9 +85,30 @@ pub(crate) struct SessionRouter {
     accepted: AtomicU64,
     invalid: AtomicU64,
     overflowed: AtomicU64,
+    v2: AtomicBool,
 }
 
 impl SessionRouter {
+    /// Reads later updates as the updates of a v2 connection too.
+    pub(crate) fn speak_v2(&self) {
+        self.v2.store(true, Ordering::Relaxed);
+    }
+
+    /// `params` as a v2 `session/update`, kept whole under v1's unknown kind.
+    fn as_v2_update(&self, params: &Value) -> Option<SessionNotification> {
+        if !self.v2.load(Ordering::Relaxed) {
+            return None;
+        }
+        let v2: crate::acp::v2::SessionNotification =
+            serde_json::from_value(params.clone()).ok()?;
+        let update = params.get("update")?.clone();
+        Some(SessionNotification {
+            session_id: v2.session_id,
+            update: SessionUpdate::Unknown(update),
+            extra: v2.extra,
+        })
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Queue>> {
         self.queues.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -91,8 +117,11 @@ impl SessionRouter {
     /// logged. Waits while the session's follower has no room.
     pub(crate) async fn receive(&self, params: Option<Value>) {
         let params = params.unwrap_or(Value::Null);
-        match serde_json::from_value::<SessionNotification>(params) {
+        match serde_json::from_value::<SessionNotification>(params.clone()) {
             Ok(notification) => self.route(notification).await,
+            Err(_) if let Some(notification) = self.as_v2_update(&params) => {
+                self.route(notification).await;
+            }
             Err(error) => {
                 self.invalid.fetch_add(1, Ordering::Relaxed);
                 tracing::warn!(%error, "dropped an invalid session/update");

@@ -67,6 +67,7 @@ impl Client {
             .get("protocolVersion")
             .and_then(serde_json::Value::as_u64);
         if answered == Some(u64::from(v2::PROTOCOL_VERSION)) {
+            self.inner.services.router.speak_v2();
             serde_json::from_value(result)
                 .map(|response| Negotiated::V2(Box::new(response)))
                 .map_err(failed)

@@ -65,6 +65,8 @@ tagged_union! {
         AvailableCommandsUpdate(AvailableCommandsUpdate) = "available_commands_update",
         /// The complete list of config options.
         ConfigOptionUpdate(ConfigOptionUpdate) = "config_option_update",
+        /// Session metadata changed (v1's shape: `title`, `updatedAt`, each nullable).
+        SessionInfoUpdate(crate::acp::SessionInfoUpdate) = "session_info_update",
         /// Context window use.
         UsageUpdate(UsageUpdate) = "usage_update",
         /// A notice to show the user.

@@ -3,6 +3,9 @@
 //! each prompt is acknowledged with its `messageId`, and its turn is followed on the session's
 //! updates to the idle `state_update`, whose `stopReason` ends it. With `--cancel-tool-calls`
 //! every tool call that advertises `capabilities.cancel` is cancelled with `tool_call/cancel`.
+//! Every v2 update is printed with `--json` (`config_option_update` and `state_update`
+//! `requires_action` included); the human form prints the reply's text and says on stderr when
+//! the session waits for the user (`requires_action`).
 
 use std::path::Path;
 
@@ -47,6 +50,10 @@ fn print_update(json: bool, session_id: &str, update: &SessionUpdate) {
         line(&out);
     } else if let Some(text) = text {
         write(text);
+    } else if let SessionUpdate::StateUpdate(state) = update
+        && state.state == SessionState::RequiresAction
+    {
+        eprintln!("session {session_id} waits for the user (requires_action)");
     }
 }
 
