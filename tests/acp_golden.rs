@@ -868,3 +868,5 @@ fn every_variant_has_a_fixture() {
         missing.join("\n")
     );
 }
+
+mod wire;
