@@ -909,6 +909,20 @@ async fn turns_v2(client: &Client, args: &ConnectArgs, cwd: &Path) -> CommandRes
             negotiated.protocol_version()
         )));
     }
+    let takes_roots = match &negotiated {
+        crate::acp::client::v2::Negotiated::V2(response) => response
+            .capabilities
+            .session
+            .as_ref()
+            .is_some_and(|session| session.additional_directories.is_some()),
+        crate::acp::client::v2::Negotiated::V1(_) => false,
+    };
+    if !takes_roots && !additional_directories(&args.offer, cwd)?.is_empty() {
+        return Err(CommandError::upstream(anyhow!(
+            "the agent does not advertise session.additionalDirectories, so --add-dir cannot be \
+             sent to it"
+        )));
+    }
     v2::turns(client, args, cwd).await
 }
 

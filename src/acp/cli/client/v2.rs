@@ -63,9 +63,13 @@ pub(super) async fn turns(client: &Client, args: &ConnectArgs, cwd: &Path) -> Co
     let session_id = match &args.session_id {
         Some(id) => id.clone(),
         None => {
+            // Non-empty only for an agent that advertised them (checked by the caller).
             let request = NewSessionRequest {
                 cwd: cwd.to_string_lossy().into_owned(),
-                additional_directories: Vec::new(),
+                additional_directories: super::additional_directories(&args.offer, cwd)?
+                    .iter()
+                    .map(|dir| dir.to_string_lossy().into_owned())
+                    .collect(),
                 mcp_servers: Vec::new(),
                 extra: Extra::new(),
             };
