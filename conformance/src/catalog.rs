@@ -755,7 +755,10 @@ errata = ["ACP-1"]
             "document = \"demo.md\"\n[capabilities]\nstdio = \"s\"",
         );
         let part = GOOD
-            .replace("suite = \"demo\"", "suite = \"demo\"\npart = \"v2\"\nnot_tested_without = [\"v2\"]\n[capabilities]\nv2 = \"speaks 2\"")
+            .replace(
+                "document = \"demo.md\"",
+                "document = \"demo.md\"\npart = \"v2\"\nnot_tested_without = [\"v2\"]\n[capabilities]\nv2 = \"speaks 2\"",
+            )
             .replace("D-01", "D-V2-01")
             .replace("[\"stdio\"]", "[\"stdio\", \"v2\"]");
         let set = CatalogSet::parse_all([
