@@ -420,3 +420,102 @@ async fn an_agent_pinned_to_1_answers_1_to_a_v2_client_and_serves_no_v2_method()
     assert_eq!(login["error"]["code"], -32601, "{login}");
     agent.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_v2_resume_replays_from_the_start_and_refuses_an_unknown_cursor() {
+    let mut agent = child::spawn(ChildSpec::new("agent", SKI).args([
+        "acp",
+        "serve",
+        "--log-level",
+        "error",
+        "--permission-mode",
+        "disabled",
+    ]))
+    .expect("spawn ski");
+    let info = json!({"name": "test", "version": "1"});
+    let init = call(
+        &mut agent,
+        1,
+        "initialize",
+        json!({"protocolVersion": 2, "info": info}),
+    )
+    .await;
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    let created = call(&mut agent, 2, "session/new", json!({"cwd": "/"})).await;
+    let session = created["result"]["sessionId"].clone();
+    // The turn ends with its idle state_update, after the prompt's acknowledgement.
+    let ack = call(
+        &mut agent,
+        3,
+        "session/prompt",
+        json!({"sessionId": session, "prompt": [{"type": "text", "text": "remember me"}]}),
+    )
+    .await;
+    assert!(ack["result"]["messageId"].is_string(), "{ack}");
+    let mut commands = None;
+    loop {
+        let line = within("the idle state", agent.next_line())
+            .await
+            .unwrap()
+            .unwrap();
+        let update: Value = serde_json::from_str(&line).unwrap();
+        let update = &update["params"]["update"];
+        if update["sessionUpdate"] == "available_commands_update" {
+            commands = Some(update["availableCommands"].clone());
+        }
+        if update["sessionUpdate"] == "state_update" && update["state"] == "idle" {
+            break;
+        }
+    }
+    // v2 names a command input's type.
+    let commands = commands.expect("an available_commands_update");
+    assert!(
+        commands
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c.get("input").is_some())
+            .all(|c| c["input"]["type"] == "text"),
+        "{commands}"
+    );
+    let unknown = call(
+        &mut agent,
+        4,
+        "session/resume",
+        json!({"sessionId": session, "cwd": "/", "replayFrom": {"type": "_somewhere"}}),
+    )
+    .await;
+    assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
+    // From the start: the prompt and the reply again, each whole with an id, then the answer.
+    let request = json!({"jsonrpc": "2.0", "id": 5, "method": "session/resume",
+        "params": {"sessionId": session, "cwd": "/", "replayFrom": {"type": "start"}}});
+    agent.send_line(&request.to_string()).await.unwrap();
+    let mut replayed = Vec::new();
+    loop {
+        let line = within("the resume", agent.next_line())
+            .await
+            .unwrap()
+            .unwrap();
+        let message: Value = serde_json::from_str(&line).unwrap();
+        if message["id"] == 5 {
+            assert!(message["result"].is_object(), "{message}");
+            break;
+        }
+        replayed.push(message["params"]["update"].clone());
+    }
+    let kinds: Vec<&Value> = replayed.iter().map(|u| &u["sessionUpdate"]).collect();
+    assert_eq!(
+        kinds,
+        [&json!("user_message"), &json!("agent_message")],
+        "{replayed:?}"
+    );
+    for update in &replayed {
+        assert!(
+            update["messageId"]
+                .as_str()
+                .is_some_and(|id| !id.is_empty())
+        );
+        assert_eq!(update["content"][0]["text"], "remember me");
+    }
+    agent.shutdown().await.unwrap();
+}

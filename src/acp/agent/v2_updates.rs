@@ -118,7 +118,15 @@ pub fn to_v2(
             extra: plan.extra,
         }),
         SessionUpdate::PlanUpdate(update) => v2::SessionUpdate::PlanUpdate(update),
-        SessionUpdate::AvailableCommandsUpdate(update) => {
+        SessionUpdate::AvailableCommandsUpdate(mut update) => {
+            // v2 names the input's type: the reference's commands take free text.
+            for input in update
+                .available_commands
+                .iter_mut()
+                .filter_map(|c| c.input.as_mut())
+            {
+                input.extra.insert("type", serde_json::json!("text"));
+            }
             v2::SessionUpdate::AvailableCommandsUpdate(update)
         }
         SessionUpdate::ConfigOptionUpdate(update) => {

@@ -10,6 +10,7 @@ use super::super::config::Feature;
 use super::super::control::{StopCause, TurnOutcome};
 use super::super::model::PromptDirectives;
 use super::super::registry::ConnectionId;
+use super::super::store::HistoryEntry;
 use super::super::{Inner, turn};
 use super::{existing_directories, invalid_params, unknown_session};
 use crate::acp::v2::{
@@ -115,14 +116,54 @@ pub(super) async fn resume_session(
     _cx: RequestContext,
     request: ResumeSessionRequest,
 ) -> Result<ResumeSessionResponse, RpcError> {
+    let replay = match request.extra.get("replayFrom") {
+        None | Some(serde_json::Value::Null) => false,
+        Some(cursor) if cursor.get("type").and_then(serde_json::Value::as_str) == Some("start") => {
+            true
+        }
+        Some(cursor) => {
+            return Err(invalid_params(format!(
+                "replayFrom {cursor} is no cursor this agent knows (it replays from \
+                 {{\"type\": \"start\"}} only)"
+            )));
+        }
+    };
     let additional =
         (!request.additional_directories.is_empty()).then_some(request.additional_directories);
     existing_directories(&request.cwd, additional.as_deref()).await?;
     let session = request.session_id;
-    agent.exists(&session)?;
     let now = agent.now();
-    agent.store().touch(&session, now);
+    let history = {
+        let mut store = agent.store();
+        let stored = store
+            .get_mut(&session)
+            .ok_or_else(|| unknown_session(&session))?;
+        // As in v1: the roots the request names, none when it names none.
+        stored.additional_directories = additional;
+        let history = replay.then(|| stored.history.clone());
+        store.touch(&session, now);
+        history
+    };
     agent.registry.set_owner(&session, connection);
+    // `replayFrom: {type: start}`: the history again, each message whole with an id, before
+    // the answer.
+    for entry in history.into_iter().flatten() {
+        let message = |content| Message {
+            message_id: new_message_id(),
+            content: Nullable::Value(content),
+            extra: Extra::new(),
+        };
+        let update = match entry {
+            HistoryEntry::User(prompt) => {
+                v2::SessionUpdate::UserMessage(message(prompt.into_blocks()))
+            }
+            HistoryEntry::Agent(text) => {
+                v2::SessionUpdate::AgentMessage(message(vec![crate::acp::ContentBlock::text(text)]))
+            }
+            HistoryEntry::Tool(_) => continue,
+        };
+        agent.update_v2(&session, update).await;
+    }
     Ok(ResumeSessionResponse {
         config_options: agent.config_options_v2(&session)?,
         available_commands: Vec::new(),
