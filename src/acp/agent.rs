@@ -510,8 +510,10 @@ impl Inner {
 
     /// Appends to a session's history.
     pub(crate) fn record(&self, session: &str, entry: HistoryEntry) {
+        let words = commands::words(&entry);
         if let Some(session) = self.store().get_mut(session) {
             session.history.push(entry);
+            session.context_words = session.context_words.saturating_add(words);
         }
     }
 
@@ -540,6 +542,7 @@ impl Inner {
         };
         let summary = commands::summary(session.history.len());
         session.history = vec![HistoryEntry::Agent(summary.clone())];
+        session.context_words = session.history.iter().map(commands::words).sum();
         summary
     }
 
@@ -547,7 +550,7 @@ impl Inner {
     pub(crate) fn usage(&self, session: &str) -> Option<crate::acp::UsageUpdate> {
         self.store()
             .get(session)
-            .map(|session| commands::usage(&session.history))
+            .map(|session| commands::usage(session.context_words))
     }
 
     /// A session's roots: its `cwd` first, then its additional directories.

@@ -290,6 +290,9 @@ pub struct Session {
     pub settings: Settings,
     /// The conversation.
     pub history: Vec<HistoryEntry>,
+    /// The words of `history`, the tokens its `usage_update` reports (kept as entries are added,
+    /// so a turn does not walk the whole history).
+    pub context_words: u64,
     /// Remembered permission decisions.
     pub memory: PolicyMemory,
     /// The running turn, if any.
@@ -329,6 +332,7 @@ impl Store {
                 touched: self.touch_counter,
                 settings: Settings::default(),
                 history: Vec::new(),
+                context_words: 0,
                 memory: PolicyMemory::default(),
                 turn: None,
             },
@@ -358,6 +362,7 @@ impl Store {
         let id = self.create(cwd, additional_directories, now);
         if let Some(session) = self.sessions.get_mut(&id) {
             session.settings = settings;
+            session.context_words = history.iter().map(super::commands::words).sum();
             session.history = history;
             session.title = title;
             session.parent = Some(source.to_owned());
