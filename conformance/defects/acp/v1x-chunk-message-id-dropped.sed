@@ -1,2 +1,3 @@
-# Defect (a filter on what the agent writes): agent message chunks lose their messageId.
-s/,"messageId":"[^"]*"//g
+# Defect (a filter on what the agent writes): the chunk of one reply (the runner's second turn,
+# "second message") loses its messageId while the agent's other chunks keep theirs.
+/"text":"second message"/s/,"messageId":"[^"]*"//g

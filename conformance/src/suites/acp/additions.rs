@@ -40,8 +40,9 @@ pub fn checks() -> Vec<Check> {
         ),
         Check::new(
             "ACP-V1X-003",
-            "Runs two prompt turns; every agent_message_chunk should carry a non-empty string \
-             messageId, and no id of the first turn's messages may reappear in the second's.",
+            "Runs two prompt turns; where the agent puts a messageId on its agent_message_chunks \
+             (optional in v1), every chunk should carry a non-empty string one, and no id of the \
+             first turn's messages may reappear in the second's.",
             v1x_003,
         ),
         Check::new(
@@ -184,22 +185,22 @@ async fn v1x_002(ctx: Ctx) -> CheckResult {
     Ok(())
 }
 
-/// The `messageId`s of the agent message chunks among `frames`; `Err` names a chunk without one.
-fn chunk_ids(frames: &[&Frame]) -> Result<BTreeSet<String>, String> {
-    let mut ids = BTreeSet::new();
-    for frame in frames {
-        if frame.update_kind() != Some("agent_message_chunk") {
-            continue;
-        }
-        let update = frame.update().cloned().unwrap_or(Value::Null);
-        match update.get("messageId").and_then(Value::as_str) {
-            Some(id) if !id.is_empty() => {
-                ids.insert(id.to_owned());
-            }
-            _ => return Err(update.to_string()),
-        }
-    }
-    Ok(ids)
+/// The agent message chunks among `frames`, each with its `messageId` when it has a non-empty
+/// string one.
+fn chunk_ids(frames: &[&Frame]) -> Vec<(Value, Option<String>)> {
+    frames
+        .iter()
+        .filter(|frame| frame.update_kind() == Some("agent_message_chunk"))
+        .map(|frame| {
+            let update = frame.update().cloned().unwrap_or(Value::Null);
+            let id = update
+                .get("messageId")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())
+                .map(str::to_owned);
+            (update, id)
+        })
+        .collect()
 }
 
 async fn v1x_003(ctx: Ctx) -> CheckResult {
@@ -209,23 +210,33 @@ async fn v1x_003(ctx: Ctx) -> CheckResult {
         session,
         ..
     } = open(&ctx, PLAIN).await?;
-    let mut turns = Vec::new();
+    let mut chunks = Vec::new();
     for text in ["first message", "second message"] {
         let turn = prompt(&mut conn, &session, text).await?;
-        let ids = chunk_ids(&turn.updates(&conn));
-        let ids = match ids {
-            Ok(ids) => ids,
-            Err(chunk) => crate::fail!(
-                "every agent_message_chunk carries a non-empty string messageId",
-                "{chunk}"
-            ),
-        };
-        if ids.is_empty() {
+        let of_turn = chunk_ids(&turn.updates(&conn));
+        if of_turn.is_empty() {
             skip!("the turn of {text:?} streamed no agent_message_chunk; no id to judge");
         }
-        turns.push(ids);
+        chunks.push(of_turn);
     }
-    let shared: Vec<&String> = turns[0].intersection(&turns[1]).collect();
+    if chunks.iter().flatten().all(|(_, id)| id.is_none()) {
+        skip!(
+            "the agent puts no messageId on its chunks (optional in v1); the row judges the ids \
+             of an agent that uses them"
+        );
+    }
+    if let Some((chunk, _)) = chunks.iter().flatten().find(|(_, id)| id.is_none()) {
+        crate::fail!(
+            "every agent_message_chunk carries a non-empty string messageId, as the agent's other \
+             chunks do",
+            "{chunk}"
+        );
+    }
+    let turns: Vec<BTreeSet<&String>> = chunks
+        .iter()
+        .map(|of_turn| of_turn.iter().filter_map(|(_, id)| id.as_ref()).collect())
+        .collect();
+    let shared: Vec<&&String> = turns[0].intersection(&turns[1]).collect();
     ensure!(
         shared.is_empty(),
         "the second turn's messages have ids of their own (a changed messageId starts a new \
