@@ -17,10 +17,13 @@
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{Sink, StreamExt};
 use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http2::SendRequest;
@@ -30,7 +33,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_util::sync::CancellationToken;
+use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::cookies::CookieJar;
 use super::sse::SseReader;
@@ -55,6 +58,9 @@ pub enum Profile {
 
 /// Messages waiting to be POSTed; the sender waits past it.
 const OUTBOUND_QUEUE: usize = 64;
+
+/// How long closing the transport waits for the answer to its `DELETE`.
+const DELETE_WAIT: Duration = Duration::from_secs(5);
 
 /// Messages read from the streams and not yet taken by the peer.
 const INBOUND_QUEUE: usize = 64;
@@ -189,7 +195,12 @@ impl StreamableConnector {
             ended: ended.clone(),
             max_message_bytes: self.max_message_bytes,
         });
-        let (outgoing, mut outbound_rx) = futures::channel::mpsc::channel::<String>(OUTBOUND_QUEUE);
+        let (messages, mut outbound_rx) = futures::channel::mpsc::channel::<String>(OUTBOUND_QUEUE);
+        let outgoing = Outgoing {
+            messages,
+            ended: ended.clone(),
+            waiting: None,
+        };
         {
             let state = state.clone();
             tokio::spawn(async move {
@@ -200,7 +211,12 @@ impl StreamableConnector {
                         next = outbound_rx.next() => next,
                     };
                     let Some(message) = next else {
-                        state.delete().await;
+                        if tokio::time::timeout(DELETE_WAIT, state.delete())
+                            .await
+                            .is_err()
+                        {
+                            tracing::debug!("no answer to the connection's DELETE");
+                        }
                         break;
                     };
                     if let Err(error) = state.post(message).await {
@@ -219,6 +235,42 @@ impl StreamableConnector {
             Some((Ok::<_, Infallible>(message), (rx, ended)))
         });
         Ok(Transport::frames(incoming, outgoing))
+    }
+}
+
+/// The Streamable HTTP transport's sink: messages go to the task that POSTs them, and closing
+/// it waits until that task has ended, after its `DELETE` (or the connection was lost), so a
+/// client that closes its transport and exits has ended the connection on the server.
+struct Outgoing {
+    messages: futures::channel::mpsc::Sender<String>,
+    /// Cancelled when the POSTing task ends.
+    ended: CancellationToken,
+    waiting: Option<Pin<Box<WaitForCancellationFutureOwned>>>,
+}
+
+impl Sink<String> for Outgoing {
+    type Error = futures::channel::mpsc::SendError;
+
+    fn poll_ready(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.messages.poll_ready(cx)
+    }
+
+    fn start_send(mut self: Pin<&mut Self>, message: String) -> Result<(), Self::Error> {
+        self.messages.start_send(message)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Pin::new(&mut self.messages).poll_flush(cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        ready!(Pin::new(&mut self.messages).poll_close(cx))?;
+        let this = &mut *self;
+        let ended = &this.ended;
+        let waiting = this
+            .waiting
+            .get_or_insert_with(|| Box::pin(ended.clone().cancelled_owned()));
+        waiting.as_mut().poll(cx).map(Ok)
     }
 }
 
