@@ -395,7 +395,7 @@ async fn an_ad_hoc_agent_is_discovered_and_its_rows_run() {
     ];
     let run = ski_conformance(&base, dir.path()).await;
     nothing_failed_but_rows_not_tested(&run, dir.path(), "out");
-    assert!(run.stdout.contains("discovered: agent,"), "{}", run.stdout);
+    assert!(discovered_agent(&run.stdout), "{}", run.stdout);
     let skipped = results(dir.path(), "out")["counts"]["skip"]
         .as_u64()
         .expect("counts");
@@ -489,7 +489,7 @@ async fn a_probed_profile_and_a_discovering_profile_reproduce_the_ad_hoc_run() {
     discovering.extend(select);
     let run = ski_conformance(&discovering, dir.path()).await;
     nothing_failed_but_rows_not_tested(&run, dir.path(), "discovering");
-    assert!(run.stdout.contains("discovered: agent,"), "{}", run.stdout);
+    assert!(discovered_agent(&run.stdout), "{}", run.stdout);
     assert_eq!(outcomes("ad-hoc"), outcomes("discovering"));
 }
 
@@ -521,8 +521,10 @@ async fn a_run_says_what_kept_discovered_rows_from_running() {
         "{}",
         run.stdout
     );
+    let found = discovered(&run.stdout);
     assert!(
-        !run.stdout.contains("discovered: agent, prompt"),
+        found.iter().any(|capability| capability == "agent")
+            && !found.iter().any(|capability| capability == "prompt"),
         "{}",
         run.stdout
     );
@@ -759,4 +761,27 @@ async fn a_must_row_the_run_could_not_exercise_is_not_tested_never_passed() {
         "{}",
         excused.stdout
     );
+}
+
+/// Whether the run's "discovered:" line names the capability `agent`.
+fn discovered_agent(stdout: &str) -> bool {
+    discovered(stdout)
+        .iter()
+        .any(|capability| capability == "agent")
+}
+
+/// The capabilities the run's "discovered:" line names (in the order it names them).
+fn discovered(stdout: &str) -> Vec<String> {
+    stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("discovered: "))
+        .map(|list| {
+            list.split(" (")
+                .next()
+                .unwrap_or_default()
+                .split(", ")
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }

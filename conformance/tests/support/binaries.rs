@@ -1,9 +1,11 @@
 //! The workspace's binaries for tests that run a target profile: located in the cargo target dir
 //! the test was built into, and built first with `cargo build --workspace --bins` when missing or
 //! older than one of their own sources, as cargo's dep-info file beside each program lists them
-//! (`SKI_CONFORMANCE_NO_BUILD=1` only locates them).
+//! (a program a test build made has none: then older than any source of the workspace;
+//! `SKI_CONFORMANCE_NO_BUILD=1` only locates them).
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 use ski::transport::child::{ChildSpec, spawn};
 use ski_conformance::Target;
@@ -45,7 +47,7 @@ pub fn prepare_binaries(target: &Target) -> Result<PathBuf, String> {
         .ok_or("the package has no workspace root")?;
     let stale: Vec<&String> = needed
         .iter()
-        .filter(|name| is_stale(&bin_dir, name))
+        .filter(|name| is_stale(&bin_dir, name, &root))
         .collect();
     if stale.is_empty() {
         return Ok(bin_dir);
@@ -111,15 +113,17 @@ fn build(root: &Path, bin_dir: &Path) -> Result<(), String> {
 }
 
 /// Whether the program `name` in `bin_dir` is missing, or older than a source cargo built it
-/// from: the paths its dep-info file (`NAME.d`, written beside the program by every build that
-/// makes it) lists. An edit elsewhere in the workspace leaves it fresh.
-fn is_stale(bin_dir: &Path, name: &str) -> bool {
+/// from: the paths its dep-info file (`NAME.d`, written beside the program by a `cargo build`
+/// that names it) lists, so an edit elsewhere in the workspace leaves it fresh. A program only a
+/// test build made (cargo writes no dep-info beside the programs it builds for integration
+/// tests) is stale when older than any source of the workspace under `root`.
+fn is_stale(bin_dir: &Path, name: &str, root: &Path) -> bool {
     let modified = |path: &Path| std::fs::metadata(path).and_then(|m| m.modified());
     let Ok(built) = modified(&bin_dir.join(name)) else {
         return true;
     };
     let Ok(dep_info) = std::fs::read_to_string(bin_dir.join(format!("{name}.d"))) else {
-        return true;
+        return newest_mtime(root).is_some_and(|source| built < source);
     };
     let sources = dep_info_sources(&dep_info);
     sources.is_empty()
@@ -155,6 +159,34 @@ fn dep_info_sources(dep_info: &str) -> Vec<PathBuf> {
         }
     }
     paths
+}
+
+/// The newest modification time of the workspace's sources (Rust files and manifests).
+fn newest_mtime(root: &Path) -> Option<SystemTime> {
+    let mut newest: Option<SystemTime> = None;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            if name.starts_with('.') || name == "target" {
+                continue;
+            }
+            if path.is_dir() {
+                stack.push(path);
+            } else if (name.ends_with(".rs") || name == "Cargo.toml" || name == "Cargo.lock")
+                && let Ok(modified) = entry.metadata().and_then(|m| m.modified())
+            {
+                newest = Some(newest.map_or(modified, |n| n.max(modified)));
+            }
+        }
+    }
+    // File systems with coarse time stamps: treat sources up to a second newer as equal.
+    newest.map(|n| n.checked_sub(Duration::from_secs(1)).unwrap_or(n))
 }
 
 #[test]
