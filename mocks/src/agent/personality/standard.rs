@@ -265,6 +265,15 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx) {
             .await;
         }
         methods::SESSION_LIST => {
+            // One page holds every session, so the mock issues no cursor: any cursor is
+            // refused rather than taken for the first page.
+            if let Some(cursor) = trigger.param("cursor").filter(|c| !c.is_null()) {
+                let error = RpcError::invalid_params(format!(
+                    "cursor {cursor} was never issued: this agent lists every session in one page"
+                ));
+                reply(agent, ctx, Err(error)).await;
+                return;
+            }
             let cwd = trigger.param_str("cwd").map(str::to_owned);
             let sessions: Vec<Value> = agent
                 .state()

@@ -26,6 +26,7 @@ use super::reply;
 use super::standard::{VERBOSITY, config_options, merge};
 use crate::agent::runtime::Agent;
 use crate::agent::runtime::ctx::Ctx;
+use crate::agent::runtime::state::Role;
 
 /// The versions the agent speaks when it offers v2.
 const SPOKEN: &[u16] = &[1, v2::PROTOCOL_VERSION];
@@ -168,7 +169,15 @@ pub async fn handle(agent: &Arc<Agent>, ctx: &mut Ctx, method: &str) -> bool {
             }
         }
         rows::SESSION_NEW => new_session(agent, ctx),
-        rows::SESSION_RESUME => resume_session(agent, ctx),
+        rows::SESSION_RESUME => match resume_session(agent, ctx) {
+            Ok((result, replay)) => {
+                if let Some(session) = replay {
+                    replay_history(agent, &session).await;
+                }
+                Ok(result)
+            }
+            Err(error) => Err(error),
+        },
         rows::SESSION_SET_CONFIG_OPTION => set_config_option(agent, ctx),
         rows::TOOL_CALL_CANCEL => cancel_tool_call(agent, ctx),
         rows::TERMINAL_CANCEL => decode::<CancelTerminalRequest>(ctx, method).and_then(|r| {
@@ -199,16 +208,53 @@ fn new_session(agent: &Agent, ctx: &Ctx) -> Result<Value, RpcError> {
     Ok(result)
 }
 
-fn resume_session(agent: &Agent, ctx: &Ctx) -> Result<Value, RpcError> {
+/// `session/resume`: the answer, and the session whose history is replayed before it
+/// (`replayFrom: {type: start}`, the one cursor the mock knows; any other is refused -32602, as
+/// the schema's `ReplayFrom` asks, rather than resumed without replay).
+fn resume_session(agent: &Agent, ctx: &Ctx) -> Result<(Value, Option<String>), RpcError> {
     let request: ResumeSessionRequest = decode(ctx, rows::SESSION_RESUME)?;
+    let replay = match request.extra.0.get("replayFrom") {
+        None | Some(Value::Null) => false,
+        Some(cursor) if cursor.get("type").and_then(Value::as_str) == Some("start") => true,
+        Some(cursor) => {
+            return Err(RpcError::invalid_params(format!(
+                "replayFrom {cursor} is no cursor this agent knows (it replays from \
+                 {{\"type\": \"start\"}} only)"
+            )));
+        }
+    };
     let verbosity = verbosity_of(agent, &request.session_id)
         .ok_or_else(|| unknown_session(&request.session_id))?;
     agent.state().last_session = Some(request.session_id.as_str().into());
-    encode(&ResumeSessionResponse {
+    let result = encode(&ResumeSessionResponse {
         config_options: options_v2(&verbosity),
         available_commands: Vec::new(),
         extra: Extra::new(),
-    })
+    })?;
+    Ok((result, replay.then_some(request.session_id)))
+}
+
+/// A session's history again, each message whole (`user_message`, `agent_message`) with a
+/// new message id.
+async fn replay_history(agent: &Agent, session: &str) {
+    let history = agent
+        .state()
+        .session(session)
+        .map(|s| s.history.clone())
+        .unwrap_or_default();
+    for (role, text) in history {
+        let message = Message {
+            message_id: new_message_id(),
+            content: Nullable::Value(vec![ContentBlock::text(text.to_string())]),
+            extra: Extra::new(),
+        };
+        let update = if role == Role::User {
+            v2::SessionUpdate::UserMessage(message)
+        } else {
+            v2::SessionUpdate::AgentMessage(message)
+        };
+        send(agent, session, &update).await;
+    }
 }
 
 fn set_config_option(agent: &Agent, ctx: &Ctx) -> Result<Value, RpcError> {
