@@ -15,8 +15,6 @@ use clap::Args;
 use serde_json::Value;
 use xshell::{Shell, cmd};
 
-mod programs;
-
 /// Options of `cargo xtask ci`.
 #[derive(Debug, Args)]
 pub struct CiArgs {
@@ -113,9 +111,7 @@ fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
     // The test programs of the workspace and its doc tests (`--all-targets` would add every
     // program and benchmark built in test mode, none of which has tests). First the one program
     // no test program makes cargo build, which the conformance tests run (without it they would
-    // build every program again, with the features of a build that is not a test build). Then
-    // every program at once: their tests wait far more than they compute, so together they take
-    // about as long as the longest one (`cargo test` would run them one after another).
+    // build every program again, with the features of a build that is not a test build).
     step(
         "tests",
         cargo_step(
@@ -130,12 +126,20 @@ fn run_steps(args: &CiArgs, passed: &mut usize) -> Result<(), String> {
             ],
         )
         .and_then(|()| {
-            let root = sh.current_dir();
-            let mut programs = programs::list(&root, &lints)?;
-            programs.push(programs::doc_tests(&root));
-            let harness_args = ["--test-threads".to_owned(), test_threads().to_string()];
-            let logs = target_dir(&sh, &root)?.join("ci-tests");
-            programs::run_all(&programs, &lints, &harness_args, &logs)
+            let threads = test_threads().to_string();
+            cargo_step(
+                &sh,
+                &lints,
+                &[
+                    "test",
+                    "--workspace",
+                    "--locked",
+                    "--no-fail-fast",
+                    "--",
+                    "--test-threads",
+                    &threads,
+                ],
+            )
         }),
     )?;
     // The fuzz engine's tests and the regression pass, which replays every seed, corpus entry
