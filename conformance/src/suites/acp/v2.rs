@@ -794,11 +794,7 @@ async fn v2_023(ctx: Ctx) -> CheckResult {
         .into_iter()
         .filter(|f| f.update_kind().is_some_and(|k| MESSAGE_KINDS.contains(&k)))
         .collect();
-    let without: Vec<&Frame> = messages
-        .iter()
-        .copied()
-        .filter(|f| field(f, "messageId").is_none_or(str::is_empty))
-        .collect();
+    let without = without_message_id(&messages);
     ensure!(
         without.is_empty(),
         "every message update and chunk carries a non-empty messageId",
@@ -1373,11 +1369,7 @@ async fn v2_015(ctx: Ctx) -> CheckResult {
         "replayed before the answer: {}",
         list(&messages)
     );
-    let without: Vec<&Frame> = messages
-        .iter()
-        .copied()
-        .filter(|f| field(f, "messageId").is_none_or(str::is_empty))
-        .collect();
+    let without = without_message_id(&messages);
     ensure!(
         without.is_empty(),
         "every replayed message carries a messageId",
@@ -1746,4 +1738,13 @@ async fn v2_063(ctx: Ctx) -> CheckResult {
         list(&answered)
     );
     Ok(())
+}
+
+/// The frames among `messages` without a non-empty `messageId`.
+fn without_message_id<'a>(messages: &[&'a Frame]) -> Vec<&'a Frame> {
+    messages
+        .iter()
+        .copied()
+        .filter(|f| field(f, "messageId").is_none_or(str::is_empty))
+        .collect()
 }
