@@ -348,6 +348,70 @@ fn chunks_carry_one_message_id_per_reply_and_the_client_groups_them() {
 }
 
 #[tokio::test]
+async fn session_load_replays_each_message_under_the_id_it_was_streamed_with() {
+    let work = tempfile::tempdir().unwrap();
+    let cwd = path_text(&work.path().canonicalize().unwrap());
+    let mut raw = Raw::spawn(&["--permission-mode", "disabled"]).await;
+    raw.initialize(json!({})).await;
+    let created = raw.new_session(&cwd, json!([])).await;
+    let session = created["result"]["sessionId"].clone();
+    for text in ["first message", "second message"] {
+        let prompt = json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]});
+        let answer = raw.call("session/prompt", prompt).await;
+        assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    }
+    let live: Vec<Value> = raw
+        .updates("agent_message_chunk")
+        .iter()
+        .map(|u| u["messageId"].clone())
+        .collect();
+    assert_eq!(live.len(), 2, "{live:?}");
+    raw.notifications.clear();
+    let loaded = raw
+        .call(
+            "session/load",
+            json!({"sessionId": session, "cwd": cwd, "mcpServers": []}),
+        )
+        .await;
+    assert!(loaded["result"].is_object(), "{loaded}");
+    let replayed: Vec<(String, Value, Value)> = raw
+        .notifications
+        .iter()
+        .map(|n| &n["params"]["update"])
+        .filter(|u| {
+            u["sessionUpdate"] == "user_message_chunk"
+                || u["sessionUpdate"] == "agent_message_chunk"
+        })
+        .map(|u| {
+            (
+                u["sessionUpdate"].as_str().unwrap().to_owned(),
+                u["content"]["text"].clone(),
+                u["messageId"].clone(),
+            )
+        })
+        .collect();
+    let kinds: Vec<(&str, &Value)> = replayed.iter().map(|(k, t, _)| (k.as_str(), t)).collect();
+    assert_eq!(
+        kinds,
+        [
+            ("user_message_chunk", &json!("first message")),
+            ("agent_message_chunk", &json!("first message")),
+            ("user_message_chunk", &json!("second message")),
+            ("agent_message_chunk", &json!("second message")),
+        ]
+    );
+    // The replies keep the ids they were streamed with; every message has an id of its own.
+    assert_eq!(replayed[1].2, live[0]);
+    assert_eq!(replayed[3].2, live[1]);
+    let ids: std::collections::HashSet<String> = replayed
+        .iter()
+        .map(|(_, _, id)| id.as_str().expect("a messageId").to_owned())
+        .collect();
+    assert_eq!(ids.len(), 4, "{replayed:?}");
+    raw.shutdown().await;
+}
+
+#[tokio::test]
 async fn a_flooded_reply_is_one_message_of_many_chunks() {
     let mut raw = Raw::spawn(&["--permission-mode", "disabled"]).await;
     raw.initialize(json!({})).await;

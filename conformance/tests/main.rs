@@ -21,6 +21,7 @@ mod support;
 // One module per test file.
 mod acp_client_competence;
 mod acp_remote_rows;
+mod acp_shared_server;
 mod catalog;
 mod cli;
 mod engine;

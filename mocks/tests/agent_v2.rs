@@ -380,3 +380,90 @@ async fn the_typescript_sdk_v2_client_cancels_a_held_tool_call() {
     );
     println!("ts-sdk-v2 peer: ran, ok");
 }
+
+#[tokio::test]
+async fn a_v2_turn_types_command_inputs_and_frames_a_permission_request() {
+    let script = r#"
+[[on]]
+prompt = "*"
+do = [
+  { update = { sessionUpdate = "available_commands_update", availableCommands = [
+      { name = "echo", description = "Echo", input = { hint = "text to echo" } },
+      { name = "pick", description = "Pick", input = { type = "_pick", hint = "one" } },
+      { name = "help", description = "Help" },
+  ] } },
+  { request = "session/request_permission", params = { sessionId = "${session}", toolCall = { toolCallId = "call_p", title = "Run", kind = "execute", status = "pending" }, options = [{ optionId = "allow", name = "Allow", kind = "allow_once" }] } },
+  { turn = "${prompt}" },
+]
+"#;
+    let mut agent =
+        Agent::start(Start::args(&["--script", "{dir}/script.toml"]).file("script.toml", script));
+    let info = json!({"name": "test", "version": "1"});
+    let (_, init) = call(
+        &mut agent,
+        "initialize",
+        json!({"protocolVersion": 2, "info": info}),
+    )
+    .await;
+    assert_eq!(init["result"]["protocolVersion"], 2, "{init}");
+    let cwd = agent.path("").display().to_string();
+    let (_, new) = call(&mut agent, "session/new", json!({"cwd": cwd})).await;
+    let session = new["result"]["sessionId"]
+        .as_str()
+        .expect("a session")
+        .to_owned();
+    agent.prompt(&session, "hello").await;
+    // Read to the idle state, answering the permission request when it comes.
+    let mut seen = Vec::new();
+    loop {
+        let message = agent.json().await;
+        if message["method"] == "session/request_permission" {
+            seen.push(json!("permission request"));
+            agent
+                .send_json(json!({"jsonrpc": "2.0", "id": message["id"],
+                    "result": {"outcome": {"outcome": "selected", "optionId": "allow"}}}))
+                .await;
+            continue;
+        }
+        let update = &message["params"]["update"];
+        if update.is_null() {
+            continue;
+        }
+        seen.push(update.clone());
+        if update["sessionUpdate"] == "state_update" && update["state"] == "idle" {
+            break;
+        }
+    }
+    let commands = seen
+        .iter()
+        .find(|u| u["sessionUpdate"] == "available_commands_update")
+        .expect("an available_commands_update");
+    assert_eq!(
+        commands["availableCommands"][0]["input"],
+        json!({"type": "text", "hint": "text to echo"}),
+        "v1's free-text input gets v2's type"
+    );
+    assert_eq!(commands["availableCommands"][1]["input"]["type"], "_pick");
+    assert!(commands["availableCommands"][2].get("input").is_none());
+    let states: Vec<String> = seen
+        .iter()
+        .filter_map(|u| {
+            if u == "permission request" {
+                return Some("permission request".to_owned());
+            }
+            (u["sessionUpdate"] == "state_update")
+                .then(|| u["state"].as_str().unwrap_or("").to_owned())
+        })
+        .collect();
+    assert_eq!(
+        states,
+        [
+            "running",
+            "requires_action",
+            "permission request",
+            "running",
+            "idle"
+        ],
+        "{seen:?}"
+    );
+}

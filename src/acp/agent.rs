@@ -3,7 +3,9 @@
 //!
 //! # Shape
 //!
-//! One [`Agent`] holds the sessions, the authentication state and the connections. Every
+//! One [`Agent`] holds the sessions and the connections, each with its own authentication state
+//! (`authenticate` and `logout` change the connection that sends them, and `logout` ends only
+//! the sessions that connection owns). Every
 //! connection (stdio, or each WebSocket client) gets its own JSON-RPC [`Peer`] whose handlers
 //! call into the shared agent, so:
 //!
@@ -57,7 +59,6 @@ pub mod v2_updates;
 mod handlers;
 
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, SystemTime};
 
@@ -77,6 +78,7 @@ use self::control::{TurnControl, TurnOutcome};
 use self::policy::Remembered;
 use self::registry::Registry;
 use self::store::{HistoryEntry, Store};
+use self::turn::new_message_id;
 use crate::acp::methods::{Generation, SESSION_UPDATE};
 use crate::acp::{
     ExecutionState, ExecutionStateKind, ExecutionStateUpdate, Extra, Nullable,
@@ -141,7 +143,6 @@ impl Agent {
                 clock,
                 store: Mutex::new(Store::default()),
                 registry: Registry::default(),
-                authenticated: AtomicBool::new(false),
                 v2_messages: Mutex::default(),
                 cancellable_tools: Mutex::default(),
             }),
@@ -316,15 +317,21 @@ impl AgentConnection {
     }
 }
 
+/// The message ids of one turn: its user message and its reply.
+#[derive(Debug, Clone)]
+pub(crate) struct TurnMessages {
+    pub(crate) user: String,
+    pub(crate) agent: String,
+}
+
 /// The state shared by every connection of an agent.
 pub(crate) struct Inner {
     pub(crate) config: AgentConfig,
     clock: Arc<dyn Clock>,
     store: Mutex<Store>,
     pub(crate) registry: Registry,
-    authenticated: AtomicBool,
-    /// The agent message id of each session's current v2 turn.
-    v2_messages: Mutex<std::collections::HashMap<String, String>>,
+    /// The message ids of each session's current v2 turn.
+    v2_messages: Mutex<std::collections::HashMap<String, TurnMessages>>,
     /// The tool calls `tool_call/cancel` can cancel now: tool call id to (session, token).
     cancellable_tools: Mutex<std::collections::HashMap<String, (String, CancellationToken)>>,
 }
@@ -336,14 +343,6 @@ impl Inner {
 
     fn now(&self) -> SystemTime {
         self.clock.now()
-    }
-
-    fn is_authenticated(&self) -> bool {
-        self.authenticated.load(Ordering::SeqCst)
-    }
-
-    fn set_authenticated(&self, on: bool) {
-        self.authenticated.store(on, Ordering::SeqCst);
     }
 
     /// Removes sessions idle for longer than the TTL.
@@ -359,12 +358,31 @@ impl Inner {
         }
     }
 
-    /// Sets the agent message id of a session's current v2 turn.
-    pub(crate) fn set_v2_message(&self, session: &str, message_id: String) {
+    /// Sets the user and agent message ids of a session's current v2 turn.
+    pub(crate) fn set_v2_message(&self, session: &str, user: String, agent: String) {
         self.v2_messages
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .insert(session.to_owned(), message_id);
+            .insert(session.to_owned(), TurnMessages { user, agent });
+    }
+
+    /// The message ids of a session's current turn, the ids its history keeps: in v2 the ones
+    /// the v2 prompt set, in v1 a new id for the user message (v1 streams none of it) and one
+    /// for the reply, which every chunk of the reply carries.
+    pub(crate) fn turn_messages(&self, session: &str) -> TurnMessages {
+        if self.registry.session_generation(session) == Generation::V2
+            && let Some(ids) = self
+                .v2_messages
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(session)
+        {
+            return ids.clone();
+        }
+        TurnMessages {
+            user: new_message_id(),
+            agent: new_message_id(),
+        }
     }
 
     /// Makes a running tool call cancellable by `tool_call/cancel` until [`Inner::release_tool`].
@@ -428,7 +446,7 @@ impl Inner {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
                 .get(session)
-                .cloned()
+                .map(|ids| ids.agent.clone())
                 .unwrap_or_default();
             if let Some(update) =
                 v2_updates::to_v2(update, &message_id, |id| self.is_cancellable(id))
@@ -541,7 +559,7 @@ impl Inner {
             return commands::summary(0);
         };
         let summary = commands::summary(session.history.len());
-        session.history = vec![HistoryEntry::Agent(summary.clone())];
+        session.history = vec![HistoryEntry::agent(summary.clone(), new_message_id())];
         session.context_words = session.history.iter().map(commands::words).sum();
         summary
     }
@@ -604,6 +622,38 @@ impl Inner {
     /// Stops every running turn and waits for them to end (each for at most `STOP_WAIT`).
     async fn stop_all_turns(&self) {
         let turns = self.store().running_turns();
+        Self::stop_and_wait(turns).await;
+    }
+
+    /// Stops the running turns of `sessions` and waits for them to end, as
+    /// [`Inner::stop_all_turns`].
+    async fn stop_turns(&self, sessions: &[String]) {
+        let turns: Vec<Arc<TurnControl>> = {
+            let store = self.store();
+            sessions
+                .iter()
+                .filter_map(|id| store.get(id)?.turn.clone())
+                .collect()
+        };
+        Self::stop_and_wait(turns).await;
+    }
+
+    /// Removes `sessions` from the store and the registry; how many there were.
+    fn remove_sessions(&self, sessions: &[String]) -> usize {
+        let removed = {
+            let mut store = self.store();
+            sessions
+                .iter()
+                .filter(|id| store.remove(id).is_some())
+                .count()
+        };
+        for session in sessions {
+            self.registry.forget_session(session);
+        }
+        removed
+    }
+
+    async fn stop_and_wait(turns: Vec<Arc<TurnControl>>) {
         for turn in &turns {
             turn.stop(StopCause::Cancelled);
         }

@@ -150,7 +150,8 @@ pub async fn prompt_turn(agent: &Arc<Agent>, ctx: &mut Ctx) {
         .await;
         return;
     }
-    // In ACP v2 the prompt is acknowledged before its turn runs.
+    // In ACP v2 the prompt is acknowledged before its turn runs (the session is known, checked
+    // above, so it is not refused).
     v2::acknowledge(agent, ctx).await;
     match agent.config.prompt_mode {
         // Boxed: a command turn's future is larger than the echo turn every prompt of the

@@ -98,7 +98,11 @@ pub(crate) async fn run(
                     .content(session, control, SessionUpdate::Notice(notice))
                     .await
             } else {
-                let update = SessionUpdate::agent_message(ContentBlock::text(title));
+                // A message of its own, with its own id as every agent message has.
+                let update = SessionUpdate::AgentMessageChunk(crate::acp::ContentChunk {
+                    message_id: Some(super::turn::new_message_id()),
+                    ..crate::acp::ContentChunk::new(ContentBlock::text(title))
+                });
                 agent.content(session, control, update).await
             }
         }
@@ -137,8 +141,8 @@ pub(crate) async fn run(
 pub(crate) fn words(entry: &HistoryEntry) -> u64 {
     let count = |text: &str| text.split_whitespace().count() as u64;
     match entry {
-        HistoryEntry::User(prompt) => count(&model::describe(&prompt.clone().into_blocks())),
-        HistoryEntry::Agent(text) => count(text),
+        HistoryEntry::User { prompt, .. } => count(&model::describe(&prompt.clone().into_blocks())),
+        HistoryEntry::Agent { text, .. } => count(text),
         HistoryEntry::Tool(record) => count(&record.output.to_string()),
     }
 }
@@ -179,8 +183,8 @@ mod tests {
     #[test]
     fn usage_counts_the_words_of_the_history() {
         let history = [
-            HistoryEntry::user(&[ContentBlock::text("one two three")]),
-            HistoryEntry::Agent("one two three".into()),
+            HistoryEntry::user(&[ContentBlock::text("one two three")], "msg_1".into()),
+            HistoryEntry::agent("one two three".into(), "msg_2".into()),
         ];
         let usage = usage(history.iter().map(words).sum());
         assert_eq!((usage.used, usage.size), (6, CONTEXT_WINDOW));

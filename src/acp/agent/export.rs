@@ -36,13 +36,19 @@ pub fn jsonl(session: &Session) -> String {
     }));
     for entry in &session.history {
         match entry {
-            HistoryEntry::User(StoredPrompt::Text(text)) => line(json!({
+            HistoryEntry::User {
+                prompt: StoredPrompt::Text(text),
+                ..
+            } => line(json!({
                 "message": { "role": "user", "content": text }
             })),
-            HistoryEntry::User(StoredPrompt::Blocks(prompt)) => line(json!({
+            HistoryEntry::User {
+                prompt: StoredPrompt::Blocks(prompt),
+                ..
+            } => line(json!({
                 "message": { "role": "user", "content": model::describe(prompt) }
             })),
-            HistoryEntry::Agent(text) => line(json!({
+            HistoryEntry::Agent { text, .. } => line(json!({
                 "message": { "role": "assistant", "content": text }
             })),
             HistoryEntry::Tool(tool) => {
@@ -89,16 +95,19 @@ mod tests {
         let mut store = Store::default();
         let id = store.create("/w/a b".into(), None, SystemTime::UNIX_EPOCH);
         let session = store.get_mut(&id).unwrap();
-        session
-            .history
-            .push(HistoryEntry::user(&[ContentBlock::text("hi/there")]));
+        session.history.push(HistoryEntry::user(
+            &[ContentBlock::text("hi/there")],
+            "msg_1".into(),
+        ));
         session.history.push(HistoryEntry::tool(
             "call_1".into(),
             "read_text_file".into(),
             json!({"path": "/w/x"}),
             json!({"content": "x"}),
         ));
-        session.history.push(HistoryEntry::Agent("hi/there".into()));
+        session
+            .history
+            .push(HistoryEntry::agent("hi/there".into(), "msg_2".into()));
         let text = jsonl(store.get(&id).unwrap());
         assert!(text.ends_with('\n'));
         let lines: Vec<&str> = text.lines().collect();

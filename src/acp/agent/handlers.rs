@@ -454,7 +454,7 @@ fn initialize_v1(
 
 async fn authenticate(
     agent: Arc<Inner>,
-    _connection: ConnectionId,
+    connection: ConnectionId,
     _cx: RequestContext,
     request: AuthenticateRequest,
 ) -> Result<AuthenticateResponse, RpcError> {
@@ -476,22 +476,30 @@ async fn authenticate(
             ids.join(", ")
         )));
     }
-    agent.set_authenticated(true);
-    tracing::info!(method = %request.method_id, "authenticated");
+    agent.registry.set_authenticated(connection, true);
+    tracing::info!(method = %request.method_id, connection, "authenticated");
     Ok(Empty::default())
 }
 
+/// `logout` ends the authenticated state of the connection that sends it (ACP returns *the
+/// connection* to an unauthenticated state) and every session it owns, with their running turns
+/// and permission memory; the sessions and authentication of the agent's other connections are
+/// untouched.
 async fn logout(
     agent: Arc<Inner>,
-    _connection: ConnectionId,
+    connection: ConnectionId,
     _cx: RequestContext,
     _request: LogoutRequest,
 ) -> Result<LogoutResponse, RpcError> {
-    agent.stop_all_turns().await;
-    let removed = agent.store().clear();
-    agent.registry.forget_sessions();
-    agent.set_authenticated(false);
-    tracing::info!(sessions = removed.len(), "logged out; every session ended");
+    let sessions = agent.registry.sessions_of(connection);
+    agent.stop_turns(&sessions).await;
+    let removed = agent.remove_sessions(&sessions);
+    agent.registry.set_authenticated(connection, false);
+    tracing::info!(
+        connection,
+        sessions = removed,
+        "logged out; the connection's sessions ended"
+    );
     Ok(Empty::default())
 }
 
@@ -536,16 +544,25 @@ async fn load_session(
         history
     };
     agent.registry.set_owner(&session, connection);
+    // Each message is replayed under the id it was kept with: every chunk of one message
+    // carries the same `messageId`, as in the live turn.
+    let chunk = |block, message_id: &str| ContentChunk {
+        message_id: Some(message_id.to_owned()),
+        ..ContentChunk::new(block)
+    };
     for entry in history {
         let updates: Vec<SessionUpdate> = match entry {
-            super::store::HistoryEntry::User(prompt) => prompt
+            super::store::HistoryEntry::User { prompt, message_id } => prompt
                 .into_blocks()
                 .into_iter()
-                .map(|block| SessionUpdate::UserMessageChunk(ContentChunk::new(block)))
+                .map(|block| SessionUpdate::UserMessageChunk(chunk(block, &message_id)))
                 .collect(),
-            super::store::HistoryEntry::Agent(text) => vec![SessionUpdate::AgentMessageChunk(
-                ContentChunk::new(ContentBlock::text(text)),
-            )],
+            super::store::HistoryEntry::Agent { text, message_id } => {
+                vec![SessionUpdate::AgentMessageChunk(chunk(
+                    ContentBlock::text(text),
+                    &message_id,
+                ))]
+            }
             super::store::HistoryEntry::Tool(_) => Vec::new(),
         };
         for update in updates {

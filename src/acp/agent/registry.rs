@@ -68,6 +68,8 @@ struct Connection {
     generation: Generation,
     /// How many sessions this connection owns.
     owned: usize,
+    /// Whether the connection's client has authenticated (and not logged out since).
+    authenticated: bool,
 }
 
 #[derive(Debug, Default)]
@@ -112,6 +114,7 @@ impl Registry {
                 client: ClientCapabilities::default(),
                 generation: Generation::V1,
                 owned: 0,
+                authenticated: false,
             },
         );
         id
@@ -190,6 +193,31 @@ impl Registry {
             inner.count_owned(previous, -1);
             inner.count_owned(Some(id), 1);
         }
+    }
+
+    /// Records whether a connection's client is authenticated.
+    pub fn set_authenticated(&self, id: ConnectionId, on: bool) {
+        if let Some(connection) = self.lock().connections.get_mut(&id) {
+            connection.authenticated = on;
+        }
+    }
+
+    /// Whether a connection's client has authenticated (`false` for a closed one).
+    pub fn is_authenticated(&self, id: ConnectionId) -> bool {
+        self.lock()
+            .connections
+            .get(&id)
+            .is_some_and(|c| c.authenticated)
+    }
+
+    /// The sessions a connection owns.
+    pub fn sessions_of(&self, id: ConnectionId) -> Vec<String> {
+        self.lock()
+            .owners
+            .iter()
+            .filter(|(_, owner)| **owner == id)
+            .map(|(session, _)| session.clone())
+            .collect()
     }
 
     /// How many sessions a connection owns (0 for a closed one).

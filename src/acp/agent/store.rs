@@ -200,18 +200,36 @@ impl Settings {
 /// a plain text prompt is kept as its text and the rare tool call is boxed.
 #[derive(Debug, Clone, PartialEq)]
 pub enum HistoryEntry {
-    /// A prompt.
-    User(StoredPrompt),
-    /// A reply.
-    Agent(String),
+    /// A prompt, with the message id it was given (`session/load` replays it under that id).
+    User {
+        /// The prompt.
+        prompt: StoredPrompt,
+        /// The id of the user message.
+        message_id: String,
+    },
+    /// A reply, with the message id its chunks carried when it was streamed.
+    Agent {
+        /// The reply's text.
+        text: String,
+        /// The id of the agent message.
+        message_id: String,
+    },
     /// A tool call the agent made and its result.
     Tool(Box<ToolRecord>),
 }
 
 impl HistoryEntry {
-    /// A prompt's entry.
-    pub fn user(prompt: &[ContentBlock]) -> Self {
-        HistoryEntry::User(StoredPrompt::new(prompt))
+    /// A prompt's entry, the user message `message_id`.
+    pub fn user(prompt: &[ContentBlock], message_id: String) -> Self {
+        HistoryEntry::User {
+            prompt: StoredPrompt::new(prompt),
+            message_id,
+        }
+    }
+
+    /// A reply's entry, the agent message `message_id`.
+    pub fn agent(text: String, message_id: String) -> Self {
+        HistoryEntry::Agent { text, message_id }
     }
 
     /// A tool call's entry.
@@ -537,7 +555,9 @@ mod tests {
                 .settings
                 .set_config(THOUGHT_LEVEL_OPTION, &ConfigValue::Id("high".into()))
                 .unwrap();
-            session.history.push(HistoryEntry::Agent("hi".into()));
+            session
+                .history
+                .push(HistoryEntry::agent("hi".into(), "msg_1".into()));
         }
         let fork = store.fork(&source, "/w".into(), None, now).unwrap();
         assert_ne!(fork, source);

@@ -15,7 +15,8 @@
 //!    scripted command sends (`/notice`, `/compact`: [`super::commands`]),
 //!    `agent_message_chunk` with the reply (repeated `reply_chunks` times, a flood for
 //!    benchmarks; every chunk of the reply carries the reply's one `messageId`, new for each
-//!    turn), `session_info_update` with a title after the session's first turn, and last the
+//!    turn and kept in the history with the prompt's own id, so that `session/load` replays
+//!    both under the ids they had), `session_info_update` with a title after the session's first turn, and last the
 //!    `usage_update` of the session's context.
 //! 5. The terminal execution state (`completed`, `cancelled`, `timed_out` or `failed`), then the
 //!    request handler answers.
@@ -198,7 +199,8 @@ async fn steps(
     if control.is_stopped() {
         return Err(TurnOutcome::stopped(control));
     }
-    agent.record(session, HistoryEntry::user(prompt));
+    let messages = agent.turn_messages(session);
+    agent.record(session, HistoryEntry::user(prompt, messages.user));
     let max_attempts = agent.config.max_retries.saturating_add(1);
     let mut attempt = 1;
     loop {
@@ -256,14 +258,14 @@ async fn steps(
         Box::pin(tools::held(agent, session, control)).await?;
     }
     Box::pin(commands::run(agent, session, control, prompt)).await?;
-    let message_id = new_message_id();
+    let message_id = messages.agent;
     for _ in 0..plan.reply_chunks.max(1) {
         if control.is_stopped() {
             return Err(TurnOutcome::stopped(control));
         }
         agent.message_chunk(session, &reply, &message_id).await;
     }
-    agent.record(session, HistoryEntry::Agent(reply));
+    agent.record(session, HistoryEntry::agent(reply, message_id));
     if full && let Some(info) = agent.title_session(session, prompt) {
         control.report_update();
         agent

@@ -1,6 +1,7 @@
 //! ACP v1's newer additions (ACP-V1X-*): `additionalDirectories` validated before a session is
-//! made and never reactivated implicitly, message ids on streamed agent message chunks, and the
-//! `notice` and compaction updates kept from a client that did not advertise them.
+//! made and never reactivated implicitly, message ids on streamed agent message chunks and on
+//! the chunks `session/load` replays, and the `notice` and compaction updates kept from a client
+//! that did not advertise them.
 
 use std::collections::BTreeSet;
 
@@ -8,7 +9,8 @@ use serde_json::{Value, json};
 
 use super::agent::PLAIN;
 use super::connection::{Connection, Frame};
-use super::exchange::{Opened, open, prompt};
+use super::exchange::{self, Opened, QUIET, open, prompt};
+use super::sessions::load::second;
 
 // `agent: _agent` keeps the agent running while its connection is used (dropping it ends it).
 use crate::check::{Check, CheckError, CheckResult};
@@ -19,6 +21,7 @@ use crate::{ensure, skip};
 const ADDITIONAL: &str = "/agentCapabilities/sessionCapabilities/additionalDirectories";
 const LIST: &str = "/agentCapabilities/sessionCapabilities/list";
 const RESUME: &str = "/agentCapabilities/sessionCapabilities/resume";
+const LOAD: &str = "/agentCapabilities/loadSession";
 
 /// The checks of this module.
 pub fn checks() -> Vec<Check> {
@@ -57,6 +60,15 @@ pub fn checks() -> Vec<Check> {
              command when it offers one; the agent must send no compaction_update or \
              compaction_summary_chunk.",
             v1x_005,
+        ),
+        Check::new(
+            "ACP-V1X-006",
+            "Where the agent advertises loadSession and puts a messageId on its live \
+             agent_message_chunks: after two prompt turns, loads the session (from a second \
+             connection where the transport has one); every replayed user_message_chunk and \
+             agent_message_chunk should carry a non-empty string messageId, and no id may \
+             belong to two messages (to two runs of chunks of different kinds).",
+            v1x_006,
         ),
     ]
 }
@@ -316,4 +328,100 @@ async fn v1x_005(ctx: Ctx) -> CheckResult {
         "session.compaction",
     )
     .await
+}
+
+/// The replayed message chunks among `frames` (user and agent), each as its kind, the update
+/// and its `messageId` when it has a non-empty string one.
+fn replayed_chunks<'a>(frames: &[&'a Frame]) -> Vec<(&'a str, Value, Option<String>)> {
+    frames
+        .iter()
+        .filter_map(|frame| {
+            let kind = frame.update_kind()?;
+            if !matches!(kind, "user_message_chunk" | "agent_message_chunk") {
+                return None;
+            }
+            let update = frame.update().cloned().unwrap_or(Value::Null);
+            let id = update
+                .get("messageId")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())
+                .map(str::to_owned);
+            Some((kind, update, id))
+        })
+        .collect()
+}
+
+async fn v1x_006(ctx: Ctx) -> CheckResult {
+    let Opened {
+        mut agent,
+        mut conn,
+        init,
+        session,
+        ..
+    } = open(&ctx, PLAIN).await?;
+    require_advertised(&ctx, &init, &[LOAD])?;
+    let mut live = Vec::new();
+    for text in ["first message", "second message"] {
+        let turn = prompt(&mut conn, &session, text).await?;
+        live.extend(chunk_ids(&turn.updates(&conn)));
+    }
+    if live.iter().all(|(_, id)| id.is_none()) {
+        skip!(
+            "the agent puts no messageId on its live chunks (optional in v1); the row judges the \
+             replay of an agent that uses them"
+        );
+    }
+    conn.quiet(QUIET).await;
+    let mut other = second(&mut agent).await?;
+    let conn = other.as_mut().unwrap_or(&mut conn);
+    let from = conn.cursor();
+    let mut params = exchange::new_session_params(&ctx);
+    params["sessionId"] = json!(session);
+    conn.call_ok("session/load", params).await?;
+    conn.quiet(QUIET).await;
+    let of_session: Vec<&Frame> = exchange::since(conn, from)
+        .into_iter()
+        .filter(|f| f.is_update_for(&session))
+        .collect();
+    let chunks = replayed_chunks(&of_session);
+    if chunks.is_empty() {
+        skip!(
+            "session/load replayed no message chunk; no id to judge (ACP-CORE-005 judges the replay)"
+        );
+    }
+    if let Some((_, chunk, _)) = chunks.iter().find(|(_, _, id)| id.is_none()) {
+        crate::fail!(
+            "every replayed user_message_chunk and agent_message_chunk carries a non-empty string \
+             messageId, as the agent's live chunks do (a replayed message is one the agent can \
+             identify)",
+            "{chunk}"
+        );
+    }
+    // The chunks of one message follow each other and are of one kind: an id seen in two runs
+    // of different kinds names two messages.
+    let mut runs: Vec<(&str, BTreeSet<&str>)> = Vec::new();
+    for (kind, _, id) in &chunks {
+        let id = id.as_deref().unwrap_or_default();
+        match runs.last_mut() {
+            Some((last, ids)) if last == kind => {
+                ids.insert(id);
+            }
+            _ => runs.push((kind, BTreeSet::from([id]))),
+        }
+    }
+    for (at, (kind, ids)) in runs.iter().enumerate() {
+        if let Some(shared) = runs[at + 1..]
+            .iter()
+            .find_map(|(other, later)| ids.intersection(later).next().map(|id| (other, id)))
+        {
+            crate::fail!(
+                "each replayed message has an id of its own (chunks sharing a messageId belong to \
+                 one message; a changed one starts a new message)",
+                "messageId {} names a {kind} and a later {} of the replay",
+                shared.1,
+                shared.0
+            );
+        }
+    }
+    Ok(())
 }

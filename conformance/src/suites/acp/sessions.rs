@@ -11,7 +11,7 @@ mod export;
 mod fork;
 mod gating;
 mod list;
-mod load;
+pub(crate) mod load;
 mod state;
 
 use serde_json::{Value, json};

@@ -11,7 +11,7 @@ use super::agent::{Agent, HOLD, PLAIN, Variant};
 use super::connection::{
     Connection, Fault, Frame, PermissionReply, Reply, describe, option_of_kind, permission_outcome,
 };
-use super::exchange::{expect_error, expect_result, list, new_session_params, since};
+use super::exchange::{QUIET, expect_error, expect_result, list, new_session_params, since};
 use crate::check::{Check, CheckError, CheckResult, Failure};
 use crate::context::Ctx;
 use crate::vocabulary::capability;
@@ -391,6 +391,33 @@ async fn session(ctx: &Ctx, conn: &mut Connection) -> Result<(String, Value), Ch
     }
 }
 
+/// An agent with a connection initialized at 2 and one session on it, the set-up most rows
+/// share.
+struct WithSession {
+    // Kept so the agent lives as long as the connection.
+    _agent: Agent,
+    conn: Connection,
+    /// The session's id.
+    session: String,
+    /// The `session/new` result.
+    created: Value,
+}
+
+/// Starts `variant`, initializes at 2 and opens a session: blocked where [`open`] or
+/// [`session`] block.
+async fn open_session(ctx: &Ctx, variant: Variant) -> Result<WithSession, CheckError> {
+    let Opened {
+        _agent, mut conn, ..
+    } = open(ctx, variant).await?;
+    let (session, created) = session(ctx, &mut conn).await?;
+    Ok(WithSession {
+        _agent,
+        conn,
+        session,
+        created,
+    })
+}
+
 /// One v2 prompt turn: its acknowledgement and the frames from the request to the idle
 /// `state_update` that ended it.
 struct Turn {
@@ -605,8 +632,7 @@ async fn v2_010(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_011(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    session(&ctx, &mut opened.conn).await?;
+    let mut opened = open_session(&ctx, PLAIN).await?;
     let reply = opened.conn.call("session/list", json!({})).await?;
     let result = expect_result(reply, "session/list at 2 answers a result")?;
     let Some(sessions) = result.get("sessions").and_then(Value::as_array) else {
@@ -625,9 +651,13 @@ async fn v2_011(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_012(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     turn(conn, &session, text("before the resume")).await?;
     let mut params = new_session_params(&ctx);
     params["sessionId"] = json!(session);
@@ -648,9 +678,13 @@ async fn v2_012(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_013(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, HOLD).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, HOLD).await?;
+    let conn = &mut conn;
     let (id, start) = send_prompt(conn, &session, text("hold this turn")).await?;
     conn.wait_for_turn("state_update running of the held turn", start, |f| {
         is_state(f, &session, "running")
@@ -699,9 +733,13 @@ async fn v2_014(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_020(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let (id, start) = send_prompt(conn, &session, text("acknowledge me")).await?;
     let ack = ack_of(conn, &id, start).await?;
     let result = expect_result(ack, "session/prompt at 2 is acknowledged with a result")?;
@@ -718,9 +756,13 @@ async fn v2_020(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_021(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let turn = turn(conn, &session, text("where is my message")).await?;
     let acked = turn
         .ack
@@ -754,9 +796,13 @@ async fn v2_021(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_022(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let turn = turn(conn, &session, text("start running")).await?;
     let frames = turn_frames(conn, &turn);
     let updates = updates_of(&frames, &session);
@@ -785,9 +831,13 @@ async fn v2_022(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_023(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let turn = turn(conn, &session, text("every message has an id")).await?;
     let frames = turn_frames(conn, &turn);
     let messages: Vec<&Frame> = updates_of(&frames, &session)
@@ -805,9 +855,13 @@ async fn v2_023(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_024(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let turn = turn(conn, &session, text("end this turn")).await?;
     let frames = turn_frames(conn, &turn);
     for state in updates_of(&frames, &session)
@@ -834,9 +888,13 @@ async fn v2_024(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_025(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, HOLD).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, HOLD).await?;
+    let conn = &mut conn;
     let (_, start) = send_prompt(conn, &session, text("hold this turn")).await?;
     conn.wait_for_turn("state_update running of the held turn", start, |f| {
         is_state(f, &session, "running")
@@ -864,9 +922,13 @@ async fn v2_025(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_026(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let link = ctx.temp_dir().join("notes.txt");
     let prompt = json!([
         {"type": "text", "text": "read the linked file"},
@@ -894,9 +956,13 @@ fn cancellable<'a>(frames: &[&'a Frame], session: &str) -> Option<&'a Frame> {
 
 async fn v2_030(ctx: Ctx) -> CheckResult {
     ctx.require(capability::V2_TOOL_CANCEL)?;
-    let mut opened = open(&ctx, HOLD_TOOL_CALL).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, HOLD_TOOL_CALL).await?;
+    let conn = &mut conn;
     let (_, start) = send_prompt(conn, &session, text("run a tool call to cancel")).await?;
     let index = conn
         .wait_for_turn(
@@ -954,9 +1020,13 @@ async fn v2_030(ctx: Ctx) -> CheckResult {
 
 async fn v2_031(ctx: Ctx) -> CheckResult {
     ctx.require(capability::V2_TOOL_CANCEL)?;
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let reply = conn
         .call(
             "tool_call/cancel",
@@ -972,9 +1042,13 @@ async fn v2_031(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_032(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let turn = turn(conn, &session, text("run your tool calls")).await?;
     let frames = turn_frames(conn, &turn);
     let calls: Vec<&Frame> = updates_of(&frames, &session)
@@ -1071,9 +1145,8 @@ fn two_valued_select(options: &[Value]) -> Result<(String, Vec<String>, String),
 }
 
 async fn v2_040(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let (_, result) = session(&ctx, &mut opened.conn).await?;
-    let options = options_of(&result, "session/new")?;
+    let opened = open_session(&ctx, PLAIN).await?;
+    let options = options_of(&opened.created, "session/new")?;
     for option in &options {
         ensure!(
             option.get("configId").is_some_and(Value::is_string)
@@ -1119,9 +1192,13 @@ async fn set_option(
 }
 
 async fn v2_041(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, result) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        created: result,
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let before = options_of(&result, "session/new")?;
     let (config, values, current) = two_valued_select(&before)?;
     let Some(other) = values.iter().find(|v| **v != current) else {
@@ -1156,9 +1233,13 @@ async fn v2_041(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_042(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, result) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        created: result,
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let before = options_of(&result, "session/new")?;
     let (config, values, current) = two_valued_select(&before)?;
     let reply = set_option(conn, &session, &config, "ski-conformance-no-such-value").await?;
@@ -1197,9 +1278,13 @@ async fn v2_042(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_045(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let turn = turn(conn, &session, text("make a plan")).await?;
     let frames = turn_frames(conn, &turn);
     let plans: Vec<&Frame> = updates_of(&frames, &session)
@@ -1336,9 +1421,13 @@ async fn v2_062(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_015(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let said = "replay me";
     turn(conn, &session, text(said)).await?;
     let mut params = new_session_params(&ctx);
@@ -1348,11 +1437,21 @@ async fn v2_015(ctx: Ctx) -> CheckResult {
     let id = conn.request("session/resume", params).await?;
     let reply = conn.reply(&id, "session/resume").await?;
     expect_result(reply, "session/resume from the start answers a result")?;
-    let answer = conn
+    let mut answer = conn
         .frames()
         .iter()
         .position(|f| f.answers(&id))
         .unwrap_or(conn.frames().len());
+    if conn.streams_unordered() {
+        // Over Streamable HTTP the replay comes on the session's stream and the answer on the
+        // connection's: their order as read is not the order sent (E-ACP-64).
+        ctx.note(
+            "the replay and the session/resume answer came on different streams: their order is \
+             not judged",
+        );
+        conn.quiet(QUIET).await;
+        answer = conn.frames().len();
+    }
     let before: Vec<&Frame> = conn.frames()[start.min(answer)..answer].iter().collect();
     let messages: Vec<&Frame> = updates_of(&before, &session)
         .into_iter()
@@ -1380,8 +1479,7 @@ async fn v2_015(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_016(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    session(&ctx, &mut opened.conn).await?;
+    let mut opened = open_session(&ctx, PLAIN).await?;
     let elsewhere = ctx.temp_dir().join("no-session-here");
     std::fs::create_dir_all(&elsewhere)
         .map_err(|e| CheckError::Harness(format!("cannot create {}: {e}", elsewhere.display())))?;
@@ -1422,9 +1520,13 @@ async fn v2_017(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_018(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let mut params = new_session_params(&ctx);
     params["sessionId"] = json!(session);
     params["replayFrom"] = json!({"type": "_ski_conformance_unknown_cursor"});
@@ -1457,10 +1559,14 @@ async fn permission_request(
 
 async fn v2_027(ctx: Ctx) -> CheckResult {
     ctx.require(capability::PERMISSION)?;
-    let mut opened = open(&ctx, PERMISSION).await?;
-    let conn = &mut opened.conn;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PERMISSION).await?;
+    let conn = &mut conn;
     conn.set_responder(|r| r.permission = PermissionReply::Ignore);
-    let (session, _) = session(&ctx, conn).await?;
     let (_, start) = send_prompt(conn, &session, text("ask me first")).await?;
     let (request, params) = permission_request(conn, start).await?;
     let option = option_of_kind(params.as_ref(), "allow_once")
@@ -1493,10 +1599,14 @@ async fn v2_027(ctx: Ctx) -> CheckResult {
 
 async fn v2_028(ctx: Ctx) -> CheckResult {
     ctx.require(capability::PERMISSION)?;
-    let mut opened = open(&ctx, PERMISSION).await?;
-    let conn = &mut opened.conn;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PERMISSION).await?;
+    let conn = &mut conn;
     conn.set_responder(|r| r.permission = PermissionReply::Ignore);
-    let (session, _) = session(&ctx, conn).await?;
     let said = "do not run me unapproved";
     let (_, start) = send_prompt(conn, &session, text(said)).await?;
     let (request, _) = permission_request(conn, start).await?;
@@ -1639,9 +1749,13 @@ fn content_blocks(update: &Value) -> Vec<&Value> {
 }
 
 async fn v2_034(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let turn = turn(conn, &session, text("what content do you send")).await?;
     for frame in updates_of(&turn_frames(conn, &turn), &session) {
         let Some(update) = frame.update() else {
@@ -1679,9 +1793,13 @@ async fn v2_035(ctx: Ctx) -> CheckResult {
 }
 
 async fn v2_036(ctx: Ctx) -> CheckResult {
-    let mut opened = open(&ctx, PLAIN).await?;
-    let conn = &mut opened.conn;
-    let (session, _) = session(&ctx, conn).await?;
+    let WithSession {
+        _agent,
+        mut conn,
+        session,
+        ..
+    } = open_session(&ctx, PLAIN).await?;
+    let conn = &mut conn;
     let turn = turn(conn, &session, text("which commands do you offer")).await?;
     let frames = turn_frames(conn, &turn);
     let announced: Vec<&Frame> = updates_of(&frames, &session)

@@ -2,7 +2,9 @@
 //! `initialize` settled by ACP's version rule, session set-up with config options (no modes),
 //! a prompt acknowledged with its `messageId` and ended by an idle `state_update`, every update
 //! in v2's form (chunks with the turn's message id, `tool_call` as a creating
-//! `tool_call_update`), and tool calls held until `tool_call/cancel`.
+//! `tool_call_update`, every command input with its `type`), a turn that waits on a permission
+//! request reported `requires_action` and then `running`, and tool calls held until
+//! `tool_call/cancel`.
 
 use std::sync::Arc;
 
@@ -309,19 +311,28 @@ fn new_message_id() -> String {
 }
 
 /// Acknowledges a v2 prompt: the `{messageId}` result, the `user_message` it became and the
-/// `running` state. Nothing for anything but a v2 `session/prompt`, or one already
-/// acknowledged.
-pub async fn acknowledge(agent: &Arc<Agent>, ctx: &mut Ctx) {
+/// `running` state; a prompt for a session the agent does not have is refused `-32002` instead
+/// (v2 acknowledges only a prompt it accepts) and `false` is returned: its turn must not run.
+/// Nothing for anything but a v2 `session/prompt`, or one already acknowledged.
+pub async fn acknowledge(agent: &Arc<Agent>, ctx: &mut Ctx) -> bool {
     let Some(trigger) = ctx.trigger.clone() else {
-        return;
+        return true;
     };
     if ctx.v2_prompt || trigger.method != methods::SESSION_PROMPT || !agent.state().v2 {
-        return;
+        return true;
     }
     let session = ctx.session_id();
     let user = new_message_id();
-    if let Some(entry) = agent.state().session(&session) {
-        entry.message_id = Some(new_message_id());
+    let known = match agent.state().session(&session) {
+        Some(entry) => {
+            entry.message_id = Some(new_message_id());
+            true
+        }
+        None => false,
+    };
+    if !known {
+        reply(agent, ctx, Err(unknown_session(&session))).await;
+        return false;
     }
     let ack = encode(&PromptResponse {
         message_id: user.clone(),
@@ -345,6 +356,7 @@ pub async fn acknowledge(agent: &Arc<Agent>, ctx: &mut Ctx) {
         &v2::SessionUpdate::StateUpdate(StateUpdate::running()),
     )
     .await;
+    true
 }
 
 /// Ends an acknowledged v2 prompt's turn: the idle `state_update` with `stop_reason`.
@@ -398,6 +410,8 @@ async fn send(agent: &Agent, session: &str, update: &v2::SessionUpdate) {
 /// `capabilities.cancel` while it is held), `plan` becomes `plan_update`. An update v2 has no
 /// place for (`current_mode_update`, `session_info_update`) is an error saying so.
 pub fn v2_form(agent: &Agent, session: &str, update: Value) -> Result<Value, String> {
+    let mut update = update;
+    typed_command_inputs(&mut update);
     if serde_json::from_value::<v2::SessionUpdate>(update.clone()).is_ok_and(|u| u.is_known()) {
         return Ok(update);
     }
@@ -417,6 +431,93 @@ pub fn v2_form(agent: &Agent, session: &str, update: Value) -> Result<Value, Str
     v2_updates::to_v2(v1, &message_id, |id| held.iter().any(|h| h == id))
         .ok_or_else(|| format!("{kind} has no place in ACP v2 (draft); not sent"))
         .and_then(|update| serde_json::to_value(update).map_err(|e| e.to_string()))
+}
+
+/// Gives every command input of an `available_commands_update` that names no `type` v2's
+/// `type: "text"` (v1's input is free text; v2 requires the type). Any other update is left
+/// as it is.
+fn typed_command_inputs(update: &mut Value) {
+    if update.get("sessionUpdate").and_then(Value::as_str) != Some("available_commands_update") {
+        return;
+    }
+    let Some(commands) = update
+        .get_mut("availableCommands")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for input in commands
+        .iter_mut()
+        .filter_map(|command| command.get_mut("input"))
+        .filter_map(Value::as_object_mut)
+    {
+        input
+            .entry("type")
+            .or_insert_with(|| Value::String("text".to_owned()));
+    }
+}
+
+/// Frames a permission request the agent sends on a v2 session during an acknowledged v2
+/// prompt: `requires_action` before it (`waiting`), `running` once it is answered. Nothing
+/// for any other request, a v1 session or outside a v2 turn.
+pub async fn permission_wait(agent: &Agent, ctx: &Ctx, method: &str, waiting: bool) {
+    if method != methods::SESSION_REQUEST_PERMISSION || !ctx.v2_prompt || !agent.state().v2 {
+        return;
+    }
+    let state = if waiting {
+        StateUpdate::requires_action()
+    } else {
+        StateUpdate::running()
+    };
+    send(
+        agent,
+        &ctx.session_id(),
+        &v2::SessionUpdate::StateUpdate(state),
+    )
+    .await;
+}
+
+/// How long a permitted turn waits for the answer to its permission request.
+const PERMISSION_WAIT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// A prompt turn that asks first: `session/request_permission` for a pending tool call with an
+/// allow and a reject option, framed by [`permission_wait`] in v2; the turn replies with `text`
+/// only when the answer selects the allow option. Any other answer (the reject option, a
+/// `cancelled` or unknown outcome, an error, none in time, or the turn cancelled meanwhile) is
+/// no approval: the turn ends `cancelled` with no reply, as the reference's denied turn does.
+pub async fn permitted_turn(agent: &Arc<Agent>, ctx: &mut Ctx, text: &Arc<str>) {
+    let session = ctx.session_id();
+    let tool = format!("call_{}", agent.state().next_item());
+    let params = json!({"sessionId": session,
+        "toolCall": {"toolCallId": tool, "title": "Run the prompt", "kind": "other",
+                     "status": "pending"},
+        "options": [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+                    {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]});
+    ctx.park();
+    permission_wait(agent, ctx, methods::SESSION_REQUEST_PERMISSION, true).await;
+    let reply = tokio::select! {
+        reply = agent.request(
+            methods::SESSION_REQUEST_PERMISSION,
+            Some(params),
+            None,
+            None,
+            Some(PERMISSION_WAIT),
+            None,
+            None,
+        ) => reply,
+        () = ctx.wait_cancelled() => None,
+    };
+    permission_wait(agent, ctx, methods::SESSION_REQUEST_PERMISSION, false).await;
+    let allowed = reply.and_then(|r| r.result.ok()).is_some_and(|result| {
+        result.pointer("/outcome/outcome") == Some(&json!("selected"))
+            && result.pointer("/outcome/optionId") == Some(&json!("allow"))
+    });
+    if allowed && !ctx.cancelled() {
+        super::text_turn(agent, ctx, text).await;
+    } else {
+        super::begin_turn(agent, ctx).await;
+        super::finish_turn(agent, ctx, "cancelled").await;
+    }
 }
 
 /// A tool call titled `title` that runs until it is cancelled: `tool_call/cancel` of its id

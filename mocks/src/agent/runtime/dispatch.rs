@@ -159,10 +159,12 @@ impl Agent {
                     self.state().fired.insert(index);
                 }
                 Box::pin(async move {
-                    // In ACP v2 a prompt a rule takes is acknowledged before its steps.
-                    personality::v2::acknowledge(&agent, &mut ctx).await;
-                    let steps = agent.config.script.rules[index].steps.clone();
-                    sequence::run_steps(&agent, &steps, &mut ctx).await;
+                    // In ACP v2 a prompt a rule takes is acknowledged before its steps (or
+                    // refused, for a session the agent does not have, and its steps not run).
+                    if personality::v2::acknowledge(&agent, &mut ctx).await {
+                        let steps = agent.config.script.rules[index].steps.clone();
+                        sequence::run_steps(&agent, &steps, &mut ctx).await;
+                    }
                     agent.finish_running(ctx.trigger.as_deref());
                 })
             } else if let Some(recording) = replaying {

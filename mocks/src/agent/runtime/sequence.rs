@@ -96,6 +96,7 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
             let id = id.as_ref().and_then(|v| request_id(&ctx.vars.expand(v)));
             if *wait {
                 ctx.park();
+                crate::agent::personality::v2::permission_wait(agent, ctx, &method, true).await;
             }
             let reply = agent
                 .request(
@@ -108,6 +109,9 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
                     step.jsonrpc,
                 )
                 .await;
+            if *wait {
+                crate::agent::personality::v2::permission_wait(agent, ctx, &method, false).await;
+            }
             ctx.vars.reply = reply.map(|r| r.as_value());
         }
         Action::Send(value) => {
@@ -192,6 +196,10 @@ async fn run_action(agent: &Arc<Agent>, step: &Step, ctx: &mut Ctx) {
         Action::HoldToolCall(title) => {
             let title = ctx.vars.expand_str(title);
             personality::v2::hold_tool_call(agent, ctx, &title).await;
+        }
+        Action::PermittedTurn(text) => {
+            let text = ctx.vars.expand_str(text).into();
+            personality::v2::permitted_turn(agent, ctx, &text).await;
         }
     }
 }

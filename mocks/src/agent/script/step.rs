@@ -70,6 +70,10 @@ pub struct StepSpec {
     /// Action: a tool call with this title that runs until it is cancelled (`tool_call/cancel`
     /// of its id in ACP v2, `session/cancel` of its turn in either version).
     pub hold_tool_call: Option<String>,
+    /// Action: a prompt turn that asks `session/request_permission` first and replies with this
+    /// text only when the client selects the allow option (any other answer ends the turn
+    /// `cancelled` with no reply).
+    pub permitted_turn: Option<String>,
 
     /// Parameter: `params` of `notify` and `request`.
     pub params: Option<Value>,
@@ -288,6 +292,8 @@ pub enum Action {
     Turn(String),
     /// A tool call with this title (templated), held until it is cancelled.
     HoldToolCall(String),
+    /// A prompt turn answering with this text (templated) once the client allows it.
+    PermittedTurn(String),
 }
 
 /// Raw output: templated text or literal bytes.
@@ -358,11 +364,12 @@ impl Step {
             default,
             scenario,
             turn,
-            hold_tool_call
+            hold_tool_call,
+            permitted_turn
         );
         let action_name = match actions.as_slice() {
             [one] => *one,
-            [] => return Err(fail("a step needs one action (respond, error, notify, update, request, send, raw, raw_hex, malformed, oversize, stderr, stderr_bytes, sleep_ms, wait_for, gate, exit, hang, close_stdout, close_stdin, default, scenario, turn, hold_tool_call)".to_owned())),
+            [] => return Err(fail("a step needs one action (respond, error, notify, update, request, send, raw, raw_hex, malformed, oversize, stderr, stderr_bytes, sleep_ms, wait_for, gate, exit, hang, close_stdout, close_stdin, default, scenario, turn, hold_tool_call, permitted_turn)".to_owned())),
             many => return Err(fail(format!("a step has one action, this one has {}", many.join(", ")))),
         };
         let check = |value: &Value| template::check_value(value).map_err(&fail);
@@ -555,6 +562,11 @@ impl Step {
                 let title = spec.hold_tool_call.clone().unwrap_or_default();
                 check_str(&title)?;
                 Action::HoldToolCall(title)
+            }
+            "permitted_turn" => {
+                let text = spec.permitted_turn.clone().unwrap_or_default();
+                check_str(&text)?;
+                Action::PermittedTurn(text)
             }
             other => return Err(fail(format!("unknown action {other}"))),
         };

@@ -4,7 +4,8 @@
 //!
 //! A request first passes [`Inner::admit`]: a method whose [`Gate`] the agent did not advertise
 //! answers `-32601` (before its params are read), session work before `authenticate` answers
-//! `-32000` when authentication is required, and idle sessions older than the TTL are pruned.
+//! `-32000` when authentication is required (each connection authenticates for itself), and
+//! idle sessions older than the TTL are pruned.
 //! Then its params are decoded once into the row's params type; params that do not decode answer
 //! `-32602` with the decoder's message in `data.reason`. Absent params read as `null` (so their
 //! refusal names the type expected), unless the type reads them as no fields (`logout`'s `{}`).
@@ -47,11 +48,14 @@ impl Inner {
     }
 
     /// The admission checks every request passes before its params are read.
-    fn admit(&self, method: &Method) -> Result<(), RpcError> {
+    fn admit(&self, method: &Method, connection: ConnectionId) -> Result<(), RpcError> {
         if !self.serves(method) {
             return Err(RpcError::method_not_found(method.name));
         }
-        if self.config.auth_required && method.needs_auth && !self.is_authenticated() {
+        if self.config.auth_required
+            && method.needs_auth
+            && !self.registry.is_authenticated(connection)
+        {
             let ids: Vec<&str> = self
                 .config
                 .auth_methods
@@ -218,7 +222,7 @@ impl Installer {
                 let handler = handler.clone();
                 async move {
                     agent.registry.attach(connection, cx.peer());
-                    agent.admit(method)?;
+                    agent.admit(method, connection)?;
                     check(&agent, params.as_ref())?;
                     handler(agent, connection, cx, params.unwrap_or(Value::Null)).await
                 }
@@ -265,7 +269,7 @@ impl Installer {
                 let handler = handler.clone();
                 async move {
                     agent.registry.attach(connection, cx.peer());
-                    agent.admit(method)?;
+                    agent.admit(method, connection)?;
                     check(&agent, params.as_ref())?;
                     let params = decode::<M::Params>(params)?;
                     let result = handler(agent, connection, cx, params).await?;
@@ -299,7 +303,7 @@ impl Installer {
                 let handler = handler.clone();
                 async move {
                     agent.registry.attach(connection, cx.peer());
-                    agent.admit(method)?;
+                    agent.admit(method, connection)?;
                     let params = match params.as_deref() {
                         Some(text) => decode_params_text::<M::Params>(Some(text))?,
                         None => decode::<M::Params>(None)?,

@@ -147,19 +147,21 @@ pub(super) async fn resume_session(
     agent.registry.set_owner(&session, connection);
     // `replayFrom: {type: start}`: the history again, each message whole with an id, before
     // the answer.
+    // Each message keeps the id the history holds for it, the one it was streamed under.
     for entry in history.into_iter().flatten() {
-        let message = |content| Message {
-            message_id: new_message_id(),
+        let message = |message_id, content| Message {
+            message_id,
             content: Nullable::Value(content),
             extra: Extra::new(),
         };
         let update = match entry {
-            HistoryEntry::User(prompt) => {
-                v2::SessionUpdate::UserMessage(message(prompt.into_blocks()))
+            HistoryEntry::User { prompt, message_id } => {
+                v2::SessionUpdate::UserMessage(message(message_id, prompt.into_blocks()))
             }
-            HistoryEntry::Agent(text) => {
-                v2::SessionUpdate::AgentMessage(message(vec![crate::acp::ContentBlock::text(text)]))
-            }
+            HistoryEntry::Agent { text, message_id } => v2::SessionUpdate::AgentMessage(message(
+                message_id,
+                vec![crate::acp::ContentBlock::text(text)],
+            )),
             HistoryEntry::Tool(_) => continue,
         };
         agent.update_v2(&session, update).await;
@@ -221,7 +223,7 @@ pub(super) async fn prompt(
     // this prompt finds it.
     let control = agent.begin_turn(&session, connection)?;
     let user_message = new_message_id();
-    agent.set_v2_message(&session, new_message_id());
+    agent.set_v2_message(&session, user_message.clone(), new_message_id());
     let prompt = request.prompt;
     let user = v2::SessionUpdate::UserMessage(Message {
         message_id: user_message.clone(),

@@ -52,8 +52,9 @@ pub(super) fn checks() -> Vec<Check> {
     ]
 }
 
-/// A second initialized connection on WebSocket; `None` on stdio (the same connection serves).
-async fn second(agent: &mut Agent) -> Result<Option<Connection>, CheckError> {
+/// A second initialized connection on WebSocket or the remote endpoint; `None` on stdio (the
+/// same connection serves).
+pub(crate) async fn second(agent: &mut Agent) -> Result<Option<Connection>, CheckError> {
     if agent.transport() == Transport::Stdio {
         return Ok(None);
     }
