@@ -28,6 +28,7 @@ mod acp_client_runtime;
 mod acp_client_ws;
 mod acp_golden;
 mod acp_http_interop;
+mod acp_https;
 mod acp_remote;
 mod acp_serve_backpressure;
 mod acp_serve_sessions;

@@ -6,7 +6,8 @@
 //!   message `202`), `GET /acp` opens a connection-scoped or (with `Acp-Session-Id`) a
 //!   session-scoped SSE stream, `GET /acp` with `Upgrade: websocket` opens a WebSocket
 //!   connection, `DELETE /acp` ends a connection. HTTP/1.1 and cleartext HTTP/2 (prior
-//!   knowledge) on one port.
+//!   knowledge) on one port, or with a certificate `https://`: HTTP/2 chosen by ALPN `h2`,
+//!   HTTP/1.1 (`http/1.1`) for the WebSocket upgrade.
 //! - [`host`]: the seam to the agent core the server drives ([`host::Host`]): ski's reference
 //!   agent, or another (the mock agent), given each connection as a [`host::Link`].
 //! - [`routes`]: one Streamable HTTP connection: which stream carries each message the agent
@@ -15,6 +16,8 @@
 //! - [`client`]: the Streamable HTTP client transport (HTTP/2, cookies kept), a
 //!   [`crate::transport::ws_client::ConnectionFactory`] as the WebSocket one is.
 //! - [`cookies`]: the client's cookie jar.
+//! - [`tls`]: `https://` for both sides (rustls, ring provider): the server's PEM certificate and
+//!   key, the client's CA file or the platform's roots.
 //!
 //! Every connection, whichever profile, drives the same [`crate::acp::agent::Agent`] as stdio
 //! and `--transport ws` do: the transport turns HTTP into a message [`crate::jsonrpc::Transport`].
@@ -26,6 +29,7 @@ pub mod host;
 pub mod routes;
 pub mod server;
 pub mod sse;
+pub mod tls;
 
 /// The endpoint's path.
 pub const ENDPOINT_PATH: &str = "/acp";

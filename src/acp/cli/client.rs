@@ -77,7 +77,8 @@ Examples:
   ski acp client connect --agent-cmd 'ski acp serve' --prompt hi
   ski acp client connect --agent-cmd ski --args acp --args serve --prompt hi --json
   ski acp client connect --transport ws --endpoint ws://127.0.0.1:8900 --prompt hi --prompt again
-  ski acp client connect --transport http --endpoint http://127.0.0.1:8900/acp --profile http --prompt hi";
+  ski acp client connect --transport http --endpoint http://127.0.0.1:8900/acp --profile http --prompt hi
+  ski acp client connect --transport http --endpoint https://127.0.0.1:8900/acp --ca-cert ca.pem --prompt hi";
 
 const STOP_EXAMPLES: &str = "\
 Examples:
@@ -132,8 +133,8 @@ pub enum TransportKind {
     Stdio,
     /// Connect to a WebSocket endpoint (--endpoint), one JSON message per text frame
     Ws,
-    /// Connect to an ACP remote endpoint (--endpoint http://HOST:PORT/acp) in the --profile
-    /// given
+    /// Connect to an ACP remote endpoint (--endpoint http://HOST:PORT/acp, or https:// with
+    /// --ca-cert for a private CA) in the --profile given
     Http,
 }
 
@@ -171,12 +172,17 @@ pub struct TransportArgs {
     /// stdio: one argument for the agent; repeat for more (write --args=--flag for a flag)
     #[arg(long = "args", value_name = "ARG", allow_hyphen_values = true)]
     args: Vec<String>,
-    /// ws: the agent's URL, ws://HOST:PORT[/PATH]; http: http://HOST:PORT/acp
+    /// ws: the agent's URL, ws://HOST:PORT[/PATH]; http: http://HOST:PORT/acp or
+    /// https://HOST:PORT/acp
     #[arg(long, value_name = "URL")]
     endpoint: Option<String>,
     /// http: the remote transport's profile
     #[arg(long, value_enum, value_name = "PROFILE")]
     profile: Option<ProfileArg>,
+    /// http: a PEM file of the certificate authorities an https:// endpoint's certificate is
+    /// checked against (for a private CA); without it the platform's roots
+    #[arg(long, value_name = "PEM")]
+    ca_cert: Option<PathBuf>,
     /// Timeout of each request in milliseconds; 0 waits forever
     #[arg(long, value_name = "MS", default_value_t = 300_000)]
     request_timeout_ms: u64,
@@ -371,11 +377,15 @@ fn endpoint(args: &TransportArgs) -> CommandResult<Endpoint> {
                     "{flag} only applies to --transport ws; remove it or add --transport ws"
                 ));
             }
-            if args.profile.is_some() {
-                return invalid(
-                    "--profile only applies to --transport http; remove it or add --transport http"
-                        .to_owned(),
-                );
+            if args.profile.is_some() || args.ca_cert.is_some() {
+                let flag = if args.profile.is_some() {
+                    "--profile"
+                } else {
+                    "--ca-cert"
+                };
+                return invalid(format!(
+                    "{flag} only applies to --transport http; remove it or add --transport http"
+                ));
             }
             let Some(cmd) = args.agent_cmd.as_deref() else {
                 return invalid(
@@ -414,11 +424,15 @@ fn endpoint(args: &TransportArgs) -> CommandResult<Endpoint> {
                 }
                 .to_owned());
             };
-            if !http && args.profile.is_some() {
-                return invalid(
-                    "--profile only applies to --transport http; remove it or use --transport http"
-                        .to_owned(),
-                );
+            if !http && (args.profile.is_some() || args.ca_cert.is_some()) {
+                let flag = if args.profile.is_some() {
+                    "--profile"
+                } else {
+                    "--ca-cert"
+                };
+                return invalid(format!(
+                    "{flag} only applies to --transport http; remove it or use --transport http"
+                ));
             }
             let heartbeat = args
                 .ws_heartbeat_ms
@@ -434,7 +448,7 @@ fn endpoint(args: &TransportArgs) -> CommandResult<Endpoint> {
                             .to_owned(),
                     );
                 }
-                remote_connector(url, profile, Some(heartbeat))
+                remote_connector(url, profile, Some(heartbeat), args.ca_cert.as_deref())
                     .map_err(CommandError::invalid_input)?
             } else {
                 Arc::new(
@@ -629,7 +643,9 @@ fn connect_failure(url: &str, error: ClientError) -> CommandError {
             return CommandError::invalid_input(error);
         }
         _ => {
-            if url.starts_with("http://") {
+            if url.starts_with("https://") {
+                "is an agent listening there, and is its certificate signed by the CA given with --ca-cert (or one of the platform's roots)?"
+            } else if url.starts_with("http://") {
                 "is an agent listening there? start one with `ski acp serve --transport http --listen 127.0.0.1:0`"
             } else {
                 "is an agent listening there? start one with `ski acp serve --transport ws --listen 127.0.0.1:0`"

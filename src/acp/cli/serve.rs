@@ -4,8 +4,10 @@
 //!
 //! On stdio, stdout carries only ACP messages and the process exits when stdin ends. On
 //! WebSocket, the bound address is printed on stderr as `listening on ws://HOST:PORT/acp` once
-//! connections are accepted; on HTTP as `listening on http://HOST:PORT/acp` (see
-//! [`crate::acp::remote::server`]). Logs go to stderr only.
+//! connections are accepted; on HTTP as `listening on http://HOST:PORT/acp`, or with
+//! `--tls-cert` and `--tls-key` as `listening on https://HOST:PORT/acp` (see
+//! [`crate::acp::remote::server`] and [`crate::acp::remote::tls`]; a certificate or key that
+//! cannot be used exits 2 before anything listens). Logs go to stderr only.
 //!
 //! Each connection is bounded: messages of 32 MiB, `--max-in-flight-sends` (64) messages waiting
 //! to be written, while which the connection's input is not read, and `--max-sessions` (1024) live
@@ -15,10 +17,13 @@
 //! and a ping after `--idle-timeout-ms` of silence answered within `--pong-timeout-ms` (see
 //! [`crate::transport::ws_server`]).
 
+use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::anyhow;
 use clap::{Args, ValueEnum};
+use tokio_rustls::rustls::ServerConfig;
 use tokio_util::sync::CancellationToken;
 
 use super::LogArgs;
@@ -51,6 +56,9 @@ Examples:
   ski acp serve --transport http --listen 127.0.0.1:0
       Serve ACP's remote transport on http://HOST:PORT/acp: Streamable HTTP (POST, SSE GET
       streams, DELETE; HTTP/1.1 or cleartext HTTP/2) and the WebSocket upgrade.
+  ski acp serve --transport http --listen 127.0.0.1:0 --tls-cert server.pem --tls-key key.pem
+      The same on https://HOST:PORT/acp: HTTP/2 chosen by ALPN (h2), HTTP/1.1 for the
+      WebSocket upgrade; clients trust the CA that signed server.pem (ski's client: --ca-cert).
   ski acp serve --permission-mode disabled --hold
       Every prompt runs until it is cancelled.
   ski acp serve --execution-state --max-retries 2 --fail-attempts 1
@@ -294,6 +302,15 @@ pub struct ServeArgs {
     #[arg(long, value_name = "MS", value_parser = positive_ms, help_heading = "WebSocket limits")]
     pub pong_timeout_ms: Option<u64>,
 
+    /// With --transport http: serve https:// with this PEM certificate chain, the server's
+    /// certificate first (needs --tls-key)
+    #[arg(long, value_name = "PEM", requires = "tls_key", help_heading = "TLS")]
+    pub tls_cert: Option<PathBuf>,
+
+    /// With --transport http: the PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1)
+    #[arg(long, value_name = "PEM", requires = "tls_cert", help_heading = "TLS")]
+    pub tls_key: Option<PathBuf>,
+
     /// Messages one SSE stream holds for its reader; past it the stream ends and the message is
     /// dropped [default: 1024]
     #[arg(long, value_name = "N", value_parser = positive, help_heading = "HTTP limits")]
@@ -532,6 +549,22 @@ impl ServeArgs {
 }
 
 impl ServeArgs {
+    /// The TLS configuration of `--tls-cert` and `--tls-key` (read and checked now), `None`
+    /// without them; refused with a transport other than http.
+    pub fn tls(&self) -> Result<Option<Arc<ServerConfig>>, CommandError> {
+        let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) else {
+            return Ok(None);
+        };
+        if self.transport != TransportArg::Http {
+            return Err(CommandError::invalid_input(anyhow!(
+                "--tls-cert and --tls-key apply only to --transport http; remove them or add --transport http"
+            )));
+        }
+        crate::acp::remote::tls::server_config(cert, key)
+            .map(Some)
+            .map_err(|error| CommandError::invalid_input(anyhow!("{error}")))
+    }
+
     /// The limits of `--transport http`: the flags given, the defaults for the rest.
     pub fn http_options(&self) -> HttpOptions {
         let defaults = HttpOptions::default();
@@ -579,6 +612,7 @@ pub fn run(args: ServeArgs) -> CommandResult {
     let (config, listen) = args.config()?;
     let ws_options = args.ws_options()?;
     let http_options = args.http_options();
+    let tls = args.tls()?;
     args.log.init()?;
     // One connection on stdio needs one thread: reading, handling and writing on it means no
     // cross-thread hand-off per message. A WebSocket server serves many connections at once.
@@ -599,6 +633,7 @@ pub fn run(args: ServeArgs) -> CommandResult {
     let transports = Transports {
         ws: ws_options,
         http: http_options,
+        tls,
     };
     let result = runtime.block_on(serve(config, listen, options, transports, json_logs));
     // The stdin reader may still wait on a blocking read; do not wait for it.
@@ -606,10 +641,11 @@ pub fn run(args: ServeArgs) -> CommandResult {
     result
 }
 
-/// The limits of the network transports.
+/// The limits of the network transports, and the TLS of `--transport http`.
 struct Transports {
     ws: WsServerOptions,
     http: HttpOptions,
+    tls: Option<Arc<ServerConfig>>,
 }
 
 /// Says where the server listens, on stderr.
@@ -667,9 +703,12 @@ async fn serve(
                 max_message_bytes: options.max_message_bytes,
                 ..transports.http
             };
-            let server = HttpServer::bind(&address, server_options)
+            let mut server = HttpServer::bind(&address, server_options)
                 .await
                 .map_err(|error| bind_failure(&error))?;
+            if let Some(tls) = transports.tls {
+                server = server.with_tls(tls);
+            }
             announce(&server.url(), json_logs);
             server.serve(agent, options, shutdown).await;
         }

@@ -2,8 +2,8 @@
 //! client ([`crate::transport::ws_client::ConnectionFactory`]), each with a [`CookieJar`] kept
 //! for as long as the factory lives (across reconnects too).
 //!
-//! - [`StreamableConnector`]: Streamable HTTP over one cleartext HTTP/2 connection (prior
-//!   knowledge), as the RFD requires. `initialize` is POSTed without `Acp-Connection-Id` and its
+//! - [`StreamableConnector`]: Streamable HTTP over one HTTP/2 connection, as the RFD requires:
+//!   cleartext with prior knowledge for `http://`, TLS with ALPN `h2` for `https://`. `initialize` is POSTed without `Acp-Connection-Id` and its
 //!   `200` answer read from the body; then the connection-scoped stream is opened with `GET`
 //!   (`Accept: text/event-stream`), and before the first message of a session that session's
 //!   stream. Every POST has `Content-Type: application/json`, `Acp-Connection-Id`, the
@@ -13,11 +13,17 @@
 //!   JSON-RPC error (-32603) naming the status. Closing the transport sends `DELETE`; the end of
 //!   the connection-scoped stream ends the input.
 //! - [`UpgradeConnector`]: the WebSocket profile, an upgrade of `GET /acp` (the `http://` URL
-//!   becomes `ws://`), cookies sent with the upgrade and taken from its answer.
+//!   becomes `ws://`, `https://` becomes `wss://` over TLS with ALPN `http/1.1`), cookies sent
+//!   with the upgrade and taken from its answer.
+//!
+//! An `https://` endpoint's certificate is checked against the CA file given
+//! ([`connector`]'s `ca_cert`) or else the platform's roots ([`super::tls::client_config`]).
+//! Cookies the server marks `Secure` are kept and sent only over `https://`.
 
 use std::collections::{HashMap, HashSet};
 use std::convert::Infallible;
 use std::future::Future;
+use std::path::Path;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::task::{Context, Poll, ready};
@@ -32,6 +38,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use tokio_rustls::rustls::ClientConfig;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
@@ -65,12 +72,44 @@ const DELETE_WAIT: Duration = Duration::from_secs(5);
 /// Messages read from the streams and not yet taken by the peer.
 const INBOUND_QUEUE: usize = 64;
 
-/// The host, port and path of an `http://` endpoint URL.
+/// The host, port and path of an `http://` or `https://` endpoint URL.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Endpoint {
     url: String,
     authority: String,
     path_and_query: String,
+    /// `https://`: TLS.
+    secure: bool,
+}
+
+impl Endpoint {
+    fn scheme(&self, plain: &'static str, secure: &'static str) -> &'static str {
+        if self.secure { secure } else { plain }
+    }
+}
+
+/// The TLS settings of a connector: `None` for `http://`; for `https://` the CA file's
+/// authorities, or the platform's roots, offering `alpn`.
+fn client_tls(
+    endpoint: &Endpoint,
+    ca_cert: Option<&Path>,
+    alpn: &[u8],
+) -> Result<Option<Arc<ClientConfig>>, ConnectError> {
+    if !endpoint.secure {
+        if let Some(ca) = ca_cert {
+            return Err(ConnectError::InvalidUrl {
+                url: endpoint.url.clone(),
+                reason: format!(
+                    "a CA file ({}) applies only to an https:// endpoint",
+                    ca.display()
+                ),
+            });
+        }
+        return Ok(None);
+    }
+    super::tls::client_config(ca_cert, &[alpn])
+        .map(Some)
+        .map_err(|error| ConnectError::Failed(error.to_string()))
 }
 
 fn parse_endpoint(url: &str) -> Result<Endpoint, ConnectError> {
@@ -78,14 +117,12 @@ fn parse_endpoint(url: &str) -> Result<Endpoint, ConnectError> {
         url: url.to_owned(),
         reason: reason.to_owned(),
     };
-    let rest = if let Some(rest) = url.strip_prefix("http://") {
-        rest
-    } else if url.starts_with("https://") {
-        return Err(invalid(
-            "https:// needs TLS, which this build does not include; use http://",
-        ));
+    let (rest, secure) = if let Some(rest) = url.strip_prefix("http://") {
+        (rest, false)
+    } else if let Some(rest) = url.strip_prefix("https://") {
+        (rest, true)
     } else {
-        return Err(invalid("the url must start with http://"));
+        return Err(invalid("the url must start with http:// or https://"));
     };
     let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
     let (authority, path) = rest.split_at(split);
@@ -98,11 +135,12 @@ fn parse_endpoint(url: &str) -> Result<Endpoint, ConnectError> {
     {
         authority.to_owned()
     } else {
-        format!("{authority}:80")
+        format!("{authority}:{}", if secure { 443 } else { 80 })
     };
     let path = path.split('#').next().unwrap_or_default();
     Ok(Endpoint {
         url: url.to_owned(),
+        secure,
         authority,
         path_and_query: if path.is_empty() {
             "/".to_owned()
@@ -112,32 +150,79 @@ fn parse_endpoint(url: &str) -> Result<Endpoint, ConnectError> {
     })
 }
 
-/// The connector of a profile for an `http://HOST:PORT/PATH` URL.
+/// The connector of a profile for an `http(s)://HOST:PORT/PATH` URL; `ca_cert`, a PEM file of
+/// the authorities an `https://` server's certificate is checked against (else the platform's
+/// roots), is refused for `http://`.
 pub fn connector(
     url: &str,
     profile: Profile,
     heartbeat: Option<Duration>,
+    ca_cert: Option<&Path>,
 ) -> Result<Arc<dyn ConnectionFactory>, ConnectError> {
     Ok(match profile {
-        Profile::Streamable => Arc::new(StreamableConnector::new(url)?),
-        Profile::WebSocket => Arc::new(UpgradeConnector::new(url)?.heartbeat(heartbeat)),
+        Profile::Streamable => Arc::new(StreamableConnector::with_ca(url, ca_cert)?),
+        Profile::WebSocket => {
+            Arc::new(UpgradeConnector::with_ca(url, ca_cert)?.heartbeat(heartbeat))
+        }
     })
 }
+
+/// Connects TCP to the endpoint, then TLS when it is `https://`, requiring `alpn` to be chosen.
+async fn open_stream(
+    endpoint: &Endpoint,
+    tls: Option<&Arc<ClientConfig>>,
+    alpn: &[u8],
+) -> Result<Box<dyn Stream>, ConnectError> {
+    let unreachable = |reason: String| ConnectError::Unreachable {
+        url: endpoint.url.clone(),
+        reason,
+    };
+    let tcp = tokio::net::TcpStream::connect(&endpoint.authority)
+        .await
+        .map_err(|error| unreachable(error.to_string()))?;
+    let _ = tcp.set_nodelay(true);
+    let Some(tls) = tls else {
+        return Ok(Box::new(tcp));
+    };
+    let stream = super::tls::connect(tls.clone(), &endpoint.authority, tcp)
+        .await
+        .map_err(unreachable)?;
+    if super::tls::negotiated(&stream) != Some(alpn) {
+        return Err(unreachable(format!(
+            "the server did not choose {} by ALPN in the TLS handshake",
+            String::from_utf8_lossy(alpn)
+        )));
+    }
+    Ok(Box::new(stream))
+}
+
+/// A byte stream to the server, TCP or TLS over TCP.
+trait Stream: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static {}
+
+impl<S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static> Stream for S {}
 
 /// Opens Streamable HTTP connections to one endpoint.
 #[derive(Debug, Clone)]
 pub struct StreamableConnector {
     endpoint: Endpoint,
+    tls: Option<Arc<ClientConfig>>,
     jar: Arc<Mutex<CookieJar>>,
     connect_timeout: Duration,
     max_message_bytes: usize,
 }
 
 impl StreamableConnector {
-    /// A connector for an `http://` URL.
+    /// A connector for an `http://` or `https://` URL (the platform's roots for `https://`).
     pub fn new(url: &str) -> Result<Self, ConnectError> {
+        Self::with_ca(url, None)
+    }
+
+    /// A connector whose `https://` server is checked against the CA file `ca_cert`.
+    pub fn with_ca(url: &str, ca_cert: Option<&Path>) -> Result<Self, ConnectError> {
+        let endpoint = parse_endpoint(url)?;
         Ok(Self {
-            endpoint: parse_endpoint(url)?,
+            tls: client_tls(&endpoint, ca_cert, super::tls::ALPN_H2)?,
+            endpoint,
             jar: Arc::default(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             max_message_bytes: DEFAULT_MAX_LINE_BYTES,
@@ -160,12 +245,10 @@ impl StreamableConnector {
             reason,
         };
         let connecting = async {
-            let tcp = tokio::net::TcpStream::connect(&self.endpoint.authority)
-                .await
-                .map_err(|error| unreachable(error.to_string()))?;
-            let _ = tcp.set_nodelay(true);
+            let stream =
+                open_stream(&self.endpoint, self.tls.as_ref(), super::tls::ALPN_H2).await?;
             hyper::client::conn::http2::Builder::new(TokioExecutor::new())
-                .handshake::<_, Full<Bytes>>(TokioIo::new(tcp))
+                .handshake::<_, Full<Bytes>>(TokioIo::new(stream))
                 .await
                 .map_err(|error| unreachable(format!("HTTP/2 handshake failed: {error}")))
         };
@@ -322,8 +405,10 @@ impl ClientState {
     /// A request to the endpoint with the connection's headers and cookies.
     fn request(&self, method: Method, session: Option<&str>, body: Bytes) -> Request<Full<Bytes>> {
         let uri = format!(
-            "http://{}{}",
-            self.endpoint.authority, self.endpoint.path_and_query
+            "{}://{}{}",
+            self.endpoint.scheme("http", "https"),
+            self.endpoint.authority,
+            self.endpoint.path_and_query
         );
         let mut request = Request::new(Full::new(body));
         *request.method_mut() = method;
@@ -346,7 +431,7 @@ impl ClientState {
             .jar
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .header()
+            .header(self.endpoint.secure)
         {
             headers.insert(header::COOKIE, cookies);
         }
@@ -360,7 +445,7 @@ impl ClientState {
         self.jar
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .store(response.headers());
+            .store(response.headers(), self.endpoint.secure);
         Ok(response)
     }
 
@@ -570,16 +655,24 @@ fn scope(session: Option<&str>) -> String {
 #[derive(Debug, Clone)]
 pub struct UpgradeConnector {
     endpoint: Endpoint,
+    tls: Option<Arc<ClientConfig>>,
     jar: Arc<Mutex<CookieJar>>,
     heartbeat: Option<Duration>,
     connect_timeout: Duration,
 }
 
 impl UpgradeConnector {
-    /// A connector for an `http://` URL.
+    /// A connector for an `http://` or `https://` URL (the platform's roots for `https://`).
     pub fn new(url: &str) -> Result<Self, ConnectError> {
+        Self::with_ca(url, None)
+    }
+
+    /// A connector whose `https://` server is checked against the CA file `ca_cert`.
+    pub fn with_ca(url: &str, ca_cert: Option<&Path>) -> Result<Self, ConnectError> {
+        let endpoint = parse_endpoint(url)?;
         Ok(Self {
-            endpoint: parse_endpoint(url)?,
+            tls: client_tls(&endpoint, ca_cert, super::tls::ALPN_HTTP1)?,
+            endpoint,
             jar: Arc::default(),
             heartbeat: None,
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
@@ -603,8 +696,10 @@ impl UpgradeConnector {
     /// Opens one connection.
     pub async fn open(&self) -> Result<Transport, ConnectError> {
         let url = format!(
-            "ws://{}{}",
-            self.endpoint.authority, self.endpoint.path_and_query
+            "{}://{}{}",
+            self.endpoint.scheme("ws", "wss"),
+            self.endpoint.authority,
+            self.endpoint.path_and_query
         );
         let unreachable = |reason: String| ConnectError::Unreachable {
             url: self.endpoint.url.clone(),
@@ -618,24 +713,27 @@ impl UpgradeConnector {
             .jar
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .header()
+            .header(self.endpoint.secure)
         {
             request.headers_mut().insert(header::COOKIE, cookies);
         }
-        let connecting = Box::pin(tokio_tungstenite::connect_async_with_config(
-            request, None, true,
-        ));
+        let connecting = Box::pin(async {
+            let stream =
+                open_stream(&self.endpoint, self.tls.as_ref(), super::tls::ALPN_HTTP1).await?;
+            tokio_tungstenite::client_async_with_config(request, stream, None)
+                .await
+                .map_err(|error| unreachable(error.to_string()))
+        });
         let (socket, response) = tokio::time::timeout(self.connect_timeout, connecting)
             .await
             .map_err(|_| ConnectError::Timeout {
                 url: self.endpoint.url.clone(),
                 timeout: self.connect_timeout,
-            })?
-            .map_err(|error| unreachable(error.to_string()))?;
+            })??;
         self.jar
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .store(response.headers());
+            .store(response.headers(), self.endpoint.secure);
         tracing::debug!(
             url = %self.endpoint.url,
             connection = ?response.headers().get(CONNECTION_ID_HEADER),
@@ -665,11 +763,15 @@ mod tests {
         let endpoint = parse_endpoint("http://127.0.0.1:9/acp").unwrap();
         assert_eq!(endpoint.authority, "127.0.0.1:9");
         assert_eq!(endpoint.path_and_query, "/acp");
+        assert!(!endpoint.secure);
         assert_eq!(
             parse_endpoint("http://example/").unwrap().authority,
             "example:80"
         );
-        for bad in ["https://h/acp", "ws://h/acp", "http:///acp"] {
+        let secure = parse_endpoint("https://example/acp").unwrap();
+        assert!(secure.secure);
+        assert_eq!(secure.authority, "example:443");
+        for bad in ["ws://h/acp", "wss://h/acp", "http:///acp", "https:///acp"] {
             assert!(parse_endpoint(bad).is_err(), "{bad}");
         }
     }

@@ -1,5 +1,7 @@
 //! The `/acp` listener of `ski acp serve --transport http`: Streamable HTTP and the WebSocket
-//! upgrade on one loopback port, HTTP/1.1 and cleartext HTTP/2 (prior knowledge) alike.
+//! upgrade on one loopback port, HTTP/1.1 and cleartext HTTP/2 (prior knowledge) alike, or, with
+//! a certificate ([`HttpServer::with_tls`]), the same over TLS (`https://`), HTTP/2 chosen by ALPN
+//! `h2` and HTTP/1.1 by `http/1.1` (what a WebSocket upgrade needs).
 //!
 //! # Routing (the RFD's table)
 //!
@@ -27,7 +29,8 @@
 //! together; one more gets 503), [`HttpOptions::max_tcp_connections`] TCP connections (one more
 //! is closed unanswered), request headers within [`HttpOptions::header_timeout`] on HTTP/1.1,
 //! messages of [`HttpOptions::max_message_bytes`] both ways in, and [`HttpOptions::sse_queue`]
-//! messages waiting per stream. A POST waits while the agent has
+//! messages waiting per stream. Over TLS the handshake too must end within
+//! [`HttpOptions::header_timeout`]. A POST waits while the agent has
 //! [`super::routes::INBOUND_QUEUE`] messages of the connection unread.
 
 use std::collections::HashMap;
@@ -44,8 +47,11 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode, Version};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpListener;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio_rustls::TlsAcceptor;
+use tokio_rustls::rustls::ServerConfig;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::{Role, WebSocketConfig};
@@ -96,11 +102,21 @@ impl Default for HttpOptions {
 }
 
 /// A bound `/acp` listener; [`HttpServer::serve`] runs it.
-#[derive(Debug)]
 pub struct HttpServer {
     listener: TcpListener,
     local_addr: SocketAddr,
     options: HttpOptions,
+    tls: Option<TlsAcceptor>,
+}
+
+impl std::fmt::Debug for HttpServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpServer")
+            .field("local_addr", &self.local_addr)
+            .field("options", &self.options)
+            .field("tls", &self.tls.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpServer {
@@ -128,6 +144,7 @@ impl HttpServer {
                         listener,
                         local_addr,
                         options,
+                        tls: None,
                     });
                 }
                 Err(error) => last_error = Some(error),
@@ -146,9 +163,17 @@ impl HttpServer {
         self.local_addr
     }
 
-    /// The endpoint's URL, `http://HOST:PORT/acp`.
+    /// Serves `https://` with `config` (see [`super::tls::server_config`]: its ALPN list
+    /// decides whether HTTP/2 is offered).
+    pub fn with_tls(mut self, config: Arc<ServerConfig>) -> Self {
+        self.tls = Some(super::tls::acceptor(config));
+        self
+    }
+
+    /// The endpoint's URL, `http://HOST:PORT/acp` (`https://` with TLS).
     pub fn url(&self) -> String {
-        format!("http://{}{ENDPOINT_PATH}", self.local_addr)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}{ENDPOINT_PATH}", self.local_addr)
     }
 
     /// Serves ski's reference `agent` until `shutdown` fires, then ends every connection and
@@ -202,28 +227,29 @@ impl HttpServer {
                 tracing::debug!(%remote, %error, "cannot turn off Nagle's algorithm");
             }
             let shared = shared.clone();
+            let tls = self.tls.clone();
             shared.tasks.clone().spawn(async move {
-                let service = {
-                    let shared = shared.clone();
-                    hyper::service::service_fn(move |request| {
-                        let shared = shared.clone();
-                        async move { Ok::<_, Infallible>(shared.handle(request).await) }
-                    })
-                };
-                let mut builder =
-                    hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
-                builder
-                    .http1()
-                    .timer(TokioTimer::new())
-                    .header_read_timeout(shared.options.header_timeout);
-                let serving = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
-                tokio::select! {
-                    result = serving => {
-                        if let Err(error) = result {
-                            tracing::debug!(%remote, %error, "http connection ended with an error");
+                match tls {
+                    None => shared.serve_connection(stream, remote).await,
+                    Some(acceptor) => {
+                        let handshake = tokio::time::timeout(
+                            shared.options.header_timeout,
+                            acceptor.accept(stream),
+                        );
+                        let stream = tokio::select! {
+                            done = handshake => done,
+                            () = shared.shutdown.cancelled() => return,
+                        };
+                        match stream {
+                            Ok(Ok(stream)) => shared.serve_connection(stream, remote).await,
+                            Ok(Err(error)) => {
+                                tracing::debug!(%remote, %error, "tls handshake failed");
+                            }
+                            Err(_) => {
+                                tracing::debug!(%remote, "tls handshake not done in time; closed");
+                            }
                         }
                     }
-                    () = shared.shutdown.cancelled() => {}
                 }
                 drop(socket);
             });
@@ -298,6 +324,35 @@ fn names_media(value: Option<&str>, media: &str) -> bool {
 }
 
 impl Shared {
+    /// Serves HTTP/1.1 or HTTP/2 (told apart by the first bytes) on one connection until it
+    /// ends or the server shuts down.
+    async fn serve_connection<I>(self: Arc<Self>, stream: I, remote: SocketAddr)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let service = {
+            let shared = self.clone();
+            hyper::service::service_fn(move |request| {
+                let shared = shared.clone();
+                async move { Ok::<_, Infallible>(shared.handle(request).await) }
+            })
+        };
+        let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
+        builder
+            .http1()
+            .timer(TokioTimer::new())
+            .header_read_timeout(self.options.header_timeout);
+        let serving = builder.serve_connection_with_upgrades(TokioIo::new(stream), service);
+        tokio::select! {
+            result = serving => {
+                if let Err(error) = result {
+                    tracing::debug!(%remote, %error, "http connection ended with an error");
+                }
+            }
+            () = self.shutdown.cancelled() => {}
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, HashMap<String, Arc<Routes>>> {
         self.connections
             .lock()
