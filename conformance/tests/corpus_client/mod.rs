@@ -9,9 +9,13 @@
 //! agent. It prints what `ski acp client connect --json` prints: a `session_update` line for each
 //! valid update of its session and a `prompt_result` line after each turn. It answers
 //! `session/request_permission` with an allow option and every other request -32601.
+//!
+//! `--remote MODE …` runs one of the remote modes of [`remote`] instead (the client rows of ACP's
+//! remote transport RFD).
 
 mod connection;
 mod output;
+mod remote;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -118,6 +122,9 @@ pub fn run_if_asked() -> Option<ExitCode> {
     let argv: Vec<String> = std::env::args().collect();
     if argv.get(1).map(String::as_str) != Some(FLAG) {
         return None;
+    }
+    if argv.get(2).map(String::as_str) == Some(remote::REMOTE) {
+        return Some(remote::run(&argv[3..]));
     }
     let args = match Args::parse(&argv[2..]) {
         Ok(args) => args,
