@@ -325,9 +325,8 @@ struct Bytes<R> {
 
 impl<R: AsyncRead + Unpin> Bytes<R> {
     async fn fill(&mut self) -> std::io::Result<bool> {
-        let mut chunk = [0u8; 16 * 1024];
-        let n = self.reader.read(&mut chunk).await?;
-        self.buffer.extend_from_slice(&chunk[..n]);
+        self.buffer.reserve(16 * 1024);
+        let n = self.reader.read_buf(&mut self.buffer).await?;
         Ok(n > 0)
     }
 
@@ -465,7 +464,7 @@ where
         },
         Length::UntilClose => {
             to.write_all(&std::mem::take(&mut from.buffer)).await?;
-            let mut chunk = [0u8; 16 * 1024];
+            let mut chunk = vec![0u8; 16 * 1024];
             loop {
                 let n = from.reader.read(&mut chunk).await?;
                 if n == 0 {
