@@ -559,7 +559,17 @@ async fn load_replays_history_before_answering_and_resume_does_not() {
         .await
         .unwrap();
     // The client peer hands over a response only after the notifications before it.
-    let replay = second.updates(&session);
+    let mut replay = second.updates(&session);
+    // Each replayed message carries the id the history keeps for it, one of its own.
+    let ids: Vec<Value> = replay
+        .iter_mut()
+        .filter_map(|update| update.as_object_mut()?.remove("messageId"))
+        .collect();
+    assert_eq!(ids.len(), 2, "{replay:?}");
+    assert!(
+        ids.iter().all(Value::is_string) && ids[0] != ids[1],
+        "{ids:?}"
+    );
     assert_eq!(
         replay,
         [
