@@ -453,8 +453,9 @@ impl Target {
     /// An ad-hoc profile for an ACP agent given on the command line.
     ///
     /// `agent_cmd` becomes the `agent` command (capability `stdio`), `agent_url` the `ws` URL
-    /// (capability `ws`), or for an `http://` URL the remote endpoint's `http` URL (capability
-    /// `acp-http`); `capabilities` are added as declared.
+    /// (capability `ws`), or for an `http://` or `https://` URL the remote endpoint's `http` URL
+    /// (capability `acp-http`; an `https://` one trusts the platform's roots, which honour
+    /// `SSL_CERT_FILE`, as no profile sets `http_ca`); `capabilities` are added as declared.
     pub fn ad_hoc(
         agent_cmd: Option<&str>,
         agent_url: Option<&str>,

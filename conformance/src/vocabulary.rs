@@ -38,6 +38,8 @@ pub mod capability {
 pub enum Kind {
     /// Any text (a template, a path, words).
     Text,
+    /// The path of a file that exists (relative to where the runner starts).
+    File,
     /// A whole number, at least 0.
     Number,
     /// A whole number, at least 1.
@@ -69,6 +71,8 @@ impl Setting {
         let number = value.trim().parse::<u64>();
         match self.kind {
             Kind::Text => None,
+            Kind::File if std::path::Path::new(value).is_file() => None,
+            Kind::File => Some("the path of an existing file".to_owned()),
             Kind::Number if number.is_ok() => None,
             Kind::Number => Some("a whole number".to_owned()),
             Kind::Positive if number.is_ok_and(|n| n > 0) => None,
@@ -111,6 +115,7 @@ settings! { acp:
     WS_ARGS "ws_args" Text, "Words added to an agent command to serve WebSocket instead.";
     HTTP_ARGS "http_args" Text, "Words added to an agent command to serve ACP's remote /acp endpoint instead (it prints http://HOST:PORT/acp).";
     HTTP_PROFILE "http_profile" OneOf(&["streamable", "websocket"]), "The profile rows that name no transport use on the remote endpoint (default: streamable when acp-http-streamable is declared, else websocket).";
+    HTTP_CA "http_ca" File, "A PEM file of the certificate authorities an https:// remote endpoint's certificate is checked against (default: the platform's roots); a file that holds no certificate fails the rows that connect, as a harness error.";
     PAGE_SIZE "page_size" Positive, "The session/list page size of the `agent_paged` command (default 50).";
     REQUIRES_PROGRAMS "requires_programs" Text, "Programs that must be on PATH; rows that start the agent are skipped without them.";
     REQUIRES_FILES "requires_files" Text, "Files that must exist (an installed peer); rows are errors without them.";

@@ -20,6 +20,7 @@ mod support;
 
 // One module per test file.
 mod acp_client_competence;
+mod acp_https;
 mod acp_remote_rows;
 mod acp_shared_server;
 mod catalog;

@@ -429,12 +429,16 @@ impl Connection {
         ))
     }
 
-    /// A new WebSocket client connection to `url`.
+    /// A new WebSocket client connection to `url` (`wss://`: trusting the profile's
+    /// `settings.http_ca`).
     pub async fn over_ws(ctx: &Ctx, channel: &str, url: &str) -> Result<Self, CheckError> {
         ctx.wire().note(channel, &format!("connecting to {url}"));
-        let (socket, response) = Box::pin(tokio_tungstenite::connect_async(url))
-            .await
-            .or_fail(format!("a WebSocket connection to {url}"))?;
+        let connector = super::remote::http::ws_connector(ctx, url)?;
+        let (socket, response) = Box::pin(tokio_tungstenite::connect_async_tls_with_config(
+            url, None, false, connector,
+        ))
+        .await
+        .or_fail(format!("a WebSocket connection to {url}"))?;
         let headers = response
             .headers()
             .iter()
@@ -462,7 +466,7 @@ impl Connection {
     /// A new Streamable HTTP client connection to the remote endpoint `url` (`http://…/acp`):
     /// nothing is sent until `initialize` ([`Streamable`]).
     pub fn over_streamable(ctx: &Ctx, channel: &str, url: &str) -> Result<Self, CheckError> {
-        let endpoint = Endpoint::parse(url).map_err(CheckError::Harness)?;
+        let endpoint = Endpoint::for_ctx(ctx, url)?;
         ctx.wire()
             .note(channel, &format!("Streamable HTTP client of {url}"));
         let limit = ctx.timeouts().scale(Duration::from_secs(10));

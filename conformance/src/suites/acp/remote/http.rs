@@ -2,11 +2,24 @@
 //! connection (`Connection: close`), the answer's status, headers and body kept as the server
 //! sent them, a long response body read as it arrives (Server-Sent Events for the GET streams),
 //! and the HTTP/2 connection preface sent on its own. Nothing is repaired or retried.
+//!
+//! An `https://` endpoint is reached over TLS (rustls, ring provider), its certificate checked
+//! against the profile's `settings.http_ca` ([`Endpoint::for_ctx`]) or else the platform's
+//! roots: HTTP/1.1 offered by ALPN for requests and the WebSocket upgrade (`wss://`), `h2` for
+//! the HTTP/2 preface.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use ski::acp::remote::tls;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::net::TcpStream;
+use tokio_rustls::rustls::ClientConfig;
+
+use crate::check::CheckError;
+use crate::context::Ctx;
+use crate::vocabulary::acp;
 
 /// The most bytes of a response head.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
@@ -14,27 +27,47 @@ const MAX_HEAD_BYTES: usize = 64 * 1024;
 /// The most bytes of a body read whole, or of one SSE event.
 const MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
 
-/// The host, port and path of an `http://` URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The host, port and path of an `http://` or `https://` URL, and for `https://` the trust its
+/// certificate is checked against.
+#[derive(Debug, Clone)]
 pub struct Endpoint {
     /// `HOST:PORT`.
     pub authority: String,
     /// The path and query, `/acp` by default.
     pub path: String,
+    /// `https://`.
+    pub secure: bool,
+    /// The TLS client of an `https://` endpoint (HTTP/1.1 by ALPN); `None` until a CA is given
+    /// (then the platform's roots are read when the first connection opens).
+    tls: Option<Arc<ClientConfig>>,
 }
 
+impl PartialEq for Endpoint {
+    fn eq(&self, other: &Self) -> bool {
+        (&self.authority, &self.path, self.secure) == (&other.authority, &other.path, other.secure)
+    }
+}
+
+impl Eq for Endpoint {}
+
+/// A byte stream to the server: TCP, or TLS over TCP.
+pub trait Io: AsyncRead + AsyncWrite + Unpin + Send {}
+
+impl<T: AsyncRead + AsyncWrite + Unpin + Send> Io for T {}
+
 impl Endpoint {
-    /// Parses `http://HOST[:PORT][/PATH]`; `https://` is refused (the runner has no TLS client
-    /// for it), as is every other scheme.
+    /// Parses `http://HOST[:PORT][/PATH]` or `https://…` (port 443 by default); every other
+    /// scheme is refused. An `https://` endpoint parsed here trusts the platform's roots; see
+    /// [`Endpoint::for_ctx`] for the profile's CA.
     pub fn parse(url: &str) -> Result<Self, String> {
-        let rest = if let Some(rest) = url.strip_prefix("http://") {
-            rest
-        } else if url.starts_with("https://") {
-            return Err(format!(
-                "{url}: https:// needs TLS, which the runner's remote client does not include; serve http:// on loopback"
-            ));
+        let (rest, secure) = if let Some(rest) = url.strip_prefix("http://") {
+            (rest, false)
+        } else if let Some(rest) = url.strip_prefix("https://") {
+            (rest, true)
         } else {
-            return Err(format!("{url}: the URL must start with http://"));
+            return Err(format!(
+                "{url}: the URL must start with http:// or https://"
+            ));
         };
         let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
         let (authority, path) = rest.split_at(split);
@@ -47,7 +80,7 @@ impl Endpoint {
         let authority = if has_port {
             authority.to_owned()
         } else {
-            format!("{authority}:80")
+            format!("{authority}:{}", if secure { 443 } else { 80 })
         };
         let path = path.split('#').next().unwrap_or_default();
         Ok(Self {
@@ -57,18 +90,114 @@ impl Endpoint {
             } else {
                 path.to_owned()
             },
+            secure,
+            tls: None,
         })
     }
 
-    /// The same endpoint as a `ws://` URL (the WebSocket profile's upgrade).
-    pub fn ws_url(&self) -> String {
-        format!("ws://{}{}", self.authority, self.path)
+    /// Parses `url`, an `https://` endpoint trusting the CA file `ca` (PEM) instead of the
+    /// platform's roots. The file is read and checked now.
+    pub fn parse_trusting(url: &str, ca: Option<&Path>) -> Result<Self, String> {
+        let mut endpoint = Self::parse(url)?;
+        if let (true, Some(ca)) = (endpoint.secure, ca) {
+            let config = tls::client_config(Some(ca), &[tls::ALPN_HTTP1])
+                .map_err(|error| format!("settings.http_ca: {error}"))?;
+            endpoint.tls = Some(config);
+        }
+        Ok(endpoint)
     }
 
-    /// The `http://` URL.
-    pub fn url(&self) -> String {
-        format!("http://{}{}", self.authority, self.path)
+    /// Parses `url` with the trust the scenario's profile sets: `settings.http_ca`, else the
+    /// platform's roots. A CA file that cannot be used fails the harness, named.
+    pub fn for_ctx(ctx: &Ctx, url: &str) -> Result<Self, CheckError> {
+        let ca = ctx.setting(&acp::HTTP_CA)?;
+        Self::parse_trusting(url, ca.as_deref().map(Path::new)).map_err(CheckError::Harness)
     }
+
+    /// The same endpoint as a `ws://` URL (`wss://` for `https://`), the WebSocket profile's
+    /// upgrade.
+    pub fn ws_url(&self) -> String {
+        let scheme = if self.secure { "wss" } else { "ws" };
+        format!("{scheme}://{}{}", self.authority, self.path)
+    }
+
+    /// The `http://` or `https://` URL.
+    pub fn url(&self) -> String {
+        let scheme = if self.secure { "https" } else { "http" };
+        format!("{scheme}://{}{}", self.authority, self.path)
+    }
+
+    /// The TLS client of an `https://` endpoint offering `alpn`; `None` for `http://`.
+    fn client(&self, alpn: &[u8]) -> Result<Option<Arc<ClientConfig>>, String> {
+        if !self.secure {
+            return Ok(None);
+        }
+        let config = match &self.tls {
+            Some(config) => config.clone(),
+            None => platform_roots()?,
+        };
+        if config.alpn_protocols.iter().any(|name| name == alpn) {
+            return Ok(Some(config));
+        }
+        let mut config = (*config).clone();
+        config.alpn_protocols = vec![alpn.to_vec()];
+        Ok(Some(Arc::new(config)))
+    }
+
+    /// The connector of a `wss://` upgrade to this endpoint; `None` for `http://`.
+    pub fn ws_connector(&self) -> Result<Option<tokio_tungstenite::Connector>, String> {
+        Ok(self
+            .client(tls::ALPN_HTTP1)?
+            .map(tokio_tungstenite::Connector::Rustls))
+    }
+
+    /// A connection to the server: TCP, then for `https://` the TLS handshake offering `alpn`.
+    pub async fn connect(&self, alpn: &[u8]) -> Result<Box<dyn Io>, String> {
+        let tcp = TcpStream::connect(&self.authority)
+            .await
+            .map_err(|e| format!("cannot connect to {}: {e}", self.authority))?;
+        let _ = tcp.set_nodelay(true);
+        match self.client(alpn)? {
+            None => Ok(Box::new(tcp)),
+            Some(config) => {
+                let stream = tls::connect(config, &self.authority, tcp)
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "{}: {e} (settings.http_ca names that CA's PEM file)",
+                            self.url()
+                        )
+                    })?;
+                Ok(Box::new(stream))
+            }
+        }
+    }
+}
+
+/// The TLS client trusting the platform's roots (read once per run).
+fn platform_roots() -> Result<Arc<ClientConfig>, String> {
+    static CONFIG: std::sync::OnceLock<Result<Arc<ClientConfig>, String>> =
+        std::sync::OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            tls::client_config(None, &[tls::ALPN_HTTP1])
+                .map_err(|e| format!("{e} (settings.http_ca)"))
+        })
+        .clone()
+}
+
+/// The connector for a WebSocket `url` a check opens (`wss://` with the profile's
+/// `settings.http_ca`, see [`Endpoint::for_ctx`]); `None` for `ws://`.
+pub fn ws_connector(
+    ctx: &Ctx,
+    url: &str,
+) -> Result<Option<tokio_tungstenite::Connector>, CheckError> {
+    let Some(rest) = url.strip_prefix("wss://") else {
+        return Ok(None);
+    };
+    Endpoint::for_ctx(ctx, &format!("https://{rest}"))?
+        .ws_connector()
+        .map_err(CheckError::Harness)
 }
 
 /// A response's status line and headers.
@@ -221,7 +350,7 @@ enum Framing {
 
 /// The body of a response, read as it arrives.
 pub struct Body {
-    reader: BufReader<TcpStream>,
+    reader: BufReader<Box<dyn Io>>,
     framing: Framing,
 }
 
@@ -318,7 +447,7 @@ impl Body {
     }
 }
 
-async fn read_line(reader: &mut BufReader<TcpStream>) -> Result<String, String> {
+async fn read_line(reader: &mut BufReader<Box<dyn Io>>) -> Result<String, String> {
     let mut line = Vec::new();
     let n = (&mut *reader)
         .take(MAX_HEAD_BYTES as u64)
@@ -337,10 +466,7 @@ async fn read_line(reader: &mut BufReader<TcpStream>) -> Result<String, String> 
 /// Sends `request` on a new connection to `endpoint` and reads the response head; the body is
 /// left to read.
 pub async fn open(endpoint: &Endpoint, request: &Request) -> Result<(Head, Body), String> {
-    let mut tcp = TcpStream::connect(&endpoint.authority)
-        .await
-        .map_err(|e| format!("cannot connect to {}: {e}", endpoint.authority))?;
-    let _ = tcp.set_nodelay(true);
+    let mut tcp = endpoint.connect(tls::ALPN_HTTP1).await?;
     tcp.write_all(&request.bytes(endpoint))
         .await
         .map_err(|e| format!("cannot send the request: {e}"))?;
@@ -463,14 +589,12 @@ impl Events {
     }
 }
 
-/// Sends the HTTP/2 connection preface with an empty SETTINGS frame (cleartext, prior
-/// knowledge) and returns the type of the first frame the server answers with (4 is SETTINGS),
-/// or what it sent instead.
+/// Sends the HTTP/2 connection preface with an empty SETTINGS frame (cleartext with prior
+/// knowledge, or over TLS after ALPN offered `h2` alone) and returns the type of the first frame
+/// the server answers with (4 is SETTINGS), or what it sent instead.
 pub async fn h2_preface(endpoint: &Endpoint, limit: Duration) -> Result<u8, String> {
     tokio::time::timeout(limit, async {
-        let mut tcp = TcpStream::connect(&endpoint.authority)
-            .await
-            .map_err(|e| format!("cannot connect to {}: {e}", endpoint.authority))?;
+        let mut tcp = endpoint.connect(tls::ALPN_H2).await?;
         let mut hello = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".to_vec();
         hello.extend_from_slice(&[0, 0, 0, 4, 0, 0, 0, 0, 0]);
         tcp.write_all(&hello).await.map_err(|e| e.to_string())?;
@@ -495,17 +619,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn endpoints_are_parsed_and_https_refused() {
+    fn endpoints_are_parsed_http_and_https() {
         let e = Endpoint::parse("http://127.0.0.1:4000/acp").unwrap();
         assert_eq!(e.authority, "127.0.0.1:4000");
         assert_eq!(e.path, "/acp");
         assert_eq!(e.ws_url(), "ws://127.0.0.1:4000/acp");
         assert_eq!(Endpoint::parse("http://h").unwrap().authority, "h:80");
-        assert!(
-            Endpoint::parse("https://h:1/acp")
-                .unwrap_err()
-                .contains("TLS")
-        );
+        let secure = Endpoint::parse("https://h/acp").unwrap();
+        assert!(secure.secure);
+        assert_eq!(secure.authority, "h:443");
+        assert_eq!(secure.ws_url(), "wss://h:443/acp");
+        assert_eq!(secure.url(), "https://h:443/acp");
         assert!(Endpoint::parse("ws://h:1/acp").is_err());
+        let error =
+            Endpoint::parse_trusting("https://h/acp", Some(Path::new("/nonexistent/ca.pem")))
+                .unwrap_err();
+        assert!(
+            error.contains("http_ca") && error.contains("ca.pem"),
+            "{error}"
+        );
     }
 }

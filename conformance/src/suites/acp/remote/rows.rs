@@ -146,7 +146,7 @@ async fn start(ctx: &Ctx) -> Result<Remote, CheckError> {
         .url()
         .ok_or_else(|| CheckError::Harness("the remote agent has no url".into()))?
         .to_owned();
-    let endpoint = Endpoint::parse(&url).map_err(CheckError::Harness)?;
+    let endpoint = Endpoint::for_ctx(ctx, &url)?;
     Ok(Remote {
         agent,
         endpoint,

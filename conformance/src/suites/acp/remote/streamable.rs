@@ -7,7 +7,9 @@
 //! `Acp-Session-Id`. Messages of every stream reach the connection in the order read.
 //!
 //! It judges nothing itself (the ACP-HTTP rows of [`super`] do): a POST answered other than `202`
-//! fails the send, with the status and body, so that a check stops there.
+//! fails the send, with the status and body, so that a check stops there. An `https://` agent is
+//! reached the same way over TLS, through the connections of its [`Endpoint`] (the profile's
+//! `settings.http_ca`, see [`Endpoint::for_ctx`]).
 //!
 //! [`Connection`]: super::super::connection::Connection
 
