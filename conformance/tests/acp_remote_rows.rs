@@ -59,8 +59,11 @@ async fn the_reference_over_streamable_http_passes_the_remote_rows_and_the_trans
             "--out",
             &out_text,
             "--quiet",
+            // The agent rows only: the client rows (018 on) judge a client, not the endpoint.
             "--id",
-            "ACP-HTTP-*",
+            "ACP-HTTP-00*",
+            "--id",
+            "ACP-HTTP-01[0-7]",
             "--id",
             "WS-001",
             "--id",
