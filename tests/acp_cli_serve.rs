@@ -227,15 +227,7 @@ async fn ws_serve_prints_its_address_and_serves_a_prompt() {
         "disabled",
     ]))
     .expect("spawn ski");
-    let url = within("the readiness line", async {
-        loop {
-            let line = agent.next_stderr_line().await.expect("stderr open");
-            if let Some(url) = line.strip_prefix("listening on ") {
-                break url.to_owned();
-            }
-        }
-    })
-    .await;
+    let url = crate::acp_serve_support::listening_url(&mut agent, PATIENCE).await;
     assert!(
         url.starts_with("ws://127.0.0.1:") && url.ends_with("/acp"),
         "{url}"

@@ -146,15 +146,7 @@ async fn ski_serve(args: &[&str]) -> (child::Child, String) {
         ])
         .args(args);
     let mut agent = child::spawn(spec).expect("spawn ski acp serve");
-    let url = within("the readiness line", async {
-        loop {
-            let line = agent.next_stderr_line().await.expect("stderr open");
-            if let Some(url) = line.strip_prefix("listening on ") {
-                break url.trim().to_owned();
-            }
-        }
-    })
-    .await;
+    let url = crate::acp_serve_support::listening_url(&mut agent, PATIENCE).await;
     (agent, url)
 }
 

@@ -64,15 +64,7 @@ impl Served {
         all.extend(args);
         let mut agent =
             child::spawn(ChildSpec::new("agent", SKI).args(all)).expect("spawn ski acp serve");
-        let url = within("the readiness line", async {
-            loop {
-                let line = agent.next_stderr_line().await.expect("stderr open");
-                if let Some(url) = line.strip_prefix("listening on ") {
-                    break url.to_owned();
-                }
-            }
-        })
-        .await;
+        let url = crate::acp_serve_support::listening_url(&mut agent, PATIENCE).await;
         Self { agent, url }
     }
 

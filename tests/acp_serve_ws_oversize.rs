@@ -25,15 +25,7 @@ async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
 
 /// The address the agent prints once it accepts connections.
 async fn listening_url(agent: &mut Child) -> String {
-    within("the readiness line", async {
-        loop {
-            let line = agent.next_stderr_line().await.expect("stderr open");
-            if let Some(url) = line.strip_prefix("listening on ") {
-                break url.to_owned();
-            }
-        }
-    })
-    .await
+    crate::acp_serve_support::listening_url(agent, PATIENCE).await
 }
 
 /// Connects and checks that the connection answers `initialize`.

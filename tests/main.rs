@@ -6,6 +6,7 @@
 // Support shared by several files.
 mod acp_agent_support;
 mod acp_backpressure_support;
+mod acp_serve_support;
 mod aof_support;
 mod intercom_support;
 mod jsonrpc_support;
