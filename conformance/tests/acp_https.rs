@@ -7,7 +7,6 @@
 use std::path::Path;
 
 use rcgen::{BasicConstraints, CertificateParams, IsCa, KeyPair, SanType};
-use serde_json::Value;
 use ski_conformance::Target;
 
 use crate::{binaries, support};
@@ -80,23 +79,6 @@ fn profile(dir: &Path, ca: &str) -> std::path::PathBuf {
     path
 }
 
-fn outcomes(out: &Path) -> Vec<(String, String, String)> {
-    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json");
-    let results: Value = serde_json::from_str(&text).expect("results are JSON");
-    results["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| {
-            (
-                r["id"].as_str().unwrap_or_default().to_owned(),
-                r["outcome"].as_str().unwrap_or_default().to_owned(),
-                r["failure"].to_string(),
-            )
-        })
-        .collect()
-}
-
 async fn run_rows(
     dir: &Path,
     profile: &Path,
@@ -122,7 +104,7 @@ async fn run_rows(
         args.extend(["--id", id]);
     }
     let run = support::ski_conformance(&args, dir).await;
-    let all = outcomes(&out);
+    let all = crate::support::row_outcomes(&out);
     (run, all)
 }
 

@@ -7,7 +7,6 @@ use crate::binaries;
 use crate::corpus_http_front::{self, Defect};
 use crate::support;
 
-use serde_json::Value;
 use ski::transport::child::{ChildSpec, spawn};
 use ski_conformance::Target;
 
@@ -19,26 +18,6 @@ async fn bin_dir() -> std::path::PathBuf {
     })
     .await
     .expect("the build task ends")
-}
-
-fn results(out: &std::path::Path) -> Value {
-    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json");
-    serde_json::from_str(&text).expect("results are JSON")
-}
-
-fn outcomes(results: &Value) -> Vec<(String, String, String)> {
-    results["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| {
-            (
-                r["id"].as_str().unwrap_or_default().to_owned(),
-                r["outcome"].as_str().unwrap_or_default().to_owned(),
-                r["failure"].to_string(),
-            )
-        })
-        .collect()
 }
 
 #[tokio::test]
@@ -75,7 +54,7 @@ async fn the_reference_over_streamable_http_passes_the_remote_rows_and_the_trans
     )
     .await;
     assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
-    let all = outcomes(&results(&out));
+    let all = support::row_outcomes(&out);
     let remote: Vec<_> = all
         .iter()
         .filter(|(id, _, _)| id.starts_with("ACP-HTTP-"))
@@ -148,7 +127,7 @@ async fn a_reference_behind_a_front_that_accepts_batches_fails_only_the_batch_ro
     relay.abort();
     drop(agent);
     assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
-    let all = outcomes(&results(&out));
+    let all = support::row_outcomes(&out);
     assert_eq!(all.len(), 10, "{all:?}");
     for (id, outcome, failure) in &all {
         if id == "ACP-HTTP-010" {

@@ -80,23 +80,6 @@ async fn client(bin_dir: &Path, url: &str, cwd: &Path, args: &[&str]) -> (Option
     (status.code(), lines)
 }
 
-fn outcomes(out: &Path) -> Vec<(String, String, String)> {
-    let text = std::fs::read_to_string(out.join("results.json")).expect("results.json");
-    let results: Value = serde_json::from_str(&text).expect("results are JSON");
-    results["results"]
-        .as_array()
-        .expect("results")
-        .iter()
-        .map(|r| {
-            (
-                r["id"].as_str().unwrap_or_default().to_owned(),
-                r["outcome"].as_str().unwrap_or_default().to_owned(),
-                r["failure"].to_string(),
-            )
-        })
-        .collect()
-}
-
 #[tokio::test]
 async fn load_and_resume_pass_against_a_shared_agent_whose_other_clients_log_out() {
     let bin_dir = bin_dir().await;
@@ -154,7 +137,7 @@ async fn load_and_resume_pass_against_a_shared_agent_whose_other_clients_log_out
     .await;
     drop(agent);
     assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
-    let all = outcomes(&out);
+    let all = crate::support::row_outcomes(&out);
     assert_eq!(all.len(), 6, "{all:?}");
     for (id, outcome, failure) in &all {
         assert_eq!(outcome, "pass", "{id}: {failure}");
