@@ -104,7 +104,7 @@ async fn run_rows(
         args.extend(["--id", id]);
     }
     let run = support::ski_conformance(&args, dir).await;
-    let all = crate::support::row_outcomes(&out);
+    let all = crate::results::row_outcomes(&out);
     (run, all)
 }
 

@@ -54,7 +54,7 @@ async fn the_reference_over_streamable_http_passes_the_remote_rows_and_the_trans
     )
     .await;
     assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
-    let all = support::row_outcomes(&out);
+    let all = crate::results::row_outcomes(&out);
     let remote: Vec<_> = all
         .iter()
         .filter(|(id, _, _)| id.starts_with("ACP-HTTP-"))
@@ -127,7 +127,7 @@ async fn a_reference_behind_a_front_that_accepts_batches_fails_only_the_batch_ro
     relay.abort();
     drop(agent);
     assert_eq!(run.code, Some(1), "{}{}", run.stdout, run.stderr);
-    let all = support::row_outcomes(&out);
+    let all = crate::results::row_outcomes(&out);
     assert_eq!(all.len(), 10, "{all:?}");
     for (id, outcome, failure) in &all {
         if id == "ACP-HTTP-010" {

@@ -137,7 +137,7 @@ async fn load_and_resume_pass_against_a_shared_agent_whose_other_clients_log_out
     .await;
     drop(agent);
     assert_eq!(run.code, Some(0), "{}{}", run.stdout, run.stderr);
-    let all = crate::support::row_outcomes(&out);
+    let all = crate::results::row_outcomes(&out);
     assert_eq!(all.len(), 6, "{all:?}");
     for (id, outcome, failure) in &all {
         assert_eq!(outcome, "pass", "{id}: {failure}");

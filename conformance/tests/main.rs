@@ -16,6 +16,8 @@ mod corpus_http_front;
 mod one_row;
 #[path = "support/peer_install.rs"]
 mod peer_install;
+#[path = "support/results.rs"]
+mod results;
 mod support;
 
 // One module per test file.
